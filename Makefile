@@ -1,0 +1,53 @@
+# kccm developer targets. CI runs `make test` (see .ci/run); README names `make demo` and `make test`.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-stamp
+
+.PHONY: help venv controlplane lint format typecheck unit integration test demo clean
+
+help:
+	@echo "make demo          build and start the dev control plane, show it healthy, stop it"
+	@echo "make test          lint, types, unit and integration tests (builds the control plane)"
+	@echo "make controlplane  build etcd + kube-apiserver from Go modules (cached)"
+	@echo "make lint | format | typecheck | unit | integration"
+
+$(STAMP): pyproject.toml
+	@echo "== creating $(VENV) and installing kccm with dev tools"
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	@touch $@
+
+venv: $(STAMP)
+
+controlplane:
+	@bash hack/controlplane/build.sh
+
+lint: venv
+	$(VENV)/bin/ruff check src tests examples
+	$(VENV)/bin/ruff format --check src tests examples
+	$(VENV)/bin/lint-imports
+
+format: venv
+	$(VENV)/bin/ruff format src tests examples
+	$(VENV)/bin/ruff check --fix src tests examples
+
+typecheck: venv
+	$(VENV)/bin/mypy
+
+unit: venv
+	$(PY) -m pytest tests/unit
+
+integration: venv controlplane
+	$(PY) -m pytest tests/integration
+
+test: lint typecheck controlplane
+	$(PY) -m pytest
+
+demo: venv controlplane
+	$(PY) -m kccm dev up --check
+
+clean:
+	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

@@ -1,0 +1,5 @@
+"""``python -m kccm``."""
+
+from kccm.app.cli import main
+
+raise SystemExit(main())

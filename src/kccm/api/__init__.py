@@ -1,0 +1,1 @@
+"""Well-known Kubernetes names (labels, taints, annotations, finalizers) kccm reads or writes."""

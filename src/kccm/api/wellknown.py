@@ -1,0 +1,32 @@
+"""Every label, taint, annotation and finalizer key kccm uses, in one place."""
+
+from __future__ import annotations
+
+__all__ = [
+    "ANNOTATION_PROVIDED_NODE_IP",
+    "FINALIZER_LB_CLEANUP",
+    "LABEL_EXCLUDE_FROM_EXTERNAL_LB",
+    "LABEL_INSTANCE_TYPE",
+    "LABEL_INSTANCE_TYPE_BETA",
+    "LABEL_REGION",
+    "LABEL_REGION_BETA",
+    "LABEL_ZONE",
+    "LABEL_ZONE_BETA",
+    "TAINT_NODE_SHUTDOWN",
+    "TAINT_UNINITIALIZED",
+]
+
+TAINT_UNINITIALIZED = "node.cloudprovider.kubernetes.io/uninitialized"
+TAINT_NODE_SHUTDOWN = "node.cloudprovider.kubernetes.io/shutdown"
+
+LABEL_INSTANCE_TYPE = "node.kubernetes.io/instance-type"
+LABEL_INSTANCE_TYPE_BETA = "beta.kubernetes.io/instance-type"
+LABEL_ZONE = "topology.kubernetes.io/zone"
+LABEL_ZONE_BETA = "failure-domain.beta.kubernetes.io/zone"
+LABEL_REGION = "topology.kubernetes.io/region"
+LABEL_REGION_BETA = "failure-domain.beta.kubernetes.io/region"
+LABEL_EXCLUDE_FROM_EXTERNAL_LB = "node.kubernetes.io/exclude-from-external-load-balancers"
+
+ANNOTATION_PROVIDED_NODE_IP = "alpha.kubernetes.io/provided-node-ip"
+
+FINALIZER_LB_CLEANUP = "service.kubernetes.io/load-balancer-cleanup"

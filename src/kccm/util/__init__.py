@@ -1,0 +1,1 @@
+"""Foundation helpers shared by every layer (imports nothing else from kccm)."""
