@@ -1,0 +1,329 @@
+"""The real API-server client: lightkube's configuration and HTTP transport, our own requests.
+
+lightkube resolves kubeconfig / in-cluster / exec credentials and builds the TLS-configured
+HTTP client; this module issues the REST calls itself so objects stay plain dicts (nothing
+lost in decoding), lists are paged, watches ask for bookmarks and report 410 Gone as
+:class:`~kccm.kube.errors.Gone`, and every request passes a client-side token bucket
+(client-go's QPS/burst; the cloud-controller-manager defaults are 20/30).
+"""
+
+from __future__ import annotations
+
+import builtins
+import logging
+from collections.abc import AsyncIterator, Callable, Mapping
+from typing import Any
+
+import httpx2 as httpx
+import msgspec
+from lightkube.config import client_adapter
+
+from kccm import __version__
+from kccm.kube.config import ClusterConfig
+from kccm.kube.errors import KubeError, TransportError, error_from_status
+from kccm.kube.interface import (
+    ListResult,
+    Obj,
+    PatchType,
+    Preconditions,
+    WatchEvent,
+    WatchEventType,
+)
+from kccm.kube.resources import Resource
+from kccm.util.clock import REAL_CLOCK, Clock
+from kccm.util.tokenbucket import TokenBucket
+
+__all__ = ["DEFAULT_BURST", "DEFAULT_QPS", "KubeApiClient"]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_QPS = 20.0
+DEFAULT_BURST = 30
+_JSON = "application/json"
+_decode = msgspec.json.decode
+_encode = msgspec.json.encode
+
+RequestObserver = Callable[[str, str], None]
+
+
+class KubeApiClient:
+    """:class:`~kccm.kube.interface.KubeClient` over HTTPS to a real API server."""
+
+    def __init__(
+        self,
+        config: ClusterConfig,
+        *,
+        qps: float = DEFAULT_QPS,
+        burst: int = DEFAULT_BURST,
+        timeout: float = 30.0,
+        user_agent: str = f"kccm/{__version__}",
+        clock: Clock = REAL_CLOCK,
+        on_request: RequestObserver | None = None,
+    ) -> None:
+        params = client_adapter.ConnectionParams(timeout=httpx.Timeout(timeout), trust_env=False)
+        self._http: httpx.AsyncClient = client_adapter.AsyncClient(config.single, params)
+        self._http.headers["User-Agent"] = user_agent
+        self._limiter = TokenBucket(qps, burst, clock=clock)
+        self._timeout = timeout
+        self._on_request = on_request
+        self.config = config
+
+    # -- plumbing ---------------------------------------------------------------------------
+
+    async def _send(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, str] | None = None,
+        body: Any = None,
+        content_type: str = _JSON,
+        stream: bool = False,
+    ) -> httpx.Response:
+        await self._limiter.acquire()
+        if self._on_request is not None:
+            self._on_request(method, path)
+        content = None if body is None else _encode_body(body, content_type)
+        headers = {"Accept": _JSON}
+        if content is not None:
+            headers["Content-Type"] = content_type
+        timeout = httpx.Timeout(self._timeout, read=None) if stream else httpx.USE_CLIENT_DEFAULT
+        request = self._http.build_request(
+            method, path, params=params, content=content, headers=headers, timeout=timeout
+        )
+        try:
+            return await self._http.send(request, stream=stream)
+        except httpx.TransportError as exc:
+            raise TransportError(f"{method} {path}: {exc!r}") from exc
+
+    async def _call(self, method: str, path: str, **kwargs: Any) -> Obj:
+        response = await self._send(method, path, **kwargs)
+        _raise_for_status(response)
+        return _decode_obj(response.content)
+
+    # -- KubeClient -------------------------------------------------------------------------
+
+    async def get(self, resource: Resource, name: str, *, namespace: str | None = None) -> Obj:
+        return await self._call("GET", resource.object_path(name, namespace))
+
+    async def list_pages(
+        self,
+        resource: Resource,
+        *,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        page_size: int = 500,
+    ) -> AsyncIterator[tuple[builtins.list[Obj], str]]:
+        params = _selectors(label_selector, field_selector)
+        if page_size > 0:
+            params["limit"] = str(page_size)
+        path = resource.collection_path(namespace)
+        while True:
+            page = await self._call("GET", path, params=params)
+            meta = page.get("metadata") or {}
+            yield list(page.get("items") or []), str(meta.get("resourceVersion", ""))
+            token = meta.get("continue")
+            if not token:
+                return
+            params["continue"] = str(token)
+
+    async def list(
+        self,
+        resource: Resource,
+        *,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        page_size: int = 500,
+    ) -> ListResult:
+        items: builtins.list[Obj] = []
+        version = ""
+        async for page, page_version in self.list_pages(
+            resource,
+            namespace=namespace,
+            label_selector=label_selector,
+            field_selector=field_selector,
+            page_size=page_size,
+        ):
+            items.extend(page)
+            version = page_version
+        return ListResult(items=items, resource_version=version)
+
+    async def watch(
+        self,
+        resource: Resource,
+        *,
+        resource_version: str,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        timeout_seconds: int | None = None,
+        allow_bookmarks: bool = True,
+    ) -> AsyncIterator[WatchEvent]:
+        params = _selectors(label_selector, field_selector)
+        params.update(watch="1", resourceVersion=resource_version)
+        if allow_bookmarks:
+            params["allowWatchBookmarks"] = "true"
+        if timeout_seconds is not None:
+            params["timeoutSeconds"] = str(timeout_seconds)
+        path = resource.collection_path(namespace)
+        response = await self._send("GET", path, params=params, stream=True)
+        try:
+            if response.status_code >= 400:
+                await response.aread()
+                _raise_for_status(response)
+            async for line in _lines(response, path):
+                yield _watch_event(line)
+        finally:
+            await response.aclose()
+
+    async def create(self, resource: Resource, obj: Mapping[str, Any]) -> Obj:
+        namespace = (obj.get("metadata") or {}).get("namespace")
+        return await self._call("POST", resource.collection_path(namespace), body=obj)
+
+    async def patch(
+        self,
+        resource: Resource,
+        name: str,
+        patch: Any,
+        *,
+        patch_type: PatchType = PatchType.STRATEGIC,
+        namespace: str | None = None,
+        subresource: str | None = None,
+        field_manager: str | None = None,
+        force: bool = False,
+    ) -> Obj:
+        if patch_type is PatchType.APPLY and not field_manager:
+            raise ValueError("server-side apply needs a field_manager")
+        params: dict[str, str] = {}
+        if field_manager:
+            params["fieldManager"] = field_manager
+        if force:
+            params["force"] = "true"
+        path = _sub(resource.object_path(name, namespace), subresource)
+        return await self._call(
+            "PATCH", path, params=params, body=patch, content_type=patch_type.value
+        )
+
+    async def replace(
+        self, resource: Resource, obj: Mapping[str, Any], *, subresource: str | None = None
+    ) -> Obj:
+        meta = obj.get("metadata") or {}
+        path = _sub(
+            resource.object_path(str(meta.get("name", "")), meta.get("namespace")), subresource
+        )
+        return await self._call("PUT", path, body=obj)
+
+    async def delete(
+        self,
+        resource: Resource,
+        name: str,
+        *,
+        namespace: str | None = None,
+        preconditions: Preconditions | None = None,
+    ) -> Obj | None:
+        body = None
+        if preconditions is not None:
+            body = {
+                "kind": "DeleteOptions",
+                "apiVersion": "v1",
+                "preconditions": preconditions.as_body(),
+            }
+        result = await self._call("DELETE", resource.object_path(name, namespace), body=body)
+        if result.get("kind") == "Status":
+            return None
+        meta = result.get("metadata") or {}
+        return result if meta.get("deletionTimestamp") and meta.get("finalizers") else None
+
+    async def close(self) -> None:
+        await self._http.aclose()
+
+    @property
+    def rate_limiter(self) -> TokenBucket:
+        """The client-side QPS/burst bucket every request passes."""
+        return self._limiter
+
+
+# -- helpers ---------------------------------------------------------------------------------
+
+
+def _selectors(label_selector: str | None, field_selector: str | None) -> dict[str, str]:
+    params: dict[str, str] = {}
+    if label_selector:
+        params["labelSelector"] = label_selector
+    if field_selector:
+        params["fieldSelector"] = field_selector
+    return params
+
+
+def _sub(path: str, subresource: str | None) -> str:
+    return f"{path}/{subresource}" if subresource else path
+
+
+def _encode_body(body: Any, content_type: str) -> bytes:
+    if isinstance(body, bytes):
+        return body
+    if isinstance(body, str):
+        return body.encode()
+    # JSON is valid YAML, so server-side apply bodies are sent as JSON too.
+    return _encode(body)
+
+
+def _decode_obj(content: bytes) -> Obj:
+    try:
+        value = _decode(content)
+    except msgspec.DecodeError as exc:
+        raise KubeError(f"the API server sent a body that is not JSON: {content[:200]!r}") from exc
+    if not isinstance(value, dict):
+        raise KubeError(f"the API server sent {type(value).__name__}, not an object")
+    return value
+
+
+def _raise_for_status(response: httpx.Response) -> None:
+    if response.status_code < 400:
+        return
+    try:
+        status = _decode(response.content)
+    except msgspec.DecodeError:
+        status = {}
+    if not isinstance(status, dict) or status.get("kind") != "Status":
+        text = response.content[:300].decode(errors="replace")
+        status = {"code": response.status_code, "message": text or response.reason_phrase}
+    error = error_from_status(
+        status, http_code=response.status_code, retry_after=_retry_after(response)
+    )
+    library_error = httpx.HTTPStatusError(
+        error.message, request=response.request, response=response
+    )
+    raise error from library_error
+
+
+def _retry_after(response: httpx.Response) -> float | None:
+    value = response.headers.get("Retry-After")
+    try:
+        return float(value) if value else None
+    except ValueError:
+        return None
+
+
+async def _lines(response: httpx.Response, path: str) -> AsyncIterator[str]:
+    try:
+        async for line in response.aiter_lines():
+            if line.strip():
+                yield line
+    except (httpx.TransportError, httpx.StreamError) as exc:
+        raise TransportError(f"watch {path} broke: {exc!r}") from exc
+
+
+def _watch_event(line: str) -> WatchEvent:
+    raw = _decode(line)
+    kind = raw.get("type")
+    obj = raw.get("object") or {}
+    if kind == "ERROR":
+        raise error_from_status(obj)
+    try:
+        event_type = WatchEventType(kind)
+    except ValueError as exc:
+        raise KubeError(f"unknown watch event type {kind!r}") from exc
+    return WatchEvent(type=event_type, object=obj)

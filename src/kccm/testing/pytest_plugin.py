@@ -1,0 +1,134 @@
+"""pytest plugin (entry point ``pytest11: kccm``): a real control plane for integration tests.
+
+Fixtures:
+- ``control_plane`` (session): a running :class:`~kccm.testing.controlplane.ControlPlane`.
+  Without binaries the test is skipped with the reason; with ``KCCM_REQUIRE_CONTROL_PLANE=1``
+  it fails instead (CI sets it, so a missing control plane can never pass silently).
+- ``kube`` (async): a :class:`~kccm.kube.client.KubeApiClient` authenticated as admin.
+- ``kube_namespace`` (async): a fresh namespace for the test, deleted afterwards.
+- ``kube_cleanup`` (async): register cluster-scoped objects (Nodes, ...) to delete afterwards.
+
+Tests that use ``control_plane`` are marked ``integration`` automatically.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, field
+from typing import NoReturn
+
+import pytest
+
+from kccm.kube.client import KubeApiClient
+from kccm.kube.config import load_cluster_config
+from kccm.kube.errors import NotFound
+from kccm.kube.resources import NAMESPACES, Resource
+from kccm.testing.controlplane import ControlPlane, ControlPlaneError, find_binaries
+
+__all__ = ["KubeCleanup", "require_control_plane", "unique_name"]
+
+REQUIRE_ENV = "KCCM_REQUIRE_CONTROL_PLANE"
+
+
+def require_control_plane() -> bool:
+    """True when a missing control plane must fail tests instead of skipping them."""
+    return os.environ.get(REQUIRE_ENV, "") not in ("", "0", "false")
+
+
+def unique_name(prefix: str = "kccm") -> str:
+    """A DNS-1123 name unique to this call (the API server never garbage-collects here)."""
+    return f"{prefix}-{uuid.uuid4().hex[:10]}"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "integration: needs the real etcd + kube-apiserver control plane"
+    )
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if "control_plane" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.integration)
+
+
+def _unavailable(reason: str) -> NoReturn:
+    if require_control_plane():
+        pytest.fail(f"{REQUIRE_ENV}=1 but the control plane is unavailable: {reason}")
+    pytest.skip(f"control plane unavailable: {reason}")
+
+
+@pytest.fixture(scope="session")
+def control_plane() -> Iterator[ControlPlane]:
+    """A real etcd + kube-apiserver shared by the whole test session."""
+    try:
+        binaries = find_binaries()
+    except ControlPlaneError as exc:
+        _unavailable(str(exc))
+    plane = ControlPlane(binaries=binaries)
+    try:
+        plane.start()
+    except ControlPlaneError as exc:
+        _unavailable(str(exc))
+    try:
+        yield plane
+    finally:
+        plane.stop()
+
+
+@dataclass
+class KubeCleanup:
+    """Objects to delete when the test ends (NotFound is fine)."""
+
+    client: KubeApiClient
+    items: list[tuple[Resource, str, str | None]] = field(default_factory=list)
+
+    def add(self, resource: Resource, name: str, namespace: str | None = None) -> str:
+        self.items.append((resource, name, namespace))
+        return name
+
+    async def run(self) -> None:
+        for resource, name, namespace in reversed(self.items):
+            with contextlib.suppress(NotFound):
+                await self.client.delete(resource, name, namespace=namespace)
+        self.items.clear()
+
+
+try:
+    import pytest_asyncio
+except ImportError:  # pragma: no cover - the async fixtures need pytest-asyncio
+    pass
+else:
+
+    @pytest_asyncio.fixture
+    async def kube(control_plane: ControlPlane) -> AsyncIterator[KubeApiClient]:
+        """An admin client on the session's control plane (no client-side rate limit)."""
+        config = load_cluster_config(str(control_plane.admin_kubeconfig))
+        client = KubeApiClient(config, qps=0, burst=0)
+        try:
+            yield client
+        finally:
+            await client.close()
+
+    @pytest_asyncio.fixture
+    async def kube_namespace(kube: KubeApiClient) -> AsyncIterator[str]:
+        """A namespace of the test's own, deleted afterwards."""
+        name = unique_name("kccm-test")
+        await kube.create(NAMESPACES, {"metadata": {"name": name}})
+        try:
+            yield name
+        finally:
+            with contextlib.suppress(NotFound):
+                await kube.delete(NAMESPACES, name)
+
+    @pytest_asyncio.fixture
+    async def kube_cleanup(kube: KubeApiClient) -> AsyncIterator[KubeCleanup]:
+        """``kube_cleanup.add(NODES, name)`` deletes the Node when the test ends."""
+        cleanup = KubeCleanup(kube)
+        try:
+            yield cleanup
+        finally:
+            await cleanup.run()
