@@ -19,7 +19,15 @@ from collections.abc import AsyncIterator, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from kccm.kube.errors import AlreadyExists, BadRequest, Conflict, Gone, Invalid, NotFound
+from kccm.kube.errors import (
+    AlreadyExists,
+    BadRequest,
+    Conflict,
+    Gone,
+    InternalError,
+    Invalid,
+    NotFound,
+)
 from kccm.kube.interface import (
     ListResult,
     Obj,
@@ -199,6 +207,8 @@ class FakeKube:
         if not name:
             raise Invalid(f"{resource.kind} name is required", reason="Invalid")
         self.requests.append(("create", str(resource), name))
+        if meta.get("resourceVersion"):
+            raise InternalError("resourceVersion should not be set on objects to be created")
         key = self._key(resource, name, meta.get("namespace"))
         if key in self._objects:
             raise AlreadyExists(
@@ -206,8 +216,10 @@ class FakeKube:
             )
         meta.update(uid=str(uuid.uuid4()), creationTimestamp=_now(), generation=1)
         new.update(apiVersion=resource.api_version, kind=resource.kind)
-        if resource.has_status and str(resource.plural) not in _STATUS_ON_CREATE:
-            new["status"] = {}
+        if resource.has_status:
+            new.setdefault("spec", {})
+            if resource.plural not in _STATUS_ON_CREATE:
+                new["status"] = {}
         return self._store(resource, new, WatchEventType.ADDED)
 
     def _check_version(self, current: Obj, wanted: str | None, name: str) -> None:
@@ -224,9 +236,8 @@ class FakeKube:
         """Keep the half a subresource may not change, then store (or finish deletion)."""
         updated = copy.deepcopy(updated)
         if subresource == "status":
-            status = updated.get("status")
-            updated = copy.deepcopy(current)
-            updated["status"] = status
+            if "spec" in current:
+                updated["spec"] = copy.deepcopy(current["spec"])
         elif resource.has_status:
             updated["status"] = copy.deepcopy(current.get("status", {}))
         meta = updated["metadata"]

@@ -349,11 +349,13 @@ class ControlPlane:
             f"--service-account-issuer={self.url}/",
             f"--service-account-key-file={pki / 'sa.pub'}",
             f"--service-account-signing-key-file={pki / 'sa.key'}",
-            "--service-cluster-ip-range=10.0.0.0/24",
+            "--service-cluster-ip-range=10.0.0.0/16",
             "--allow-privileged=true",
             "--disable-admission-plugins=ServiceAccount",
             "--endpoint-reconciler-type=none",
             "--profiling=false",
+            # ConfigMaps bypass the watch cache so etcd compaction can force 410 Gone in tests.
+            "--watch-cache-sizes=configmaps#0",
             *self.extra_apiserver_args,
         ]
         self.admin_kubeconfig = self.root / "admin.kubeconfig"
