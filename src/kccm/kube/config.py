@@ -52,7 +52,9 @@ def _from_file(path: str, context: str | None) -> SingleConfig:
         raise KubeConfigError(f"kubeconfig {path!r} does not exist or is not a file")
     try:
         single = KubeConfig.from_file(path).get(context_name=context)
-    except (_LightkubeConfigError, OSError, ValueError, KeyError) as exc:
+    except KeyError as exc:
+        raise KubeConfigError(f"kubeconfig {path!r} lacks the key {exc}") from exc
+    except (_LightkubeConfigError, OSError, ValueError, TypeError) as exc:
         raise KubeConfigError(f"kubeconfig {path!r}: {exc}") from exc
     if single is None:
         raise KubeConfigError(f"kubeconfig {path!r} has no usable context")

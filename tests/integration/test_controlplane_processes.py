@@ -1,0 +1,97 @@
+"""The control plane never leaves an etcd or kube-apiserver behind, however its owner ends."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from kccm.testing.controlplane import ControlPlane, find_binaries, leftover_processes
+
+pytestmark = pytest.mark.usefixtures("control_plane")  # binaries present (or skip/fail)
+
+
+def _wait_until_none_left(marker: str, budget: float = 15.0) -> list[tuple[int, str]]:
+    deadline = time.monotonic() + budget
+    while (left := leftover_processes(marker)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return left
+
+
+def _env(tmp_path: Path) -> dict[str, str]:
+    return {**os.environ, "TMPDIR": str(tmp_path), "KCCM_REQUIRE_CONTROL_PLANE": "1"}
+
+
+def test_sigkilled_owner_takes_its_processes_along(tmp_path: Path) -> None:
+    script = textwrap.dedent(
+        """
+        import sys, time
+        from kccm.testing.controlplane import ControlPlane
+        plane = ControlPlane().start()
+        print("ready", flush=True)
+        time.sleep(600)
+        """
+    )
+    with subprocess.Popen(
+        [sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, env=_env(tmp_path)
+    ) as owner:
+        assert owner.stdout is not None
+        assert owner.stdout.readline().strip() == "ready"
+        assert len(leftover_processes(str(tmp_path))) == 2, "etcd and kube-apiserver run"
+        owner.send_signal(signal.SIGKILL)
+        owner.wait(10)
+    assert _wait_until_none_left(str(tmp_path)) == []
+
+
+INNER_TESTS = {
+    "fixture-raises-after-start": """
+        import pytest
+
+        @pytest.fixture
+        def broken(control_plane):
+            raise RuntimeError("boom mid-fixture")
+
+        def test_uses_broken(broken):
+            pass
+    """,
+    "test-interrupted-by-ctrl-c": """
+        import os, signal
+
+        def test_interrupted(control_plane):
+            os.kill(os.getpid(), signal.SIGINT)
+    """,
+    "test-fails": """
+        def test_fails(control_plane):
+            assert False
+    """,
+}
+
+
+@pytest.mark.parametrize("body", [pytest.param(b, id=k) for k, b in INNER_TESTS.items()])
+def test_pytest_session_leaves_nothing_behind(tmp_path: Path, body: str) -> None:
+    find_binaries()
+    (tmp_path / "test_inner.py").write_text(textwrap.dedent(body))
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path)],
+        cwd=tmp_path,
+        env=_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert run.returncode != 0, run.stdout
+    assert _wait_until_none_left(str(tmp_path), budget=5) == []
+
+
+def test_context_manager_stops_and_cleans_up() -> None:
+    with ControlPlane() as plane:
+        root = plane.root
+        assert set(plane.pids) == {"etcd", "kube-apiserver"}
+    assert not root.exists()
+    assert leftover_processes(str(root)) == []
