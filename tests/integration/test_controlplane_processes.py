@@ -95,3 +95,30 @@ def test_context_manager_stops_and_cleans_up() -> None:
         assert set(plane.pids) == {"etcd", "kube-apiserver"}
     assert not root.exists()
     assert leftover_processes(str(root)) == []
+
+
+def test_dev_up_runs_in_the_foreground_until_ctrl_c(tmp_path: Path) -> None:
+    with subprocess.Popen(
+        [sys.executable, "-m", "kccm", "dev", "up"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=_env(tmp_path),
+    ) as proc:
+        assert proc.stdout is not None
+        lines = []
+        for line in proc.stdout:
+            lines.append(line.rstrip())
+            if line.startswith("press Ctrl-C"):
+                break
+        exports = [x for x in lines if x.startswith("export KUBECONFIG=")]
+        assert exports, lines
+        kubeconfig = Path(exports[0].split("=", 1)[1])
+        assert kubeconfig.is_file()
+        assert len(leftover_processes(str(tmp_path))) == 2
+        proc.send_signal(signal.SIGINT)
+        rest = proc.stdout.read()
+        assert proc.wait(30) == 0, rest
+    assert "stopped; nothing left running" in rest
+    assert not kubeconfig.exists(), "the temp dir is removed"
+    assert leftover_processes(str(tmp_path)) == []

@@ -236,6 +236,16 @@ class KubeApiClient:
         meta = result.get("metadata") or {}
         return result if meta.get("deletionTimestamp") and meta.get("finalizers") else None
 
+    async def get_raw(self, path: str, params: Mapping[str, str] | None = None) -> Obj:
+        """GET a non-resource JSON path such as ``/version``."""
+        return await self._call("GET", path, params=params)
+
+    async def get_text(self, path: str, params: Mapping[str, str] | None = None) -> str:
+        """GET a non-resource text path such as ``/readyz``."""
+        response = await self._send("GET", path, params=params)
+        _raise_for_status(response)
+        return response.text
+
     async def close(self) -> None:
         await self._http.aclose()
 
