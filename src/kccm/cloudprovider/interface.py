@@ -1,0 +1,328 @@
+"""The provider contract: what a cloud implements (upstream ``cloud.go``).
+
+Every interface is a :class:`typing.Protocol`: a provider does not need to inherit from it
+(inheriting is allowed and lets mypy check the signatures early). Any data-returning method
+may be written as ``async def`` or as a plain ``def``; the framework calls plain ones in a
+bounded thread pool (see :mod:`kccm.cloudprovider.adapter`), so a blocking cloud SDK never
+stalls the event loop. That is why the return types read ``MaybeAwaitable[T]``.
+
+Optional capabilities: ``Interface.load_balancer()`` and friends return the implementation,
+or ``None`` when the cloud does not support it (upstream returns ``(impl, false)``). The
+framework checks them once, when a controller is built, and skips that controller with a
+warning when the capability is missing.
+
+Kubernetes objects are JSON-shaped read-only mappings (:data:`~kccm.cloudprovider.types.Node`,
+:data:`~kccm.cloudprovider.types.Service`); never modify them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Mapping, Sequence
+from typing import Any, Protocol, TypeAlias, TypeVar, runtime_checkable
+
+from kccm.cloudprovider.types import (
+    InstanceMetadata,
+    LoadBalancerStatus,
+    Node,
+    NodeAddress,
+    NodeName,
+    PersistentVolume,
+    Route,
+    Service,
+    Zone,
+)
+
+__all__ = [
+    "Clusters",
+    "ControllerClientBuilder",
+    "InformerUser",
+    "Instances",
+    "InstancesV2",
+    "Interface",
+    "LoadBalancer",
+    "MaybeAwaitable",
+    "PVLabeler",
+    "Routes",
+    "Zones",
+    "as_informer_user",
+    "as_pv_labeler",
+]
+
+T = TypeVar("T")
+MaybeAwaitable: TypeAlias = T | Awaitable[T]
+"""A provider method's result: the value itself (plain ``def``) or an awaitable of it."""
+
+
+class ControllerClientBuilder(Protocol):
+    """Builds Kubernetes clients for a provider's own controllers (upstream type of same name).
+
+    ``name`` is the client (and, with service-account credentials, the service account) name.
+    """
+
+    def client(self, name: str) -> Any:
+        """A Kubernetes API client identified as ``name``."""
+        ...
+
+    def config(self, name: str) -> Any:
+        """The connection settings a client named ``name`` would use."""
+        ...
+
+
+class LoadBalancer(Protocol):
+    """Service load balancers (upstream ``cloudprovider.LoadBalancer``).
+
+    Every method must treat ``service`` and ``nodes`` as read-only.
+    """
+
+    def get_load_balancer(
+        self, cluster_name: str, service: Service
+    ) -> MaybeAwaitable[tuple[LoadBalancerStatus | None, bool]]:
+        """Return ``(status, exists)`` for the service's load balancer.
+
+        ``exists`` must be true when the service controller created a load balancer for the
+        service. When there is none, return ``(None, False)`` without raising: the
+        controllers read that as "absent".
+        """
+        ...
+
+    def get_load_balancer_name(self, cluster_name: str, service: Service) -> MaybeAwaitable[str]:
+        """The cloud name of the service's load balancer; stable for one service.
+
+        :func:`kccm.cloudprovider.default_load_balancer_name` is the traditional choice.
+        """
+        ...
+
+    def ensure_load_balancer(
+        self, cluster_name: str, service: Service, nodes: Sequence[Node]
+    ) -> MaybeAwaitable[LoadBalancerStatus]:
+        """Create the load balancer, or update it to match, and return its status.
+
+        Must be idempotent. May raise :class:`~kccm.cloudprovider.errors.RetryError` to ask
+        for a retry after a fixed delay instead of exponential backoff, and
+        :class:`~kccm.cloudprovider.errors.ImplementedElsewhere` when another controller owns
+        the load balancer.
+        """
+        ...
+
+    def update_load_balancer(
+        self, cluster_name: str, service: Service, nodes: Sequence[Node]
+    ) -> MaybeAwaitable[None]:
+        """Point an existing load balancer at ``nodes`` (the backend set changed).
+
+        May raise :class:`~kccm.cloudprovider.errors.ImplementedElsewhere`.
+        """
+        ...
+
+    def ensure_load_balancer_deleted(
+        self, cluster_name: str, service: Service
+    ) -> MaybeAwaitable[None]:
+        """Delete the load balancer; return normally when it was deleted or never existed.
+
+        Must never raise :class:`~kccm.cloudprovider.errors.ImplementedElsewhere`.
+        """
+        ...
+
+
+class Instances(Protocol):
+    """Legacy per-node instance queries (upstream ``cloudprovider.Instances``).
+
+    External providers should implement :class:`InstancesV2` instead; it is used when both are
+    supported.
+    """
+
+    def node_addresses(self, name: NodeName) -> MaybeAwaitable[Sequence[NodeAddress]]:
+        """The addresses of the instance behind node ``name``.
+
+        May be called from a machine other than the node's own (no local metadata service).
+        """
+        ...
+
+    def node_addresses_by_provider_id(
+        self, provider_id: str
+    ) -> MaybeAwaitable[Sequence[NodeAddress]]:
+        """The addresses of the instance with this providerID (never called from that node)."""
+        ...
+
+    def instance_id(self, name: NodeName) -> MaybeAwaitable[str]:
+        """The cloud instance ID of node ``name`` (without the ``<provider>://`` prefix).
+
+        Raises :class:`~kccm.cloudprovider.errors.InstanceNotFound` when the instance does not
+        exist, and only then: never for stopped or sleeping instances.
+        :class:`~kccm.cloudprovider.errors.NotImplementedByProvider` means the node is
+        initialized without a providerID.
+        """
+        ...
+
+    def instance_type(self, name: NodeName) -> MaybeAwaitable[str]:
+        """The instance type of node ``name`` (for the instance-type labels)."""
+        ...
+
+    def instance_type_by_provider_id(self, provider_id: str) -> MaybeAwaitable[str]:
+        """The instance type of the instance with this providerID."""
+        ...
+
+    def add_ssh_key_to_all_instances(self, user: str, key_data: bytes) -> MaybeAwaitable[None]:
+        """Add an SSH public key for ``user`` on every instance (usually not implemented)."""
+        ...
+
+    def current_node_name(self, hostname: str) -> MaybeAwaitable[NodeName]:
+        """The node name of the machine called ``hostname`` (usually ``hostname`` itself)."""
+        ...
+
+    def instance_exists_by_provider_id(self, provider_id: str) -> MaybeAwaitable[bool]:
+        """Whether the instance still exists; true for stopped instances.
+
+        Returning false without an error makes the lifecycle controller delete the Node
+        immediately, so only do so when the cloud is sure the instance is gone.
+        """
+        ...
+
+    def instance_shutdown_by_provider_id(self, provider_id: str) -> MaybeAwaitable[bool]:
+        """Whether the instance is shut down (it still exists but is not running)."""
+        ...
+
+
+class InstancesV2(Protocol):
+    """Per-node instance queries taking the whole Node (upstream ``cloudprovider.InstancesV2``).
+
+    Implementations should look at ``node["spec"]["providerID"]`` first and may fall back to
+    the node name, labels or annotations. When supported, :class:`Zones` is never called.
+    """
+
+    def instance_exists(self, node: Node) -> MaybeAwaitable[bool]:
+        """Whether the node's instance exists; true for stopped instances.
+
+        Returning false without an error makes the lifecycle controller delete the Node.
+        """
+        ...
+
+    def instance_shutdown(self, node: Node) -> MaybeAwaitable[bool]:
+        """Whether the node's instance exists but is shut down."""
+        ...
+
+    def instance_metadata(self, node: Node) -> MaybeAwaitable[InstanceMetadata | None]:
+        """Everything the node controller writes onto a new node (see :class:`InstanceMetadata`).
+
+        Returning ``None`` means "nothing to apply". A node without ``spec.providerID`` needs a
+        non-empty ``provider_id`` in the result, otherwise initialization fails and is retried.
+        """
+        ...
+
+
+class Zones(Protocol):
+    """Deprecated zone queries (upstream ``cloudprovider.Zones``); unused with InstancesV2."""
+
+    def get_zone(self) -> MaybeAwaitable[Zone]:
+        """The zone of the machine the code runs on (needs local metadata; avoid)."""
+        ...
+
+    def get_zone_by_provider_id(self, provider_id: str) -> MaybeAwaitable[Zone]:
+        """The zone of the instance with this providerID."""
+        ...
+
+    def get_zone_by_node_name(self, name: NodeName) -> MaybeAwaitable[Zone]:
+        """The zone of node ``name``."""
+        ...
+
+
+class Clusters(Protocol):
+    """Cluster listing (upstream ``cloudprovider.Clusters``); no controller uses it."""
+
+    def list_clusters(self) -> MaybeAwaitable[Sequence[str]]:
+        """Names of the clusters the cloud knows."""
+        ...
+
+    def master(self, cluster_name: str) -> MaybeAwaitable[str]:
+        """The address of the cluster's control plane."""
+        ...
+
+
+class Routes(Protocol):
+    """Pod-network routes (upstream ``cloudprovider.Routes``)."""
+
+    def list_routes(self, cluster_name: str) -> MaybeAwaitable[Sequence[Route]]:
+        """Every route this cluster manages (only those: never another cluster's)."""
+        ...
+
+    def create_route(self, cluster_name: str, name_hint: str, route: Route) -> MaybeAwaitable[None]:
+        """Create ``route``; ``route.name`` is ignored, ``name_hint`` (the node UID) may be used."""
+        ...
+
+    def delete_route(self, cluster_name: str, route: Route) -> MaybeAwaitable[None]:
+        """Delete a route as returned by :meth:`list_routes`."""
+        ...
+
+
+@runtime_checkable
+class PVLabeler(Protocol):
+    """Deprecated volume labeler for the PV label controller (upstream ``PVLabeler``)."""
+
+    def get_labels_for_volume(self, volume: PersistentVolume) -> MaybeAwaitable[Mapping[str, str]]:
+        """Topology labels for the volume (zone, region); may raise ``DiskNotFound``."""
+        ...
+
+
+@runtime_checkable
+class InformerUser(Protocol):
+    """Optional: a provider that wants the shared informers (upstream ``InformerUser``)."""
+
+    def set_informers(self, informers: Any) -> None:
+        """Receive the shared informer factory, right after :meth:`Interface.initialize`."""
+        ...
+
+
+class Interface(Protocol):
+    """A cloud provider (upstream ``cloudprovider.Interface``)."""
+
+    def initialize(
+        self, client_builder: ControllerClientBuilder | None, stop: asyncio.Event
+    ) -> MaybeAwaitable[None]:
+        """Called once before any controller starts.
+
+        The provider may start background work here; it must stop it when ``stop`` is set.
+        """
+        ...
+
+    def load_balancer(self) -> LoadBalancer | None:
+        """The load-balancer implementation, or ``None`` when unsupported."""
+        ...
+
+    def instances(self) -> Instances | None:
+        """The legacy instances implementation, or ``None`` when unsupported."""
+        ...
+
+    def instances_v2(self) -> InstancesV2 | None:
+        """The InstancesV2 implementation, or ``None`` (external providers should support it)."""
+        ...
+
+    def zones(self) -> Zones | None:
+        """The deprecated zones implementation, or ``None``."""
+        ...
+
+    def clusters(self) -> Clusters | None:
+        """The clusters implementation, or ``None``."""
+        ...
+
+    def routes(self) -> Routes | None:
+        """The routes implementation, or ``None`` (the route controller is then skipped)."""
+        ...
+
+    def provider_name(self) -> str:
+        """The provider's name, also the scheme of its providerIDs (``<name>://...``)."""
+        ...
+
+    def has_cluster_id(self) -> bool:
+        """True if a cluster ID is required and set (else the daemon refuses to start, unless
+        untagged clouds are allowed)."""
+        ...
+
+
+def as_pv_labeler(cloud: object) -> PVLabeler | None:
+    """The cloud as a :class:`PVLabeler`, or ``None`` (upstream's type assertion)."""
+    return cloud if isinstance(cloud, PVLabeler) else None
+
+
+def as_informer_user(cloud: object) -> InformerUser | None:
+    """The cloud as an :class:`InformerUser`, or ``None``."""
+    return cloud if isinstance(cloud, InformerUser) else None

@@ -1,0 +1,520 @@
+"""``fake``: an in-memory cloud for tests and demos (like upstream ``cloud-provider/fake``).
+
+It implements every interface of the contract with real state instead of fixed answers:
+
+- instances (:meth:`FakeCloud.add_instance`) drive Instances, InstancesV2 and Zones; an
+  unknown instance does not exist and lookups raise ``InstanceNotFound``;
+- load balancers are created by ``ensure_load_balancer`` (an address from 192.0.2.0/24 per
+  balancer, stable across ensures), re-pointed by ``update_load_balancer`` and removed by
+  ``ensure_load_balancer_deleted``; ``get_load_balancer`` reports what exists;
+- routes per cluster, named ``<cluster>-<name hint>-<cidr>``.
+
+Every call is recorded in a bounded log (:attr:`FakeCloud.calls`), errors and latency can be
+injected per method (:meth:`FakeCloud.fail`, :meth:`FakeCloud.set_latency`), and all state
+sits behind one lock, so the fake may be driven from several tasks and threads at once.
+Latency sleeps go through the ``clock`` given to the constructor.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import threading
+from collections import deque
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, TextIO
+
+from kccm.cloudprovider import (
+    Clusters,
+    ControllerClientBuilder,
+    InstanceMetadata,
+    InstanceNotFound,
+    Instances,
+    InstancesV2,
+    Interface,
+    LoadBalancer,
+    LoadBalancerIngress,
+    LoadBalancerIPMode,
+    LoadBalancerStatus,
+    Node,
+    NodeAddress,
+    NodeName,
+    NotImplementedByProvider,
+    PersistentVolume,
+    PortStatus,
+    PVLabeler,
+    Route,
+    Routes,
+    Service,
+    Zone,
+    Zones,
+    default_load_balancer_name,
+    make_provider_id,
+)
+from kccm.util.clock import REAL_CLOCK, Clock
+
+__all__ = [
+    "FakeBalancer",
+    "FakeCall",
+    "FakeCloud",
+    "FakeCloudError",
+    "FakeInstance",
+    "new_fake_cloud",
+]
+
+PROVIDER_NAME = "fake"
+_FIRST_LB_ADDRESS = ipaddress.IPv4Address("192.0.2.1")
+
+
+class FakeCloudError(Exception):
+    """An error the fake raises on its own (a missing balancer or route, ...)."""
+
+
+@dataclass(frozen=True)
+class FakeCall:
+    """One recorded call: the method name and its arguments."""
+
+    method: str
+    args: tuple[Any, ...] = ()
+
+
+@dataclass(frozen=True)
+class FakeInstance:
+    """A machine in the fake cloud."""
+
+    name: NodeName
+    instance_id: str = ""
+    instance_type: str = "fake.small"
+    addresses: Sequence[NodeAddress] = ()
+    zone: str = "fake-zone-a"
+    region: str = "fake-region"
+    shutdown: bool = False
+    additional_labels: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def provider_id(self) -> str:
+        return make_provider_id(PROVIDER_NAME, self.instance_id or self.name)
+
+
+@dataclass(frozen=True)
+class FakeBalancer:
+    """A load balancer in the fake cloud."""
+
+    name: str
+    service: str  # namespace/name
+    ip: str
+    ports: Sequence[PortStatus]
+    hosts: Sequence[NodeName]
+
+
+@dataclass
+class _Injected:
+    error: BaseException
+    remaining: int | None  # None: every call
+
+
+class FakeCloud:
+    """The fake cloud; see the module docstring. Capabilities can be switched off."""
+
+    def __init__(
+        self,
+        *,
+        clock: Clock = REAL_CLOCK,
+        call_log_size: int = 10_000,
+        cluster_id: bool = True,
+        enable_load_balancers: bool = True,
+        enable_instances: bool = True,
+        enable_instances_v2: bool = True,
+        enable_zones: bool = True,
+        enable_clusters: bool = True,
+        enable_routes: bool = True,
+    ) -> None:
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._calls: deque[FakeCall] = deque(maxlen=call_log_size)
+        self._errors: dict[str, list[_Injected]] = {}
+        self._latency: dict[str, float] = {}
+        self._cluster_id = cluster_id
+        self._enabled = {
+            "load_balancer": enable_load_balancers,
+            "instances": enable_instances,
+            "instances_v2": enable_instances_v2,
+            "zones": enable_zones,
+            "clusters": enable_clusters,
+            "routes": enable_routes,
+        }
+        self._instances: dict[NodeName, FakeInstance] = {}
+        self._balancers: dict[str, FakeBalancer] = {}
+        self._next_address = 0
+        self._routes: dict[str, dict[str, Route]] = {}
+        self.zone = Zone(failure_domain="fake-zone-a", region="fake-region")
+        self.cluster_names: list[str] = ["kubernetes"]
+        self.master_address = "https://127.0.0.1:6443"
+        self.volume_labels: dict[str, dict[str, str]] = {}
+        self.initialized = False
+
+    # -- configuration -----------------------------------------------------------------------
+
+    def add_instance(self, instance: FakeInstance) -> FakeInstance:
+        """Add (or replace) an instance; returns it."""
+        with self._lock:
+            self._instances[instance.name] = instance
+        return instance
+
+    def remove_instance(self, name: NodeName) -> None:
+        """Delete an instance from the cloud (its Node now refers to nothing)."""
+        with self._lock:
+            self._instances.pop(name, None)
+
+    def set_shutdown(self, name: NodeName, shutdown: bool = True) -> None:
+        """Stop (or start) an instance; it keeps existing."""
+        with self._lock:
+            self._instances[name] = replace(self._instances[name], shutdown=shutdown)
+
+    def fail(self, method: str, error: BaseException, *, times: int | None = None) -> None:
+        """Make ``method`` raise ``error`` (on the next ``times`` calls, or always)."""
+        with self._lock:
+            self._errors.setdefault(method, []).append(_Injected(error, times))
+
+    def clear_failures(self) -> None:
+        with self._lock:
+            self._errors.clear()
+
+    def set_latency(self, method: str, seconds: float) -> None:
+        """Make ``method`` (``"*"``: every method) take ``seconds`` on the clock."""
+        with self._lock:
+            self._latency[method] = seconds
+
+    # -- inspection --------------------------------------------------------------------------
+
+    @property
+    def calls(self) -> list[str]:
+        """Names of the recorded calls, oldest first (the log keeps the most recent ones)."""
+        with self._lock:
+            return [call.method for call in self._calls]
+
+    @property
+    def call_log(self) -> list[FakeCall]:
+        with self._lock:
+            return list(self._calls)
+
+    def clear_calls(self) -> None:
+        with self._lock:
+            self._calls.clear()
+
+    @property
+    def balancers(self) -> dict[str, FakeBalancer]:
+        with self._lock:
+            return dict(self._balancers)
+
+    @property
+    def instances_by_name(self) -> dict[NodeName, FakeInstance]:
+        with self._lock:
+            return dict(self._instances)
+
+    # -- recording, latency and injected errors ----------------------------------------------
+
+    async def _enter(self, method: str, *args: Any) -> None:
+        with self._lock:
+            self._calls.append(FakeCall(method, args))
+            delay = self._latency.get(method, self._latency.get("*", 0.0))
+            error = self._take_error(method)
+        if delay > 0:
+            await self._clock.sleep(delay)
+        if error is not None:
+            raise error
+
+    def _take_error(self, method: str) -> BaseException | None:
+        queue = self._errors.get(method)
+        if not queue:
+            return None
+        head = queue[0]
+        if head.remaining is not None:
+            head.remaining -= 1
+            if head.remaining <= 0:
+                queue.pop(0)
+        return head.error
+
+    # -- Interface ---------------------------------------------------------------------------
+
+    async def initialize(
+        self, client_builder: ControllerClientBuilder | None, stop: asyncio.Event
+    ) -> None:
+        await self._enter("initialize")
+        self.initialized = True
+
+    def _capability(self, name: str) -> FakeCloud | None:
+        return self if self._enabled[name] else None
+
+    def load_balancer(self) -> LoadBalancer | None:
+        return self._capability("load_balancer")
+
+    def instances(self) -> Instances | None:
+        return self._capability("instances")
+
+    def instances_v2(self) -> InstancesV2 | None:
+        return self._capability("instances_v2")
+
+    def zones(self) -> Zones | None:
+        return self._capability("zones")
+
+    def clusters(self) -> Clusters | None:
+        return self._capability("clusters")
+
+    def routes(self) -> Routes | None:
+        return self._capability("routes")
+
+    def provider_name(self) -> str:
+        return PROVIDER_NAME
+
+    def has_cluster_id(self) -> bool:
+        return self._cluster_id
+
+    # -- LoadBalancer ------------------------------------------------------------------------
+
+    async def get_load_balancer(
+        self, cluster_name: str, service: Service
+    ) -> tuple[LoadBalancerStatus | None, bool]:
+        await self._enter("get_load_balancer", cluster_name, _service_key(service))
+        with self._lock:
+            balancer = self._balancers.get(default_load_balancer_name(service))
+        if balancer is None:
+            return None, False
+        return _status(balancer), True
+
+    async def get_load_balancer_name(self, cluster_name: str, service: Service) -> str:
+        await self._enter("get_load_balancer_name", cluster_name, _service_key(service))
+        return default_load_balancer_name(service)
+
+    async def ensure_load_balancer(
+        self, cluster_name: str, service: Service, nodes: Sequence[Node]
+    ) -> LoadBalancerStatus:
+        hosts = _node_names(nodes)
+        await self._enter("ensure_load_balancer", cluster_name, _service_key(service), hosts)
+        name = default_load_balancer_name(service)
+        with self._lock:
+            existing = self._balancers.get(name)
+            ip = existing.ip if existing else self._allocate_address()
+            balancer = FakeBalancer(name, _service_key(service), ip, _ports(service), hosts)
+            self._balancers[name] = balancer
+        return _status(balancer)
+
+    async def update_load_balancer(
+        self, cluster_name: str, service: Service, nodes: Sequence[Node]
+    ) -> None:
+        hosts = _node_names(nodes)
+        await self._enter("update_load_balancer", cluster_name, _service_key(service), hosts)
+        name = default_load_balancer_name(service)
+        with self._lock:
+            balancer = self._balancers.get(name)
+            if balancer is None:
+                raise FakeCloudError(f"load balancer {name} does not exist")
+            self._balancers[name] = replace(balancer, hosts=hosts)
+
+    async def ensure_load_balancer_deleted(self, cluster_name: str, service: Service) -> None:
+        await self._enter("ensure_load_balancer_deleted", cluster_name, _service_key(service))
+        with self._lock:
+            self._balancers.pop(default_load_balancer_name(service), None)
+
+    def _allocate_address(self) -> str:
+        address = _FIRST_LB_ADDRESS + self._next_address
+        self._next_address += 1
+        return str(address)
+
+    # -- Instances (legacy) ------------------------------------------------------------------
+
+    def _by_name(self, name: NodeName) -> FakeInstance:
+        with self._lock:
+            instance = self._instances.get(name)
+        if instance is None:
+            raise InstanceNotFound()
+        return instance
+
+    def _by_provider_id(self, provider_id: str) -> FakeInstance:
+        with self._lock:
+            found = [i for i in self._instances.values() if i.provider_id == provider_id]
+        if not found:
+            raise InstanceNotFound()
+        return found[0]
+
+    async def node_addresses(self, name: NodeName) -> Sequence[NodeAddress]:
+        await self._enter("node_addresses", name)
+        return self._by_name(name).addresses
+
+    async def node_addresses_by_provider_id(self, provider_id: str) -> Sequence[NodeAddress]:
+        await self._enter("node_addresses_by_provider_id", provider_id)
+        return self._by_provider_id(provider_id).addresses
+
+    async def instance_id(self, name: NodeName) -> str:
+        await self._enter("instance_id", name)
+        instance = self._by_name(name)
+        return instance.instance_id or instance.name
+
+    async def instance_type(self, name: NodeName) -> str:
+        await self._enter("instance_type", name)
+        return self._by_name(name).instance_type
+
+    async def instance_type_by_provider_id(self, provider_id: str) -> str:
+        await self._enter("instance_type_by_provider_id", provider_id)
+        return self._by_provider_id(provider_id).instance_type
+
+    async def add_ssh_key_to_all_instances(self, user: str, key_data: bytes) -> None:
+        await self._enter("add_ssh_key_to_all_instances", user)
+        raise NotImplementedByProvider()
+
+    async def current_node_name(self, hostname: str) -> NodeName:
+        await self._enter("current_node_name", hostname)
+        return hostname
+
+    async def instance_exists_by_provider_id(self, provider_id: str) -> bool:
+        await self._enter("instance_exists_by_provider_id", provider_id)
+        return self._exists(provider_id=provider_id)
+
+    async def instance_shutdown_by_provider_id(self, provider_id: str) -> bool:
+        await self._enter("instance_shutdown_by_provider_id", provider_id)
+        if not provider_id:
+            raise FakeCloudError("provider ID is empty")
+        return self._by_provider_id(provider_id).shutdown
+
+    def _exists(self, *, provider_id: str) -> bool:
+        try:
+            self._by_provider_id(provider_id)
+        except InstanceNotFound:
+            return False
+        return True
+
+    # -- InstancesV2 -------------------------------------------------------------------------
+
+    def _for_node(self, node: Node) -> FakeInstance:
+        provider_id = str(node.get("spec", {}).get("providerID", ""))
+        if provider_id:
+            return self._by_provider_id(provider_id)
+        return self._by_name(str(node.get("metadata", {}).get("name", "")))
+
+    async def instance_exists(self, node: Node) -> bool:
+        await self._enter("instance_exists", _node_name(node))
+        try:
+            self._for_node(node)
+        except InstanceNotFound:
+            return False
+        return True
+
+    async def instance_shutdown(self, node: Node) -> bool:
+        await self._enter("instance_shutdown", _node_name(node))
+        return self._for_node(node).shutdown
+
+    async def instance_metadata(self, node: Node) -> InstanceMetadata | None:
+        await self._enter("instance_metadata", _node_name(node))
+        instance = self._for_node(node)
+        return InstanceMetadata(
+            provider_id=instance.provider_id,
+            instance_type=instance.instance_type,
+            node_addresses=instance.addresses,
+            zone=instance.zone,
+            region=instance.region,
+            additional_labels=instance.additional_labels,
+        )
+
+    # -- Zones -------------------------------------------------------------------------------
+
+    async def get_zone(self) -> Zone:
+        await self._enter("get_zone")
+        return self.zone
+
+    async def get_zone_by_provider_id(self, provider_id: str) -> Zone:
+        await self._enter("get_zone_by_provider_id", provider_id)
+        instance = self._by_provider_id(provider_id)
+        return Zone(failure_domain=instance.zone, region=instance.region)
+
+    async def get_zone_by_node_name(self, name: NodeName) -> Zone:
+        await self._enter("get_zone_by_node_name", name)
+        instance = self._by_name(name)
+        return Zone(failure_domain=instance.zone, region=instance.region)
+
+    # -- Clusters ----------------------------------------------------------------------------
+
+    async def list_clusters(self) -> Sequence[str]:
+        await self._enter("list_clusters")
+        return list(self.cluster_names)
+
+    async def master(self, cluster_name: str) -> str:
+        await self._enter("master", cluster_name)
+        return self.master_address
+
+    # -- Routes ------------------------------------------------------------------------------
+
+    async def list_routes(self, cluster_name: str) -> Sequence[Route]:
+        await self._enter("list_routes", cluster_name)
+        with self._lock:
+            return list(self._routes.get(cluster_name, {}).values())
+
+    async def create_route(self, cluster_name: str, name_hint: str, route: Route) -> None:
+        await self._enter("create_route", cluster_name, name_hint, route)
+        name = f"{cluster_name}-{name_hint}-{route.destination_cidr}"
+        with self._lock:
+            routes = self._routes.setdefault(cluster_name, {})
+            if name in routes:
+                raise FakeCloudError(f"route {name} already exists")
+            routes[name] = replace(route, name=name)
+
+    async def delete_route(self, cluster_name: str, route: Route) -> None:
+        await self._enter("delete_route", cluster_name, route)
+        with self._lock:
+            routes = self._routes.get(cluster_name, {})
+            for name, existing in list(routes.items()):
+                if _same_route(existing, route):
+                    del routes[name]
+                    return
+        raise FakeCloudError(f"no route to {route.destination_cidr} via {route.target_node}")
+
+    # -- PVLabeler ---------------------------------------------------------------------------
+
+    async def get_labels_for_volume(self, volume: PersistentVolume) -> Mapping[str, str]:
+        name = str(volume.get("metadata", {}).get("name", ""))
+        await self._enter("get_labels_for_volume", name)
+        with self._lock:
+            return dict(self.volume_labels.get(name, {}))
+
+
+def _same_route(a: Route, b: Route) -> bool:
+    return a.destination_cidr == b.destination_cidr and a.target_node == b.target_node
+
+
+def _node_name(node: Node) -> str:
+    return str(node.get("metadata", {}).get("name", ""))
+
+
+def _node_names(nodes: Sequence[Node]) -> tuple[NodeName, ...]:
+    return tuple(_node_name(node) for node in nodes)
+
+
+def _service_key(service: Service) -> str:
+    meta = service.get("metadata", {})
+    return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
+
+
+def _ports(service: Service) -> tuple[PortStatus, ...]:
+    return tuple(
+        PortStatus(port=int(p.get("port", 0)), protocol=str(p.get("protocol", "TCP")))
+        for p in service.get("spec", {}).get("ports") or ()
+    )
+
+
+def _status(balancer: FakeBalancer) -> LoadBalancerStatus:
+    ingress = LoadBalancerIngress(
+        ip=balancer.ip, ip_mode=LoadBalancerIPMode.VIP, ports=balancer.ports
+    )
+    return LoadBalancerStatus(ingress=(ingress,))
+
+
+def new_fake_cloud(config: TextIO | None) -> FakeCloud:
+    """The ``fake`` entry point: an empty fake cloud (the config stream is not used)."""
+    return FakeCloud()
+
+
+def _implements_every_interface(
+    cloud: FakeCloud,
+) -> tuple[Interface, LoadBalancer, Instances, InstancesV2, Zones, Clusters, Routes, PVLabeler]:
+    """Never called: mypy checks here that FakeCloud keeps implementing every interface."""
+    return (cloud, cloud, cloud, cloud, cloud, cloud, cloud, cloud)

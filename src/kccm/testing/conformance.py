@@ -1,0 +1,295 @@
+"""The provider conformance kit: a pytest class every provider package subclasses.
+
+Usage, in a provider's test suite::
+
+    import pytest
+    from kccm.testing.conformance import CloudProviderConformance
+
+    class TestMyCloud(CloudProviderConformance):
+        @pytest.fixture
+        def cloud(self):
+            return MyCloud(...)
+
+The class checks the behaviour the controllers depend on (see each test's docstring). Tests
+for a capability the provider does not support are skipped. Providers whose clouds need real
+machines override ``lb_nodes`` (Nodes the load balancer may target) and ``known_node`` (a Node
+whose instance exists); without ``known_node`` the existing-instance checks are skipped.
+Sync and async providers are both supported: every call goes through the thread-pool
+adapter the framework uses. The tests are ``async``; pytest-asyncio must be installed.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import uuid
+from collections.abc import AsyncIterator, Sequence
+from typing import Any, ClassVar, TypeVar
+
+import pytest
+
+from kccm.cloudprovider import (
+    InstanceNotFound,
+    Instances,
+    InstancesV2,
+    Interface,
+    LoadBalancer,
+    LoadBalancerStatus,
+    Node,
+    Route,
+    Routes,
+    ThreadPoolAdapter,
+)
+
+__all__ = ["CloudProviderConformance", "make_node", "make_service"]
+
+T = TypeVar("T")
+
+_CLUSTER = "kccm-conformance"
+
+
+def make_service(
+    name: str, *, namespace: str = "default", ports: Sequence[int] = (80,), uid: str | None = None
+) -> dict[str, Any]:
+    """A ``type: LoadBalancer`` Service as the API server would return it."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": name, "namespace": namespace, "uid": uid or str(uuid.uuid4())},
+        "spec": {
+            "type": "LoadBalancer",
+            "ports": [
+                {"name": f"p{port}", "port": port, "protocol": "TCP", "nodePort": 30000 + i}
+                for i, port in enumerate(ports)
+            ],
+        },
+    }
+
+
+def make_node(name: str, *, provider_id: str = "", address: str = "10.0.0.1") -> dict[str, Any]:
+    """A Node as the API server would return it."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "uid": str(uuid.uuid4()), "labels": {}},
+        "spec": {"providerID": provider_id} if provider_id else {},
+        "status": {"addresses": [{"type": "InternalIP", "address": address}]},
+    }
+
+
+def _usable(status: LoadBalancerStatus) -> bool:
+    return bool(status.ingress) and all(i.ip or i.hostname for i in status.ingress)
+
+
+class CloudProviderConformance:
+    """Subclass it (with a ``Test`` name) and provide the ``cloud`` fixture."""
+
+    pytestmark: ClassVar[list[pytest.MarkDecorator]] = [pytest.mark.asyncio]
+
+    max_load_balancer_name_length: ClassVar[int] = 32
+    """Longest name ``get_load_balancer_name`` may return (32 fits every major cloud)."""
+    route_cidrs: ClassVar[tuple[str, ...]] = ("10.244.7.0/24", "10.244.8.0/24")
+    """Pod CIDRs the route round trip uses."""
+
+    # -- fixtures a provider package supplies or overrides ------------------------------------
+
+    @pytest.fixture
+    def cloud(self) -> Interface:
+        """The provider under test (override this)."""
+        pytest.fail("override the `cloud` fixture to return the provider under test")
+
+    @pytest.fixture
+    def lb_nodes(self) -> list[Node]:
+        """Nodes a load balancer may send traffic to."""
+        return [make_node(f"conformance-node-{i}", address=f"10.0.0.{i + 1}") for i in range(3)]
+
+    @pytest.fixture
+    def known_node(self) -> Node | None:
+        """A Node whose instance exists and runs (``None``: skip those checks)."""
+        return None
+
+    @pytest.fixture
+    async def call(self) -> AsyncIterator[ThreadPoolAdapter]:
+        adapter = ThreadPoolAdapter(max_workers=4)
+        yield adapter
+        adapter.close()
+
+    # -- helpers -----------------------------------------------------------------------------
+
+    @staticmethod
+    def _need(capability: T | None, name: str) -> T:
+        if capability is None:
+            pytest.skip(f"the provider does not support {name}")
+        return capability
+
+    def _lb(self, cloud: Interface) -> LoadBalancer:
+        return self._need(cloud.load_balancer(), "LoadBalancer")
+
+    def _v2(self, cloud: Interface) -> InstancesV2:
+        return self._need(cloud.instances_v2(), "InstancesV2")
+
+    def _v1(self, cloud: Interface) -> Instances:
+        return self._need(cloud.instances(), "Instances")
+
+    def _routes(self, cloud: Interface) -> Routes:
+        return self._need(cloud.routes(), "Routes")
+
+    # -- Interface ---------------------------------------------------------------------------
+
+    async def test_provider_name_is_a_providerid_scheme(self, cloud: Interface) -> None:
+        """provider_name is non-empty lowercase, usable as ``<name>://`` in providerIDs."""
+        name = cloud.provider_name()
+        assert name
+        assert name == name.lower()
+        assert "://" not in name
+
+    # -- LoadBalancer ------------------------------------------------------------------------
+
+    async def test_ensure_load_balancer_is_idempotent(
+        self, cloud: Interface, lb_nodes: list[Node], call: ThreadPoolAdapter
+    ) -> None:
+        """Ensuring twice succeeds, returns a usable status, and the same one both times."""
+        lb, svc = self._lb(cloud), make_service("conf-idempotent")
+        try:
+            first = await call.call("ensure", lb.ensure_load_balancer, _CLUSTER, svc, lb_nodes)
+            second = await call.call("ensure", lb.ensure_load_balancer, _CLUSTER, svc, lb_nodes)
+            assert _usable(first), f"status has no ip or hostname: {first}"
+            assert first.ingress == second.ingress
+        finally:
+            await call.call("delete", lb.ensure_load_balancer_deleted, _CLUSTER, svc)
+
+    async def test_get_after_ensure_reports_the_balancer(
+        self, cloud: Interface, lb_nodes: list[Node], call: ThreadPoolAdapter
+    ) -> None:
+        """get_load_balancer reports an ensured balancer as existing, with a usable status."""
+        lb, svc = self._lb(cloud), make_service("conf-get")
+        try:
+            await call.call("ensure", lb.ensure_load_balancer, _CLUSTER, svc, lb_nodes)
+            status, exists = await call.call("get", lb.get_load_balancer, _CLUSTER, svc)
+            assert exists
+            assert status is not None
+            assert _usable(status)
+        finally:
+            await call.call("delete", lb.ensure_load_balancer_deleted, _CLUSTER, svc)
+
+    async def test_update_with_a_changed_node_set(
+        self, cloud: Interface, lb_nodes: list[Node], call: ThreadPoolAdapter
+    ) -> None:
+        """update_load_balancer accepts a different node set, including an empty one."""
+        lb, svc = self._lb(cloud), make_service("conf-update")
+        try:
+            await call.call("ensure", lb.ensure_load_balancer, _CLUSTER, svc, lb_nodes[:2])
+            await call.call("update", lb.update_load_balancer, _CLUSTER, svc, lb_nodes[1:])
+            await call.call("update", lb.update_load_balancer, _CLUSTER, svc, [])
+            _, exists = await call.call("get", lb.get_load_balancer, _CLUSTER, svc)
+            assert exists
+        finally:
+            await call.call("delete", lb.ensure_load_balancer_deleted, _CLUSTER, svc)
+
+    @pytest.mark.parametrize(
+        "ensure_first",
+        [
+            pytest.param(True, id="delete-twice-is-fine"),
+            pytest.param(False, id="delete-of-a-never-created-balancer-is-fine"),
+        ],
+    )
+    async def test_delete_is_idempotent_and_get_reports_absent(
+        self, cloud: Interface, lb_nodes: list[Node], call: ThreadPoolAdapter, ensure_first: bool
+    ) -> None:
+        """ensure_load_balancer_deleted returns normally when there is nothing to delete, and
+        get_load_balancer then reports the balancer absent without raising."""
+        lb, svc = self._lb(cloud), make_service("conf-delete")
+        if ensure_first:
+            await call.call("ensure", lb.ensure_load_balancer, _CLUSTER, svc, lb_nodes)
+        await call.call("delete", lb.ensure_load_balancer_deleted, _CLUSTER, svc)
+        await call.call("delete", lb.ensure_load_balancer_deleted, _CLUSTER, svc)
+        _, exists = await call.call("get", lb.get_load_balancer, _CLUSTER, svc)
+        assert not exists
+
+    @pytest.mark.parametrize(
+        ("name", "namespace"),
+        [
+            pytest.param("web", "default", id="short-name"),
+            pytest.param("s" * 63, "n" * 63, id="longest-service-and-namespace"),
+        ],
+    )
+    async def test_load_balancer_name_is_stable_unique_and_short(
+        self, cloud: Interface, call: ThreadPoolAdapter, name: str, namespace: str
+    ) -> None:
+        """Names are deterministic per service, distinct between services, and within the
+        length limit (``max_load_balancer_name_length``)."""
+        lb = self._lb(cloud)
+        svc = make_service(name, namespace=namespace)
+        other = make_service(name, namespace=namespace)  # same name, new UID: a new service
+        first = await call.call("name", lb.get_load_balancer_name, _CLUSTER, svc)
+        again = await call.call("name", lb.get_load_balancer_name, _CLUSTER, svc)
+        different = await call.call("name", lb.get_load_balancer_name, _CLUSTER, other)
+        assert first == again
+        assert first != different
+        assert 0 < len(first) <= self.max_load_balancer_name_length
+
+    # -- instances ---------------------------------------------------------------------------
+
+    async def test_instance_exists_is_false_for_an_unknown_provider_id(
+        self, cloud: Interface, call: ThreadPoolAdapter
+    ) -> None:
+        """An unknown instance does not exist: false without an error (never InstanceNotFound)."""
+        v2 = self._v2(cloud)
+        pid = f"{cloud.provider_name()}://kccm-conformance-{uuid.uuid4().hex}"
+        node = make_node("conformance-ghost", provider_id=pid)
+        assert await call.call("exists", v2.instance_exists, node) is False
+
+    async def test_legacy_exists_is_false_for_an_unknown_provider_id(
+        self, cloud: Interface, call: ThreadPoolAdapter
+    ) -> None:
+        """The legacy Instances API agrees: an unknown providerID does not exist."""
+        v1 = self._v1(cloud)
+        pid = f"{cloud.provider_name()}://kccm-conformance-{uuid.uuid4().hex}"
+        assert await call.call("exists", v1.instance_exists_by_provider_id, pid) is False
+
+    async def test_instance_id_of_a_missing_instance_is_instance_not_found(
+        self, cloud: Interface, call: ThreadPoolAdapter
+    ) -> None:
+        """instance_id raises InstanceNotFound (and nothing else) for a missing instance."""
+        v1 = self._v1(cloud)
+        with pytest.raises(InstanceNotFound):
+            await call.call("id", v1.instance_id, f"kccm-conformance-{uuid.uuid4().hex}")
+
+    async def test_a_known_instance_exists_runs_and_has_metadata(
+        self, cloud: Interface, known_node: Node | None, call: ThreadPoolAdapter
+    ) -> None:
+        """A running instance exists, is not shut down, and its metadata carries a providerID
+        with the provider's scheme."""
+        v2 = self._v2(cloud)
+        if known_node is None:
+            pytest.skip("no known_node fixture")
+        assert await call.call("exists", v2.instance_exists, known_node) is True
+        assert await call.call("shutdown", v2.instance_shutdown, known_node) is False
+        meta = await call.call("metadata", v2.instance_metadata, known_node)
+        assert meta is not None
+        assert meta.provider_id.startswith(f"{cloud.provider_name()}://")
+
+    # -- routes ------------------------------------------------------------------------------
+
+    async def test_routes_create_list_delete_round_trip(
+        self, cloud: Interface, lb_nodes: list[Node], call: ThreadPoolAdapter
+    ) -> None:
+        """Created routes are listed with their CIDR and target; deleted ones disappear."""
+        routes = self._routes(cloud)
+        target = str(lb_nodes[0]["metadata"]["name"])
+        wanted = [Route(target_node=target, destination_cidr=c) for c in self.route_cidrs]
+        for i, route in enumerate(wanted):
+            await call.call("create", routes.create_route, _CLUSTER, f"hint-{i}", route)
+        listed = await call.call("list", routes.list_routes, _CLUSTER)
+        assert _targets(listed) >= _targets(wanted)
+        for route in [r for r in listed if _key(r) in _targets(wanted)]:
+            await call.call("delete", routes.delete_route, _CLUSTER, route)
+        remaining = await call.call("list", routes.list_routes, _CLUSTER)
+        assert not _targets(remaining) & _targets(wanted)
+
+
+def _key(route: Route) -> tuple[str, str]:
+    return (route.target_node, str(ipaddress.ip_network(route.destination_cidr)))
+
+
+def _targets(routes: Sequence[Route]) -> set[tuple[str, str]]:
+    return {_key(r) for r in routes}
