@@ -26,13 +26,13 @@ controlplane:
 	@bash hack/controlplane/build.sh
 
 lint: venv
-	$(VENV)/bin/ruff check src tests examples
-	$(VENV)/bin/ruff format --check src tests examples
+	$(VENV)/bin/ruff check src tests examples bench
+	$(VENV)/bin/ruff format --check src tests examples bench
 	$(VENV)/bin/lint-imports
 
 format: venv
-	$(VENV)/bin/ruff format src tests examples
-	$(VENV)/bin/ruff check --fix src tests examples
+	$(VENV)/bin/ruff format src tests examples bench
+	$(VENV)/bin/ruff check --fix src tests examples bench
 
 typecheck: venv
 	$(VENV)/bin/mypy
