@@ -1,0 +1,350 @@
+"""Informers: a reflector (paged list + watch) feeding a cache and event handlers.
+
+Mirrors client-go's reflector and shared informer:
+
+- the initial list is paged (``page_size`` objects a request) and the loop yields between
+  pages, so a large cluster never blocks the event loop for a whole decode;
+- the watch starts from the list's resourceVersion with bookmarks and a randomised timeout
+  (5-10 min, as client-go), and resumes from the last version seen when the server ends it;
+- on ``410 Gone`` or a broken stream it relists and *reconciles* the cache with the new list:
+  objects that vanished during the gap produce exactly one delete event, changed ones an update
+  event, new ones an add event;
+- failures back off exponentially (0.8 s doubling to 30 s, full jitter, reset after 2 min of
+  health), on the clock seam;
+- cached objects are slimmed (``managedFields`` and other bulk no controller reads are dropped)
+  and shared with every handler: treat them as read-only and copy before changing
+  (:func:`copy_obj`).
+
+One :class:`SharedInformerFactory` hands out one informer per resource/namespace/selector, so
+every controller shares the same watch and cache.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+
+from kccm.kube.errors import Gone, KubeError
+from kccm.kube.interface import KubeClient, Obj, WatchEventType
+from kccm.kube.resources import NODES, Resource
+from kccm.util.clock import REAL_CLOCK, Clock
+
+__all__ = [
+    "EventHandler",
+    "Informer",
+    "SharedInformerFactory",
+    "copy_obj",
+    "object_key",
+    "slim_object",
+]
+
+_log = logging.getLogger(__name__)
+
+IndexFunc = Callable[[Obj], Iterable[str]]
+_LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+
+
+def object_key(obj: Mapping[str, Any]) -> str:
+    """``namespace/name`` or ``name`` (client-go's MetaNamespaceKeyFunc)."""
+    meta = obj.get("metadata") or {}
+    namespace = meta.get("namespace")
+    return f"{namespace}/{meta.get('name')}" if namespace else str(meta.get("name"))
+
+
+def copy_obj(obj: Mapping[str, Any]) -> Obj:
+    """A deep copy, cheaply (a msgspec round trip; ~20x faster than copy.deepcopy)."""
+    copied: Obj = msgspec.json.decode(msgspec.json.encode(obj))
+    return copied
+
+
+def slim_object(obj: Obj) -> Obj:
+    """Drop what no controller reads: managedFields, last-applied, a Node's image list."""
+    meta = obj.get("metadata")
+    if isinstance(meta, dict):
+        meta.pop("managedFields", None)
+        annotations = meta.get("annotations")
+        if isinstance(annotations, dict):
+            annotations.pop(_LAST_APPLIED, None)
+    status = obj.get("status")
+    if obj.get("kind") in (None, "Node") and isinstance(status, dict):
+        status.pop("images", None)
+    return obj
+
+
+@dataclass(frozen=True)
+class EventHandler:
+    """Callbacks run in event order on the informer's task; keep them cheap (enqueue a key)."""
+
+    on_add: Callable[[Obj], None] | None = None
+    on_update: Callable[[Obj, Obj], None] | None = None
+    on_delete: Callable[[Obj], None] | None = None
+
+
+@dataclass
+class _Backoff:
+    clock: Clock
+    initial: float = 0.8
+    cap: float = 30.0
+    reset_after: float = 120.0
+    _current: float = 0.0
+    _last_failure: float = field(default=-1e18)
+
+    def next(self) -> float:
+        now = self.clock.monotonic()
+        if now - self._last_failure > self.reset_after:
+            self._current = 0.0
+        self._last_failure = now
+        self._current = min(self.cap, self._current * 2 if self._current else self.initial)
+        return self._current * (1 + random.random())
+
+
+class Informer:
+    """A cache of one resource kept in sync with the API server, with event handlers."""
+
+    def __init__(
+        self,
+        client: KubeClient,
+        resource: Resource,
+        *,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        page_size: int = 500,
+        slim: Callable[[Obj], Obj] = slim_object,
+        clock: Clock = REAL_CLOCK,
+    ) -> None:
+        self.resource = resource
+        self._client = client
+        self._namespace = namespace
+        self._selector = label_selector
+        self._page_size = page_size
+        self._slim = slim
+        self._clock = clock
+        self._cache: dict[str, Obj] = {}
+        self._indexers: dict[str, IndexFunc] = {}
+        self._indices: dict[str, dict[str, set[str]]] = {}
+        self._handlers: list[EventHandler] = []
+        self._synced = asyncio.Event()
+        self._version = ""
+        self._backoff = _Backoff(clock)
+        self.relists = 0
+
+    # -- registration ------------------------------------------------------------------------
+
+    def add_event_handler(self, handler: EventHandler) -> None:
+        """Register callbacks; objects already cached are replayed as adds."""
+        self._handlers.append(handler)
+        if handler.on_add is not None:
+            for obj in list(self._cache.values()):
+                handler.on_add(obj)
+
+    def add_indexer(self, name: str, func: IndexFunc) -> None:
+        """Index cached objects by ``func(obj)`` values; query with :meth:`by_index`."""
+        self._indexers[name] = func
+        self._indices[name] = {}
+        for key, obj in self._cache.items():
+            self._index(name, key, obj)
+
+    # -- reading -----------------------------------------------------------------------------
+
+    def has_synced(self) -> bool:
+        return self._synced.is_set()
+
+    async def wait_for_sync(self) -> None:
+        await self._synced.wait()
+
+    def get(self, key: str) -> Obj | None:
+        return self._cache.get(key)
+
+    def list(self) -> list[Obj]:
+        return list(self._cache.values())
+
+    def keys(self) -> list[str]:
+        return list(self._cache)
+
+    def by_index(self, name: str, value: str) -> list[Obj]:
+        return [self._cache[k] for k in self._indices[name].get(value, ())]
+
+    @property
+    def resource_version(self) -> str:
+        """The last resourceVersion seen (list, watch event or bookmark)."""
+        return self._version
+
+    # -- running -----------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """List and watch until cancelled."""
+        while True:
+            try:
+                await self._list_and_replace()
+                await self._watch_until_error()
+            except asyncio.CancelledError:
+                raise
+            except Gone as exc:
+                _log.info("%s: watch expired (%s); relisting", self.resource, exc)
+            except KubeError as exc:
+                _log.warning("%s: list/watch failed: %s", self.resource, exc)
+            self.relists += 1
+            await self._clock.sleep(self._backoff.next())
+
+    async def _list_and_replace(self) -> None:
+        fresh: dict[str, Obj] = {}
+        version = ""
+        async for items, version in self._client.list_pages(
+            self.resource,
+            namespace=self._namespace,
+            label_selector=self._selector,
+            page_size=self._page_size,
+        ):
+            for obj in items:
+                fresh[object_key(obj)] = self._slim(obj)
+            await asyncio.sleep(0)  # keep the loop responsive between pages
+        self._replace(fresh)
+        self._version = version
+        self._synced.set()
+
+    def _replace(self, fresh: dict[str, Obj]) -> None:
+        """Swap in a full list, emitting the difference as delete / update / add events."""
+        for key in [k for k in self._cache if k not in fresh]:
+            self._apply_delete(key, self._cache[key])
+        for key, obj in fresh.items():
+            old = self._cache.get(key)
+            if old is None:
+                self._apply_add(key, obj)
+            elif _rv(old) != _rv(obj):
+                self._apply_update(key, old, obj)
+
+    async def _watch_until_error(self) -> None:
+        while True:
+            timeout = int(300 * (1 + random.random()))
+            async for event in self._client.watch(
+                self.resource,
+                resource_version=self._version,
+                namespace=self._namespace,
+                label_selector=self._selector,
+                timeout_seconds=timeout,
+            ):
+                self._handle(event.type, event.object)
+
+    def _handle(self, kind: WatchEventType, obj: Obj) -> None:
+        if version := _rv(obj):
+            self._version = version
+        if kind is WatchEventType.BOOKMARK:
+            return
+        obj = self._slim(obj)
+        key = object_key(obj)
+        old = self._cache.get(key)
+        if kind is WatchEventType.DELETED:
+            if old is not None:
+                self._apply_delete(key, obj)
+        elif old is None:
+            self._apply_add(key, obj)
+        else:
+            self._apply_update(key, old, obj)
+
+    # -- cache mutation + notification ---------------------------------------------------------
+
+    def _apply_add(self, key: str, obj: Obj) -> None:
+        self._cache[key] = obj
+        self._reindex(key, None, obj)
+        self._notify("on_add", obj)
+
+    def _apply_update(self, key: str, old: Obj, obj: Obj) -> None:
+        self._cache[key] = obj
+        self._reindex(key, old, obj)
+        self._notify("on_update", old, obj)
+
+    def _apply_delete(self, key: str, obj: Obj) -> None:
+        old = self._cache.pop(key)
+        self._reindex(key, old, None)
+        self._notify("on_delete", obj)
+
+    def _notify(self, which: str, *objs: Obj) -> None:
+        for handler in self._handlers:
+            callback = getattr(handler, which)
+            if callback is None:
+                continue
+            try:
+                callback(*objs)
+            except Exception:
+                _log.exception("%s: %s handler failed", self.resource, which)
+
+    def _reindex(self, key: str, old: Obj | None, new: Obj | None) -> None:
+        for name in self._indexers:
+            if old is not None:
+                for value in self._indexers[name](old):
+                    self._indices[name].get(value, set()).discard(key)
+            if new is not None:
+                self._index(name, key, new)
+
+    def _index(self, name: str, key: str, obj: Obj) -> None:
+        for value in self._indexers[name](obj):
+            if value:
+                self._indices[name].setdefault(value, set()).add(key)
+
+
+def _rv(obj: Obj) -> str:
+    return str((obj.get("metadata") or {}).get("resourceVersion") or "")
+
+
+def node_provider_id(node: Obj) -> list[str]:
+    """Index function: a Node's spec.providerID."""
+    return [str((node.get("spec") or {}).get("providerID") or "")]
+
+
+def by_name(obj: Obj) -> list[str]:
+    """Index function: metadata.name."""
+    return [str((obj.get("metadata") or {}).get("name") or "")]
+
+
+class SharedInformerFactory:
+    """One informer per (resource, namespace, selector), shared by every controller."""
+
+    def __init__(self, client: KubeClient, *, clock: Clock = REAL_CLOCK) -> None:
+        self._client = client
+        self._clock = clock
+        self._informers: dict[tuple[str, str, str], Informer] = {}
+        self._tasks: list[asyncio.Task[None]] = []
+
+    def informer(
+        self, resource: Resource, *, namespace: str | None = None, label_selector: str | None = None
+    ) -> Informer:
+        key = (str(resource), namespace or "", label_selector or "")
+        if key not in self._informers:
+            informer = Informer(
+                self._client,
+                resource,
+                namespace=namespace,
+                label_selector=label_selector,
+                clock=self._clock,
+            )
+            informer.add_indexer("name", by_name)
+            if resource == NODES:
+                informer.add_indexer("providerID", node_provider_id)
+            self._informers[key] = informer
+        return self._informers[key]
+
+    def start(self) -> None:
+        """Start every informer not yet running."""
+        running = len(self._tasks)
+        for informer in list(self._informers.values())[running:]:
+            self._tasks.append(
+                asyncio.create_task(informer.run(), name=f"informer {informer.resource}")
+            )
+
+    async def wait_for_sync(self) -> None:
+        await asyncio.gather(*(i.wait_for_sync() for i in self._informers.values()))
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks.clear()
+
+
+__all__ += ["by_name", "node_provider_id"]

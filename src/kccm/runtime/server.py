@@ -1,0 +1,240 @@
+"""The daemon's HTTP(S) server: health endpoints and Prometheus metrics, on aiohttp.web.
+
+Served paths:
+
+* ``/healthz``, ``/readyz``, ``/livez`` — aggregate checks in the apiserver format (see
+  :mod:`kccm.runtime.healthz`), and ``/<endpoint>/<check>`` for one check. Upstream's
+  cloud-controller-manager serves only the exact ``/healthz``; kccm also serves the
+  per-check paths and ``/readyz`` / ``/livez`` (issue 4), with the same checks by default.
+* ``/metrics`` — the exposition of our own ``CollectorRegistry`` (text format, or OpenMetrics
+  when the client asks for it).
+
+TLS follows the apiserver's secure serving: given certificate and key files are used; else a
+pair is reused from or written to ``cert_dir``; else a self-signed pair is generated in memory
+at start (:mod:`kccm.runtime.selfsigned`). Health paths are always allowed; the paths in
+``protected_paths`` (``/metrics`` by default) go through an optional async ``authorizer`` so
+the daemon can plug in TokenReview / SubjectAccessReview delegation.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import ssl
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from aiohttp import web
+from prometheus_client import CollectorRegistry
+from prometheus_client.exposition import choose_encoder
+
+from kccm.runtime.healthz import HealthCheck, HealthChecks, HealthResponse
+from kccm.runtime.selfsigned import (
+    generate_self_signed,
+    load_or_generate,
+    server_ssl_context,
+)
+from kccm.util.clock import REAL_CLOCK, Clock
+
+__all__ = ["ENDPOINTS", "Authorizer", "Decision", "Server"]
+
+ENDPOINTS = ("healthz", "readyz", "livez")
+
+_TEXT_HEADERS = {"Content-Type": "text/plain; charset=utf-8", "X-Content-Type-Options": "nosniff"}
+
+
+@dataclass(frozen=True)
+class Decision:
+    """An authorizer's verdict: allowed, or refused with 401 (who are you?) or 403 (no)."""
+
+    allowed: bool
+    status: int = 200
+    reason: str = ""
+
+    @classmethod
+    def allow(cls) -> Decision:
+        return cls(True)
+
+    @classmethod
+    def unauthorized(cls, reason: str = "Unauthorized") -> Decision:
+        return cls(False, 401, reason)
+
+    @classmethod
+    def forbidden(cls, reason: str = "forbidden") -> Decision:
+        return cls(False, 403, reason)
+
+
+Authorizer = Callable[[web.Request], Awaitable[Decision]]
+
+
+class Server:
+    """Health and metrics over HTTPS (or plain HTTP with ``tls=False``).
+
+    ``port=0`` binds a free port; :attr:`port` reports the real one once started.
+    """
+
+    def __init__(
+        self,
+        *,
+        registry: CollectorRegistry,
+        bind_address: str = "0.0.0.0",
+        port: int = 10258,
+        tls: bool = True,
+        cert_file: Path | None = None,
+        key_file: Path | None = None,
+        cert_dir: Path | None = None,
+        pair_name: str = "cloud-controller-manager",
+        authorizer: Authorizer | None = None,
+        protected_paths: Iterable[str] = ("/metrics",),
+        clock: Clock = REAL_CLOCK,
+    ) -> None:
+        self.registry = registry
+        self.bind_address = bind_address
+        self.requested_port = port
+        self.tls = tls
+        self.cert_file, self.key_file = cert_file, key_file
+        self.cert_dir, self.pair_name = cert_dir, pair_name
+        self.authorizer = authorizer
+        self.protected_paths = frozenset(protected_paths)
+        self.checks = {endpoint: HealthChecks(endpoint) for endpoint in ENDPOINTS}
+        self.ca_pem: bytes | None = None
+        self._clock = clock
+        self._runner: web.AppRunner | None = None
+        self._port: int | None = None
+
+    def add_check(
+        self, name: str, check: HealthCheck, *, endpoints: Iterable[str] = ENDPOINTS
+    ) -> None:
+        """Serve ``check`` under ``name`` on each of ``endpoints``."""
+        for endpoint in endpoints:
+            self.checks[endpoint].add(name, check)
+
+    def remove_check(self, name: str) -> None:
+        for checks in self.checks.values():
+            checks.remove(name)
+
+    @property
+    def port(self) -> int:
+        if self._port is None:
+            raise RuntimeError("the server is not started")
+        return self._port
+
+    @property
+    def url(self) -> str:
+        scheme = "https" if self.tls else "http"
+        host = "localhost" if _unspecified(self.bind_address) else self.bind_address
+        host = f"[{host}]" if ":" in host else host
+        return f"{scheme}://{host}:{self.port}"
+
+    def application(self) -> web.Application:
+        """The aiohttp application (routes and the authorization middleware)."""
+        app = web.Application(middlewares=[self._authorize])
+        for endpoint in ENDPOINTS:
+            app.router.add_get(f"/{endpoint}", self._aggregate_handler(endpoint))
+            app.router.add_get(f"/{endpoint}/{{check}}", self._single_handler(endpoint))
+        app.router.add_get("/metrics", self._metrics)
+        return app
+
+    async def start(self) -> None:
+        """Bind and serve; the TLS material is loaded or generated here."""
+        context = self._ssl_context() if self.tls else None
+        runner = web.AppRunner(self.application(), access_log=None)
+        await runner.setup()
+        site = web.TCPSite(runner, self.bind_address, self.requested_port, ssl_context=context)
+        try:
+            await site.start()
+        except BaseException:
+            await runner.cleanup()
+            raise
+        self._runner = runner
+        self._port = int(runner.addresses[0][1])
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    def _ssl_context(self) -> ssl.SSLContext:
+        if self.cert_file is not None and self.key_file is not None:
+            return server_ssl_context(cert_file=self.cert_file, key_file=self.key_file)
+        host, alt_ips = self._certificate_names()
+        if self.cert_dir is not None:
+            cert_file, key_file = load_or_generate(
+                self.cert_dir, self.pair_name, host, alt_ips=alt_ips, now=self._clock.now()
+            )
+            return server_ssl_context(cert_file=cert_file, key_file=key_file)
+        pair = generate_self_signed(host, alt_ips=alt_ips, now=self._clock.now())
+        self.ca_pem = pair.ca_pem
+        return server_ssl_context(pair=pair)
+
+    def _certificate_names(self) -> tuple[str, tuple[str, ...]]:
+        """Upstream names ``localhost`` and 127.0.0.1, plus a specific bind address."""
+        alt_ips: tuple[str, ...] = ("127.0.0.1",)
+        if not _unspecified(self.bind_address) and self.bind_address != "127.0.0.1":
+            alt_ips += (self.bind_address,)
+        return "localhost", alt_ips
+
+    @web.middleware
+    async def _authorize(
+        self, request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+    ) -> web.StreamResponse:
+        if self.authorizer is None or request.path not in self.protected_paths:
+            return await handler(request)
+        decision = await self.authorizer(request)
+        if decision.allowed:
+            return await handler(request)
+        return _status_response(decision)
+
+    def _aggregate_handler(self, endpoint: str) -> Callable[[web.Request], Awaitable[web.Response]]:
+        async def handle(request: web.Request) -> web.Response:
+            result = await self.checks[endpoint].check_all(
+                verbose="verbose" in request.query, exclude=request.query.getall("exclude", [])
+            )
+            return _text(result)
+
+        return handle
+
+    def _single_handler(self, endpoint: str) -> Callable[[web.Request], Awaitable[web.Response]]:
+        async def handle(request: web.Request) -> web.Response:
+            name = request.match_info["check"]
+            if name not in self.checks[endpoint]:
+                raise web.HTTPNotFound()
+            return _text(await self.checks[endpoint].check_one(name))
+
+        return handle
+
+    async def _metrics(self, request: web.Request) -> web.Response:
+        encoder, content_type = choose_encoder(request.headers.get("Accept", ""))
+        return web.Response(body=encoder(self.registry), headers={"Content-Type": content_type})
+
+
+def _text(result: HealthResponse) -> web.Response:
+    return web.Response(status=result.status, text=result.body, headers=_TEXT_HEADERS)
+
+
+def _status_response(decision: Decision) -> web.Response:
+    """A ``meta/v1 Status`` body, as the apiserver's authn/authz filters answer."""
+    reason = "Unauthorized" if decision.status == 401 else "Forbidden"
+    status = {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": decision.reason,
+        "reason": reason,
+        "details": {},
+        "code": decision.status,
+    }
+    return web.Response(
+        status=decision.status,
+        text=json.dumps(status),
+        headers={"Content-Type": "application/json", "X-Content-Type-Options": "nosniff"},
+    )
+
+
+def _unspecified(address: str) -> bool:
+    try:
+        return ipaddress.ip_address(address).is_unspecified
+    except ValueError:
+        return address == ""

@@ -1,0 +1,276 @@
+"""The health and metrics server: a real aiohttp server on 127.0.0.1, port 0, over HTTPS."""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import aiohttp
+import pytest
+from aiohttp import web
+from cryptography import x509
+from prometheus_client import CollectorRegistry
+
+from kccm.runtime.healthz import HealthCheck
+from kccm.runtime.selfsigned import generate_self_signed
+from kccm.runtime.server import Decision, Server
+from kccm.runtime.workqueue import WorkQueue
+from kccm.util.clock import REAL_CLOCK
+
+StartServer = Callable[..., Awaitable[Server]]
+
+
+def passing() -> None:
+    return None
+
+
+def failing() -> None:
+    raise RuntimeError("cloud unreachable")
+
+
+async def failing_async() -> None:
+    await asyncio.sleep(0)
+    raise RuntimeError("lease overdue")
+
+
+def returns_false() -> bool:
+    return False
+
+
+@pytest.fixture
+async def start_server() -> AsyncIterator[StartServer]:
+    servers: list[Server] = []
+
+    async def start(**options: object) -> Server:
+        options.setdefault("registry", CollectorRegistry())
+        server = Server(bind_address="127.0.0.1", port=0, **options)  # type: ignore[arg-type]
+        await server.start()
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        await server.stop()
+
+
+@dataclass
+class Reply:
+    status: int
+    body: str
+    headers: dict[str, str]
+
+
+def client_context(server: Server, cafile: Path | None) -> ssl.SSLContext | bool:
+    if not server.tls:
+        return False
+    if cafile is not None:
+        return ssl.create_default_context(cafile=cafile)
+    assert server.ca_pem is not None
+    return ssl.create_default_context(cadata=server.ca_pem.decode())
+
+
+async def fetch(server: Server, path: str, *, cafile: Path | None = None, **kw: object) -> Reply:
+    connector = aiohttp.TCPConnector(ssl=client_context(server, cafile))
+    async with (
+        aiohttp.ClientSession(connector=connector) as session,
+        session.get(server.url + path, **kw) as response,  # type: ignore[arg-type]
+    ):
+        return Reply(response.status, await response.text(), dict(response.headers))
+
+
+CHECKS: dict[str, HealthCheck] = {
+    "ok": passing,
+    "boom": failing,
+    "async-boom": failing_async,
+    "false": returns_false,
+}
+
+HEALTH_CASES = [
+    pytest.param([], "/healthz", 200, "ok", id="no-checks-ok"),
+    pytest.param([], "/healthz?verbose", 200, "[+]ping ok\nhealthz check passed\n", id="ping"),
+    pytest.param(["ok"], "/healthz?verbose", 200, "[+]ok ok\nhealthz check passed\n", id="verbose"),
+    pytest.param(
+        ["ok", "boom"],
+        "/healthz",
+        500,
+        "[+]ok ok\n[-]boom failed: reason withheld\nhealthz check failed\n",
+        id="one-failing-check-fails-the-aggregate",
+    ),
+    pytest.param(
+        ["async-boom", "false"],
+        "/readyz?verbose",
+        500,
+        "[-]async-boom failed: reason withheld\n[-]false failed: reason withheld\n"
+        "readyz check failed\n",
+        id="async-and-false-checks-fail",
+    ),
+    pytest.param(["ok", "boom"], "/livez?exclude=boom", 200, "ok", id="excluded-check-skipped"),
+    pytest.param(
+        ["ok"],
+        "/healthz?verbose&exclude=nope&exclude=other",
+        200,
+        '[+]ok ok\nwarn: some health checks cannot be excluded: no matches for "nope","other"\n'
+        "healthz check passed\n",
+        id="unknown-exclude-warns",
+    ),
+    pytest.param(["ok", "boom"], "/healthz/ok", 200, "ok", id="single-check-ok"),
+    pytest.param(
+        ["ok", "boom"],
+        "/healthz/boom",
+        500,
+        "internal server error: cloud unreachable\n",
+        id="single-check-fails-with-reason",
+    ),
+    pytest.param(["ok"], "/healthz/missing", 404, None, id="unknown-single-check-404"),
+    pytest.param([], "/healthz/ping", 200, "ok", id="single-ping"),
+]
+
+
+@pytest.mark.parametrize(("checks", "path", "status", "body"), HEALTH_CASES)
+async def test_health_endpoints(
+    start_server: StartServer, checks: list[str], path: str, status: int, body: str | None
+) -> None:
+    server = await start_server()
+    for name in checks:
+        server.add_check(name, CHECKS[name])
+    reply = await fetch(server, path)
+    assert reply.status == status
+    if body is not None:
+        assert reply.body == body
+        assert reply.headers["Content-Type"] == "text/plain; charset=utf-8"
+
+
+async def test_checks_can_be_limited_to_one_endpoint(start_server: StartServer) -> None:
+    server = await start_server()
+    server.add_check("cache-synced", failing, endpoints=["readyz"])
+    assert (await fetch(server, "/readyz")).status == 500
+    assert (await fetch(server, "/livez")).status == 200
+    assert (await fetch(server, "/healthz/cache-synced")).status == 404
+
+
+async def test_duplicate_check_name_is_refused(start_server: StartServer) -> None:
+    server = await start_server()
+    server.add_check("a", passing)
+    with pytest.raises(ValueError, match="already registered"):
+        server.add_check("a", passing)
+
+
+async def test_metrics_expose_the_registry_with_workqueue_series(
+    start_server: StartServer,
+) -> None:
+    registry = CollectorRegistry()
+    queue: WorkQueue[str] = WorkQueue("service", registry=registry)
+    queue.add("ns/a")
+    server = await start_server(registry=registry)
+    reply = await fetch(server, "/metrics")
+    assert reply.status == 200
+    assert reply.headers["Content-Type"].startswith("text/plain")
+    assert 'workqueue_depth{name="service"} 1.0' in reply.body
+    assert 'workqueue_adds_total{name="service"} 1.0' in reply.body
+    assert 'workqueue_longest_running_processor_seconds{name="service"} 0.0' in reply.body
+
+
+async def test_metrics_openmetrics_on_request(start_server: StartServer) -> None:
+    server = await start_server()
+    reply = await fetch(server, "/metrics", headers={"Accept": "application/openmetrics-text"})
+    assert reply.headers["Content-Type"].startswith("application/openmetrics-text")
+    assert reply.body.endswith("# EOF\n")
+
+
+def bearer_authorizer() -> Callable[[web.Request], Awaitable[Decision]]:
+    async def authorize(request: web.Request) -> Decision:
+        token = request.headers.get("Authorization", "")
+        if not token:
+            return Decision.unauthorized()
+        if token != "Bearer prometheus":
+            return Decision.forbidden('forbidden: User "bob" cannot get path "/metrics"')
+        return Decision.allow()
+
+    return authorize
+
+
+@pytest.mark.parametrize(
+    ("path", "token", "status"),
+    [
+        pytest.param("/metrics", None, 401, id="no-credentials-401"),
+        pytest.param("/metrics", "Bearer bob", 403, id="not-allowed-403"),
+        pytest.param("/metrics", "Bearer prometheus", 200, id="allowed-200"),
+        pytest.param("/healthz", None, 200, id="health-always-allowed"),
+    ],
+)
+async def test_metrics_authorizer(
+    start_server: StartServer, path: str, token: str | None, status: int
+) -> None:
+    server = await start_server(authorizer=bearer_authorizer())
+    headers = {"Authorization": token} if token else {}
+    reply = await fetch(server, path, headers=headers)
+    assert reply.status == status
+    if status in (401, 403):
+        assert '"kind": "Status"' in reply.body
+        assert f'"code": {status}' in reply.body
+
+
+async def test_generated_certificate_names_localhost_and_loopback(
+    start_server: StartServer,
+) -> None:
+    server = await start_server()
+    assert server.port > 0
+    assert server.ca_pem is not None
+    leaf = await _served_leaf(server)
+    names = leaf.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert names.get_values_for_type(x509.DNSName) == ["localhost"]
+    assert [str(ip) for ip in names.get_values_for_type(x509.IPAddress)] == ["127.0.0.1"]
+    assert leaf.subject.rfc4514_string().startswith("CN=localhost@")
+
+
+async def _served_leaf(server: Server) -> x509.Certificate:
+    assert server.ca_pem is not None
+    context = ssl.create_default_context(cadata=server.ca_pem.decode())
+    _, writer = await asyncio.open_connection("127.0.0.1", server.port, ssl=context)
+    der = writer.get_extra_info("ssl_object").getpeercert(binary_form=True)
+    writer.close()
+    await writer.wait_closed()
+    return x509.load_der_x509_certificate(der)
+
+
+async def test_untrusted_client_is_rejected(start_server: StartServer) -> None:
+    server = await start_server()
+    connector = aiohttp.TCPConnector(ssl=ssl.create_default_context())
+    async with aiohttp.ClientSession(connector=connector) as session:
+        with pytest.raises(aiohttp.ClientConnectorCertificateError):
+            await session.get(server.url + "/healthz")
+
+
+async def test_cert_dir_pair_is_written_then_reused(
+    start_server: StartServer, tmp_path: Path
+) -> None:
+    first = await start_server(cert_dir=tmp_path)
+    crt = tmp_path / "cloud-controller-manager.crt"
+    key = tmp_path / "cloud-controller-manager.key"
+    written = crt.read_bytes()
+    assert key.stat().st_mode & 0o777 == 0o600
+    assert (await fetch(first, "/healthz", cafile=crt)).status == 200
+    second = await start_server(cert_dir=tmp_path)
+    assert crt.read_bytes() == written
+    assert (await fetch(second, "/healthz", cafile=crt)).status == 200
+
+
+async def test_given_certificate_files_are_served(
+    start_server: StartServer, tmp_path: Path
+) -> None:
+    pair = generate_self_signed("127.0.0.1", now=REAL_CLOCK.now())
+    (tmp_path / "tls.crt").write_bytes(pair.cert_pem)
+    (tmp_path / "tls.key").write_bytes(pair.key_pem)
+    (tmp_path / "ca.crt").write_bytes(pair.ca_pem)
+    server = await start_server(cert_file=tmp_path / "tls.crt", key_file=tmp_path / "tls.key")
+    assert server.ca_pem is None
+    assert (await fetch(server, "/healthz", cafile=tmp_path / "ca.crt")).body == "ok"
+
+
+async def test_plain_http_when_tls_is_off(start_server: StartServer) -> None:
+    server = await start_server(tls=False)
+    assert server.url.startswith("http://127.0.0.1:")
+    assert (await fetch(server, "/livez")).body == "ok"
