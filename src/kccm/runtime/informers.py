@@ -39,7 +39,9 @@ __all__ = [
     "EventHandler",
     "Informer",
     "SharedInformerFactory",
+    "by_name",
     "copy_obj",
+    "node_provider_id",
     "object_key",
     "slim_object",
 ]
@@ -161,7 +163,8 @@ class Informer:
     def get(self, key: str) -> Obj | None:
         return self._cache.get(key)
 
-    def list(self) -> list[Obj]:
+    def items(self) -> list[Obj]:
+        """Every cached object (shared: do not mutate)."""
         return list(self._cache.values())
 
     def keys(self) -> list[str]:
@@ -178,29 +181,34 @@ class Informer:
     # -- running -----------------------------------------------------------------------------
 
     async def run(self) -> None:
-        """List and watch until cancelled."""
+        """List and watch until cancelled (client-go's ListAndWatch loop)."""
+        need_list = True
         while True:
             try:
-                await self._list_and_replace()
+                if need_list:
+                    await self._list_and_replace()
+                    need_list = False
                 await self._watch_until_error()
-            except asyncio.CancelledError:
-                raise
             except Gone as exc:
-                _log.info("%s: watch expired (%s); relisting", self.resource, exc)
+                _log.info("%s: resourceVersion expired (%s); relisting", self.resource, exc)
+                need_list = True
+                self.relists += 1
+                continue  # relist at once: the cache is stale
             except KubeError as exc:
-                _log.warning("%s: list/watch failed: %s", self.resource, exc)
-            self.relists += 1
+                stage = "list" if need_list else "watch"
+                _log.warning("%s: %s failed: %s", self.resource, stage, exc)
             await self._clock.sleep(self._backoff.next())
 
     async def _list_and_replace(self) -> None:
         fresh: dict[str, Obj] = {}
         version = ""
-        async for items, version in self._client.list_pages(
+        async for items, page_version in self._client.list_pages(
             self.resource,
             namespace=self._namespace,
             label_selector=self._selector,
             page_size=self._page_size,
         ):
+            version = page_version
             for obj in items:
                 fresh[object_key(obj)] = self._slim(obj)
             await asyncio.sleep(0)  # keep the loop responsive between pages
@@ -220,6 +228,7 @@ class Informer:
                 self._apply_update(key, old, obj)
 
     async def _watch_until_error(self) -> None:
+        """Watch, and re-watch from the last version whenever the server ends a stream."""
         while True:
             timeout = int(300 * (1 + random.random()))
             async for event in self._client.watch(
@@ -345,6 +354,3 @@ class SharedInformerFactory:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks.clear()
-
-
-__all__ += ["by_name", "node_provider_id"]

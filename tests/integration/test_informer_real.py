@@ -1,0 +1,130 @@
+"""An informer on Nodes converges to the apiserver's list through a forced 410 and through an
+apiserver restart."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, field
+
+import pytest
+
+from kccm.kube.client import KubeApiClient
+from kccm.kube.config import load_cluster_config
+from kccm.kube.interface import PatchType
+from kccm.kube.resources import NODES
+from kccm.runtime.informers import EventHandler, Informer
+from kccm.testing.controlplane import ControlPlane, find_binaries
+from kccm.testing.faults import PartitionableKube
+from kccm.testing.pytest_plugin import unique_name
+
+LABEL = "kccm-informer-test"
+
+
+@pytest.fixture(scope="module")
+def uncached_plane(control_plane: ControlPlane) -> Iterator[ControlPlane]:
+    """A control plane whose apiserver serves Node watches straight from etcd, so an etcd
+    compaction really expires old resourceVersions (the watch cache would hide it)."""
+    with ControlPlane(
+        binaries=find_binaries(), extra_apiserver_args=["--watch-cache=false"]
+    ) as plane:
+        yield plane
+
+
+@pytest.fixture
+async def client(uncached_plane: ControlPlane) -> AsyncIterator[KubeApiClient]:
+    kube = KubeApiClient(load_cluster_config(str(uncached_plane.admin_kubeconfig)), qps=0)
+    yield kube
+    await kube.close()
+
+
+@dataclass
+class Recorder:
+    deletes: list[str] = field(default_factory=list)
+    updates: list[str] = field(default_factory=list)
+    adds: list[str] = field(default_factory=list)
+
+    def handler(self) -> EventHandler:
+        return EventHandler(
+            on_add=lambda o: self.adds.append(o["metadata"]["name"]),
+            on_update=lambda old, new: self.updates.append(new["metadata"]["name"]),
+            on_delete=lambda o: self.deletes.append(o["metadata"]["name"]),
+        )
+
+
+async def _create(kube: KubeApiClient, run: str) -> str:
+    name = unique_name("inf")
+    await kube.create(NODES, {"metadata": {"name": name, "labels": {LABEL: run}}})
+    return name
+
+
+async def _converged(kube: KubeApiClient, informer: Informer, run: str) -> None:
+    """Wait until the cache holds exactly what the apiserver lists (names and versions)."""
+    async with asyncio.timeout(30):
+        while True:
+            truth = await kube.list(NODES, label_selector=f"{LABEL}={run}")
+            want = {o["metadata"]["name"]: o["metadata"]["resourceVersion"] for o in truth.items}
+            have = {
+                o["metadata"]["name"]: o["metadata"]["resourceVersion"] for o in informer.items()
+            }
+            if want == have:
+                return
+            await asyncio.sleep(0.1)
+
+
+@contextlib.asynccontextmanager
+async def _running(informer: Informer) -> AsyncIterator[None]:
+    task = asyncio.create_task(informer.run())
+    try:
+        async with asyncio.timeout(30):
+            await informer.wait_for_sync()
+        yield
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+async def test_forced_410_gap_is_reconciled(
+    uncached_plane: ControlPlane, client: KubeApiClient
+) -> None:
+    run = unique_name("run")
+    names = [await _create(client, run) for _ in range(4)]
+    partition = PartitionableKube(client)
+    informer = Informer(partition, NODES, label_selector=f"{LABEL}={run}")
+    recorder = Recorder()
+    informer.add_event_handler(recorder.handler())
+    async with _running(informer):
+        partition.cut()
+        await client.delete(NODES, names[0])
+        await client.delete(NODES, names[1])
+        await client.patch(
+            NODES, names[2], {"metadata": {"labels": {"v": "2"}}}, patch_type=PatchType.MERGE
+        )
+        added = await _create(client, run)
+        await asyncio.to_thread(uncached_plane.compact_etcd)
+        partition.heal()
+        await _converged(client, informer, run)
+    assert informer.relists >= 1, "the watch resumed from a compacted version and relisted"
+    assert sorted(recorder.deletes) == sorted(names[:2]), "every delete reported exactly once"
+    assert names[2] in recorder.updates
+    assert added in recorder.adds
+
+
+async def test_apiserver_restart_under_the_informer(
+    uncached_plane: ControlPlane, client: KubeApiClient
+) -> None:
+    run = unique_name("run")
+    names = [await _create(client, run) for _ in range(3)]
+    informer = Informer(client, NODES, label_selector=f"{LABEL}={run}")
+    recorder = Recorder()
+    informer.add_event_handler(recorder.handler())
+    async with _running(informer):
+        await asyncio.to_thread(uncached_plane.restart_apiserver)
+        await client.delete(NODES, names[0])
+        added = await _create(client, run)
+        await _converged(client, informer, run)
+    assert recorder.deletes == [names[0]]
+    assert added in recorder.adds
+
