@@ -113,7 +113,7 @@ class WorkQueue(Generic[T]):
         if key in self._dirty:
             self._queue.append(key)
             self._wake_getter()
-        elif not self._processing:
+        if not self._processing:
             self._wake_drainers()
 
     def shutdown(self) -> None:
@@ -122,7 +122,12 @@ class WorkQueue(Generic[T]):
         self._wake_all_getters()
 
     async def shutdown_with_drain(self) -> None:
-        """Shut down, then wait until every key handed out has been marked done."""
+        """Shut down, then wait until no key is being processed (``ShutDownWithDrain``).
+
+        Keys still queued (including one re-queued by ``done`` because it was added while
+        processing) are not waited for; ``get`` keeps handing them out until the queue is
+        empty.
+        """
         self.shutdown()
         while self._processing:
             future = asyncio.get_running_loop().create_future()

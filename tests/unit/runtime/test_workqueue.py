@@ -224,3 +224,16 @@ async def test_shutdown_with_drain_returns_at_once_when_idle() -> None:
     queue: WorkQueue[str] = WorkQueue()
     await queue.shutdown_with_drain()
     assert queue.shutting_down
+
+
+async def test_drain_does_not_wait_for_a_requeued_dirty_key() -> None:
+    queue: WorkQueue[str] = WorkQueue()
+    queue.add("a")
+    key = await queue.get()
+    queue.add("a")
+    drain = asyncio.create_task(queue.shutdown_with_drain())
+    await _settle()
+    queue.done(key)
+    await drain
+    assert len(queue) == 1
+    assert await queue.get() == "a"
