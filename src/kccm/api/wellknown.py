@@ -13,11 +13,14 @@ __all__ = [
     "LABEL_ZONE",
     "LABEL_ZONE_BETA",
     "TAINT_NODE_SHUTDOWN",
+    "TAINT_TO_BE_DELETED_BY_CLUSTER_AUTOSCALER",
     "TAINT_UNINITIALIZED",
 ]
 
 TAINT_UNINITIALIZED = "node.cloudprovider.kubernetes.io/uninitialized"
 TAINT_NODE_SHUTDOWN = "node.cloudprovider.kubernetes.io/shutdown"
+# Set by the cluster autoscaler on a node it is about to delete (service LB backends skip it).
+TAINT_TO_BE_DELETED_BY_CLUSTER_AUTOSCALER = "ToBeDeletedByClusterAutoscaler"
 
 LABEL_INSTANCE_TYPE = "node.kubernetes.io/instance-type"
 LABEL_INSTANCE_TYPE_BETA = "beta.kubernetes.io/instance-type"
