@@ -1,0 +1,583 @@
+"""``service-lb-controller``: cloud load balancers for ``type: LoadBalancer`` Services.
+
+A port of upstream ``k8s.io/cloud-provider/controllers/service``:
+
+- Services of ``type: LoadBalancer`` without ``spec.loadBalancerClass`` get a load balancer
+  through the provider's ``ensure_load_balancer``; the finalizer
+  ``service.kubernetes.io/load-balancer-cleanup`` is added *before* the cloud call and removed
+  only after ``ensure_load_balancer_deleted`` succeeded, both as strategic-merge patches of
+  the ``status`` subresource (upstream ``PatchService``);
+- ``status.loadBalancer`` is written with what the provider returned, only when the ingress
+  differs, and cleared on delete;
+- node changes that alter a service's eligible node set (not deleting, not excluded by
+  label, not tainted ``ToBeDeletedByClusterAutoscaler``) call ``update_load_balancer`` for
+  that service only; a failed host update escalates to a full sync of the service;
+- per-service retries back off 5 s → 300 s; a ``RetryError`` (or an error raised from one)
+  retries after exactly its delay.
+
+Events come from component ``service-controller``; the workqueues are named ``service``
+and ``node``. Every cloud call goes through the gate with :attr:`Priority.NORMAL`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import logging
+import weakref
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Histogram
+
+from kccm.api.wellknown import FINALIZER_LB_CLEANUP
+from kccm.cloudprovider.errors import ImplementedElsewhere
+from kccm.cloudprovider.gate import Priority
+from kccm.cloudprovider.gated import GatedLoadBalancer
+from kccm.cloudprovider.types import LoadBalancerStatus
+from kccm.controllers.base import ControllerContext, running_managed_controllers
+from kccm.controllers.service_helpers import (
+    STABLE_NODE_SET_PREDICATES,
+    filter_with_predicates,
+    finalizer_patch,
+    has_lb_finalizer,
+    load_balancer_status_equal,
+    loggable_node_names,
+    needs_cleanup,
+    needs_update,
+    nodes_sufficiently_equal,
+    service_key,
+    should_sync_updated_node,
+    status_patch,
+    wants_load_balancer,
+)
+from kccm.kube.errors import NotFound
+from kccm.kube.interface import KubeClient, Obj, PatchType
+from kccm.kube.resources import NODES, SERVICES
+from kccm.runtime.controller import Controller, until
+from kccm.runtime.events import EVENT_TYPE_NORMAL, EVENT_TYPE_WARNING, EventRecorder
+from kccm.runtime.informers import EventHandler, Informer, copy_obj, object_key
+from kccm.runtime.ratelimiters import service_controller_rate_limiter
+from kccm.runtime.workqueue import RateLimitingQueue
+from kccm.util.clock import REAL_CLOCK, Clock
+
+__all__ = [
+    "CONTROLLER_NAME",
+    "DEFAULT_CONCURRENT_SERVICE_SYNCS",
+    "EVENT_COMPONENT",
+    "METRICS_NAME",
+    "SERVICE_SYNC_PERIOD",
+    "LoadBalancerOperation",
+    "ServiceController",
+    "ServiceControllerMetrics",
+    "ServiceControllerOptions",
+    "ServiceSyncError",
+    "build",
+]
+
+CONTROLLER_NAME = "service-lb-controller"
+METRICS_NAME = "service"
+"""Legacy short name: ``running_managed_controllers{name="service"}``."""
+EVENT_COMPONENT = "service-controller"
+SERVICE_QUEUE = "service"
+NODE_QUEUE = "node"
+SERVICE_SYNC_PERIOD = 30.0
+"""Upstream ``serviceSyncPeriod``: how often services needing cleanup are re-enqueued."""
+WORKER_RESTART_PERIOD = 1.0
+
+DEFAULT_CONCURRENT_SERVICE_SYNCS = 10
+"""Upstream defaults ``--concurrent-service-syncs`` to 1: after a restart or a leader failover
+every LoadBalancer Service is re-ensured one at a time, which takes tens of minutes in a
+large cluster. Ten syncs in flight shorten that tenfold; the number of cloud calls is the
+same, and their rate is bounded by the call gate's load-balancer budget, not by this value."""
+
+_log = logging.getLogger(__name__)
+
+
+class ServiceSyncError(Exception):
+    """A sync step failed; the message is upstream's wording. Raised ``from`` the cause so a
+    ``RetryError`` underneath is found by the controller loop."""
+
+
+class LoadBalancerOperation(enum.Enum):
+    DELETE = "delete"
+    ENSURE = "ensure"
+
+
+@dataclass(frozen=True)
+class ServiceControllerOptions:
+    """Options of ``service-lb-controller`` (``--concurrent-service-syncs``)."""
+
+    concurrent_service_syncs: int = DEFAULT_CONCURRENT_SERVICE_SYNCS
+
+
+_EXP_BUCKETS = tuple(float(2**i) for i in range(15))  # ExponentialBuckets(1, 2, 15)
+
+
+class ServiceControllerMetrics:
+    """Upstream's service controller metrics (ALPHA), registered once per registry."""
+
+    _by_registry: weakref.WeakKeyDictionary[CollectorRegistry, ServiceControllerMetrics] = (
+        weakref.WeakKeyDictionary()
+    )
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.loadbalancer_sync = Counter(
+            "service_controller_loadbalancer_sync",
+            "A metric counting the amount of times any load balancer has been configured, "
+            "as an effect of service/node changes on the cluster",
+            registry=registry,
+        )
+        self.nodesync_error = Counter(
+            "service_controller_nodesync_error",
+            "A metric counting the amount of times any load balancer has been configured "
+            "and errored, as an effect of node changes on the cluster",
+            registry=registry,
+        )
+        self.nodesync_latency = Histogram(
+            "service_controller_nodesync_latency_seconds",
+            "A metric measuring the latency for nodesync which updates loadbalancer hosts "
+            "on cluster node updates.",
+            registry=registry,
+            buckets=_EXP_BUCKETS,
+        )
+        self.update_host_latency = Histogram(
+            "service_controller_update_loadbalancer_host_latency_seconds",
+            "A metric measuring the latency for updating each load balancer hosts.",
+            registry=registry,
+            buckets=_EXP_BUCKETS,
+        )
+
+    @classmethod
+    def on(cls, registry: CollectorRegistry) -> ServiceControllerMetrics:
+        metrics = cls._by_registry.get(registry)
+        if metrics is None:
+            metrics = cls._by_registry[registry] = cls(registry)
+        return metrics
+
+
+class ServiceController:
+    """The service load-balancer controller; see the module docstring."""
+
+    def __init__(
+        self,
+        *,
+        kube: KubeClient,
+        balancer: GatedLoadBalancer,
+        services: Informer,
+        nodes: Informer,
+        recorder: EventRecorder,
+        registry: CollectorRegistry,
+        cluster_name: str = "kubernetes",
+        workers: int = DEFAULT_CONCURRENT_SERVICE_SYNCS,
+        clock: Clock = REAL_CLOCK,
+    ) -> None:
+        self.kube = kube
+        self.balancer = balancer
+        self.services = services
+        self.nodes = nodes
+        self.recorder = recorder
+        self.cluster_name = cluster_name
+        self.workers = workers
+        self.clock = clock
+        self.metrics = ServiceControllerMetrics.on(registry)
+        self._running = running_managed_controllers(registry, METRICS_NAME)
+        self.service_queue: RateLimitingQueue[str] = RateLimitingQueue(
+            service_controller_rate_limiter(), SERVICE_QUEUE, registry=registry, clock=clock
+        )
+        self.node_queue: RateLimitingQueue[str] = RateLimitingQueue(
+            service_controller_rate_limiter(), NODE_QUEUE, registry=registry, clock=clock
+        )
+        self.cache: dict[str, Obj] = {}
+        """Upstream ``serviceCache``: the last state synced, per key (deletion needs it)."""
+        self.last_synced_nodes: dict[str, list[Mapping[str, Any]]] = {}
+        self._service_loop = Controller(
+            SERVICE_QUEUE, self.service_queue, self.sync_service, workers=workers, clock=clock
+        )
+        self._node_loop = Controller(
+            NODE_QUEUE, self.node_queue, self._process_node_key, workers=1, clock=clock
+        )
+        self._stopping = asyncio.Event()
+        services.add_event_handler(
+            EventHandler(on_add=self._on_service_add, on_update=self._on_service_update)
+        )
+        nodes.add_event_handler(
+            EventHandler(
+                on_add=self._enqueue_node,
+                on_update=self._on_node_update,
+                on_delete=self._enqueue_node,
+            )
+        )
+
+    # -- informer handlers (upstream New) ------------------------------------------------------
+
+    def _on_service_add(self, service: Obj) -> None:
+        if wants_load_balancer(service) or needs_cleanup(service):
+            self.service_queue.add(object_key(service))
+
+    def _on_service_update(self, old: Obj, new: Obj) -> None:
+        update, reason = needs_update(old, new)
+        if reason is not None:
+            self.recorder.event(new, EVENT_TYPE_NORMAL, *reason)
+        if update or needs_cleanup(new):
+            self.service_queue.add(object_key(new))
+
+    def _enqueue_node(self, node: Obj) -> None:
+        self.node_queue.add(object_key(node))
+
+    def _on_node_update(self, old: Obj, new: Obj) -> None:
+        if should_sync_updated_node(old, new):
+            self.node_queue.add(object_key(new))
+
+    async def _resync_services(self) -> None:
+        """The 30 s resync of the service handler: update(x, x) only enqueues services that
+        need cleanup."""
+        for service in self.services.items():
+            if needs_cleanup(service):
+                self.service_queue.add(object_key(service))
+
+    # -- running ------------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Wait for the service and node caches, then run ``workers`` service workers, one
+        node worker and the 30 s resync until stopped or cancelled."""
+        self._running.set(1)
+        _log.info("Starting service controller")
+        try:
+            await asyncio.gather(self.services.wait_for_sync(), self.nodes.wait_for_sync())
+            await asyncio.gather(
+                self._service_loop.run(),
+                self._node_loop.run(),
+                until(
+                    self._resync_services,
+                    SERVICE_SYNC_PERIOD,
+                    stop=self._stopping,
+                    clock=self.clock,
+                ),
+            )
+        finally:
+            self.service_queue.shutdown()
+            self.node_queue.shutdown()
+            self._running.set(0)
+            _log.info("Shutting down service controller")
+
+    async def stop(self, grace: float = 30.0) -> bool:
+        """Stop taking work; in-flight syncs get ``grace`` seconds."""
+        self._stopping.set()
+        finished = await asyncio.gather(self._service_loop.stop(grace), self._node_loop.stop(grace))
+        return all(finished)
+
+    # -- service sync (upstream syncService and friends) --------------------------------------
+
+    async def sync_service(self, key: str) -> None:
+        """Upstream ``syncService``: the informer cache says what the service is now."""
+        service = self.services.get(key)
+        if service is None:
+            await self.process_service_deletion(key)
+            return
+        await self.process_service_create_or_update(copy_obj(service), key)
+
+    async def process_service_deletion(self, key: str) -> None:
+        """The service is gone: delete its load balancer if the cache remembers one."""
+        cached = self.cache.get(key)
+        if cached is None:
+            return
+        _log.info("Service %s has been deleted. Attempting to cleanup load balancer", key)
+        await self._process_load_balancer_delete(cached)
+        self._forget(key)
+
+    async def _process_load_balancer_delete(self, service: Obj) -> None:
+        if not wants_load_balancer(service):
+            return
+        self._event(service, EVENT_TYPE_NORMAL, "DeletingLoadBalancer", "Deleting load balancer")
+        try:
+            await self.balancer.ensure_load_balancer_deleted(
+                self.cluster_name, service, priority=Priority.NORMAL
+            )
+        except Exception as err:
+            message = f"Error deleting load balancer: {err}"
+            self._event(service, EVENT_TYPE_WARNING, "DeleteLoadBalancerFailed", message)
+            raise
+        self._event(service, EVENT_TYPE_NORMAL, "DeletedLoadBalancer", "Deleted load balancer")
+
+    async def process_service_create_or_update(self, service: Obj, key: str) -> None:
+        """Upstream ``processServiceCreateOrUpdate``."""
+        cached = self.cache.get(key)
+        if cached is not None and _uid(cached) != _uid(service):
+            # Deleted and re-created (without a finalizer) faster than we noticed.
+            await self._process_load_balancer_delete(cached)
+        self.cache[key] = service
+        try:
+            op = await self.sync_load_balancer_if_needed(service, key)
+        except Exception as err:
+            message = f"Error syncing load balancer: {err}"
+            self._event(service, EVENT_TYPE_WARNING, "SyncLoadBalancerFailed", message)
+            raise
+        if op is LoadBalancerOperation.DELETE:
+            self._forget(key)
+
+    def _forget(self, key: str) -> None:
+        self.cache.pop(key, None)
+        self.last_synced_nodes.pop(key, None)
+
+    async def sync_load_balancer_if_needed(self, service: Obj, key: str) -> LoadBalancerOperation:
+        """Upstream ``syncLoadBalancerIfNeeded``: delete or ensure, then patch the status."""
+        previous = dict((service.get("status") or {}).get("loadBalancer") or {})
+        if not wants_load_balancer(service) or needs_cleanup(service):
+            await self._delete_load_balancer(service, key)
+            await self._patch_status(service, previous, LoadBalancerStatus())
+            return LoadBalancerOperation.DELETE
+        status = await self._ensure_branch(service, key)
+        if status is not None:
+            await self._patch_status(service, previous, status)
+        return LoadBalancerOperation.ENSURE
+
+    async def _delete_load_balancer(self, service: Obj, key: str) -> None:
+        try:
+            _, exists = await self.balancer.get_load_balancer(
+                self.cluster_name, service, priority=Priority.NORMAL
+            )
+        except Exception as err:
+            raise ServiceSyncError(
+                f"failed to check if load balancer exists before cleanup: {err}"
+            ) from err
+        if exists:
+            _log.info("Deleting existing load balancer for service %s", key)
+            self._event(
+                service, EVENT_TYPE_NORMAL, "DeletingLoadBalancer", "Deleting load balancer"
+            )
+            await self._ensure_deleted_ignoring_elsewhere(service, key)
+        try:
+            await self._remove_finalizer(service)
+        except Exception as err:
+            raise ServiceSyncError(
+                f"failed to remove load balancer cleanup finalizer: {err}"
+            ) from err
+        self._event(service, EVENT_TYPE_NORMAL, "DeletedLoadBalancer", "Deleted load balancer")
+
+    async def _ensure_deleted_ignoring_elsewhere(self, service: Obj, key: str) -> None:
+        try:
+            await self.balancer.ensure_load_balancer_deleted(
+                self.cluster_name, service, priority=Priority.NORMAL
+            )
+        except ImplementedElsewhere:
+            _log.debug("LoadBalancer for service %s implemented elsewhere; ignoring", key)
+        except Exception as err:
+            raise ServiceSyncError(f"failed to delete load balancer: {err}") from err
+
+    async def _ensure_branch(self, service: Obj, key: str) -> LoadBalancerStatus | None:
+        """Finalizer first, then the cloud; None when the LB is implemented elsewhere."""
+        _log.info("Ensuring load balancer for service %s", key)
+        self._event(service, EVENT_TYPE_NORMAL, "EnsuringLoadBalancer", "Ensuring load balancer")
+        try:
+            await self._add_finalizer(service)
+        except Exception as err:
+            raise ServiceSyncError(f"failed to add load balancer cleanup finalizer: {err}") from err
+        try:
+            status: LoadBalancerStatus | None = await self._ensure_load_balancer(service, key)
+        except ImplementedElsewhere:
+            _log.debug("LoadBalancer for service %s implemented elsewhere; ignoring", key)
+            return None
+        except Exception as err:
+            raise ServiceSyncError(f"failed to ensure load balancer: {err}") from err
+        if status is None:
+            raise ServiceSyncError("service status returned by EnsureLoadBalancer is nil")
+        self._event(service, EVENT_TYPE_NORMAL, "EnsuredLoadBalancer", "Ensured load balancer")
+        return status
+
+    async def _ensure_load_balancer(self, service: Obj, key: str) -> LoadBalancerStatus:
+        nodes = filter_with_predicates(self.nodes.items(), *STABLE_NODE_SET_PREDICATES)
+        if not nodes:
+            self._event(
+                service,
+                EVENT_TYPE_WARNING,
+                "UnAvailableLoadBalancer",
+                "There are no available nodes for LoadBalancer",
+            )
+        self.last_synced_nodes[key] = nodes
+        return await self.balancer.ensure_load_balancer(
+            self.cluster_name, service, nodes, priority=Priority.NORMAL
+        )
+
+    # -- writes (upstream addFinalizer / removeFinalizer / patchStatus) -----------------------
+
+    async def _add_finalizer(self, service: Obj) -> None:
+        if has_lb_finalizer(service):
+            return
+        old = list(service["metadata"].get("finalizers") or [])
+        await self._patch_service(service, finalizer_patch(old, [*old, FINALIZER_LB_CLEANUP]))
+
+    async def _remove_finalizer(self, service: Obj) -> None:
+        if not has_lb_finalizer(service):
+            return
+        old = list(service["metadata"].get("finalizers") or [])
+        new = [f for f in old if f != FINALIZER_LB_CLEANUP]
+        await self._patch_service(service, finalizer_patch(old, new))
+
+    async def _patch_status(
+        self, service: Obj, previous: Mapping[str, Any], new: LoadBalancerStatus
+    ) -> None:
+        if load_balancer_status_equal(previous, new):
+            return
+        try:
+            await self._patch_service(service, status_patch(new))
+        except NotFound:
+            pass  # the service went away right after its finalizer was removed
+        except Exception as err:
+            raise ServiceSyncError(f"failed to update load balancer status: {err}") from err
+
+    async def _patch_service(self, service: Obj, patch: dict[str, Any]) -> None:
+        """Upstream ``PatchService``: a strategic-merge patch of the status subresource."""
+        meta = service["metadata"]
+        await self.kube.patch(
+            SERVICES,
+            meta["name"],
+            patch,
+            patch_type=PatchType.STRATEGIC,
+            namespace=meta.get("namespace"),
+            subresource="status",
+        )
+
+    # -- node sync (upstream syncNodes and friends) -------------------------------------------
+
+    async def _process_node_key(self, key: str) -> None:
+        """One node event: sync every cached service; failures go to the service queue as
+        plain adds (a full ensure). Never raises, so the node queue never retries."""
+        for service_to_retry in await self.sync_nodes():
+            self.service_queue.add(service_to_retry)
+
+    async def sync_nodes(self) -> set[str]:
+        """Upstream ``syncNodes``: returns the keys of the services to retry."""
+        start = self.clock.monotonic()
+        services = list(self.cache.values())
+        try:
+            return await self.update_load_balancer_hosts(services, self.workers)
+        finally:
+            self.metrics.nodesync_latency.observe(self.clock.monotonic() - start)
+
+    async def update_load_balancer_hosts(self, services: Sequence[Obj], workers: int) -> set[str]:
+        """``node_sync_service`` for each service, ``workers`` at a time."""
+        retry: set[str] = set()
+        limit = asyncio.Semaphore(max(1, workers))
+
+        async def one(service: Obj) -> None:
+            async with limit:
+                if await self.node_sync_service(service):
+                    retry.add(service_key(service))
+
+        await asyncio.gather(*(one(service) for service in services))
+        return retry
+
+    async def node_sync_service(self, service: Obj) -> bool:
+        """Upstream ``nodeSyncService``: True when the service must be retried."""
+        if not wants_load_balancer(service):
+            return False
+        key = service_key(service)
+        new_nodes = filter_with_predicates(self.nodes.items(), *STABLE_NODE_SET_PREDICATES)
+        old_nodes = filter_with_predicates(
+            self.last_synced_nodes.get(key, ()), *STABLE_NODE_SET_PREDICATES
+        )
+        # Stored before the update: a failure goes to the service queue for a full ensure.
+        self.last_synced_nodes[key] = new_nodes
+        if nodes_sufficiently_equal(old_nodes, new_nodes):
+            return False
+        try:
+            await self.locked_update_load_balancer_hosts(service, new_nodes)
+        except Exception as err:
+            _log.error("failed to update load balancer hosts for service %s: %s", key, err)
+            self.metrics.nodesync_error.inc()
+            return True
+        return False
+
+    async def locked_update_load_balancer_hosts(
+        self, service: Obj, hosts: Sequence[Mapping[str, Any]]
+    ) -> None:
+        """Upstream ``lockedUpdateLoadBalancerHosts``: update_load_balancer and its events."""
+        start = self.clock.monotonic()
+        self.metrics.loadbalancer_sync.inc()
+        try:
+            await self._update_hosts(service, hosts)
+        finally:
+            self.metrics.update_host_latency.observe(self.clock.monotonic() - start)
+
+    async def _update_hosts(self, service: Obj, hosts: Sequence[Mapping[str, Any]]) -> None:
+        try:
+            await self.balancer.update_load_balancer(
+                self.cluster_name, service, hosts, priority=Priority.NORMAL
+            )
+        except ImplementedElsewhere:
+            return
+        except Exception as err:
+            if not await self._still_exists(service):
+                return
+            names = " ".join(loggable_node_names(hosts))
+            message = (
+                f"Error updating load balancer with new hosts [{names}] [node names limited, "
+                f"total number of nodes: {len(hosts)}], error: {err}"
+            )
+            self._event(service, EVENT_TYPE_WARNING, "UpdateLoadBalancerFailed", message)
+            raise
+        if hosts:
+            self._event(
+                service,
+                EVENT_TYPE_NORMAL,
+                "UpdatedLoadBalancer",
+                "Updated load balancer with new hosts",
+            )
+        else:
+            self._event(
+                service,
+                EVENT_TYPE_WARNING,
+                "UnAvailableLoadBalancer",
+                "There are no available nodes for LoadBalancer",
+            )
+
+    async def _still_exists(self, service: Obj) -> bool:
+        """After a failed update: only an existing LB makes it a failure. A failed check is
+        logged and counts as a failure, as upstream."""
+        try:
+            _, exists = await self.balancer.get_load_balancer(
+                self.cluster_name, service, priority=Priority.NORMAL
+            )
+        except Exception as err:
+            _log.error(
+                "failed to check if load balancer exists for service %s: %s",
+                service_key(service),
+                err,
+            )
+            return True
+        return exists
+
+    def _event(self, service: Obj, event_type: str, reason: str, message: str) -> None:
+        self.recorder.event(service, event_type, reason, message)
+
+
+def _uid(service: Mapping[str, Any]) -> str:
+    return str((service.get("metadata") or {}).get("uid", ""))
+
+
+def build(
+    context: ControllerContext, options: ServiceControllerOptions | None = None
+) -> ServiceController | None:
+    """The controller, or None (with a warning) when the provider has no load balancers:
+    upstream then skips ``service-lb-controller`` instead of failing."""
+    options = options or ServiceControllerOptions()
+    balancer = context.cloud.load_balancer()
+    if balancer is None:
+        _log.warning(
+            "%s: the cloud provider does not support external load balancers; skipping",
+            CONTROLLER_NAME,
+        )
+        return None
+    return ServiceController(
+        kube=context.kube,
+        balancer=balancer,
+        services=context.informers.informer(SERVICES),
+        nodes=context.informers.informer(NODES),
+        recorder=context.events.recorder(EVENT_COMPONENT),
+        registry=context.registry,
+        cluster_name=context.cluster_name,
+        workers=options.concurrent_service_syncs,
+        clock=context.clock,
+    )
