@@ -127,4 +127,3 @@ async def test_apiserver_restart_under_the_informer(
         await _converged(client, informer, run)
     assert recorder.deletes == [names[0]]
     assert added in recorder.adds
-
