@@ -1,0 +1,559 @@
+"""Pure helpers of the service controller, as upstream's tables: TestNeedsCleanup,
+TestNeedsUpdate, Test_respectsPredicates, Test_shouldSyncUpdatedNode, TestNodesNotEqual,
+the finalizer / status patch shapes of PatchService and LoadBalancerStatusEqual."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from kccm.api.wellknown import FINALIZER_LB_CLEANUP
+from kccm.cloudprovider.types import LoadBalancerIngress, LoadBalancerStatus, PortStatus
+from kccm.controllers.service_helpers import (
+    STABLE_NODE_SET_PREDICATES,
+    finalizer_patch,
+    load_balancer_status_equal,
+    loggable_node_names,
+    needs_cleanup,
+    needs_update,
+    nodes_sufficiently_equal,
+    parse_go_bool,
+    respects_predicates,
+    should_sync_updated_node,
+    status_patch,
+    wants_load_balancer,
+)
+
+EXCLUDE = "node.kubernetes.io/exclude-from-external-load-balancers"
+CA_TAINT = {"key": "ToBeDeletedByClusterAutoscaler", "value": "1", "effect": "NoSchedule"}
+
+
+def svc(**spec: Any) -> dict[str, Any]:
+    base: dict[str, Any] = {
+        "metadata": {"name": "s", "namespace": "default", "uid": "uid-1"},
+        "spec": {
+            "type": "LoadBalancer",
+            "ports": [{"name": "http", "protocol": "TCP", "port": 80, "targetPort": 8080}],
+            "externalTrafficPolicy": "Cluster",
+            "ipFamilies": ["IPv4"],
+        },
+    }
+    base["spec"].update(spec)
+    return base
+
+
+def with_meta(service: dict[str, Any], **meta: Any) -> dict[str, Any]:
+    changed = copy.deepcopy(service)
+    changed["metadata"].update(meta)
+    return changed
+
+
+def node(
+    name: str = "n1",
+    *,
+    labels: dict[str, str] | None = None,
+    taints: list[dict[str, str]] | None = None,
+    provider_id: str = "",
+    deleting: bool = False,
+    ready: str = "True",
+) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "labels": labels or {}}
+    if deleting:
+        meta["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    spec: dict[str, Any] = {"taints": taints or []}
+    if provider_id:
+        spec["providerID"] = provider_id
+    return {
+        "metadata": meta,
+        "spec": spec,
+        "status": {"conditions": [{"type": "Ready", "status": ready}]},
+    }
+
+
+# -- TestWantsLoadBalancer / TestNeedsCleanup ---------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("service", "wanted"),
+    [
+        pytest.param(svc(), True, id="type-loadbalancer-without-class-is-ours"),
+        pytest.param(svc(type="ClusterIP"), False, id="clusterip-is-not-ours"),
+        pytest.param(svc(type="NodePort"), False, id="nodeport-is-not-ours"),
+        pytest.param(svc(loadBalancerClass="x.io/lb"), False, id="a-class-means-someone-else"),
+        pytest.param(svc(loadBalancerClass=""), False, id="even-an-empty-class-is-not-ours"),
+    ],
+)
+def test_wants_load_balancer(service: dict[str, Any], wanted: bool) -> None:
+    assert wants_load_balancer(service) is wanted
+
+
+@pytest.mark.parametrize(
+    ("service", "cleanup"),
+    [
+        pytest.param(svc(), False, id="no-finalizer-no-cleanup"),
+        pytest.param(
+            with_meta(svc(), deletionTimestamp="2026-01-01T00:00:00Z"),
+            False,
+            id="deleting-without-finalizer-no-cleanup",
+        ),
+        pytest.param(
+            with_meta(svc(), finalizers=[FINALIZER_LB_CLEANUP]),
+            False,
+            id="finalizer-and-still-loadbalancer-no-cleanup",
+        ),
+        pytest.param(
+            with_meta(
+                svc(), finalizers=[FINALIZER_LB_CLEANUP], deletionTimestamp="2026-01-01T00:00:00Z"
+            ),
+            True,
+            id="finalizer-and-deletion-timestamp-needs-cleanup",
+        ),
+        pytest.param(
+            with_meta(svc(type="ClusterIP"), finalizers=[FINALIZER_LB_CLEANUP]),
+            True,
+            id="finalizer-and-type-changed-needs-cleanup",
+        ),
+        pytest.param(
+            with_meta(svc(loadBalancerClass="x.io/lb"), finalizers=[FINALIZER_LB_CLEANUP]),
+            False,
+            id="finalizer-and-class-set-but-type-loadbalancer-no-cleanup",
+        ),
+    ],
+)
+def test_needs_cleanup(service: dict[str, Any], cleanup: bool) -> None:
+    assert needs_cleanup(service) is cleanup
+
+
+# -- TestNeedsUpdate ----------------------------------------------------------------------------
+
+BASE = svc()
+TWO_PORTS = [
+    {"name": "a", "protocol": "TCP", "port": 80, "targetPort": 80},
+    {"name": "b", "protocol": "TCP", "port": 81, "targetPort": 81},
+]
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "update", "reason"),
+    [
+        pytest.param(
+            svc(type="ClusterIP"), svc(type="NodePort"), False, None, id="neither-wants-an-lb"
+        ),
+        pytest.param(
+            svc(type="ClusterIP"),
+            BASE,
+            True,
+            ("Type", "ClusterIP -> LoadBalancer"),
+            id="type-changed-to-loadbalancer",
+        ),
+        pytest.param(
+            BASE,
+            svc(loadBalancerClass="x.io/lb"),
+            True,
+            ("Type", "LoadBalancer -> LoadBalancer"),
+            id="class-set-changes-eligibility",
+        ),
+        pytest.param(
+            BASE,
+            svc(loadBalancerSourceRanges=["10.0.0.0/8"]),
+            True,
+            ("LoadBalancerSourceRanges", "[] -> [10.0.0.0/8]"),
+            id="source-ranges-changed",
+        ),
+        pytest.param(
+            BASE,
+            svc(ports=[{"name": "http", "protocol": "UDP", "port": 80, "targetPort": 8080}]),
+            True,
+            None,
+            id="port-protocol-changed",
+        ),
+        pytest.param(
+            BASE,
+            svc(ports=[{"name": "web", "protocol": "TCP", "port": 80, "targetPort": 8080}]),
+            True,
+            None,
+            id="port-name-changed",
+        ),
+        pytest.param(
+            BASE,
+            svc(ports=[{"name": "http", "protocol": "TCP", "port": 81, "targetPort": 8080}]),
+            True,
+            None,
+            id="port-number-changed",
+        ),
+        pytest.param(
+            BASE,
+            svc(
+                ports=[
+                    {
+                        "name": "http",
+                        "protocol": "TCP",
+                        "port": 80,
+                        "targetPort": 8080,
+                        "nodePort": 30001,
+                    }
+                ]
+            ),
+            True,
+            None,
+            id="node-port-changed",
+        ),
+        pytest.param(
+            BASE,
+            svc(ports=[{"name": "http", "protocol": "TCP", "port": 80, "targetPort": 9090}]),
+            True,
+            None,
+            id="target-port-changed",
+        ),
+        pytest.param(
+            BASE,
+            svc(
+                ports=[
+                    {
+                        "name": "http",
+                        "protocol": "TCP",
+                        "port": 80,
+                        "targetPort": 8080,
+                        "appProtocol": "http",
+                    }
+                ]
+            ),
+            True,
+            None,
+            id="app-protocol-changed",
+        ),
+        pytest.param(
+            svc(ports=TWO_PORTS),
+            svc(ports=list(reversed(TWO_PORTS))),
+            True,
+            None,
+            id="ports-reordered-is-a-change",
+        ),
+        pytest.param(BASE, svc(ports=TWO_PORTS), True, None, id="port-added"),
+        pytest.param(BASE, svc(sessionAffinity="ClientIP"), True, None, id="session-affinity"),
+        pytest.param(
+            BASE,
+            svc(sessionAffinityConfig={"clientIP": {"timeoutSeconds": 10}}),
+            True,
+            None,
+            id="session-affinity-config",
+        ),
+        pytest.param(
+            BASE,
+            svc(loadBalancerIP="1.2.3.4"),
+            True,
+            ("LoadbalancerIP", " -> 1.2.3.4"),
+            id="load-balancer-ip-changed",
+        ),
+        pytest.param(
+            BASE,
+            svc(externalIPs=["1.1.1.1"]),
+            True,
+            ("ExternalIP", "Count: 0 -> 1"),
+            id="external-ip-added",
+        ),
+        pytest.param(
+            svc(externalIPs=["1.1.1.1"]),
+            svc(externalIPs=["2.2.2.2"]),
+            True,
+            ("ExternalIP", "Added: 2.2.2.2"),
+            id="external-ip-replaced",
+        ),
+        pytest.param(
+            BASE,
+            with_meta(BASE, annotations={"a": "b"}),
+            True,
+            None,
+            id="annotation-added",
+        ),
+        pytest.param(
+            with_meta(BASE, annotations={"a": "b"}),
+            with_meta(BASE, annotations={"a": "c"}),
+            True,
+            None,
+            id="annotation-value-changed",
+        ),
+        pytest.param(
+            BASE, with_meta(BASE, uid="uid-2"), True, ("UID", "uid-1 -> uid-2"), id="uid-changed"
+        ),
+        pytest.param(
+            BASE,
+            svc(externalTrafficPolicy="Local"),
+            True,
+            ("ExternalTrafficPolicy", "Cluster -> Local"),
+            id="external-traffic-policy-changed",
+        ),
+        pytest.param(
+            BASE,
+            svc(healthCheckNodePort=30123),
+            True,
+            ("HealthCheckNodePort", "0 -> 30123"),
+            id="health-check-node-port-changed",
+        ),
+        pytest.param(
+            BASE,
+            svc(ipFamilies=["IPv4", "IPv6"]),
+            True,
+            ("IPFamilies", "Count: 1 -> 2"),
+            id="ip-families-count-changed",
+        ),
+        pytest.param(
+            BASE, svc(ipFamilies=["IPv6"]), False, None, id="ip-family-swap-same-count-no-update"
+        ),
+        pytest.param(
+            BASE, with_meta(BASE, labels={"a": "b"}), False, None, id="labels-do-not-count"
+        ),
+        pytest.param(
+            BASE,
+            with_meta(BASE, finalizers=[FINALIZER_LB_CLEANUP]),
+            False,
+            None,
+            id="finalizers-do-not-count",
+        ),
+        pytest.param(
+            BASE, svc(internalTrafficPolicy="Local"), False, None, id="itp-does-not-count"
+        ),
+        pytest.param(
+            BASE,
+            svc(allocateLoadBalancerNodePorts=False),
+            False,
+            None,
+            id="allocate-node-ports-does-not-count",
+        ),
+        pytest.param(
+            BASE,
+            {**BASE, "status": {"loadBalancer": {"ingress": [{"ip": "1.1.1.1"}]}}},
+            False,
+            None,
+            id="status-does-not-count",
+        ),
+        pytest.param(BASE, copy.deepcopy(BASE), False, None, id="resync-of-same-object"),
+    ],
+)
+def test_needs_update(
+    old: dict[str, Any], new: dict[str, Any], update: bool, reason: tuple[str, str] | None
+) -> None:
+    assert needs_update(old, new) == (update, reason)
+
+
+# -- Test_respectsPredicates ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("candidate", "eligible"),
+    [
+        pytest.param(node(), True, id="plain-node"),
+        pytest.param(node(ready="False"), True, id="not-ready-still-eligible"),
+        pytest.param(node(provider_id=""), True, id="no-provider-id-still-eligible"),
+        pytest.param(
+            node(
+                taints=[
+                    {
+                        "key": "node.cloudprovider.kubernetes.io/uninitialized",
+                        "effect": "NoSchedule",
+                    }
+                ]
+            ),
+            True,
+            id="uninitialized-taint-still-eligible",
+        ),
+        pytest.param(
+            node(labels={"node-role.kubernetes.io/control-plane": ""}),
+            True,
+            id="control-plane-label-still-eligible",
+        ),
+        pytest.param(node(deleting=True), False, id="being-deleted"),
+        pytest.param(node(taints=[CA_TAINT]), False, id="to-be-deleted-by-autoscaler"),
+        pytest.param(node(labels={EXCLUDE: ""}), False, id="exclude-label-empty-excludes"),
+        pytest.param(node(labels={EXCLUDE: "true"}), False, id="exclude-label-true"),
+        pytest.param(node(labels={EXCLUDE: "yes"}), False, id="exclude-label-unparsable"),
+        *[
+            pytest.param(node(labels={EXCLUDE: v}), True, id=f"exclude-label-{v}-parses-false")
+            for v in ("0", "f", "F", "false", "FALSE", "False")
+        ],
+        *[
+            pytest.param(node(labels={EXCLUDE: v}), False, id=f"exclude-label-{v}-parses-true")
+            for v in ("1", "t", "T", "TRUE", "True")
+        ],
+    ],
+)
+def test_respects_predicates(candidate: dict[str, Any], eligible: bool) -> None:
+    assert respects_predicates(candidate, *STABLE_NODE_SET_PREDICATES) is eligible
+
+
+def test_parse_go_bool_rejects_what_go_rejects() -> None:
+    for value in ("", "yes", "no", "tRuE", " true", "2"):
+        with pytest.raises(ValueError, match="invalid syntax"):
+            parse_go_bool(value)
+
+
+# -- Test_shouldSyncUpdatedNode -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "sync"),
+    [
+        pytest.param(node(), node(labels={EXCLUDE: "true"}), True, id="exclude-label-added"),
+        pytest.param(node(labels={EXCLUDE: "true"}), node(), True, id="exclude-label-removed"),
+        pytest.param(
+            node(), node(labels={EXCLUDE: "false"}), False, id="exclude-label-false-no-change"
+        ),
+        pytest.param(
+            node(labels={EXCLUDE: "true"}),
+            node(labels={EXCLUDE: "false"}),
+            True,
+            id="exclude-label-flipped-to-false",
+        ),
+        pytest.param(node(), node(provider_id="fake://n1"), True, id="provider-id-set"),
+        pytest.param(
+            node(provider_id="fake://a"),
+            node(provider_id="fake://b"),
+            True,
+            id="provider-id-changed",
+        ),
+        pytest.param(node(), node(ready="False"), False, id="readiness-change-ignored"),
+        pytest.param(node(), node(taints=[CA_TAINT]), False, id="autoscaler-taint-ignored"),
+        pytest.param(node(), node(deleting=True), False, id="deletion-timestamp-ignored"),
+        pytest.param(node(), node(labels={"other": "x"}), False, id="other-label-ignored"),
+        pytest.param(node(), node(), False, id="resync-same-node"),
+    ],
+)
+def test_should_sync_updated_node(old: dict[str, Any], new: dict[str, Any], sync: bool) -> None:
+    assert should_sync_updated_node(old, new) is sync
+
+
+# -- TestNodesNotEqual ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "equal"),
+    [
+        pytest.param([], [], True, id="both-empty"),
+        pytest.param([node("a")], [node("a")], True, id="same-name"),
+        pytest.param([node("a")], [node("a"), node("b")], False, id="count-differs"),
+        pytest.param([node("a")], [node("b")], False, id="name-differs"),
+        pytest.param(
+            [node("a", provider_id="p1")],
+            [node("a", provider_id="p2")],
+            False,
+            id="provider-id-differs",
+        ),
+        pytest.param(
+            [node("a", ready="True")], [node("a", ready="False")], True, id="readiness-ignored"
+        ),
+        pytest.param([node("a", labels={"x": "1"})], [node("a")], True, id="labels-ignored-here"),
+    ],
+)
+def test_nodes_sufficiently_equal(
+    old: list[dict[str, Any]], new: list[dict[str, Any]], equal: bool
+) -> None:
+    assert nodes_sufficiently_equal(old, new) is equal
+
+
+def test_loggable_node_names_stop_at_twenty() -> None:
+    nodes = [node(f"n{i}") for i in range(23)]
+    assert loggable_node_names(nodes) == [f"n{i}" for i in range(20)] + ["<3 more>"]
+    assert loggable_node_names(nodes[:20]) == [f"n{i}" for i in range(20)]
+
+
+# -- PatchService shapes, LoadBalancerStatusEqual -----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "patch"),
+    [
+        pytest.param(
+            [],
+            [FINALIZER_LB_CLEANUP],
+            {"metadata": {"finalizers": [FINALIZER_LB_CLEANUP]}},
+            id="add-to-none",
+        ),
+        pytest.param(
+            ["a"],
+            ["a", FINALIZER_LB_CLEANUP],
+            {
+                "metadata": {
+                    "$setElementOrder/finalizers": ["a", FINALIZER_LB_CLEANUP],
+                    "finalizers": [FINALIZER_LB_CLEANUP],
+                }
+            },
+            id="add-to-others",
+        ),
+        pytest.param(
+            [FINALIZER_LB_CLEANUP], [], {"metadata": {"finalizers": None}}, id="remove-the-only"
+        ),
+        pytest.param(
+            ["a", FINALIZER_LB_CLEANUP, "b"],
+            ["a", "b"],
+            {
+                "metadata": {
+                    "$setElementOrder/finalizers": ["a", "b"],
+                    "$deleteFromPrimitiveList/finalizers": [FINALIZER_LB_CLEANUP],
+                }
+            },
+            id="remove-among-others",
+        ),
+    ],
+)
+def test_finalizer_patch(old: list[str], new: list[str], patch: dict[str, Any]) -> None:
+    assert finalizer_patch(old, new) == patch
+
+
+INGRESS = LoadBalancerIngress(ip="192.0.2.1", ip_mode="VIP", ports=(PortStatus(80, "TCP"),))
+
+
+def test_status_patch_writes_the_whole_provider_status_or_clears_it() -> None:
+    assert status_patch(LoadBalancerStatus((INGRESS,))) == {
+        "status": {
+            "loadBalancer": {
+                "ingress": [
+                    {"ip": "192.0.2.1", "ipMode": "VIP", "ports": [{"port": 80, "protocol": "TCP"}]}
+                ]
+            }
+        }
+    }
+    assert status_patch(LoadBalancerStatus()) == {"status": {"loadBalancer": {"ingress": None}}}
+
+
+@pytest.mark.parametrize(
+    ("previous", "new", "equal"),
+    [
+        pytest.param({}, LoadBalancerStatus(), True, id="both-empty"),
+        pytest.param({"ingress": []}, LoadBalancerStatus(), True, id="empty-list-equals-absent"),
+        pytest.param({}, LoadBalancerStatus((INGRESS,)), False, id="new-ingress"),
+        pytest.param(
+            {
+                "ingress": [
+                    {"ip": "192.0.2.1", "ipMode": "VIP", "ports": [{"port": 80, "protocol": "TCP"}]}
+                ]
+            },
+            LoadBalancerStatus((INGRESS,)),
+            True,
+            id="same-ingress",
+        ),
+        pytest.param(
+            {"ingress": [{"ip": "192.0.2.1", "ports": [{"port": 80, "protocol": "TCP"}]}]},
+            LoadBalancerStatus((INGRESS,)),
+            False,
+            id="ip-mode-differs",
+        ),
+        pytest.param(
+            {"ingress": [{"ip": "192.0.2.1", "ipMode": "VIP"}]},
+            LoadBalancerStatus((INGRESS,)),
+            False,
+            id="ports-differ",
+        ),
+        pytest.param(
+            {"ingress": [{"hostname": "lb.example"}]},
+            LoadBalancerStatus((LoadBalancerIngress(hostname="lb.example"),)),
+            True,
+            id="same-hostname",
+        ),
+    ],
+)
+def test_load_balancer_status_equal(
+    previous: dict[str, Any], new: LoadBalancerStatus, equal: bool
+) -> None:
+    assert load_balancer_status_equal(previous, new) is equal
