@@ -1,0 +1,663 @@
+"""``cloud-node-controller``: initialise Nodes registered by a kubelet run with
+``--cloud-provider=external`` (upstream ``controllers/node/node_controller.go``).
+
+What it mirrors (spec §2):
+
+- every Node add/update event enqueues the node name on the ``Nodes`` queue (default controller
+  rate limiter); ``sync_node`` initialises a node only while it carries the
+  ``node.cloudprovider.kubernetes.io/uninitialized`` taint, otherwise it reconciles the GA
+  topology/instance-type labels from their beta twins;
+- initialisation reads the instance metadata (InstancesV2 first, legacy Instances + Zones as
+  fallback, with upstream's error messages), validates the provided-node-ip annotation, sets
+  providerID (only if empty), instance-type/zone/region labels (GA and beta), the provider's
+  additional labels (never ``kubernetes.io``/``k8s.io`` ones, never overwriting), and removes
+  every uninitialized taint, all in one full-object write (PUT) retried on conflict (20 steps of
+  50 ms, jittered); then it patches ``status.addresses`` at once and emits
+  ``Normal Synced "Node synced successfully"``;
+- every ``node-status-update-frequency`` (5 min, sliding) the addresses of initialised nodes are
+  refreshed by ``concurrent-node-status-updates`` parallel workers; nothing else is touched.
+
+Cloud calls made for initialisation use ``Priority.INITIALIZE``; the periodic refresh uses
+``Priority.PERIODIC``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import weakref
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Histogram
+
+from kccm.api.wellknown import (
+    ANNOTATION_PROVIDED_NODE_IP,
+    LABEL_INSTANCE_TYPE,
+    LABEL_INSTANCE_TYPE_BETA,
+    LABEL_REGION,
+    LABEL_REGION_BETA,
+    LABEL_ZONE,
+    LABEL_ZONE_BETA,
+    TAINT_UNINITIALIZED,
+)
+from kccm.cloudprovider.errors import NotImplementedByProvider, find_error
+from kccm.cloudprovider.gate import Priority
+from kccm.cloudprovider.gated import GatedCloud, GatedInstances
+from kccm.cloudprovider.types import InstanceMetadata, NodeAddress
+from kccm.controllers.base import ControllerContext, running_managed_controllers
+from kccm.controllers.nodeutil import (
+    Backoff,
+    NodeIPError,
+    add_or_update_labels_on_node,
+    get_instance_provider_id,
+    get_node_addresses_from_node_ip,
+    node_addresses_change_detected,
+    patch_node_status,
+    retry_on_conflict,
+)
+from kccm.kube.interface import KubeClient, Obj
+from kccm.kube.resources import NODES
+from kccm.runtime.controller import Controller, until
+from kccm.runtime.events import EVENT_TYPE_NORMAL, EventRecorder, ObjectRef
+from kccm.runtime.informers import EventHandler, Informer, copy_obj
+from kccm.runtime.ratelimiters import node_controller_rate_limiter
+from kccm.runtime.workqueue import RateLimitingQueue
+from kccm.util.clock import Clock
+
+__all__ = [
+    "CONTROLLER_NAME",
+    "DEFAULT_CONCURRENT_NODE_SYNCS",
+    "EVENT_COMPONENT",
+    "QUEUE_NAME",
+    "SHORT_NAME",
+    "UPDATE_NODE_SPEC_BACKOFF",
+    "CloudNodeController",
+    "NodeControllerOptions",
+    "NodeMetrics",
+    "build",
+    "is_kubernetes_label",
+]
+
+CONTROLLER_NAME = "cloud-node-controller"
+SHORT_NAME = "cloud-node"
+EVENT_COMPONENT = "cloud-node-controller"
+QUEUE_NAME = "Nodes"
+
+DEFAULT_CONCURRENT_NODE_SYNCS = 32
+"""kccm's default for ``--concurrent-node-syncs`` (upstream: 1, which serialises initialisation
+of a large cluster). Workers are cheap tasks; the call gate's budget protects the cloud."""
+
+UPDATE_NODE_SPEC_BACKOFF = Backoff(steps=20, duration=0.05, jitter=1.0)
+
+_KUBERNETES_LABEL = re.compile(r"(^|\.)(kubernetes|k8s)\.io/")
+
+# (primary = beta, source of truth) -> (secondary = GA)
+_LABEL_RECONCILE = (
+    (LABEL_ZONE_BETA, LABEL_ZONE),
+    (LABEL_REGION_BETA, LABEL_REGION),
+    (LABEL_INSTANCE_TYPE_BETA, LABEL_INSTANCE_TYPE),
+)
+
+_log = logging.getLogger(__name__)
+
+NodeModifier = Callable[[Obj], None]
+
+
+@dataclass(frozen=True)
+class NodeControllerOptions:
+    """Flags of the cloud node controller (upstream names; kccm's sync default, see above)."""
+
+    concurrent_node_syncs: int = DEFAULT_CONCURRENT_NODE_SYNCS
+    concurrent_node_status_updates: int = 0
+    """0 means "same as concurrent_node_syncs" (upstream ``NodeControllerOptions.ApplyTo``)."""
+    node_status_update_frequency: float = 300.0
+
+    @property
+    def status_update_workers(self) -> int:
+        if self.concurrent_node_status_updates > 0:
+            return self.concurrent_node_status_updates
+        return self.concurrent_node_syncs
+
+
+# -- metrics ----------------------------------------------------------------------------------
+
+_BUCKETS = (1.0, 4.0, 16.0, 64.0, 256.0, 1024.0)  # ExponentialBuckets(1, 4, 6)
+
+
+@dataclass(frozen=True)
+class NodeMetrics:
+    taint_removal_delay: Histogram
+    initial_node_sync_delay: Histogram
+
+
+_METRICS: weakref.WeakKeyDictionary[CollectorRegistry, NodeMetrics] = weakref.WeakKeyDictionary()
+
+
+def node_metrics(registry: CollectorRegistry) -> NodeMetrics:
+    """The node controller's two histograms on ``registry`` (registered once)."""
+    metrics = _METRICS.get(registry)
+    if metrics is None:
+        metrics = NodeMetrics(
+            Histogram(
+                "node_controller_cloud_provider_taint_removal_delay_seconds",
+                "Number of seconds after node creation when NodeController removed the cloud-"
+                "provider taint of a single node.",
+                buckets=_BUCKETS,
+                registry=registry,
+            ),
+            Histogram(
+                "node_controller_initial_node_sync_delay_seconds",
+                "Number of seconds after node creation when NodeController finished the "
+                "initial synchronization of a single node.",
+                buckets=_BUCKETS,
+                registry=registry,
+            ),
+        )
+        _METRICS[registry] = metrics
+    return metrics
+
+
+# -- small pure helpers -----------------------------------------------------------------------
+
+
+def is_kubernetes_label(key: str) -> bool:
+    """Keys in the ``kubernetes.io`` / ``k8s.io`` namespaces (or a subdomain of them)."""
+    return _KUBERNETES_LABEL.search(key) is not None
+
+
+def _name(node: Mapping[str, Any]) -> str:
+    return str((node.get("metadata") or {}).get("name", ""))
+
+
+def _taints(node: Mapping[str, Any]) -> list[dict[str, Any]]:
+    return list((node.get("spec") or {}).get("taints") or ())
+
+
+def has_cloud_taint(node: Mapping[str, Any]) -> bool:
+    """Upstream ``getCloudTaint``: any taint whose key is the uninitialized taint."""
+    return any(t.get("key") == TAINT_UNINITIALIZED for t in _taints(node))
+
+
+def _age_seconds(node: Mapping[str, Any], now: datetime) -> float | None:
+    stamp = (node.get("metadata") or {}).get("creationTimestamp")
+    if not stamp:
+        return None
+    try:
+        created = datetime.fromisoformat(str(stamp).replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return (now - created).total_seconds()
+
+
+def _addresses(meta: InstanceMetadata) -> list[dict[str, str]]:
+    return [a.to_dict() for a in meta.node_addresses]
+
+
+class SyncError(Exception):
+    """A node sync failed; the node is requeued with rate limiting."""
+
+
+# -- the controller ---------------------------------------------------------------------------
+
+
+class CloudNodeController:
+    """See the module docstring. Build it with :func:`build`."""
+
+    def __init__(self, context: ControllerContext, options: NodeControllerOptions) -> None:
+        self.options = options
+        self._kube: KubeClient = context.kube
+        self._cloud: GatedCloud = context.cloud
+        self._clock: Clock = context.clock
+        self._informers = context.informers
+        self._registry = context.registry
+        self.informer: Informer = context.informers.informer(NODES)
+        self.recorder: EventRecorder = context.events.recorder(EVENT_COMPONENT)
+        self.metrics = node_metrics(context.registry)
+        self.queue: RateLimitingQueue[str] = RateLimitingQueue(
+            node_controller_rate_limiter(clock=context.clock),
+            QUEUE_NAME,
+            registry=context.registry,
+            clock=context.clock,
+        )
+        self.controller: Controller[str] = Controller(
+            CONTROLLER_NAME,
+            self.queue,
+            self.sync_node,
+            workers=options.concurrent_node_syncs,
+            clock=context.clock,
+            logger=_log,
+        )
+        self._stop = asyncio.Event()
+        self._status_loop: asyncio.Task[None] | None = None
+        self.informer.add_event_handler(
+            EventHandler(on_add=self._enqueue, on_update=lambda _old, new: self._enqueue(new))
+        )
+
+    def _enqueue(self, node: Obj) -> None:
+        """Upstream's Add and Update handlers: enqueue on every event, no filtering."""
+        self.queue.add(_name(node))
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Wait for the node cache, start the periodic status loop and the sync workers; runs
+        until :meth:`stop` or cancellation."""
+        gauge = running_managed_controllers(self._registry, SHORT_NAME)
+        gauge.set(1)
+        try:
+            self._informers.start()
+            await self.informer.wait_for_sync()
+            self._status_loop = asyncio.create_task(
+                until(
+                    self.update_node_status,
+                    self.options.node_status_update_frequency,
+                    stop=self._stop,
+                    clock=self._clock,
+                    logger=_log,
+                ),
+                name=f"{CONTROLLER_NAME}-status",
+            )
+            await self.controller.run()
+        finally:
+            gauge.set(0)
+            await self._cancel_status_loop()
+
+    async def stop(self, grace: float = 30.0) -> bool:
+        self._stop.set()
+        finished = await self.controller.stop(grace)
+        await self._cancel_status_loop()
+        return finished
+
+    async def _cancel_status_loop(self) -> None:
+        task, self._status_loop = self._status_loop, None
+        if task is not None and not task.done():
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+
+    # -- syncNode -----------------------------------------------------------------------------
+
+    async def sync_node(self, node_name: str) -> None:
+        """Upstream ``syncNode``: initialise a tainted node, or reconcile labels of an
+        initialised one."""
+        cached = self.informer.get(node_name)
+        if cached is None:
+            return
+        if not has_cloud_taint(cached):
+            await self.reconcile_node_labels(node_name)
+            return
+        _log.info("Initializing node %s with cloud provider", node_name)
+        try:
+            meta = await self.get_instance_metadata(cached, priority=Priority.INITIALIZE)
+        except Exception as err:
+            raise SyncError(f"failed to get instance metadata for node {node_name}: {err}") from err
+        if meta is None:
+            _log.info("Skip sync node %s because cloud provided nil metadata", node_name)
+            return
+        try:
+            modifiers = self.node_modifiers(cached, meta)
+        except NodeIPError as err:
+            raise SyncError(f"failed to get node modifiers from cloud provider: {err}") from err
+        modifiers.append(_remove_cloud_taint)
+        await self._write_initialized(node_name, modifiers, meta)
+        self.recorder.event(
+            _node_ref(cached, with_version=True),
+            EVENT_TYPE_NORMAL,
+            "Synced",
+            "Node synced successfully",
+        )
+        self._observe(self.metrics.initial_node_sync_delay, cached)
+
+    async def _write_initialized(
+        self, node_name: str, modifiers: Sequence[NodeModifier], meta: InstanceMetadata
+    ) -> None:
+        """One full-object write (PUT, conditional on resourceVersion), retried on Conflict.
+
+        Each attempt reads the node from the API server: the informer cache is slimmed (a PUT
+        from it would erase the last-applied annotation) and may lag behind a conflict.
+        """
+
+        async def attempt() -> None:
+            current = await self._kube.get(NODES, node_name)
+            desired = copy_obj(current)
+            for modify in modifiers:
+                modify(desired)
+            written = await self._kube.replace(NODES, desired)
+            self._observe(self.metrics.taint_removal_delay, written)
+            await self.update_node_address(written, meta)
+            _log.info("Successfully initialized node %s with cloud provider", node_name)
+
+        await retry_on_conflict(UPDATE_NODE_SPEC_BACKOFF, attempt, clock=self._clock)
+
+    def _observe(self, histogram: Histogram, node: Mapping[str, Any]) -> None:
+        age = _age_seconds(node, self._clock.now())
+        if age is not None:
+            histogram.observe(max(0.0, age))
+
+    def node_modifiers(self, node: Mapping[str, Any], meta: InstanceMetadata) -> list[NodeModifier]:
+        """Upstream ``getNodeModifiersFromCloudProvider``; raises :class:`NodeIPError` when the
+        provided-node-ip annotation is invalid or not among the cloud's addresses."""
+        modifiers: list[NodeModifier] = []
+        name = _name(node)
+        if not (node.get("spec") or {}).get("providerID") and meta.provider_id:
+            modifiers.append(_set_provider_id(meta.provider_id))
+        annotations = (node.get("metadata") or {}).get("annotations") or {}
+        if ANNOTATION_PROVIDED_NODE_IP in annotations:
+            try:
+                get_node_addresses_from_node_ip(
+                    str(annotations[ANNOTATION_PROVIDED_NODE_IP]), _addresses(meta)
+                )
+            except NodeIPError as err:
+                raise NodeIPError(
+                    f'provided node ip for node "{name}" is not valid: {err}'
+                ) from err
+        if meta.instance_type:
+            _log.info(
+                "Adding node label from cloud provider: %s=%s",
+                LABEL_INSTANCE_TYPE,
+                meta.instance_type,
+            )
+            modifiers.append(
+                _set_labels(
+                    {
+                        LABEL_INSTANCE_TYPE_BETA: meta.instance_type,
+                        LABEL_INSTANCE_TYPE: meta.instance_type,
+                    }
+                )
+            )
+        if meta.zone:
+            modifiers.append(_set_labels({LABEL_ZONE_BETA: meta.zone, LABEL_ZONE: meta.zone}))
+        if meta.region:
+            modifiers.append(
+                _set_labels({LABEL_REGION_BETA: meta.region, LABEL_REGION: meta.region})
+            )
+        if meta.additional_labels:
+            modifiers.append(_add_additional_labels(name, meta.additional_labels))
+        return modifiers
+
+    # -- metadata -----------------------------------------------------------------------------
+
+    async def get_instance_metadata(
+        self, node: Mapping[str, Any], *, priority: Priority = Priority.INITIALIZE
+    ) -> InstanceMetadata | None:
+        """Upstream ``getInstanceMetadata``: InstancesV2 when supported, else legacy Instances
+        (+ Zones when supported)."""
+        v2 = self._cloud.instances_v2()
+        if v2 is not None:
+            meta = await v2.instance_metadata(node, priority=priority)
+            if meta is not None and not meta.provider_id:
+                provider_id = str((node.get("spec") or {}).get("providerID") or "")
+                if not provider_id:
+                    raise SyncError(
+                        f"cloud provider does not set node provider ID for node {_name(node)}"
+                    )
+                meta = replace(meta, provider_id=provider_id)
+            return meta
+        return await self._legacy_instance_metadata(node, priority)
+
+    async def _legacy_instance_metadata(
+        self, node: Mapping[str, Any], priority: Priority
+    ) -> InstanceMetadata:
+        instances = self._cloud.instances()
+        if instances is None:
+            raise SyncError("failed to get instances from cloud provider")
+        name = _name(node)
+        provider_id = str((node.get("spec") or {}).get("providerID") or "")
+        if not provider_id:
+            try:
+                provider_id = await get_instance_provider_id(self._cloud, name, priority=priority)
+            except Exception as err:
+                if find_error(err, NotImplementedByProvider) is None:
+                    raise
+                _log.warning(
+                    "cloud provider does not implement InstanceID for node %s; "
+                    "initializing it without a providerID",
+                    name,
+                )
+        addresses = await _addresses_by_provider_id_or_name(instances, provider_id, name, priority)
+        instance_type = await _instance_type_by_provider_id_or_name(
+            instances, provider_id, name, priority
+        )
+        meta = InstanceMetadata(
+            provider_id=provider_id, instance_type=instance_type, node_addresses=addresses
+        )
+        zones = self._cloud.zones()
+        if zones is None:
+            return meta
+        try:
+            try:
+                zone = await zones.get_zone_by_provider_id(provider_id, priority=priority)
+            except Exception as by_id:
+                try:
+                    zone = await zones.get_zone_by_node_name(name, priority=priority)
+                except Exception as by_name:
+                    raise SyncError(
+                        f"Zone: Error fetching by providerID: {by_id} "
+                        f"Error fetching by NodeName: {by_name}"
+                    ) from by_name
+        except SyncError as err:
+            raise SyncError(f"failed to get zone from cloud provider: {err}") from err
+        return replace(
+            meta, zone=zone.failure_domain or meta.zone, region=zone.region or meta.region
+        )
+
+    async def get_instance_node_addresses(self, node: Mapping[str, Any]) -> InstanceMetadata | None:
+        """Upstream ``getInstanceNodeAddresses`` (periodic loop): V2 returns the full
+        metadata; legacy asks only for the addresses (by providerID if set, else by name)."""
+        v2 = self._cloud.instances_v2()
+        if v2 is not None:
+            return await v2.instance_metadata(node, priority=Priority.PERIODIC)
+        instances = self._cloud.instances()
+        if instances is None:
+            raise SyncError("failed to get instances from cloud provider")
+        provider_id = str((node.get("spec") or {}).get("providerID") or "")
+        if provider_id:
+            found = await instances.node_addresses_by_provider_id(
+                provider_id, priority=Priority.PERIODIC
+            )
+        else:
+            found = await instances.node_addresses(_name(node), priority=Priority.PERIODIC)
+        return InstanceMetadata(node_addresses=found)
+
+    # -- addresses ----------------------------------------------------------------------------
+
+    async def update_node_address(self, node: Mapping[str, Any], meta: InstanceMetadata) -> None:
+        """Upstream ``updateNodeAddress``; errors are logged, never raised."""
+        name = _name(node)
+        if has_cloud_taint(node):
+            return
+        addresses = _addresses(meta)
+        if not addresses:
+            _log.debug(
+                "Skipping node address update for node %s since cloud provider did not return any",
+                name,
+            )
+            return
+        if not any(a["type"] == "Hostname" for a in addresses):
+            addresses.extend(
+                {"type": "Hostname", "address": str(a.get("address", ""))}
+                for a in (node.get("status") or {}).get("addresses") or ()
+                if a.get("type") == "Hostname"
+            )
+        annotations = (node.get("metadata") or {}).get("annotations") or {}
+        if ANNOTATION_PROVIDED_NODE_IP in annotations:
+            try:
+                addresses = get_node_addresses_from_node_ip(
+                    str(annotations[ANNOTATION_PROVIDED_NODE_IP]), addresses
+                )
+            except NodeIPError as err:
+                _log.error("Failed to update node addresses for node %r: %s", name, err)
+                return
+        old = list((node.get("status") or {}).get("addresses") or ())
+        if not node_addresses_change_detected(old, addresses):
+            return
+        new = {**node, "status": {**(node.get("status") or {}), "addresses": addresses}}
+        try:
+            await patch_node_status(self._kube, name, node, new)
+        except Exception as err:
+            _log.error("Error patching node with cloud ip addresses = [%s]", err)
+
+    # -- periodic status ----------------------------------------------------------------------
+
+    async def update_node_status(self) -> None:
+        """Upstream ``UpdateNodeStatus``: refresh the addresses of every initialised node with
+        ``status_update_workers`` parallel workers (``workqueue.ParallelizeUntil``)."""
+        started = self._clock.monotonic()
+        nodes = self.informer.items()
+        await _parallelize(self.options.status_update_workers, nodes, self._update_one_status)
+        _log.info(
+            "Update %d nodes status took %.3fs.", len(nodes), self._clock.monotonic() - started
+        )
+
+    async def _update_one_status(self, node: Obj) -> None:
+        if has_cloud_taint(node):
+            return
+        try:
+            meta = await self.get_instance_node_addresses(node)
+        except Exception as err:
+            _log.error("Error getting instance metadata for node addresses: %s", err)
+            return
+        if meta is None:
+            return
+        await self.update_node_address(node, meta)
+
+    # -- reconcileNodeLabels ------------------------------------------------------------------
+
+    async def reconcile_node_labels(self, node_name: str) -> None:
+        """Upstream ``reconcileNodeLabels``: copy each beta label (the source of truth) to its
+        GA twin when the GA label is missing or differs. No cloud call."""
+        node = self.informer.get(node_name)
+        if node is None:
+            return
+        labels = (node.get("metadata") or {}).get("labels") or {}
+        wanted = {
+            secondary: labels[primary]
+            for primary, secondary in _LABEL_RECONCILE
+            if primary in labels and labels.get(secondary) != labels[primary]
+        }
+        if not wanted:
+            return
+        try:
+            await add_or_update_labels_on_node(self._kube, node_name, wanted, clock=self._clock)
+        except Exception as err:
+            raise SyncError(f"failed update labels for node {node_name}: {err}") from err
+
+
+# -- modifiers --------------------------------------------------------------------------------
+
+
+def _set_provider_id(provider_id: str) -> NodeModifier:
+    def modify(node: Obj) -> None:
+        spec = node.setdefault("spec", {})
+        if not spec.get("providerID"):
+            spec["providerID"] = provider_id
+
+    return modify
+
+
+def _set_labels(labels: Mapping[str, str]) -> NodeModifier:
+    def modify(node: Obj) -> None:
+        meta = node.setdefault("metadata", {})
+        meta["labels"] = {**(meta.get("labels") or {}), **labels}
+
+    return modify
+
+
+def _add_additional_labels(node_name: str, additional: Mapping[str, str]) -> NodeModifier:
+    def modify(node: Obj) -> None:
+        meta = node.setdefault("metadata", {})
+        labels = dict(meta.get("labels") or {})
+        for key, value in additional.items():
+            if is_kubernetes_label(key):
+                _log.warning(
+                    "Discarding node label %s with kubernetes prefix for node %s", key, node_name
+                )
+                continue
+            if key in labels:
+                if labels[key] != value:
+                    _log.warning(
+                        "Not overwriting existing label %s=%s of node %s with %s",
+                        key,
+                        labels[key],
+                        node_name,
+                        value,
+                    )
+                continue
+            labels[key] = value
+        meta["labels"] = labels
+
+    return modify
+
+
+def _remove_cloud_taint(node: Obj) -> None:
+    spec = node.setdefault("spec", {})
+    spec["taints"] = [t for t in spec.get("taints") or () if t.get("key") != TAINT_UNINITIALIZED]
+
+
+def _node_ref(node: Mapping[str, Any], *, with_version: bool = False) -> ObjectRef:
+    meta = node.get("metadata") or {}
+    return ObjectRef(
+        kind="Node",
+        name=str(meta.get("name", "")),
+        uid=str(meta.get("uid", "")),
+        api_version="v1",
+        resource_version=str(meta.get("resourceVersion", "")) if with_version else "",
+    )
+
+
+async def _addresses_by_provider_id_or_name(
+    instances: GatedInstances, provider_id: str, name: str, priority: Priority
+) -> list[NodeAddress]:
+    try:
+        return list(await instances.node_addresses_by_provider_id(provider_id, priority=priority))
+    except Exception as by_id:
+        try:
+            return list(await instances.node_addresses(name, priority=priority))
+        except Exception as by_name:
+            raise SyncError(
+                f"error fetching node by provider ID: {by_id}, and error by node name: {by_name}"
+            ) from by_name
+
+
+async def _instance_type_by_provider_id_or_name(
+    instances: GatedInstances, provider_id: str, name: str, priority: Priority
+) -> str:
+    try:
+        return await instances.instance_type_by_provider_id(provider_id, priority=priority)
+    except Exception as by_id:
+        try:
+            return await instances.instance_type(name, priority=priority)
+        except Exception as by_name:
+            raise SyncError(
+                f"InstanceType: Error fetching by providerID: {by_id} "
+                f"Error fetching by NodeName: {by_name}"
+            ) from by_name
+
+
+async def _parallelize(
+    workers: int, items: Sequence[Obj], fn: Callable[[Obj], Awaitable[None]]
+) -> None:
+    """``workqueue.ParallelizeUntil``: ``workers`` tasks pulling pieces from a shared index."""
+    if not items:
+        return
+    pieces = iter(items)
+
+    async def worker() -> None:
+        for item in pieces:
+            await fn(item)
+
+    await asyncio.gather(*(worker() for _ in range(max(1, min(workers, len(items))))))
+
+
+def build(
+    context: ControllerContext, options: NodeControllerOptions | None = None
+) -> CloudNodeController | None:
+    """The controller, or None (with a warning) when the provider has neither Instances nor
+    InstancesV2 — upstream then skips the controller instead of failing."""
+    if context.cloud.instances() is None and context.cloud.instances_v2() is None:
+        _log.warning("Skipping %s: cloud provider does not support instances", CONTROLLER_NAME)
+        return None
+    return CloudNodeController(context, options or NodeControllerOptions())

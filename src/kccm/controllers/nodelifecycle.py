@@ -1,0 +1,283 @@
+"""``cloud-node-lifecycle-controller``: delete Nodes whose instance is gone, taint shut-down
+ones (upstream ``controllers/nodelifecycle/node_lifecycle_controller.go``, spec §3).
+
+Every ``node-monitor-period`` (5 s, sliding) ``monitor_nodes`` walks the node cache:
+
+- ``Ready=True``: remove the ``node.cloudprovider.kubernetes.io/shutdown:NoSchedule`` taint if
+  present (no API call otherwise) and never ask the cloud anything;
+- otherwise ask whether the instance exists (InstancesV2 ``InstanceExists``; legacy
+  ``InstanceExistsByProviderID`` with the providerID from the spec or ``InstanceID``, where
+  ``InstanceNotFound`` means "does not exist"): a missing instance gets its Node deleted with
+  ``Normal DeletingNode`` (``Warning DeletingNodeFailed`` when the delete fails); an existing
+  one that is shut down gets the shutdown taint (no value). Any error skips the node until the
+  next period.
+
+Upstream checks nodes one after the other; kccm checks the not-Ready ones concurrently, at most
+``concurrent_node_monitors`` at a time (upstream parallelised MonitorNodes after the spec's
+snapshot, k/k PR #137964). Cloud calls use ``Priority.PERIODIC``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kccm.api.wellknown import TAINT_NODE_SHUTDOWN
+from kccm.cloudprovider.errors import InstanceNotFound, NotImplementedByProvider, find_error
+from kccm.cloudprovider.gate import Priority
+from kccm.cloudprovider.gated import GatedCloud
+from kccm.controllers.base import ControllerContext, running_managed_controllers
+from kccm.controllers.nodeutil import (
+    add_or_update_taint_on_node,
+    get_instance_provider_id,
+    get_node_condition,
+    remove_taint_off_node,
+)
+from kccm.kube.interface import KubeClient, Obj
+from kccm.kube.resources import NODES
+from kccm.runtime.controller import until
+from kccm.runtime.events import EVENT_TYPE_NORMAL, EVENT_TYPE_WARNING, EventRecorder, ObjectRef
+from kccm.runtime.informers import Informer
+from kccm.util.clock import Clock
+
+__all__ = [
+    "CONTROLLER_NAME",
+    "DEFAULT_CONCURRENT_NODE_MONITORS",
+    "EVENT_COMPONENT",
+    "SHORT_NAME",
+    "SHUTDOWN_TAINT",
+    "CloudNodeLifecycleController",
+    "NodeLifecycleControllerOptions",
+    "build",
+]
+
+CONTROLLER_NAME = "cloud-node-lifecycle-controller"
+SHORT_NAME = "cloud-node-lifecycle"
+EVENT_COMPONENT = "cloud-node-lifecycle-controller"
+DELETE_NODE_EVENT = "DeletingNode"
+DELETE_NODE_FAILED_EVENT = "DeletingNodeFailed"
+
+SHUTDOWN_TAINT: Mapping[str, str] = {"key": TAINT_NODE_SHUTDOWN, "effect": "NoSchedule"}
+
+DEFAULT_CONCURRENT_NODE_MONITORS = 10
+"""How many not-Ready nodes are checked against the cloud at once (upstream snapshot: 1)."""
+
+_log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class NodeLifecycleControllerOptions:
+    """``--node-monitor-period`` (5 s) and kccm's bound on concurrent not-Ready checks."""
+
+    node_monitor_period: float = 5.0
+    concurrent_node_monitors: int = DEFAULT_CONCURRENT_NODE_MONITORS
+
+
+def _name(node: Mapping[str, Any]) -> str:
+    return str((node.get("metadata") or {}).get("name", ""))
+
+
+def ready_status(node: Mapping[str, Any]) -> str:
+    """The Ready condition's status, ``Unknown`` when the node has none."""
+    cond = get_node_condition(node, "Ready")
+    return str(cond.get("status", "Unknown")) if cond is not None else "Unknown"
+
+
+class InstancesUnsupportedError(Exception):
+    """Neither Instances nor InstancesV2 is available."""
+
+
+class CloudNodeLifecycleController:
+    """See the module docstring. Build it with :func:`build`."""
+
+    def __init__(self, context: ControllerContext, options: NodeLifecycleControllerOptions) -> None:
+        self.options = options
+        self._kube: KubeClient = context.kube
+        self._cloud: GatedCloud = context.cloud
+        self._clock: Clock = context.clock
+        self._informers = context.informers
+        self._registry = context.registry
+        self.informer: Informer = context.informers.informer(NODES)
+        self.recorder: EventRecorder = context.events.recorder(EVENT_COMPONENT)
+        self._stop = asyncio.Event()
+
+    async def run(self) -> None:
+        """Run ``monitor_nodes`` every period (sliding) until stopped. Like upstream, it does
+        not wait for the node cache to sync (an unsynced cache only shortens a pass)."""
+        gauge = running_managed_controllers(self._registry, SHORT_NAME)
+        gauge.set(1)
+        try:
+            self._informers.start()
+            await until(
+                self.monitor_nodes,
+                self.options.node_monitor_period,
+                stop=self._stop,
+                clock=self._clock,
+                logger=_log,
+            )
+        finally:
+            gauge.set(0)
+
+    async def stop(self, grace: float = 30.0) -> bool:
+        self._stop.set()
+        return True
+
+    # -- MonitorNodes -------------------------------------------------------------------------
+
+    async def monitor_nodes(self) -> None:
+        """One pass over every cached node (upstream ``MonitorNodes``)."""
+        not_ready: list[Obj] = []
+        for node in self.informer.items():
+            if ready_status(node) == "True":
+                await self._ensure_no_shutdown_taint(node)
+            else:
+                not_ready.append(node)
+        if not not_ready:
+            return
+        limit = asyncio.Semaphore(max(1, self.options.concurrent_node_monitors))
+
+        async def check(node: Obj) -> None:
+            async with limit:
+                await self.check_not_ready_node(node)
+
+        await asyncio.gather(*(check(node) for node in not_ready))
+
+    async def _ensure_no_shutdown_taint(self, node: Obj) -> None:
+        try:
+            await remove_taint_off_node(
+                self._kube, _name(node), node, SHUTDOWN_TAINT, clock=self._clock
+            )
+        except Exception as err:
+            _log.error("error patching node taints: %s", err)
+
+    async def check_not_ready_node(self, node: Obj) -> None:
+        """Delete the node when its instance is gone; taint it when the instance is shut down."""
+        name = _name(node)
+        try:
+            exists = await self.ensure_node_exists_by_provider_id(node)
+        except Exception as err:
+            _log.error("error checking if node %s exists: %s", name, err)
+            return
+        if not exists:
+            await self._delete_node(node)
+            return
+        try:
+            shutdown = await self.shutdown_in_cloud_provider(node)
+        except Exception as err:
+            _log.error("error checking if node %s is shutdown: %s", name, err)
+            return
+        if shutdown:
+            try:
+                await add_or_update_taint_on_node(
+                    self._kube, name, SHUTDOWN_TAINT, clock=self._clock
+                )
+            except Exception as err:
+                _log.error(
+                    "failed to apply shutdown taint to node %s, it may have been deleted: %s",
+                    name,
+                    err,
+                )
+
+    async def _delete_node(self, node: Obj) -> None:
+        name = _name(node)
+        ref = ObjectRef(
+            kind="Node",
+            name=name,
+            uid=str((node.get("metadata") or {}).get("uid", "")),
+            api_version="v1",
+        )
+        _log.info("deleting node since it is no longer present in cloud provider: %s", name)
+        self.recorder.event(
+            ref,
+            EVENT_TYPE_NORMAL,
+            DELETE_NODE_EVENT,
+            f"Deleting node {name} because it does not exist in the cloud provider",
+        )
+        try:
+            await self._kube.delete(NODES, name)
+        except Exception as err:
+            _log.error("unable to delete node %r: %s", name, err)
+            self.recorder.event(
+                ref,
+                EVENT_TYPE_WARNING,
+                DELETE_NODE_FAILED_EVENT,
+                f"Failed deleting node {name}: {err}",
+            )
+
+    # -- cloud checks -------------------------------------------------------------------------
+
+    async def ensure_node_exists_by_provider_id(self, node: Mapping[str, Any]) -> bool:
+        """Upstream ``ensureNodeExistsByProviderID``."""
+        v2 = self._cloud.instances_v2()
+        if v2 is not None:
+            return await v2.instance_exists(node, priority=Priority.PERIODIC)
+        instances = self._cloud.instances()
+        if instances is None:
+            raise InstancesUnsupportedError(
+                "instances interface not supported in the cloud provider"
+            )
+        provider_id = str((node.get("spec") or {}).get("providerID") or "")
+        if not provider_id:
+            try:
+                provider_id = await get_instance_provider_id(
+                    self._cloud, _name(node), priority=Priority.PERIODIC
+                )
+            except InstanceNotFound:
+                return False
+            if not provider_id:
+                _log.warning(
+                    "Cannot find valid providerID for node name %r, assuming non existence",
+                    _name(node),
+                )
+                return False
+        return await instances.instance_exists_by_provider_id(
+            provider_id, priority=Priority.PERIODIC
+        )
+
+    async def shutdown_in_cloud_provider(self, node: Mapping[str, Any]) -> bool:
+        """Upstream ``shutdownInCloudProvider``: ``InstanceNotFound`` from the providerID lookup
+        and ``NotImplemented`` from the shutdown check both mean "not shut down"."""
+        v2 = self._cloud.instances_v2()
+        if v2 is not None:
+            return await v2.instance_shutdown(node, priority=Priority.PERIODIC)
+        instances = self._cloud.instances()
+        if instances is None:
+            raise InstancesUnsupportedError("cloud provider does not support instances")
+        try:
+            provider_id = await self.get_provider_id(node)
+        except InstanceNotFound:
+            return False
+        try:
+            return await instances.instance_shutdown_by_provider_id(
+                provider_id, priority=Priority.PERIODIC
+            )
+        except Exception as err:
+            if find_error(err, NotImplementedByProvider) is not None:
+                return False
+            raise
+
+    async def get_provider_id(self, node: Mapping[str, Any]) -> str:
+        """Upstream ``getProviderID``: the spec's providerID, else InstancesV2 metadata, else
+        the legacy ``InstanceID``."""
+        provider_id = str((node.get("spec") or {}).get("providerID") or "")
+        if provider_id:
+            return provider_id
+        v2 = self._cloud.instances_v2()
+        if v2 is not None:
+            meta = await v2.instance_metadata(node, priority=Priority.PERIODIC)
+            return meta.provider_id if meta is not None else ""
+        return await get_instance_provider_id(self._cloud, _name(node), priority=Priority.PERIODIC)
+
+
+def build(
+    context: ControllerContext, options: NodeLifecycleControllerOptions | None = None
+) -> CloudNodeLifecycleController | None:
+    """The controller, or None (with a warning) when the provider has neither Instances nor
+    InstancesV2 — upstream then skips the controller instead of failing."""
+    if context.cloud.instances() is None and context.cloud.instances_v2() is None:
+        _log.warning("Skipping %s: cloud provider does not support instances", CONTROLLER_NAME)
+        return None
+    return CloudNodeLifecycleController(context, options or NodeLifecycleControllerOptions())
