@@ -1,0 +1,1175 @@
+"""service-lb-controller on the in-memory kube fake and the fake provider, mirroring upstream's
+controller_test.go: TestSyncLoadBalancerIfNeeded, TestProcessServiceCreateOrUpdate(K8sError),
+TestSyncService, TestProcessServiceDeletion, TestAdd/RemoveFinalizer, TestPatchStatus,
+TestUpdateNodesInExternalLoadBalancer, TestNodeChangesInExternalLoadBalancer,
+TestServiceQueueDelay, plus the informer handlers, metrics and build()."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+from kccm.api.wellknown import FINALIZER_LB_CLEANUP
+from kccm.cloudprovider.errors import ImplementedElsewhere, RetryError
+from kccm.cloudprovider.gate import CallGate
+from kccm.cloudprovider.gated import GatedCloud
+from kccm.controllers.base import ControllerContext
+from kccm.controllers.service import (
+    LoadBalancerOperation,
+    ServiceController,
+    ServiceControllerOptions,
+    ServiceSyncError,
+    build,
+)
+from kccm.kube.errors import Conflict, KubeError, NotFound
+from kccm.kube.fake import FakeKube
+from kccm.kube.interface import Obj, PatchType
+from kccm.kube.resources import NODES, SERVICES
+from kccm.providers.fake import FakeCloud, FakeCloudError
+from kccm.runtime.events import EventBroadcaster
+from kccm.runtime.informers import SharedInformerFactory
+from kccm.util.clock import FakeClock
+
+NS = "default"
+EXCLUDE = "node.kubernetes.io/exclude-from-external-load-balancers"
+ENSURED = ["EnsuringLoadBalancer", "EnsuredLoadBalancer"]
+
+
+# -- harness ------------------------------------------------------------------------------------
+
+
+@dataclass
+class Patch:
+    name: str
+    body: Any
+    patch_type: PatchType
+    subresource: str | None
+
+
+class RecordingKube(FakeKube):
+    """FakeKube that records service patches and can fail the next ones."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.patches: list[Patch] = []
+        self.patch_errors: list[KubeError] = []
+
+    async def patch(self, resource: Any, name: str, patch: Any, **kwargs: Any) -> Obj:
+        if resource == SERVICES:
+            self.patches.append(
+                Patch(
+                    name,
+                    patch,
+                    kwargs.get("patch_type", PatchType.STRATEGIC),
+                    kwargs.get("subresource"),
+                )
+            )
+            if self.patch_errors:
+                raise self.patch_errors.pop(0)
+        return await super().patch(resource, name, patch, **kwargs)
+
+
+class RecordingBroadcaster(EventBroadcaster):
+    """Keeps every submitted event as (type, reason, message, object name, component)."""
+
+    def __init__(self, kube: FakeKube, clock: FakeClock) -> None:
+        super().__init__(kube, clock=clock)
+        self.recorded: list[tuple[str, str, str, str, str]] = []
+
+    def submit(self, event: Obj) -> None:
+        self.recorded.append(
+            (
+                event["type"],
+                event["reason"],
+                event["message"],
+                event["involvedObject"]["name"],
+                event["source"]["component"],
+            )
+        )
+
+    def reasons(self) -> list[str]:
+        return [reason for _, reason, *_ in self.recorded]
+
+
+@dataclass
+class Harness:
+    kube: RecordingKube
+    cloud: FakeCloud
+    clock: FakeClock
+    registry: CollectorRegistry
+    events: RecordingBroadcaster
+    factory: SharedInformerFactory
+    gate: CallGate
+    controller: ServiceController = field(init=False)
+
+    async def settle(self) -> None:
+        """Let the informers catch up with what was written."""
+        await self.clock.advance(0)
+
+    async def service(self, name: str) -> Obj:
+        return await self.kube.get(SERVICES, name, namespace=NS)
+
+    def metric(self, name: str) -> float:
+        value = self.registry.get_sample_value(name)
+        return 0.0 if value is None else value
+
+
+@pytest.fixture
+async def harness() -> AsyncIterator[Harness]:
+    clock = FakeClock()
+    kube = RecordingKube()
+    registry = CollectorRegistry()
+    gate = CallGate(registry=registry, clock=clock)
+    h = Harness(
+        kube=kube,
+        cloud=FakeCloud(clock=clock),
+        clock=clock,
+        registry=registry,
+        events=RecordingBroadcaster(kube, clock),
+        factory=SharedInformerFactory(kube, clock=clock),
+        gate=gate,
+    )
+    yield h
+    await h.factory.stop()
+    gate.close()
+
+
+async def start(h: Harness, *, workers: int = 1) -> ServiceController:
+    """Build the controller and sync its informers with what the fake holds now."""
+    context = ControllerContext(
+        kube=h.kube,
+        informers=h.factory,
+        cloud=GatedCloud(h.cloud, h.gate),
+        events=h.events,
+        registry=h.registry,
+        clock=h.clock,
+    )
+    controller = build(context, ServiceControllerOptions(concurrent_service_syncs=workers))
+    assert controller is not None
+    h.controller = controller
+    h.factory.start()
+    await h.factory.wait_for_sync()
+    return controller
+
+
+def lb_spec(protocol: str = "TCP", **extra: Any) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "type": "LoadBalancer",
+        "ports": [{"name": "p", "protocol": protocol, "port": 80, "targetPort": 80}],
+        "externalTrafficPolicy": "Cluster",
+        "ipFamilies": ["IPv4"],
+    }
+    spec.update(extra)
+    return spec
+
+
+async def create_service(
+    h: Harness,
+    name: str = "svc",
+    *,
+    spec: dict[str, Any] | None = None,
+    finalizers: list[str] | None = None,
+    ingress: list[dict[str, Any]] | None = None,
+    deleting: bool = False,
+) -> Obj:
+    meta: dict[str, Any] = {"name": name, "namespace": NS}
+    if finalizers:
+        meta["finalizers"] = finalizers
+    created = await h.kube.create(
+        SERVICES, {"metadata": meta, "spec": spec if spec is not None else lb_spec()}
+    )
+    if ingress is not None:
+        created = await h.kube.patch(
+            SERVICES,
+            name,
+            {"status": {"loadBalancer": {"ingress": ingress}}},
+            namespace=NS,
+            subresource="status",
+        )
+    if deleting:
+        deleted = await h.kube.delete(SERVICES, name, namespace=NS)
+        assert deleted is not None, "a service being deleted needs a finalizer"
+        created = deleted
+    return created
+
+
+async def create_node(
+    h: Harness,
+    name: str,
+    *,
+    labels: dict[str, str] | None = None,
+    provider_id: str = "",
+    taints: list[dict[str, str]] | None = None,
+) -> Obj:
+    spec: dict[str, Any] = {}
+    if provider_id:
+        spec["providerID"] = provider_id
+    if taints:
+        spec["taints"] = taints
+    return await h.kube.create(
+        NODES, {"metadata": {"name": name, "labels": labels or {}}, "spec": spec}
+    )
+
+
+def fake_ingress(ip: str = "192.0.2.1", protocol: str = "TCP") -> list[dict[str, Any]]:
+    return [{"ip": ip, "ipMode": "VIP", "ports": [{"port": 80, "protocol": protocol}]}]
+
+
+def key(name: str = "svc") -> str:
+    return f"{NS}/{name}"
+
+
+# -- TestSyncLoadBalancerIfNeeded ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SyncCase:
+    spec: dict[str, Any] = field(default_factory=lb_spec)
+    finalizers: tuple[str, ...] = ()
+    deleting: bool = False
+    lb_exists: bool = False
+    ingress: tuple[dict[str, Any], ...] | None = None
+    nodes: tuple[str, ...] = ("node-a",)
+    fail: tuple[str, BaseException] | None = None
+    ensure_returns_none: bool = False
+    # expectations
+    op: LoadBalancerOperation | None = LoadBalancerOperation.ENSURE
+    error: str | None = None
+    calls: tuple[str, ...] = ("ensure_load_balancer",)
+    events: tuple[str, ...] = tuple(ENSURED)
+    patches: int = 2
+    final_finalizers: tuple[str, ...] = (FINALIZER_LB_CLEANUP,)
+    final_ingress: tuple[dict[str, Any], ...] | None = tuple(fake_ingress())
+
+
+SYNC_CASES = [
+    pytest.param(
+        SyncCase(
+            spec={"type": "ClusterIP", "ports": [{"port": 80, "protocol": "TCP"}]},
+            op=LoadBalancerOperation.DELETE,
+            calls=("get_load_balancer",),
+            events=("DeletedLoadBalancer",),
+            patches=0,
+            final_finalizers=(),
+            final_ingress=None,
+        ),
+        id="service-that-doesnt-want-lb-still-gets-deleted-event",
+    ),
+    pytest.param(
+        SyncCase(spec=lb_spec("UDP"), final_ingress=tuple(fake_ingress(protocol="UDP"))),
+        id="udp-service-that-wants-lb",
+    ),
+    pytest.param(SyncCase(spec=lb_spec("TCP")), id="tcp-service-that-wants-lb"),
+    pytest.param(
+        SyncCase(spec=lb_spec("SCTP"), final_ingress=tuple(fake_ingress(protocol="SCTP"))),
+        id="sctp-service-that-wants-lb",
+    ),
+    pytest.param(
+        SyncCase(
+            spec=lb_spec(loadBalancerClass="example.com/lb"),
+            op=LoadBalancerOperation.DELETE,
+            calls=("get_load_balancer",),
+            events=("DeletedLoadBalancer",),
+            patches=0,
+            final_finalizers=(),
+            final_ingress=None,
+        ),
+        id="service-with-load-balancer-class-is-not-ensured",
+    ),
+    pytest.param(
+        SyncCase(
+            finalizers=(FINALIZER_LB_CLEANUP,),
+            deleting=True,
+            lb_exists=True,
+            ingress=tuple(fake_ingress()),
+            op=LoadBalancerOperation.DELETE,
+            calls=("get_load_balancer", "ensure_load_balancer_deleted"),
+            events=("DeletingLoadBalancer", "DeletedLoadBalancer"),
+            patches=2,
+            final_finalizers=(),
+            final_ingress=None,
+        ),
+        id="service-that-needs-cleanup-deletes-lb-then-finalizer-then-status",
+    ),
+    pytest.param(
+        SyncCase(
+            spec={"type": "ClusterIP", "ports": [{"port": 80, "protocol": "TCP"}]},
+            finalizers=(FINALIZER_LB_CLEANUP,),
+            lb_exists=True,
+            ingress=tuple(fake_ingress()),
+            op=LoadBalancerOperation.DELETE,
+            calls=("get_load_balancer", "ensure_load_balancer_deleted"),
+            events=("DeletingLoadBalancer", "DeletedLoadBalancer"),
+            patches=2,
+            final_finalizers=(),
+            final_ingress=None,
+        ),
+        id="type-changed-to-clusterip-cleans-up",
+    ),
+    pytest.param(
+        SyncCase(
+            finalizers=(FINALIZER_LB_CLEANUP,),
+            deleting=True,
+            op=LoadBalancerOperation.DELETE,
+            calls=("get_load_balancer",),
+            events=("DeletedLoadBalancer",),
+            patches=1,
+            final_finalizers=(),
+            final_ingress=None,
+        ),
+        id="cleanup-without-an-lb-removes-finalizer-and-says-deleted",
+    ),
+    pytest.param(
+        SyncCase(finalizers=(FINALIZER_LB_CLEANUP,), patches=1),
+        id="service-with-finalizer-that-wants-lb-patches-status-only",
+    ),
+    pytest.param(
+        SyncCase(lb_exists=True, ingress=tuple(fake_ingress()), patches=1),
+        id="same-ingress-patches-finalizer-only",
+    ),
+    pytest.param(
+        SyncCase(ingress=tuple(fake_ingress("203.0.113.9")), patches=2),
+        id="different-ingress-is-replaced-by-provider-status",
+    ),
+    pytest.param(
+        SyncCase(
+            nodes=(), events=("EnsuringLoadBalancer", "UnAvailableLoadBalancer", *ENSURED[1:])
+        ),
+        id="zero-nodes-warns-and-still-ensures",
+    ),
+    pytest.param(
+        SyncCase(
+            fail=("ensure_load_balancer", ImplementedElsewhere()),
+            events=("EnsuringLoadBalancer",),
+            patches=1,
+            final_ingress=None,
+        ),
+        id="ensure-implemented-elsewhere-keeps-finalizer-no-status-no-ensured-event",
+    ),
+    pytest.param(
+        SyncCase(
+            fail=("ensure_load_balancer", FakeCloudError("quota exceeded")),
+            op=None,
+            error="failed to ensure load balancer: quota exceeded",
+            events=("EnsuringLoadBalancer",),
+            patches=1,
+            final_ingress=None,
+        ),
+        id="ensure-error-keeps-finalizer-and-fails",
+    ),
+    pytest.param(
+        SyncCase(
+            ensure_returns_none=True,
+            op=None,
+            error="service status returned by EnsureLoadBalancer is nil",
+            events=("EnsuringLoadBalancer",),
+            patches=1,
+            final_ingress=None,
+        ),
+        id="nil-status-is-an-error",
+    ),
+    pytest.param(
+        SyncCase(
+            finalizers=(FINALIZER_LB_CLEANUP,),
+            deleting=True,
+            lb_exists=True,
+            fail=("ensure_load_balancer_deleted", ImplementedElsewhere()),
+            op=LoadBalancerOperation.DELETE,
+            calls=("get_load_balancer", "ensure_load_balancer_deleted"),
+            events=("DeletingLoadBalancer", "DeletedLoadBalancer"),
+            patches=1,
+            final_finalizers=(),
+            final_ingress=None,
+        ),
+        id="delete-implemented-elsewhere-is-ignored",
+    ),
+    pytest.param(
+        SyncCase(
+            finalizers=(FINALIZER_LB_CLEANUP,),
+            deleting=True,
+            lb_exists=True,
+            fail=("ensure_load_balancer_deleted", FakeCloudError("busy")),
+            op=None,
+            error="failed to delete load balancer: busy",
+            calls=("get_load_balancer", "ensure_load_balancer_deleted"),
+            events=("DeletingLoadBalancer",),
+            patches=0,
+            final_finalizers=(FINALIZER_LB_CLEANUP,),
+            final_ingress=None,
+        ),
+        id="delete-error-keeps-the-finalizer",
+    ),
+    pytest.param(
+        SyncCase(
+            finalizers=(FINALIZER_LB_CLEANUP,),
+            deleting=True,
+            fail=("get_load_balancer", FakeCloudError("api down")),
+            op=None,
+            error="failed to check if load balancer exists before cleanup: api down",
+            calls=("get_load_balancer",),
+            events=(),
+            patches=0,
+            final_finalizers=(FINALIZER_LB_CLEANUP,),
+            final_ingress=None,
+        ),
+        id="get-error-before-cleanup",
+    ),
+]
+
+
+@pytest.mark.parametrize("case", SYNC_CASES)
+async def test_sync_load_balancer_if_needed(harness: Harness, case: SyncCase) -> None:
+    h = harness
+    for name in case.nodes:
+        await create_node(h, name)
+    svc = await create_service(
+        h,
+        spec=case.spec,
+        finalizers=list(case.finalizers),
+        ingress=list(case.ingress) if case.ingress is not None else None,
+        deleting=case.deleting,
+    )
+    if case.lb_exists:
+        await h.cloud.ensure_load_balancer("kubernetes", svc, [])
+    h.cloud.clear_calls()
+    if case.fail is not None:
+        h.cloud.fail(*case.fail)
+    controller = await start(h)
+    if case.ensure_returns_none:
+
+        async def none(*_: Any, **__: Any) -> None:
+            return None
+
+        controller.balancer.ensure_load_balancer = none  # type: ignore[method-assign]
+    h.kube.patches.clear()
+
+    if case.error is None:
+        op = await controller.sync_load_balancer_if_needed(svc, key())
+        assert op is case.op
+    else:
+        with pytest.raises(ServiceSyncError) as raised:
+            await controller.sync_load_balancer_if_needed(svc, key())
+        assert str(raised.value) == case.error
+
+    expected_calls = () if case.ensure_returns_none else case.calls
+    assert tuple(h.cloud.calls) == expected_calls
+    assert tuple(h.events.reasons()) == case.events
+    assert len(h.kube.patches) == case.patches
+    assert all(p.subresource == "status" for p in h.kube.patches)
+    assert all(p.patch_type is PatchType.STRATEGIC for p in h.kube.patches)
+    after = await h.kube.get(SERVICES, "svc", namespace=NS) if not _gone(h) else None
+    if after is not None:
+        assert tuple(after["metadata"].get("finalizers") or ()) == case.final_finalizers
+        ingress = after.get("status", {}).get("loadBalancer", {}).get("ingress")
+        assert (tuple(ingress) if ingress else None) == case.final_ingress
+
+
+def _gone(h: Harness) -> bool:
+    return not any(o["metadata"]["name"] == "svc" for o in h.kube.objects(SERVICES))
+
+
+async def test_finalizer_is_added_before_the_cloud_is_called(harness: Harness) -> None:
+    h = harness
+    svc = await create_service(h)
+    controller = await start(h)
+    seen: list[list[str]] = []
+    real_ensure = controller.balancer.ensure_load_balancer
+
+    async def spying_ensure(*args: Any, **kwargs: Any) -> Any:
+        stored = await h.kube.get(SERVICES, "svc", namespace=NS)
+        seen.append(list(stored["metadata"].get("finalizers") or []))
+        return await real_ensure(*args, **kwargs)
+
+    controller.balancer.ensure_load_balancer = spying_ensure  # type: ignore[method-assign]
+    await controller.sync_load_balancer_if_needed(svc, key())
+    assert seen == [[FINALIZER_LB_CLEANUP]]
+    assert h.kube.patches[0].body == {"metadata": {"finalizers": [FINALIZER_LB_CLEANUP]}}
+
+
+async def test_finalizer_is_removed_only_after_the_lb_is_gone(harness: Harness) -> None:
+    h = harness
+    svc = await create_service(h, finalizers=[FINALIZER_LB_CLEANUP], deleting=True)
+    await h.cloud.ensure_load_balancer("kubernetes", svc, [])
+    controller = await start(h)
+    h.kube.patches.clear()
+    await controller.sync_load_balancer_if_needed(svc, key())
+    assert h.cloud.balancers == {}
+    assert [p.body for p in h.kube.patches] == [{"metadata": {"finalizers": None}}]
+    assert _gone(h), "the last finalizer went, so the fake finished the deletion"
+
+
+async def test_status_carries_every_field_the_provider_returned(harness: Harness) -> None:
+    h = harness
+    spec = lb_spec()
+    spec["ports"].append({"name": "q", "protocol": "UDP", "port": 53, "targetPort": 53})
+    svc = await create_service(h, spec=spec)
+    controller = await start(h)
+    await controller.sync_load_balancer_if_needed(svc, key())
+    stored = await h.service("svc")
+    assert stored["status"]["loadBalancer"] == {
+        "ingress": [
+            {
+                "ip": "192.0.2.1",
+                "ipMode": "VIP",
+                "ports": [{"port": 80, "protocol": "TCP"}, {"port": 53, "protocol": "UDP"}],
+            }
+        ]
+    }
+
+
+async def test_events_come_from_service_controller_about_the_service(harness: Harness) -> None:
+    h = harness
+    await create_node(h, "node-a")
+    svc = await create_service(h)
+    controller = await start(h)
+    await controller.sync_load_balancer_if_needed(svc, key())
+    assert h.events.recorded == [
+        ("Normal", "EnsuringLoadBalancer", "Ensuring load balancer", "svc", "service-controller"),
+        ("Normal", "EnsuredLoadBalancer", "Ensured load balancer", "svc", "service-controller"),
+    ]
+
+
+# -- TestProcessServiceCreateOrUpdate(K8sError) -------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("patch_errors", "error", "final_reasons"),
+    [
+        pytest.param(
+            [Conflict("the object has been modified")],
+            "failed to add load balancer cleanup finalizer: the object has been modified",
+            ["EnsuringLoadBalancer", "SyncLoadBalancerFailed"],
+            id="finalizer-patch-conflict-fails-the-sync",
+        ),
+        pytest.param(
+            [NotFound("gone")],
+            "failed to add load balancer cleanup finalizer: gone",
+            ["EnsuringLoadBalancer", "SyncLoadBalancerFailed"],
+            id="finalizer-patch-not-found-fails-the-sync",
+        ),
+        pytest.param(
+            [],
+            None,
+            ENSURED,
+            id="no-error",
+        ),
+    ],
+)
+async def test_process_service_create_or_update_k8s_errors(
+    harness: Harness, patch_errors: list[KubeError], error: str | None, final_reasons: list[str]
+) -> None:
+    h = harness
+    await create_node(h, "node-a")
+    svc = await create_service(h)
+    controller = await start(h)
+    h.kube.patch_errors.extend(patch_errors)
+    if error is None:
+        await controller.process_service_create_or_update(svc, key())
+    else:
+        with pytest.raises(ServiceSyncError, match="^" + error + "$"):
+            await controller.process_service_create_or_update(svc, key())
+        assert h.events.recorded[-1][2] == f"Error syncing load balancer: {error}"
+    assert h.events.reasons() == final_reasons
+    assert key() in controller.cache
+
+
+async def test_status_patch_not_found_is_ignored(harness: Harness) -> None:
+    h = harness
+    await create_node(h, "node-a")
+    svc = await create_service(h)
+    controller = await start(h)
+
+    real_patch = h.kube.patch
+    calls = 0
+
+    async def second_patch_not_found(resource: Any, name: str, patch: Any, **kw: Any) -> Obj:
+        nonlocal calls
+        calls += 1
+        if calls == 2:
+            raise NotFound('services "svc" not found')
+        return await real_patch(resource, name, patch, **kw)
+
+    h.kube.patch = second_patch_not_found  # type: ignore[method-assign]
+    await controller.process_service_create_or_update(svc, key())
+    assert h.events.reasons() == ENSURED
+
+
+async def test_status_patch_other_error_fails(harness: Harness) -> None:
+    h = harness
+    svc = await create_service(h, finalizers=[FINALIZER_LB_CLEANUP])
+    controller = await start(h)
+    h.kube.patch_errors.append(Conflict("nope"))
+    with pytest.raises(ServiceSyncError, match=r"^failed to update load balancer status: nope$"):
+        await controller.process_service_create_or_update(svc, key())
+
+
+async def test_recreated_service_with_new_uid_deletes_the_old_lb_first(harness: Harness) -> None:
+    h = harness
+    await create_node(h, "node-a")
+    old = await create_service(h)
+    controller = await start(h)
+    await controller.process_service_create_or_update(old, key())
+    # Deleted and re-created under the same name without the finalizer being honoured.
+    h.kube._objects.clear()  # simulate a lost deletion
+    new = await create_service(h)
+    h.cloud.clear_calls()
+    h.events.recorded.clear()
+    await controller.process_service_create_or_update(new, key())
+    assert h.cloud.calls == ["ensure_load_balancer_deleted", "ensure_load_balancer"]
+    assert h.events.reasons() == ["DeletingLoadBalancer", "DeletedLoadBalancer", *ENSURED]
+    assert controller.cache[key()]["metadata"]["uid"] == new["metadata"]["uid"]
+
+
+async def test_sync_failure_with_retry_error_is_wrapped_so_the_delay_is_found(
+    harness: Harness,
+) -> None:
+    h = harness
+    svc = await create_service(h)
+    controller = await start(h)
+    h.cloud.fail("ensure_load_balancer", RetryError("wait for it", 42))
+    with pytest.raises(ServiceSyncError) as raised:
+        await controller.process_service_create_or_update(svc, key())
+    assert isinstance(raised.value.__cause__, RetryError)
+    assert h.events.recorded[-1][1:3] == (
+        "SyncLoadBalancerFailed",
+        "Error syncing load balancer: failed to ensure load balancer: wait for it",
+    )
+
+
+# -- TestSyncService / TestProcessServiceDeletion -----------------------------------------------
+
+
+async def test_sync_service_unknown_key_is_a_no_op(harness: Harness) -> None:
+    controller = await start(harness)
+    await controller.sync_service(key("never-existed"))
+    assert harness.cloud.calls == []
+    assert harness.events.recorded == []
+
+
+async def test_sync_service_present_service_is_ensured(harness: Harness) -> None:
+    h = harness
+    await create_service(h)
+    controller = await start(h)
+    await controller.sync_service(key())
+    assert h.cloud.calls == ["ensure_load_balancer"]
+    assert key() in controller.cache
+
+
+@pytest.mark.parametrize(
+    ("fail", "error", "reasons", "cached_after"),
+    [
+        pytest.param(
+            None,
+            None,
+            ["DeletingLoadBalancer", "DeletedLoadBalancer"],
+            False,
+            id="deleted-service-lb-deleted-and-forgotten",
+        ),
+        pytest.param(
+            FakeCloudError("stuck"),
+            "stuck",
+            ["DeletingLoadBalancer", "DeleteLoadBalancerFailed"],
+            True,
+            id="delete-failure-keeps-cache-for-retry",
+        ),
+    ],
+)
+async def test_process_service_deletion(
+    harness: Harness,
+    fail: BaseException | None,
+    error: str | None,
+    reasons: list[str],
+    cached_after: bool,
+) -> None:
+    h = harness
+    controller = await start(h)
+    controller.cache[key()] = {
+        "metadata": {"name": "svc", "namespace": NS, "uid": "u"},
+        "spec": lb_spec(),
+    }
+    if fail is not None:
+        h.cloud.fail("ensure_load_balancer_deleted", fail)
+    if error is None:
+        await controller.sync_service(key())
+    else:
+        with pytest.raises(FakeCloudError, match=error):
+            await controller.sync_service(key())
+        assert h.events.recorded[-1][2] == f"Error deleting load balancer: {error}"
+    assert h.events.reasons() == reasons
+    assert (key() in controller.cache) is cached_after
+
+
+async def test_process_service_deletion_of_non_lb_cached_service_does_nothing(
+    harness: Harness,
+) -> None:
+    h = harness
+    controller = await start(h)
+    controller.cache[key()] = {
+        "metadata": {"name": "svc", "namespace": NS, "uid": "u"},
+        "spec": {"type": "ClusterIP"},
+    }
+    await controller.sync_service(key())
+    assert h.cloud.calls == []
+    assert key() not in controller.cache
+
+
+# -- TestAddFinalizer / TestRemoveFinalizer / TestPatchStatus ----------------------------------
+
+
+@pytest.mark.parametrize(
+    ("finalizers", "expect_patch", "final"),
+    [
+        pytest.param([FINALIZER_LB_CLEANUP], False, [FINALIZER_LB_CLEANUP], id="no-op-add"),
+        pytest.param([], True, [FINALIZER_LB_CLEANUP], id="add-finalizer"),
+        pytest.param(
+            ["example.com/other"],
+            True,
+            ["example.com/other", FINALIZER_LB_CLEANUP],
+            id="add-next-to-another",
+        ),
+    ],
+)
+async def test_add_finalizer(
+    harness: Harness, finalizers: list[str], expect_patch: bool, final: list[str]
+) -> None:
+    h = harness
+    svc = await create_service(h, finalizers=finalizers)
+    controller = await start(h)
+    h.kube.patches.clear()
+    await controller._add_finalizer(svc)
+    assert bool(h.kube.patches) is expect_patch
+    assert (await h.service("svc"))["metadata"].get("finalizers", []) == final
+
+
+@pytest.mark.parametrize(
+    ("finalizers", "expect_patch", "final"),
+    [
+        pytest.param([], False, [], id="no-op-remove"),
+        pytest.param([FINALIZER_LB_CLEANUP], True, [], id="remove-finalizer"),
+    ],
+)
+async def test_remove_finalizer(
+    harness: Harness, finalizers: list[str], expect_patch: bool, final: list[str]
+) -> None:
+    h = harness
+    svc = await create_service(h, finalizers=finalizers)
+    controller = await start(h)
+    h.kube.patches.clear()
+    await controller._remove_finalizer(svc)
+    assert bool(h.kube.patches) is expect_patch
+    assert (await h.service("svc"))["metadata"].get("finalizers", []) == final
+
+
+@pytest.mark.parametrize(
+    ("previous", "new_ip", "expect_patch"),
+    [
+        pytest.param(None, "192.0.2.1", True, id="new-status"),
+        pytest.param(fake_ingress("192.0.2.1"), "192.0.2.1", False, id="same-status-no-patch"),
+        pytest.param(fake_ingress("192.0.2.7"), "192.0.2.1", True, id="changed-status"),
+        pytest.param(fake_ingress("192.0.2.7"), None, True, id="cleared-status"),
+        pytest.param(None, None, False, id="already-clear"),
+    ],
+)
+async def test_patch_status(
+    harness: Harness, previous: list[dict[str, Any]] | None, new_ip: str | None, expect_patch: bool
+) -> None:
+    from kccm.cloudprovider.types import LoadBalancerStatus
+
+    h = harness
+    svc = await create_service(h, ingress=previous)
+    controller = await start(h)
+    new = (
+        LoadBalancerStatus.from_dict({"ingress": fake_ingress(new_ip)})
+        if new_ip
+        else LoadBalancerStatus()
+    )
+    prev = svc.get("status", {}).get("loadBalancer", {})
+    h.kube.patches.clear()
+    await controller._patch_status(svc, prev, new)
+    assert bool(h.kube.patches) is expect_patch
+    stored = (await h.service("svc")).get("status", {}).get("loadBalancer", {})
+    assert stored.get("ingress") == (fake_ingress(new_ip) if new_ip else None)
+
+
+# -- node sync: TestUpdateNodesInExternalLoadBalancer / TestNodeChangesInExternalLoadBalancer ----
+
+
+async def ensure_all(h: Harness, controller: ServiceController, names: list[str]) -> None:
+    """Sync ``names`` as the service workers would, then empty the queue and the logs."""
+    await h.settle()
+    for name in names:
+        await controller.sync_service(key(name))
+    await h.settle()
+    while len(controller.service_queue):
+        done = await controller.service_queue.get()
+        controller.service_queue.done(done)
+    h.cloud.clear_calls()
+    h.events.recorded.clear()
+
+
+def update_calls(h: Harness) -> list[tuple[str, tuple[str, ...]]]:
+    return [
+        (str(call.args[1]), tuple(call.args[2]))
+        for call in h.cloud.call_log
+        if call.method == "update_load_balancer"
+    ]
+
+
+async def test_update_nodes_no_services_no_calls(harness: Harness) -> None:
+    h = harness
+    await create_node(h, "a")
+    controller = await start(h)
+    assert await controller.sync_nodes() == set()
+    assert h.cloud.calls == []
+
+
+async def test_node_added_updates_every_lb_service_once(harness: Harness) -> None:
+    h = harness
+    await create_node(h, "a")
+    for name in ("s1", "s2", "s3"):
+        await create_service(h, name)
+    await create_service(h, "plain", spec={"type": "ClusterIP", "ports": []})
+    controller = await start(h, workers=2)
+    await ensure_all(h, controller, ["s1", "s2", "s3", "plain"])
+    await create_node(h, "b")
+    await h.settle()
+    assert await controller.sync_nodes() == set()
+    assert sorted(update_calls(h)) == [
+        (f"{NS}/s1", ("a", "b")),
+        (f"{NS}/s2", ("a", "b")),
+        (f"{NS}/s3", ("a", "b")),
+    ]
+    assert h.events.reasons() == ["UpdatedLoadBalancer"] * 3
+    assert h.metric("service_controller_loadbalancer_sync_total") == 3
+    # Nothing changed since: a second sync costs nothing.
+    h.cloud.clear_calls()
+    assert await controller.sync_nodes() == set()
+    assert h.cloud.calls == []
+
+
+async def test_excluded_node_updates_only_services_whose_set_changed(harness: Harness) -> None:
+    h = harness
+    await create_node(h, "a")
+    await create_node(h, "b")
+    await create_service(h, "s1")
+    await create_service(h, "s2")
+    controller = await start(h)
+    await ensure_all(h, controller, ["s1"])  # s1 synced with {a, b}
+    await h.kube.patch(NODES, "b", {"metadata": {"labels": {EXCLUDE: "true"}}})
+    await ensure_all(h, controller, ["s2"])  # s2 synced with {a} already
+    h.cloud.clear_calls()
+    assert await controller.sync_nodes() == set()
+    assert update_calls(h) == [(f"{NS}/s1", ("a",))]
+
+
+@pytest.mark.parametrize(
+    ("change", "hosts"),
+    [
+        pytest.param({"metadata": {"labels": {EXCLUDE: ""}}}, ("a",), id="exclude-label"),
+        pytest.param(
+            {
+                "spec": {
+                    "taints": [{"key": "ToBeDeletedByClusterAutoscaler", "effect": "NoSchedule"}]
+                }
+            },
+            ("a",),
+            id="autoscaler-taint",
+        ),
+        pytest.param({"spec": {"providerID": "fake://b2"}}, ("a", "b"), id="provider-id-change"),
+        pytest.param({"metadata": {"labels": {EXCLUDE: "false"}}}, None, id="exclude-false-no-op"),
+        pytest.param({"metadata": {"labels": {"x": "y"}}}, None, id="other-label-no-op"),
+    ],
+)
+async def test_node_changes_in_external_load_balancer(
+    harness: Harness, change: dict[str, Any], hosts: tuple[str, ...] | None
+) -> None:
+    h = harness
+    await create_node(h, "a")
+    await create_node(h, "b", provider_id="fake://b")
+    await create_service(h, "s1")
+    controller = await start(h)
+    await ensure_all(h, controller, ["s1"])
+    await h.kube.patch(NODES, "b", change)
+    await h.settle()
+    await controller.sync_nodes()
+    assert update_calls(h) == ([] if hosts is None else [(f"{NS}/s1", hosts)])
+
+
+async def test_failed_host_update_escalates_to_a_full_ensure(harness: Harness) -> None:
+    h = harness
+    await create_node(h, "a")
+    await create_service(h, "s1")
+    await create_service(h, "s2")
+    controller = await start(h)
+    await ensure_all(h, controller, ["s1", "s2"])
+    h.cloud.fail("update_load_balancer", FakeCloudError("backend pool busy"), times=1)
+    await create_node(h, "b")
+    await h.settle()
+    controller.service_queue.add(key("placeholder"))  # make queue order observable
+    await controller._process_node_key("b")
+    failed = [e for e in h.events.recorded if e[1] == "UpdateLoadBalancerFailed"]
+    assert len(failed) == 1
+    assert failed[0][2] == (
+        "Error updating load balancer with new hosts [a b] [node names limited, total number "
+        "of nodes: 2], error: backend pool busy"
+    )
+    assert h.metric("service_controller_nodesync_error_total") == 1
+    # A plain add (no rate limit): the failed service is ready at once, in the service queue.
+    assert len(controller.service_queue) == 2
+    assert controller.service_queue.num_requeues(f"{NS}/{failed[0][3]}") == 0
+    # The new node set was stored before the call: the next node sync does not retry it.
+    h.cloud.clear_calls()
+    assert await controller.sync_nodes() == set()
+    assert update_calls(h) == []
+
+
+async def test_failed_update_of_a_vanished_lb_is_not_an_error(harness: Harness) -> None:
+    h = harness
+    await create_node(h, "a")
+    svc = await create_service(h, "s1")
+    controller = await start(h)
+    await ensure_all(h, controller, ["s1"])
+    await h.cloud.ensure_load_balancer_deleted("kubernetes", svc)  # the fake now fails updates
+    await create_node(h, "b")
+    await h.settle()
+    assert await controller.sync_nodes() == set()
+    assert h.cloud.calls[-2:] == ["update_load_balancer", "get_load_balancer"]
+    assert h.events.recorded == []
+
+
+async def test_update_implemented_elsewhere_is_silent_success(harness: Harness) -> None:
+    h = harness
+    await create_node(h, "a")
+    await create_service(h, "s1")
+    controller = await start(h)
+    await ensure_all(h, controller, ["s1"])
+    h.cloud.fail("update_load_balancer", ImplementedElsewhere())
+    await create_node(h, "b")
+    await h.settle()
+    assert await controller.sync_nodes() == set()
+    assert h.events.recorded == []
+
+
+async def test_update_to_zero_hosts_warns_unavailable(harness: Harness) -> None:
+    h = harness
+    await create_node(h, "a")
+    await create_service(h, "s1")
+    controller = await start(h)
+    await ensure_all(h, controller, ["s1"])
+    await h.kube.patch(NODES, "a", {"metadata": {"labels": {EXCLUDE: "true"}}})
+    await h.settle()
+    assert await controller.sync_nodes() == set()
+    assert update_calls(h) == [(f"{NS}/s1", ())]
+    assert h.events.recorded == [
+        (
+            "Warning",
+            "UnAvailableLoadBalancer",
+            "There are no available nodes for LoadBalancer",
+            "s1",
+            "service-controller",
+        )
+    ]
+
+
+async def test_update_failed_message_lists_twenty_names(harness: Harness) -> None:
+    h = harness
+    for i in range(22):
+        await create_node(h, f"n{i:02d}")
+    await create_service(h, "s1")
+    controller = await start(h)
+    await ensure_all(h, controller, ["s1"])
+    h.cloud.fail("update_load_balancer", FakeCloudError("boom"))
+    await create_node(h, "n22")
+    await h.settle()
+    assert await controller.sync_nodes() == {key("s1")}
+    names = " ".join(f"n{i:02d}" for i in range(20))
+    assert h.events.recorded[-1][2] == (
+        f"Error updating load balancer with new hosts [{names} <3 more>] [node names limited, "
+        "total number of nodes: 23], error: boom"
+    )
+
+
+# -- informer handlers -------------------------------------------------------------------------
+
+
+async def test_service_add_handler_enqueues_only_managed_or_cleanup(harness: Harness) -> None:
+    h = harness
+    await create_service(h, "lb")
+    await create_service(h, "classed", spec=lb_spec(loadBalancerClass="x.io/lb"))
+    await create_service(h, "plain", spec={"type": "ClusterIP", "ports": []})
+    await create_service(
+        h,
+        "leftover",
+        spec={"type": "ClusterIP", "ports": []},
+        finalizers=[FINALIZER_LB_CLEANUP],
+    )
+    controller = await start(h)
+    queued = {await controller.service_queue.get() for _ in range(len(controller.service_queue))}
+    assert queued == {key("lb"), key("leftover")}
+
+
+async def test_service_update_handler_enqueues_on_needs_update_and_records_reason(
+    harness: Harness,
+) -> None:
+    h = harness
+    await create_service(h, "lb")
+    controller = await start(h)
+    await controller.service_queue.get()
+    controller.service_queue.done(key("lb"))
+    await h.kube.patch(SERVICES, "lb", {"metadata": {"labels": {"a": "b"}}}, namespace=NS)
+    await h.settle()
+    assert len(controller.service_queue) == 0, "a label change is not worth a sync"
+    await h.kube.patch(SERVICES, "lb", {"spec": {"externalTrafficPolicy": "Local"}}, namespace=NS)
+    await h.settle()
+    assert len(controller.service_queue) == 1
+    assert h.events.recorded[-1][:3] == ("Normal", "ExternalTrafficPolicy", "Cluster -> Local")
+
+
+async def test_node_handlers_enqueue_add_delete_and_relevant_updates(harness: Harness) -> None:
+    h = harness
+    controller = await start(h)
+    await create_node(h, "a")
+    await h.settle()
+    assert len(controller.node_queue) == 1
+    await controller.node_queue.get()
+    controller.node_queue.done("a")
+    await h.kube.patch(NODES, "a", {"status": {"conditions": [{"type": "Ready"}]}})
+    await h.settle()
+    assert len(controller.node_queue) == 0, "readiness does not trigger a node sync"
+    await h.kube.patch(NODES, "a", {"metadata": {"labels": {EXCLUDE: "true"}}})
+    await h.settle()
+    assert len(controller.node_queue) == 1
+    await controller.node_queue.get()
+    controller.node_queue.done("a")
+    await h.kube.delete(NODES, "a")
+    await h.settle()
+    assert len(controller.node_queue) == 1
+
+
+async def test_resync_reenqueues_only_services_needing_cleanup(harness: Harness) -> None:
+    h = harness
+    await create_service(h, "lb")
+    await create_service(
+        h, "leftover", spec={"type": "ClusterIP", "ports": []}, finalizers=[FINALIZER_LB_CLEANUP]
+    )
+    controller = await start(h)
+    while len(controller.service_queue):
+        done = await controller.service_queue.get()
+        controller.service_queue.done(done)
+    await controller._resync_services()
+    assert len(controller.service_queue) == 1
+    assert await controller.service_queue.get() == key("leftover")
+
+
+# -- TestServiceQueueDelay and the full loop ----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("error", "delays"),
+    [
+        pytest.param(RetryError("retry me", 42), [42.0, 42.0], id="retry-error-42s-exactly"),
+        pytest.param(FakeCloudError("plain"), [5.0, 10.0], id="plain-error-backs-off-5s-10s"),
+    ],
+)
+async def test_service_queue_delay(
+    harness: Harness, error: BaseException, delays: list[float]
+) -> None:
+    h = harness
+    await create_service(h)
+    h.cloud.fail("ensure_load_balancer", error)
+    controller = await start(h)
+    loop = controller._service_loop
+    for expected in delays:
+        before = h.clock.monotonic()
+        assert await loop.process_next()
+        assert len(controller.service_queue) == 0
+        assert controller.service_queue.waiting == 1
+        await h.clock.advance(0)
+        deadline = h.clock.next_deadline()
+        assert deadline is not None
+        assert deadline - before == pytest.approx(expected)
+        await h.clock.advance(expected)
+        assert len(controller.service_queue) == 1
+    expected_requeues = 0 if isinstance(error, RetryError) else 2
+    assert controller.service_queue.num_requeues(key()) == expected_requeues
+
+
+async def test_node_queue_never_retries(harness: Harness) -> None:
+    h = harness
+    await create_node(h, "a")
+    await create_service(h, "s1")
+    controller = await start(h)
+    await ensure_all(h, controller, ["s1"])
+    h.cloud.fail("update_load_balancer", FakeCloudError("nope"))
+    await create_node(h, "b")
+    await h.settle()
+    loop = controller._node_loop
+    while len(controller.node_queue):
+        await loop.process_next()
+    assert controller.node_queue.waiting == 0
+    assert controller.node_queue.num_requeues("b") == 0
+    assert h.metric("service_controller_nodesync_latency_seconds_count") >= 1
+    assert h.metric("service_controller_update_loadbalancer_host_latency_seconds_count") >= 1
+
+
+async def test_run_ensures_services_and_reports_running(harness: Harness) -> None:
+    h = harness
+    await create_node(h, "a")
+    await create_service(h, "s1")
+    await create_service(h, "s2")
+    controller = await start(h, workers=2)
+    gauge = 'running_managed_controllers{manager="cloud-controller-manager",name="service"}'
+    task = asyncio.create_task(controller.run())
+    for _ in range(100):
+        await h.clock.advance(0)
+        stored = [await h.service(n) for n in ("s1", "s2")]
+        if all(s["status"].get("loadBalancer") for s in stored):
+            break
+    assert [s["status"]["loadBalancer"]["ingress"][0]["ip"] for s in stored] == sorted(
+        s["status"]["loadBalancer"]["ingress"][0]["ip"] for s in stored
+    )
+    assert (
+        h.registry.get_sample_value(
+            "running_managed_controllers",
+            {"manager": "cloud-controller-manager", "name": "service"},
+        )
+        == 1
+    ), gauge
+    assert await controller.stop(grace=1.0)
+    await asyncio.wait_for(task, 5)
+    assert (
+        h.registry.get_sample_value(
+            "running_managed_controllers",
+            {"manager": "cloud-controller-manager", "name": "service"},
+        )
+        == 0
+    )
+    assert h.registry.get_sample_value("workqueue_adds_total", {"name": "service"}) is not None
+    assert h.registry.get_sample_value("workqueue_adds_total", {"name": "node"}) is not None
+
+
+async def test_build_skips_when_provider_has_no_load_balancers(
+    harness: Harness, caplog: pytest.LogCaptureFixture
+) -> None:
+    h = harness
+    context = ControllerContext(
+        kube=h.kube,
+        informers=h.factory,
+        cloud=GatedCloud(FakeCloud(enable_load_balancers=False), h.gate),
+        events=h.events,
+        registry=h.registry,
+        clock=h.clock,
+    )
+    with caplog.at_level(logging.WARNING):
+        assert build(context) is None
+    assert "does not support external load balancers" in caplog.text
+
+
+def test_default_concurrency_does_not_serialise() -> None:
+    assert ServiceControllerOptions().concurrent_service_syncs == 10
