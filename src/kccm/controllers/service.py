@@ -26,7 +26,7 @@ import enum
 import logging
 import weakref
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
@@ -56,7 +56,7 @@ from kccm.kube.errors import NotFound
 from kccm.kube.interface import KubeClient, Obj, PatchType
 from kccm.kube.resources import NODES, SERVICES
 from kccm.runtime.controller import Controller, until
-from kccm.runtime.events import EVENT_TYPE_NORMAL, EVENT_TYPE_WARNING, EventRecorder
+from kccm.runtime.events import EVENT_TYPE_NORMAL, EVENT_TYPE_WARNING, EventRecorder, ObjectRef
 from kccm.runtime.informers import EventHandler, Informer, copy_obj, object_key
 from kccm.runtime.ratelimiters import service_controller_rate_limiter
 from kccm.runtime.workqueue import RateLimitingQueue
@@ -219,7 +219,7 @@ class ServiceController:
     def _on_service_update(self, old: Obj, new: Obj) -> None:
         update, reason = needs_update(old, new)
         if reason is not None:
-            self.recorder.event(new, EVENT_TYPE_NORMAL, *reason)
+            self.recorder.event(_service_ref(new), EVENT_TYPE_NORMAL, *reason)
         if update or needs_cleanup(new):
             self.service_queue.add(object_key(new))
 
@@ -550,7 +550,13 @@ class ServiceController:
         return exists
 
     def _event(self, service: Obj, event_type: str, reason: str, message: str) -> None:
-        self.recorder.event(service, event_type, reason, message)
+        self.recorder.event(_service_ref(service), event_type, reason, message)
+
+
+def _service_ref(service: Mapping[str, Any]) -> ObjectRef:
+    """The Event's involvedObject. Listed objects carry no kind/apiVersion, so they are set
+    here, as client-go's reference.GetReference fills them from the scheme."""
+    return replace(ObjectRef.of(service), kind="Service", api_version="v1")
 
 
 def _uid(service: Mapping[str, Any]) -> str:

@@ -88,7 +88,7 @@ class RecordingBroadcaster(EventBroadcaster):
                 event["type"],
                 event["reason"],
                 event["message"],
-                event["involvedObject"]["name"],
+                f"{event['involvedObject']['kind']}/{event['involvedObject']['name']}",
                 event["source"]["component"],
             )
         )
@@ -530,8 +530,20 @@ async def test_events_come_from_service_controller_about_the_service(harness: Ha
     controller = await start(h)
     await controller.sync_load_balancer_if_needed(svc, key())
     assert h.events.recorded == [
-        ("Normal", "EnsuringLoadBalancer", "Ensuring load balancer", "svc", "service-controller"),
-        ("Normal", "EnsuredLoadBalancer", "Ensured load balancer", "svc", "service-controller"),
+        (
+            "Normal",
+            "EnsuringLoadBalancer",
+            "Ensuring load balancer",
+            "Service/svc",
+            "service-controller",
+        ),
+        (
+            "Normal",
+            "EnsuredLoadBalancer",
+            "Ensured load balancer",
+            "Service/svc",
+            "service-controller",
+        ),
     ]
 
 
@@ -922,7 +934,7 @@ async def test_failed_host_update_escalates_to_a_full_ensure(harness: Harness) -
     assert h.metric("service_controller_nodesync_error_total") == 1
     # A plain add (no rate limit): the failed service is ready at once, in the service queue.
     assert len(controller.service_queue) == 2
-    assert controller.service_queue.num_requeues(f"{NS}/{failed[0][3]}") == 0
+    assert controller.service_queue.num_requeues(f"{NS}/{failed[0][3].split('/')[1]}") == 0
     # The new node set was stored before the call: the next node sync does not retry it.
     h.cloud.clear_calls()
     assert await controller.sync_nodes() == set()
@@ -971,7 +983,7 @@ async def test_update_to_zero_hosts_warns_unavailable(harness: Harness) -> None:
             "Warning",
             "UnAvailableLoadBalancer",
             "There are no available nodes for LoadBalancer",
-            "s1",
+            "Service/s1",
             "service-controller",
         )
     ]

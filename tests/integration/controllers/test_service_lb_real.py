@@ -1,0 +1,343 @@
+"""service-lb-controller against the real apiserver, with the fake provider.
+
+The controller runs as in production (its ``run()`` task, real informers, a real event
+broadcaster); every assertion reads back through the API: finalizers, status.loadBalancer,
+Events (by ``involvedObject.name``), and the Service's disappearance after deletion.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+from kccm.api.wellknown import FINALIZER_LB_CLEANUP, TAINT_UNINITIALIZED
+from kccm.cloudprovider.gate import CallGate
+from kccm.cloudprovider.gated import GatedCloud
+from kccm.cloudprovider.types import LoadBalancerStatus, Node, Service
+from kccm.controllers.base import ControllerContext
+from kccm.controllers.service import ServiceController, ServiceControllerOptions, build
+from kccm.kube.client import KubeApiClient
+from kccm.kube.errors import NotFound
+from kccm.kube.interface import Obj
+from kccm.kube.resources import EVENTS, NODES, SERVICES
+from kccm.providers.fake import FakeCloud
+from kccm.runtime.events import EventBroadcaster
+from kccm.runtime.informers import SharedInformerFactory
+from kccm.testing.pytest_plugin import KubeCleanup, unique_name
+
+EXCLUDE = "node.kubernetes.io/exclude-from-external-load-balancers"
+T = TypeVar("T")
+
+
+async def eventually(probe: Callable[[], Awaitable[T | None]], within: float = 15.0) -> T:
+    """Poll ``probe`` until it returns something truthy (bounded by ``within`` seconds)."""
+    async with asyncio.timeout(within):
+        while True:
+            value = await probe()
+            if value:
+                return value
+            await asyncio.sleep(0.05)
+
+
+class SpyingCloud(FakeCloud):
+    """The fake provider, noting the Service's finalizers (read from the API) at each ensure."""
+
+    def __init__(self, kube: KubeApiClient) -> None:
+        super().__init__()
+        self.kube = kube
+        self.finalizers_at_ensure: list[list[str]] = []
+
+    async def ensure_load_balancer(
+        self, cluster_name: str, service: Service, nodes: Sequence[Node]
+    ) -> LoadBalancerStatus:
+        meta = service["metadata"]
+        stored = await self.kube.get(SERVICES, meta["name"], namespace=meta["namespace"])
+        self.finalizers_at_ensure.append(list(stored["metadata"].get("finalizers") or []))
+        return await super().ensure_load_balancer(cluster_name, service, nodes)
+
+
+@dataclass
+class Running:
+    kube: KubeApiClient
+    cloud: SpyingCloud
+    controller: ServiceController
+
+    def updates(self, namespace: str) -> list[tuple[str, tuple[str, ...]]]:
+        """update_load_balancer calls for services of ``namespace`` (namespaces of earlier
+        tests never finish terminating, so their services live on)."""
+        return [
+            (str(c.args[1]), tuple(c.args[2]))
+            for c in self.cloud.call_log
+            if c.method == "update_load_balancer" and str(c.args[1]).startswith(f"{namespace}/")
+        ]
+
+    def ensures(self, key: str) -> int:
+        return sum(
+            1
+            for c in self.cloud.call_log
+            if c.method == "ensure_load_balancer" and c.args[1] == key
+        )
+
+
+@pytest.fixture
+async def running(kube: KubeApiClient) -> AsyncIterator[Running]:
+    registry = CollectorRegistry()
+    gate = CallGate(registry=registry)
+    cloud = SpyingCloud(kube)
+    factory = SharedInformerFactory(kube)
+    events = EventBroadcaster(kube, registry=registry)
+    events.start()
+    context = ControllerContext(
+        kube=kube,
+        informers=factory,
+        cloud=GatedCloud(cloud, gate),
+        events=events,
+        registry=registry,
+    )
+    controller = build(context, ServiceControllerOptions())
+    assert controller is not None
+    factory.start()
+    task = asyncio.create_task(controller.run())
+    try:
+        yield Running(kube, cloud, controller)
+    finally:
+        await controller.stop(grace=5.0)
+        await asyncio.wait_for(task, 10)
+        await events.shutdown()
+        await factory.stop()
+        gate.close()
+
+
+async def create_node(kube: KubeApiClient, cleanup: KubeCleanup, name: str) -> Obj:
+    """A Node as a kubelet with --cloud-provider=external registers it, then marked Ready."""
+    cleanup.add(NODES, name)
+    await kube.create(
+        NODES,
+        {
+            "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+            "spec": {
+                "taints": [{"key": TAINT_UNINITIALIZED, "value": "true", "effect": "NoSchedule"}]
+            },
+            "status": {
+                "addresses": [
+                    {"type": "Hostname", "address": name},
+                    {"type": "InternalIP", "address": "10.1.0.10"},
+                ]
+            },
+        },
+    )
+    return await kube.patch(
+        NODES,
+        name,
+        {"status": {"conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}]}},
+        subresource="status",
+    )
+
+
+def lb_service(name: str, namespace: str, **spec: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "type": "LoadBalancer",
+            "allocateLoadBalancerNodePorts": False,
+            "ports": [{"name": "http", "port": 80, "protocol": "TCP"}],
+        },
+    }
+    body["spec"].update(spec)
+    return body
+
+
+async def events_of(kube: KubeApiClient, namespace: str, name: str) -> list[tuple[str, ...]]:
+    listed = await kube.list(
+        EVENTS, namespace=namespace, field_selector=f"involvedObject.name={name}"
+    )
+    return [
+        (e["type"], e["reason"], e["message"], e["source"]["component"])
+        for e in sorted(listed.items, key=lambda e: e["metadata"]["name"])
+    ]
+
+
+def has_reasons(*reasons: str) -> Callable[[list[tuple[str, ...]]], bool]:
+    return lambda events: all(any(e[1] == r for e in events) for r in reasons)
+
+
+async def wait_events(
+    kube: KubeApiClient, namespace: str, name: str, *reasons: str
+) -> list[tuple[str, ...]]:
+    async def probe() -> list[tuple[str, ...]] | None:
+        found = await events_of(kube, namespace, name)
+        return found if has_reasons(*reasons)(found) else None
+
+    return await eventually(probe)
+
+
+async def ingress_of(kube: KubeApiClient, namespace: str, name: str) -> list[Any] | None:
+    stored = await kube.get(SERVICES, name, namespace=namespace)
+    ingress = stored.get("status", {}).get("loadBalancer", {}).get("ingress")
+    return list(ingress) if ingress else None
+
+
+async def test_lifecycle_finalizer_status_events_and_deletion(
+    running: Running, kube: KubeApiClient, kube_namespace: str, kube_cleanup: KubeCleanup
+) -> None:
+    ns, name = kube_namespace, unique_name("svc")
+    node = unique_name("node")
+    await create_node(kube, kube_cleanup, node)
+    await kube.create(SERVICES, lb_service(name, ns))
+
+    ingress = await eventually(lambda: ingress_of(kube, ns, name))
+    balancer = next(b for b in running.cloud.balancers.values() if b.service == f"{ns}/{name}")
+    assert ingress == [
+        {"ip": balancer.ip, "ipMode": "VIP", "ports": [{"port": 80, "protocol": "TCP"}]}
+    ]
+    assert node in balancer.hosts
+    stored = await kube.get(SERVICES, name, namespace=ns)
+    assert stored["metadata"]["finalizers"] == [FINALIZER_LB_CLEANUP]
+    assert running.cloud.finalizers_at_ensure[0] == [FINALIZER_LB_CLEANUP], (
+        "the finalizer is on the stored Service before the provider is asked"
+    )
+    events = await wait_events(kube, ns, name, "EnsuringLoadBalancer", "EnsuredLoadBalancer")
+    listed = await kube.list(EVENTS, namespace=ns, field_selector=f"involvedObject.name={name}")
+    assert {(e["involvedObject"]["kind"], e["involvedObject"]["uid"]) for e in listed.items} == {
+        ("Service", stored["metadata"]["uid"])
+    }
+    assert events == [
+        ("Normal", "EnsuringLoadBalancer", "Ensuring load balancer", "service-controller"),
+        ("Normal", "EnsuredLoadBalancer", "Ensured load balancer", "service-controller"),
+    ]
+
+    # A change in the needs-update list (an annotation) re-ensures; the ingress is unchanged,
+    # so the status is not rewritten.
+    version = stored["metadata"]["resourceVersion"]
+    await kube.patch(SERVICES, name, {"metadata": {"annotations": {"x": "1"}}}, namespace=ns)
+
+    async def ensured_twice() -> bool:
+        return running.ensures(f"{ns}/{name}") >= 2
+
+    await eventually(ensured_twice)
+    await wait_events(kube, ns, name, "EnsuredLoadBalancer")
+    assert await ingress_of(kube, ns, name) == ingress
+    assert (await kube.get(SERVICES, name, namespace=ns))["metadata"]["resourceVersion"] != version
+
+    # Deletion: the finalizer holds the object until the load balancer is gone.
+    await kube.delete(SERVICES, name, namespace=ns)
+
+    async def gone() -> bool:
+        try:
+            await kube.get(SERVICES, name, namespace=ns)
+        except NotFound:
+            return True
+        return False
+
+    await eventually(gone)
+    assert not any(b.service == f"{ns}/{name}" for b in running.cloud.balancers.values())
+    events = await wait_events(kube, ns, name, "DeletingLoadBalancer", "DeletedLoadBalancer")
+    assert ("Normal", "DeletingLoadBalancer", "Deleting load balancer", "service-controller") in (
+        events
+    )
+    assert ("Normal", "DeletedLoadBalancer", "Deleted load balancer", "service-controller") in (
+        events
+    )
+
+
+async def test_type_change_removes_only_our_finalizer_and_clears_status(
+    running: Running, kube: KubeApiClient, kube_namespace: str, kube_cleanup: KubeCleanup
+) -> None:
+    ns, name = kube_namespace, unique_name("svc")
+    await create_node(kube, kube_cleanup, unique_name("node"))
+    body = lb_service(name, ns)
+    body["metadata"]["finalizers"] = ["example.com/keep"]
+    await kube.create(SERVICES, body)
+    await eventually(lambda: ingress_of(kube, ns, name))
+    stored = await kube.get(SERVICES, name, namespace=ns)
+    assert stored["metadata"]["finalizers"] == ["example.com/keep", FINALIZER_LB_CLEANUP]
+
+    await kube.patch(
+        SERVICES,
+        name,
+        {"spec": {"type": "ClusterIP", "allocateLoadBalancerNodePorts": None}},
+        namespace=ns,
+    )
+
+    async def cleaned() -> Obj | None:
+        current = await kube.get(SERVICES, name, namespace=ns)
+        return current if current["metadata"].get("finalizers") == ["example.com/keep"] else None
+
+    current = await eventually(cleaned)
+    assert current.get("status", {}).get("loadBalancer", {}) == {}
+    assert not any(b.service == f"{ns}/{name}" for b in running.cloud.balancers.values())
+    await wait_events(kube, ns, name, "DeletingLoadBalancer", "DeletedLoadBalancer")
+    await kube.patch(SERVICES, name, {"metadata": {"finalizers": None}}, namespace=ns)
+
+
+async def test_load_balancer_class_service_is_left_alone(
+    running: Running, kube: KubeApiClient, kube_namespace: str, kube_cleanup: KubeCleanup
+) -> None:
+    ns = kube_namespace
+    classed, fence = unique_name("classed"), unique_name("fence")
+    await create_node(kube, kube_cleanup, unique_name("node"))
+    await kube.create(SERVICES, lb_service(classed, ns, loadBalancerClass="example.com/other"))
+    await kube.create(SERVICES, lb_service(fence, ns))
+    # Once a later managed service is done, the classed one has been seen (and ignored).
+    await eventually(lambda: ingress_of(kube, ns, fence))
+    stored = await kube.get(SERVICES, classed, namespace=ns)
+    assert not stored["metadata"].get("finalizers")
+    assert not stored.get("status", {}).get("loadBalancer")
+    assert await events_of(kube, ns, classed) == []
+    assert all(call.args[1:2] != (f"{ns}/{classed}",) for call in running.cloud.call_log)
+
+
+async def test_excluded_node_updates_only_load_balancer_services(
+    running: Running, kube: KubeApiClient, kube_namespace: str, kube_cleanup: KubeCleanup
+) -> None:
+    ns = kube_namespace
+    a, b = unique_name("node-a"), unique_name("node-b")
+    await create_node(kube, kube_cleanup, a)
+    await create_node(kube, kube_cleanup, b)
+    s1, s2 = unique_name("s1"), unique_name("s2")
+    classed, plain = unique_name("classed"), unique_name("plain")
+    await kube.create(SERVICES, lb_service(classed, ns, loadBalancerClass="example.com/other"))
+    await kube.create(
+        SERVICES,
+        {
+            "metadata": {"name": plain, "namespace": ns},
+            "spec": {"ports": [{"port": 80, "protocol": "TCP"}]},
+        },
+    )
+    for s in (s1, s2):
+        await kube.create(SERVICES, lb_service(s, ns))
+        await eventually(lambda s=s: ingress_of(kube, ns, s))  # type: ignore[misc]
+
+    # A label that does not change eligibility costs nothing.
+    await kube.patch(NODES, b, {"metadata": {"labels": {EXCLUDE: "false", "x": "y"}}})
+    await kube.patch(NODES, a, {"metadata": {"labels": {"x": "y"}}})
+    # The exclusion label removes b from the backends of the LoadBalancer services only.
+    await kube.patch(NODES, b, {"metadata": {"labels": {EXCLUDE: "true"}}})
+
+    def excluded() -> list[tuple[str, tuple[str, ...]]]:
+        return [u for u in running.updates(ns) if b not in u[1]]
+
+    async def both_updated() -> list[tuple[str, tuple[str, ...]]] | None:
+        done = excluded()
+        return done if {u[0] for u in done} >= {f"{ns}/{s1}", f"{ns}/{s2}"} else None
+
+    await eventually(both_updated)
+    updated = {u[0] for u in running.updates(ns)}
+    assert updated == {f"{ns}/{s1}", f"{ns}/{s2}"}, "only managed services are updated"
+    assert all(a in hosts and b not in hosts for _, hosts in excluded())
+    assert len(running.updates(ns)) == 2, "the eligibility-neutral label changes cost nothing"
+    for s in (s1, s2):
+        events = await wait_events(kube, ns, s, "UpdatedLoadBalancer")
+        assert (
+            "Normal",
+            "UpdatedLoadBalancer",
+            "Updated load balancer with new hosts",
+            "service-controller",
+        ) in events
+    assert await events_of(kube, ns, classed) == []
+    assert await events_of(kube, ns, plain) == []
