@@ -1,0 +1,189 @@
+"""cloud-node-lifecycle-controller against the real apiserver: a NotReady Node whose instance is
+gone is deleted (DeletingNode event), a shut-down instance gets the shutdown taint until the
+node is Ready again, a Ready node never costs a cloud call."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+from kccm.cloudprovider.gate import CallGate
+from kccm.cloudprovider.gated import GatedCloud
+from kccm.cloudprovider.types import Node
+from kccm.controllers import nodelifecycle
+from kccm.controllers.base import ControllerContext
+from kccm.controllers.nodelifecycle import NodeLifecycleControllerOptions
+from kccm.kube.client import KubeApiClient
+from kccm.kube.errors import NotFound
+from kccm.kube.interface import Obj, PatchType
+from kccm.kube.resources import EVENTS, NODES
+from kccm.providers.fake import FakeCloud, FakeInstance
+from kccm.runtime.events import EventBroadcaster
+from kccm.runtime.informers import SharedInformerFactory
+from kccm.testing.pytest_plugin import KubeCleanup, unique_name
+
+T = TypeVar("T")
+
+SHUTDOWN = {"key": "node.cloudprovider.kubernetes.io/shutdown", "effect": "NoSchedule"}
+PREFIX = "lc-node"
+
+
+class ScopedCloud(FakeCloud):
+    """The fake cloud, answering "exists, running" for nodes this test module did not create
+    (so other Nodes on the shared apiserver are left alone)."""
+
+    async def instance_exists(self, node: Node) -> bool:
+        if not node["metadata"]["name"].startswith(PREFIX):
+            return True
+        return await super().instance_exists(node)
+
+    async def instance_shutdown(self, node: Node) -> bool:
+        if not node["metadata"]["name"].startswith(PREFIX):
+            return False
+        return await super().instance_shutdown(node)
+
+
+def kubelet_node(name: str, ready: str) -> Obj:
+    return {
+        "metadata": {"name": name},
+        "spec": {"providerID": f"fake://{name}"},
+        "status": {
+            "addresses": [{"type": "InternalIP", "address": "10.0.0.1"}],
+            "conditions": [_ready(ready)],
+        },
+    }
+
+
+def _ready(status: str) -> dict[str, str]:
+    return {
+        "type": "Ready",
+        "status": status,
+        "reason": "KubeletReady" if status == "True" else "KubeletNotReady",
+        "lastHeartbeatTime": "2026-01-01T00:00:00Z",
+        "lastTransitionTime": "2026-01-01T00:00:00Z",
+    }
+
+
+async def eventually(probe: Callable[[], Awaitable[T | None]], within: float = 20.0) -> T:
+    """Poll ``probe`` until it returns something truthy, at most ``within`` seconds."""
+    async with asyncio.timeout(within):
+        while True:
+            result = await probe()
+            if result:
+                return result
+            await asyncio.sleep(0.05)
+
+
+@dataclass
+class Running:
+    kube: KubeApiClient
+    cloud: ScopedCloud
+    cleanup: KubeCleanup
+
+    async def create(self, name: str, ready: str) -> Obj:
+        self.cleanup.add(NODES, name)
+        return await self.kube.create(NODES, kubelet_node(name, ready))
+
+    async def set_ready(self, name: str, status: str) -> None:
+        await self.kube.patch(
+            NODES,
+            name,
+            {"status": {"conditions": [_ready(status)]}},
+            patch_type=PatchType.STRATEGIC,
+            subresource="status",
+        )
+
+    async def shutdown_taints(self, name: str) -> list[Any]:
+        node = await self.kube.get(NODES, name)
+        return [t for t in node["spec"].get("taints") or () if t["key"] == SHUTDOWN["key"]]
+
+    async def events(self, name: str) -> list[tuple[str, str, str, str]]:
+        found = await self.kube.list(
+            EVENTS, namespace="default", field_selector=f"involvedObject.name={name}"
+        )
+        return [
+            (e["source"].get("component", ""), e["type"], e["reason"], e["message"])
+            for e in found.items
+        ]
+
+    def calls_for(self, name: str) -> list[str]:
+        return [c.method for c in self.cloud.call_log if c.args and c.args[0] == name]
+
+
+@pytest.fixture
+async def running(kube: KubeApiClient, kube_cleanup: KubeCleanup) -> AsyncIterator[Running]:
+    cloud = ScopedCloud()
+    registry = CollectorRegistry()
+    gate = CallGate(registry=registry)
+    informers = SharedInformerFactory(kube)
+    events = EventBroadcaster(kube, registry=registry)
+    events.start()
+    context = ControllerContext(kube, informers, GatedCloud(cloud, gate), events, registry)
+    ctrl = nodelifecycle.build(context, NodeLifecycleControllerOptions(node_monitor_period=0.2))
+    assert ctrl is not None
+    task = asyncio.create_task(ctrl.run())
+    try:
+        yield Running(kube, cloud, kube_cleanup)
+    finally:
+        await ctrl.stop()
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        await events.shutdown(grace=5)
+        await informers.stop()
+        gate.close()
+
+
+async def test_not_ready_node_without_instance_is_deleted(running: Running) -> None:
+    name = unique_name(PREFIX)
+    await running.create(name, "False")
+
+    async def gone() -> bool:
+        try:
+            await running.kube.get(NODES, name)
+        except NotFound:
+            return True
+        return False
+
+    await eventually(gone)
+    events = await eventually(lambda: running.events(name))
+    assert events == [
+        (
+            "cloud-node-lifecycle-controller",
+            "Normal",
+            "DeletingNode",
+            f"Deleting node {name} because it does not exist in the cloud provider",
+        )
+    ]
+
+
+async def test_shut_down_instance_is_tainted_until_ready(running: Running) -> None:
+    name = unique_name(PREFIX)
+    running.cloud.add_instance(FakeInstance(name=name, shutdown=True))
+    await running.create(name, "False")
+    assert await eventually(lambda: running.shutdown_taints(name)) == [SHUTDOWN]
+    running.cloud.set_shutdown(name, False)
+    await running.set_ready(name, "True")
+
+    async def untainted() -> bool:
+        return await running.shutdown_taints(name) == []
+
+    await eventually(untainted)
+    assert (await running.kube.get(NODES, name))["metadata"]["name"] == name
+
+
+async def test_ready_node_is_left_alone_and_costs_no_cloud_call(running: Running) -> None:
+    name = unique_name(PREFIX)  # no instance in the cloud at all
+    await running.create(name, "True")
+    other = unique_name(PREFIX)
+    await running.create(other, "Unknown")
+    await eventually(lambda: running.events(other))  # the monitor has run over both nodes
+    assert running.calls_for(name) == []
+    node = await running.kube.get(NODES, name)
+    assert await running.shutdown_taints(name) == []
+    assert node["metadata"]["name"] == name
+    assert await running.events(name) == []
