@@ -64,6 +64,8 @@ INNER_TESTS = {
         import os, signal
 
         def test_interrupted(control_plane):
+            # A background job may inherit SIGINT ignored; act like a terminal's Ctrl-C.
+            signal.signal(signal.SIGINT, signal.default_int_handler)
             os.kill(os.getpid(), signal.SIGINT)
     """,
     "test-fails": """
@@ -122,3 +124,18 @@ def test_dev_up_runs_in_the_foreground_until_ctrl_c(tmp_path: Path) -> None:
     assert "stopped; nothing left running" in rest
     assert not kubeconfig.exists(), "the temp dir is removed"
     assert leftover_processes(str(tmp_path)) == []
+
+
+def test_apiserver_restarted_from_a_short_lived_thread_survives_the_thread() -> None:
+    """PR_SET_PDEATHSIG follows the forking *thread*; the control plane forks from its own
+    long-lived thread, so a restart done by a worker thread that then exits is harmless."""
+    import threading
+
+    with ControlPlane() as plane:
+        worker = threading.Thread(target=plane.restart_apiserver)
+        worker.start()
+        worker.join()
+        pid = plane.pids["kube-apiserver"]
+        with pytest.raises(subprocess.TimeoutExpired):
+            subprocess.run(["tail", f"--pid={pid}", "-f", "/dev/null"], timeout=2)
+        assert plane.pids.get("kube-apiserver") == pid, "still alive after the thread ended"

@@ -57,11 +57,12 @@ async def _health_summary(plane: ControlPlane) -> list[str]:
     ]
 
 
-def _wait_for_stop_signal() -> None:
+def _stop_on_signals() -> threading.Event:
+    """An event set by SIGINT or SIGTERM (even where the parent left SIGINT ignored)."""
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
-    stop.wait()
+    return stop
 
 
 def run_dev_up(argv: Sequence[str]) -> int:
@@ -85,8 +86,9 @@ def run_dev_up(argv: Sequence[str]) -> int:
                 print(f"  {line}")
             print("control plane healthy; stopping (--check)")
         else:
+            stop = _stop_on_signals()  # installed before the prompt, so no signal is missed
             print("press Ctrl-C to stop", flush=True)
-            _wait_for_stop_signal()
+            stop.wait()
             print("\nstopping ...", flush=True)
     except ControlPlaneError as exc:
         print(f"kccm dev up: {exc}", file=sys.stderr)

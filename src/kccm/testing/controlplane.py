@@ -27,6 +27,7 @@ import urllib.error
 import urllib.request
 import weakref
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -128,7 +129,14 @@ class _Process:
     log_path: Path
     popen: subprocess.Popen[bytes] | None = None
 
-    def start(self) -> None:
+    def start(self, spawner: ThreadPoolExecutor) -> None:
+        """Start the process from ``spawner``'s thread: PR_SET_PDEATHSIG fires when the
+        *thread* that forked the child exits, so children are forked from one long-lived
+        thread owned by the control plane, never from a short-lived caller thread (such as
+        one of asyncio.to_thread's workers)."""
+        spawner.submit(self._spawn).result()
+
+    def _spawn(self) -> None:
         with self.log_path.open("ab") as log:
             self.popen = subprocess.Popen(
                 self.argv,
@@ -193,6 +201,7 @@ class ControlPlane:
         self._apiserver: _Process | None = None
         self._ca = CertificateAuthority()
         self._admin: KeyPair | None = None
+        self._spawner: ThreadPoolExecutor | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -201,12 +210,13 @@ class ControlPlane:
         binaries = self.binaries or find_binaries()
         began = time.monotonic()
         self.root = Path(tempfile.mkdtemp(prefix=TMP_PREFIX))
+        self._spawner = ThreadPoolExecutor(1, thread_name_prefix="kccm-control-plane")
         _LIVE.add(self)
         try:
             self._start_etcd(binaries.etcd)
             self._write_pki()
             self._apiserver = self._apiserver_process(binaries.kube_apiserver)
-            self._apiserver.start()
+            self._apiserver.start(self._spawner_or_fail())
             self._wait_apiserver_ready()
         except BaseException:
             self.stop()
@@ -220,6 +230,9 @@ class ControlPlane:
             if proc is not None:
                 proc.stop()
         self._apiserver = self._etcd = None
+        if self._spawner is not None:
+            self._spawner.shutdown(wait=True)
+            self._spawner = None
         _LIVE.discard(self)
         if hasattr(self, "root") and not self.keep_dir:
             shutil.rmtree(self.root, ignore_errors=True)
@@ -229,8 +242,13 @@ class ControlPlane:
         if self._apiserver is None:
             raise ControlPlaneError("the control plane is not running")
         self._apiserver.stop()
-        self._apiserver.start()
+        self._apiserver.start(self._spawner_or_fail())
         self._wait_apiserver_ready()
+
+    def _spawner_or_fail(self) -> ThreadPoolExecutor:
+        if self._spawner is None:
+            raise ControlPlaneError("the control plane is not running")
+        return self._spawner
 
     def kill_apiserver(self) -> None:
         """SIGKILL the apiserver without restarting it (start it with restart_apiserver)."""
@@ -283,7 +301,7 @@ class ControlPlane:
             ],
             self.root / "etcd.log",
         )
-        self._etcd.start()
+        self._etcd.start(self._spawner_or_fail())
         self._wait(self._etcd, self._etcd_healthy, "etcd")
 
     def _etcd_healthy(self) -> bool:
