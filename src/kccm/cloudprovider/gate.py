@@ -1,0 +1,446 @@
+"""The call gate: every provider call the framework makes goes through one :class:`CallGate`.
+
+What it adds around a provider method:
+
+- **metrics** per method on a caller-supplied Prometheus registry: calls, errors by kind,
+  latency, time spent waiting for budget, coalesced calls, throttling pauses;
+- an optional **budget**: token buckets (qps/burst) per method group (``load_balancer``,
+  ``instances``, ``routes``, ...); when the budget is short, waiting calls are served by
+  **priority** (node initialisation first, periodic refreshes last), FIFO within a priority;
+- **shared backoff**: when a call signals throttling (``RetryError`` or ``Throttled`` by
+  default, see :attr:`GateConfig.throttle_signal`), every call of that group waits until the
+  pause is over: the cloud's ``retry_after`` when it gave one, else exponential backoff;
+- **coalescing**: identical reads in flight at the same time are served by one provider call.
+
+Plain (sync) provider methods run in a bounded thread pool (:class:`ThreadPoolAdapter`).
+All timing goes through a :class:`~kccm.util.clock.Clock`. :class:`GatedCloud` wraps a provider
+so that controllers call typed async methods that all pass through the gate.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import itertools
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import Any, TypeVar, cast
+
+from prometheus_client import CollectorRegistry, Counter, Histogram
+
+from kccm.cloudprovider.adapter import DEFAULT_MAX_WORKERS, ThreadPoolAdapter
+from kccm.cloudprovider.errors import (
+    ImplementedElsewhere,
+    InstanceNotFound,
+    NotImplementedByProvider,
+    RetryError,
+    Throttled,
+    find_error,
+)
+from kccm.cloudprovider.interface import MaybeAwaitable
+from kccm.util.clock import REAL_CLOCK, Clock
+from kccm.util.tokenbucket import TokenBucket
+
+__all__ = [
+    "METHOD_GROUPS",
+    "READ_METHODS",
+    "Budget",
+    "CallGate",
+    "GateConfig",
+    "Priority",
+    "Throttle",
+    "args_key",
+    "default_throttle_signal",
+    "error_kind",
+    "node_key",
+]
+
+T = TypeVar("T")
+
+METHOD_GROUPS: Mapping[str, str] = {
+    **dict.fromkeys(
+        (
+            "get_load_balancer",
+            "get_load_balancer_name",
+            "ensure_load_balancer",
+            "update_load_balancer",
+            "ensure_load_balancer_deleted",
+        ),
+        "load_balancer",
+    ),
+    **dict.fromkeys(
+        (
+            "node_addresses",
+            "node_addresses_by_provider_id",
+            "instance_id",
+            "instance_type",
+            "instance_type_by_provider_id",
+            "add_ssh_key_to_all_instances",
+            "current_node_name",
+            "instance_exists_by_provider_id",
+            "instance_shutdown_by_provider_id",
+            "instance_exists",
+            "instance_shutdown",
+            "instance_metadata",
+            "get_zone",
+            "get_zone_by_provider_id",
+            "get_zone_by_node_name",
+        ),
+        "instances",
+    ),
+    **dict.fromkeys(("list_routes", "create_route", "delete_route"), "routes"),
+    **dict.fromkeys(("list_clusters", "master"), "clusters"),
+    "get_labels_for_volume": "volumes",
+    "initialize": "initialize",
+}
+"""Which budget (method group) each provider method draws from."""
+
+READ_METHODS: frozenset[str] = frozenset(
+    m
+    for m in METHOD_GROUPS
+    if m
+    not in {
+        "ensure_load_balancer",
+        "update_load_balancer",
+        "ensure_load_balancer_deleted",
+        "add_ssh_key_to_all_instances",
+        "create_route",
+        "delete_route",
+        "initialize",
+    }
+)
+"""Methods without side effects: identical concurrent calls may share one provider call."""
+
+
+class Priority(IntEnum):
+    """Who waits least when the budget is short (lower value first)."""
+
+    INITIALIZE = 0
+    """Node initialisation: a node is unschedulable until it is done."""
+    NORMAL = 1
+    """Event-driven work: service syncs, route reconciles."""
+    PERIODIC = 2
+    """Periodic refreshes: node status updates, lifecycle checks."""
+
+
+@dataclass(frozen=True)
+class Budget:
+    """``qps`` calls per second on average, at most ``burst`` back to back."""
+
+    qps: float
+    burst: int = 1
+
+    def __post_init__(self) -> None:
+        if self.qps <= 0 or self.burst < 1:
+            raise ValueError(f"a budget needs qps > 0 and burst >= 1 (got {self})")
+
+
+@dataclass(frozen=True)
+class Throttle:
+    """A throttling signal: pause the group ``retry_after`` seconds (``None``: back off)."""
+
+    retry_after: float | None = None
+
+
+def default_throttle_signal(error: BaseException) -> Throttle | None:
+    """``RetryError`` and ``Throttled`` (possibly chained) signal throttling."""
+    retry = find_error(error, RetryError)
+    if retry is not None:
+        return Throttle(retry.retry_after)
+    throttled = find_error(error, Throttled)
+    if throttled is not None:
+        return Throttle(throttled.retry_after)
+    return None
+
+
+@dataclass(frozen=True)
+class GateConfig:
+    """How the gate behaves; every field has a production default (no budget at all)."""
+
+    budget: Budget | None = None
+    """Budget of every method group without its own entry in ``group_budgets``."""
+    group_budgets: Mapping[str, Budget | None] = field(default_factory=dict)
+    """Per-group budgets (``None``: that group is unlimited)."""
+    max_threads: int = DEFAULT_MAX_WORKERS
+    """Threads for plain (sync) provider methods."""
+    coalesce_reads: bool = True
+    backoff_initial: float = 1.0
+    backoff_max: float = 60.0
+    throttle_signal: Callable[[BaseException], Throttle | None] = default_throttle_signal
+
+    def budget_for(self, group: str) -> Budget | None:
+        return self.group_budgets.get(group, self.budget)
+
+
+_ERROR_KINDS: tuple[tuple[type[BaseException], str], ...] = (
+    (InstanceNotFound, "instance_not_found"),
+    (NotImplementedByProvider, "not_implemented"),
+    (ImplementedElsewhere, "implemented_elsewhere"),
+    (RetryError, "retry"),
+    (Throttled, "throttled"),
+    (asyncio.CancelledError, "cancelled"),
+    (TimeoutError, "timeout"),
+)
+
+
+def error_kind(error: BaseException) -> str:
+    """The ``kind`` label of an error in the metrics."""
+    for kind, label in _ERROR_KINDS:
+        if find_error(error, kind) is not None:
+            return label
+    return "other"
+
+
+class _Metrics:
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.calls = Counter(
+            "cloudprovider_calls",
+            "Calls made to the cloud provider.",
+            ["method"],
+            registry=registry,
+        )
+        self.errors = Counter(
+            "cloudprovider_call_errors",
+            "Provider calls that raised, by kind.",
+            ["method", "kind"],
+            registry=registry,
+        )
+        self.latency = Histogram(
+            "cloudprovider_call_duration_seconds",
+            "Time spent in provider calls.",
+            ["method"],
+            registry=registry,
+            buckets=(0.005, 0.025, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60),
+        )
+        self.wait = Histogram(
+            "cloudprovider_call_wait_seconds",
+            "Time calls waited for budget or a throttling pause.",
+            ["method"],
+            registry=registry,
+            buckets=(0.001, 0.01, 0.1, 0.5, 1, 5, 10, 30, 60, 300),
+        )
+        self.coalesced = Counter(
+            "cloudprovider_coalesced_calls",
+            "Calls served by an identical call already in flight.",
+            ["method"],
+            registry=registry,
+        )
+        self.throttled = Counter(
+            "cloudprovider_throttle_pauses",
+            "Times a method group was paused because the cloud throttled.",
+            ["group"],
+            registry=registry,
+        )
+
+
+@dataclass(order=True)
+class _Ticket:
+    priority: int
+    seq: int
+    future: asyncio.Future[None] = field(compare=False)
+
+
+class _Lane:
+    """Admission for one method group: budget, pause and the priority queue of waiters."""
+
+    def __init__(self, budget: Budget | None, clock: Clock) -> None:
+        self.bucket = TokenBucket(budget.qps, budget.burst, clock=clock) if budget else None
+        self.clock = clock
+        self.heap: list[_Ticket] = []
+        self.paused_until = 0.0
+        self.throttles = 0
+        self.dispatcher: asyncio.Task[None] | None = None
+
+    def open_now(self) -> bool:
+        return self.bucket is None and not self.heap and self.paused_until <= self.clock.monotonic()
+
+    def enqueue(self, ticket: _Ticket) -> None:
+        heapq.heappush(self.heap, ticket)
+        if self.dispatcher is None or self.dispatcher.done():
+            self.dispatcher = asyncio.get_running_loop().create_task(self._dispatch())
+
+    def _next_live(self) -> _Ticket | None:
+        while self.heap and self.heap[0].future.done():
+            heapq.heappop(self.heap)
+        return self.heap[0] if self.heap else None
+
+    async def _dispatch(self) -> None:
+        while self._next_live() is not None:
+            await self._wait_out_pause()
+            if self.bucket is not None:
+                wait = self.bucket.reserve()  # our token, possibly from the future
+                if wait > 0:
+                    await self.clock.sleep(wait)
+                await self._wait_out_pause()
+            # The best waiter *now* gets the token: higher priorities that arrived while we
+            # slept go first. If every waiter left meanwhile, the token is simply unused.
+            if self._next_live() is not None:
+                heapq.heappop(self.heap).future.set_result(None)
+
+    async def _wait_out_pause(self) -> None:
+        while (pause := self.paused_until - self.clock.monotonic()) > 0:
+            await self.clock.sleep(pause)
+
+
+@dataclass
+class _Flight:
+    task: asyncio.Future[Any] | None = None
+    ticket: _Ticket | None = None
+
+
+class CallGate:
+    """The gate (see the module docstring). Use one per process; call :meth:`close` at exit."""
+
+    def __init__(
+        self,
+        config: GateConfig | None = None,
+        *,
+        registry: CollectorRegistry,
+        clock: Clock = REAL_CLOCK,
+        adapter: ThreadPoolAdapter | None = None,
+    ) -> None:
+        self.config = config or GateConfig()
+        self._clock = clock
+        self._metrics = _Metrics(registry)
+        self._adapter = adapter or ThreadPoolAdapter(self.config.max_threads)
+        self._lanes: dict[str, _Lane] = {}
+        self._inflight: dict[tuple[str, Hashable], _Flight] = {}
+        self._seq = itertools.count()
+
+    def _lane(self, group: str) -> _Lane:
+        lane = self._lanes.get(group)
+        if lane is None:
+            lane = self._lanes[group] = _Lane(self.config.budget_for(group), self._clock)
+        return lane
+
+    async def call(
+        self,
+        method: str,
+        fn: Callable[..., MaybeAwaitable[T]],
+        *args: Any,
+        priority: Priority = Priority.NORMAL,
+        key: Hashable | None = None,
+    ) -> T:
+        """Run ``fn(*args)`` as provider method ``method`` through the gate.
+
+        ``key`` identifies the call's arguments for coalescing; it is used only for
+        :data:`READ_METHODS`. Errors from the provider propagate unchanged.
+        """
+        if key is None or not self.config.coalesce_reads or method not in READ_METHODS:
+            return await self._admit_and_run(method, fn, args, priority, None)
+        flight_key = (method, key)
+        flight = self._inflight.get(flight_key)
+        if flight is not None:
+            self._metrics.coalesced.labels(method).inc()
+            self._raise_priority(flight, priority, method)
+            assert flight.task is not None
+            return cast(T, await asyncio.shield(flight.task))
+        flight = _Flight()
+        self._inflight[flight_key] = flight
+        task = asyncio.ensure_future(self._admit_and_run(method, fn, args, priority, flight))
+        flight.task = task
+        task.add_done_callback(lambda done: self._land(flight_key, done))
+        return cast(T, await asyncio.shield(task))
+
+    def _land(self, flight_key: tuple[str, Hashable], task: asyncio.Future[Any]) -> None:
+        self._inflight.pop(flight_key, None)
+        if not task.cancelled():
+            task.exception()  # every waiter may have gone: mark the error as seen
+
+    def _raise_priority(self, flight: _Flight, priority: Priority, method: str) -> None:
+        ticket = flight.ticket
+        if ticket is None or ticket.future.done() or priority >= ticket.priority:
+            return
+        better = _Ticket(int(priority), next(self._seq), ticket.future)
+        flight.ticket = better
+        lane = self._lane(METHOD_GROUPS.get(method, method))
+        heapq.heappush(lane.heap, better)  # the old entry is skipped once its future is done
+
+    async def _admit_and_run(
+        self,
+        method: str,
+        fn: Callable[..., MaybeAwaitable[T]],
+        args: tuple[Any, ...],
+        priority: Priority,
+        flight: _Flight | None,
+    ) -> T:
+        group = METHOD_GROUPS.get(method, method)
+        await self._admit(group, method, priority, flight)
+        return await self._run(group, method, fn, args)
+
+    async def _admit(
+        self, group: str, method: str, priority: Priority, flight: _Flight | None
+    ) -> None:
+        lane = self._lane(group)
+        if lane.open_now():
+            self._metrics.wait.labels(method).observe(0.0)
+            return
+        start = self._clock.monotonic()
+        ticket = _Ticket(int(priority), next(self._seq), asyncio.get_running_loop().create_future())
+        if flight is not None:
+            flight.ticket = ticket
+        lane.enqueue(ticket)
+        try:
+            await ticket.future
+        finally:
+            ticket.future.cancel()  # no-op once granted; tells the dispatcher to skip us
+        self._metrics.wait.labels(method).observe(self._clock.monotonic() - start)
+
+    async def _run(
+        self, group: str, method: str, fn: Callable[..., MaybeAwaitable[T]], args: tuple[Any, ...]
+    ) -> T:
+        self._metrics.calls.labels(method).inc()
+        start = self._clock.monotonic()
+        try:
+            result: T = await self._adapter.call(method, fn, *args)
+        except BaseException as error:
+            self._metrics.errors.labels(method, error_kind(error)).inc()
+            self._on_error(group, error)
+            raise
+        finally:
+            self._metrics.latency.labels(method).observe(self._clock.monotonic() - start)
+        self._lane(group).throttles = 0
+        return result
+
+    def _on_error(self, group: str, error: BaseException) -> None:
+        if not isinstance(error, Exception):
+            return
+        signal = self.config.throttle_signal(error)
+        if signal is None:
+            return
+        lane = self._lane(group)
+        pause = signal.retry_after
+        if pause is None:
+            pause = min(self.config.backoff_initial * 2**lane.throttles, self.config.backoff_max)
+        lane.throttles += 1
+        lane.paused_until = max(lane.paused_until, self._clock.monotonic() + pause)
+        self._metrics.throttled.labels(group).inc()
+
+    def paused_until(self, group: str) -> float:
+        """Monotonic time until which ``group`` is paused (in the past when it is not)."""
+        return self._lane(group).paused_until
+
+    def close(self) -> None:
+        """Stop the dispatchers and the thread pool."""
+        for lane in self._lanes.values():
+            if lane.dispatcher is not None:
+                lane.dispatcher.cancel()
+        self._adapter.close(wait=False)
+
+
+def node_key(node: Mapping[str, Any]) -> Hashable:
+    """Coalescing key of a Node (or any object) argument: its identity, not its contents."""
+    meta = node.get("metadata", {})
+    spec = node.get("spec", {})
+    return (
+        meta.get("namespace", ""),
+        meta.get("name", ""),
+        meta.get("uid", ""),
+        spec.get("providerID", "") if isinstance(spec, Mapping) else "",
+    )
+
+
+def args_key(args: Sequence[Any]) -> Hashable:
+    """Coalescing key of an argument list: strings as they are, objects by identity."""
+    return tuple(node_key(a) if isinstance(a, Mapping) else a for a in args)
