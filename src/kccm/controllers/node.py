@@ -11,8 +11,8 @@ What it mirrors (spec §2):
   fallback, with upstream's error messages), validates the provided-node-ip annotation, sets
   providerID (only if empty), instance-type/zone/region labels (GA and beta), the provider's
   additional labels (never ``kubernetes.io``/``k8s.io`` ones, never overwriting), and removes
-  every uninitialized taint, all in one full-object write (PUT) retried on conflict (20 steps of
-  50 ms, jittered); then it patches ``status.addresses`` at once and emits
+  every uninitialized taint, all in one write conditional on the resourceVersion, retried on
+  conflict (20 steps of 50 ms, jittered); then it patches ``status.addresses`` at once and emits
   ``Normal Synced "Node synced successfully"``;
 - every ``node-status-update-frequency`` (5 min, sliding) the addresses of initialised nodes are
   refreshed by ``concurrent-node-status-updates`` parallel workers; nothing else is touched.
@@ -59,7 +59,8 @@ from kccm.controllers.nodeutil import (
     patch_node_status,
     retry_on_conflict,
 )
-from kccm.kube.interface import KubeClient, Obj
+from kccm.kube.errors import Conflict
+from kccm.kube.interface import KubeClient, Obj, PatchType
 from kccm.kube.resources import NODES
 from kccm.runtime.controller import Controller, until
 from kccm.runtime.events import EVENT_TYPE_NORMAL, EventRecorder, ObjectRef
@@ -302,7 +303,7 @@ class CloudNodeController:
         except NodeIPError as err:
             raise SyncError(f"failed to get node modifiers from cloud provider: {err}") from err
         modifiers.append(_remove_cloud_taint)
-        await self._write_initialized(node_name, modifiers, meta)
+        await self._write_initialized(cached, modifiers, meta)
         self.recorder.event(
             _node_ref(cached, with_version=True),
             EVENT_TYPE_NORMAL,
@@ -312,20 +313,36 @@ class CloudNodeController:
         self._observe(self.metrics.initial_node_sync_delay, cached)
 
     async def _write_initialized(
-        self, node_name: str, modifiers: Sequence[NodeModifier], meta: InstanceMetadata
+        self,
+        cached: Mapping[str, Any],
+        modifiers: Sequence[NodeModifier],
+        meta: InstanceMetadata,
     ) -> None:
-        """One full-object write (PUT, conditional on resourceVersion), retried on Conflict.
+        """One atomic write of every modifier, conditional on the resourceVersion it was
+        computed from, retried on Conflict (20 steps of 50 ms, jittered).
 
-        Each attempt reads the node from the API server: the informer cache is slimmed (a PUT
-        from it would erase the last-applied annotation) and may lag behind a conflict.
+        Upstream PUTs the whole lister copy. kccm sends a strategic merge patch that carries the
+        resourceVersion (so it conflicts exactly when the PUT would) holding only what the
+        modifiers changed: a PUT from the slimmed informer cache would erase fields the cache
+        drops (the last-applied annotation). The first attempt uses the cached copy; after a
+        Conflict the node is re-read from the API server (the cache may still be stale).
         """
+        node_name = _name(cached)
+        base: Mapping[str, Any] | None = cached
 
         async def attempt() -> None:
-            current = await self._kube.get(NODES, node_name)
+            nonlocal base
+            current = base if base is not None else await self._kube.get(NODES, node_name)
             desired = copy_obj(current)
             for modify in modifiers:
                 modify(desired)
-            written = await self._kube.replace(NODES, desired)
+            try:
+                written = await self._kube.patch(
+                    NODES, node_name, _init_patch(current, desired), patch_type=PatchType.STRATEGIC
+                )
+            except Conflict:
+                base = None
+                raise
             self._observe(self.metrics.taint_removal_delay, written)
             await self.update_node_address(written, meta)
             _log.info("Successfully initialized node %s with cloud provider", node_name)
@@ -595,6 +612,27 @@ def _add_additional_labels(node_name: str, additional: Mapping[str, str]) -> Nod
 def _remove_cloud_taint(node: Obj) -> None:
     spec = node.setdefault("spec", {})
     spec["taints"] = [t for t in spec.get("taints") or () if t.get("key") != TAINT_UNINITIALIZED]
+
+
+def _init_patch(base: Mapping[str, Any], desired: Mapping[str, Any]) -> dict[str, Any]:
+    """The strategic merge patch from ``base`` to ``desired`` for the fields node modifiers
+    touch (labels are only ever added or changed; spec.taints is replaced as a whole), carrying
+    ``base``'s resourceVersion for optimistic concurrency."""
+    base_meta, desired_meta = base.get("metadata") or {}, desired.get("metadata") or {}
+    base_labels = base_meta.get("labels") or {}
+    labels = {
+        k: v for k, v in (desired_meta.get("labels") or {}).items() if base_labels.get(k) != v
+    }
+    metadata: dict[str, Any] = {"resourceVersion": base_meta.get("resourceVersion")}
+    if labels:
+        metadata["labels"] = labels
+    base_spec, desired_spec = base.get("spec") or {}, desired.get("spec") or {}
+    spec = {
+        key: desired_spec.get(key)
+        for key in ("providerID", "taints")
+        if desired_spec.get(key) != base_spec.get(key)
+    }
+    return {"metadata": metadata, "spec": spec}
 
 
 def _node_ref(node: Mapping[str, Any], *, with_version: bool = False) -> ObjectRef:

@@ -118,13 +118,15 @@ class ConflictOnceKube(FakeKube):
     def __init__(self) -> None:
         super().__init__()
         self.conflicts = 0
+        self.sent: list[Any] = []
 
-    async def replace(self, resource: Resource, obj: Any, **kw: Any) -> Obj:
+    async def patch(self, resource: Resource, name: str, patch: Any, **kw: Any) -> Obj:
+        self.sent.append(patch)
         if self.conflicts > 0:
             self.conflicts -= 1
-            self.requests.append(("replace", str(resource), obj["metadata"]["name"]))
+            self.requests.append(("patch", str(resource), name))
             raise Conflict("the object has been modified", reason="Conflict")
-        return await super().replace(resource, obj, **kw)
+        return await super().patch(resource, name, patch, **kw)
 
 
 @dataclass
@@ -463,8 +465,9 @@ async def test_sync_node(
     assert events == [
         ("cloud-node-controller", "node0", "Normal", "Synced", "Node synced successfully")
     ]
-    replaces = [w for w in env.writes() if w[0] == "replace"]
-    assert replaces == [("replace", "nodes", "node0")]  # one full-object write
+    # one write for the whole initialisation, then the address patch (status) when needed
+    assert env.writes()[0] == ("patch", "nodes", "node0")
+    assert "replace" not in [w[0] for w in env.writes()]
 
 
 async def test_v2_never_calls_legacy_or_zones(
@@ -506,13 +509,69 @@ async def test_conflict_on_write_is_retried_with_a_fresh_read(
 ) -> None:
     kube = ConflictOnceKube()
     env: Env = await env_factory(make_cloud(True, clock=clock), [kubelet_node()], kube=kube)
+    await kube.patch(NODES, "node0", {"metadata": {"labels": {"meanwhile": "x"}}})
+    await eventually_cached(env, "meanwhile")
+    cached_rv = env.ctrl.informer.get("node0")["metadata"]["resourceVersion"]  # type: ignore[index]
+    kube.requests.clear()
+    kube.sent.clear()
     kube.conflicts = 1
     task = asyncio.create_task(env.ctrl.sync_node("node0"))
     await clock.run_until_idle()
     await task
-    assert [w[0] for w in env.writes()][:2] == ["replace", "replace"]
-    assert [r[0] for r in kube.requests].count("get") >= 2
-    assert _comparable(await env.node()) == _comparable(initialized())
+    assert kube.requests[:3] == [
+        ("patch", "nodes", "node0"),  # from the cache: Conflict
+        ("get", "nodes", "node0"),  # fresh read
+        ("patch", "nodes", "node0"),
+    ]
+    assert kube.sent[0]["metadata"]["resourceVersion"] == cached_rv
+    node = await env.node()
+    assert node["metadata"]["labels"]["meanwhile"] == "x"
+    assert node["spec"]["taints"] == []
+
+
+async def eventually_cached(env: Env, label: str) -> None:
+    for _ in range(100):
+        cached = env.ctrl.informer.get("node0")
+        if cached is not None and label in cached["metadata"].get("labels", {}):
+            return
+        await asyncio.sleep(0)
+    raise AssertionError("informer never saw the change")
+
+
+async def test_stale_resource_version_conflicts_then_succeeds(
+    env_factory: Callable[..., Any], clock: FakeClock
+) -> None:
+    """The informer cache lags a concurrent write: the first write conflicts for real."""
+    kube = ConflictOnceKube()
+    env: Env = await env_factory(make_cloud(True, clock=clock), [kubelet_node()], kube=kube)
+    await env.informers.stop()  # the cache stops following the API server
+    await kube.patch(NODES, "node0", {"metadata": {"annotations": {"x": "y"}}})
+    kube.requests.clear()
+    task = asyncio.create_task(env.ctrl.sync_node("node0"))
+    await clock.run_until_idle()
+    await task
+    assert kube.requests[:3] == [
+        ("patch", "nodes", "node0"),  # stale resourceVersion: a real Conflict
+        ("get", "nodes", "node0"),
+        ("patch", "nodes", "node0"),
+    ]
+    node = await env.node()
+    assert node["spec"]["taints"] == []
+    assert node["metadata"]["annotations"] == {"x": "y"}
+
+
+async def test_init_keeps_fields_the_cache_drops(
+    env_factory: Callable[..., Any], clock: FakeClock
+) -> None:
+    """The informer cache drops the last-applied annotation; initialisation must not."""
+    last_applied = {"kubectl.kubernetes.io/last-applied-configuration": "{}"}
+    env: Env = await env_factory(
+        make_cloud(True, clock=clock), [kubelet_node(annotations=last_applied)]
+    )
+    await env.ctrl.sync_node("node0")
+    node = await env.node()
+    assert node["metadata"]["annotations"] == last_applied
+    assert node["spec"]["taints"] == []
 
 
 async def test_nil_metadata_is_not_requeued(
