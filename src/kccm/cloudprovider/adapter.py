@@ -12,9 +12,9 @@ import asyncio
 import contextvars
 import functools
 import inspect
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Protocol, TypeVar, cast
+from typing import Any, Protocol, TypeVar, overload
 
 from kccm.cloudprovider.interface import MaybeAwaitable
 
@@ -31,9 +31,17 @@ DEFAULT_MAX_WORKERS = 16
 
 
 class ProviderCaller(Protocol):
-    """Anything that runs a provider method for the framework (the adapter or the call gate)."""
+    """Anything that runs a provider method for the framework (the adapter or the call gate).
 
-    async def call(self, method: str, fn: Callable[..., MaybeAwaitable[T]], *args: Any) -> T:
+    ``call`` is overloaded so that mypy infers the result type for ``async def`` methods,
+    plain ones, and methods declared with a ``MaybeAwaitable`` result alike.
+    """
+
+    @overload
+    async def call(self, method: str, fn: Callable[..., Awaitable[T]], *args: Any) -> T: ...
+    @overload
+    async def call(self, method: str, fn: Callable[..., MaybeAwaitable[T]], *args: Any) -> T: ...
+    async def call(self, method: str, fn: Callable[..., Any], *args: Any) -> Any:
         """Run ``fn(*args)``; ``method`` names it for metrics and logs."""
         ...
 
@@ -62,7 +70,12 @@ class ThreadPoolAdapter:
             )
         return self._executor
 
-    async def call(self, method: str, fn: Callable[..., MaybeAwaitable[T]], *args: Any) -> T:
+    @overload
+    async def call(self, method: str, fn: Callable[..., Awaitable[T]], *args: Any) -> T: ...
+    @overload
+    async def call(self, method: str, fn: Callable[..., MaybeAwaitable[T]], *args: Any) -> T: ...
+    async def call(self, method: str, fn: Callable[..., Any], *args: Any) -> Any:
+        """Run ``fn(*args)``: awaited if async, in the thread pool if plain."""
         if is_async_callable(fn):
             result = fn(*args)
         else:
@@ -70,7 +83,7 @@ class ThreadPoolAdapter:
             job = functools.partial(context.run, fn, *args)
             result = await asyncio.get_running_loop().run_in_executor(self._pool(), job)
         if inspect.isawaitable(result):
-            return cast(T, await result)
+            return await result
         return result
 
     def close(self, *, wait: bool = True) -> None:

@@ -22,10 +22,10 @@ from __future__ import annotations
 import asyncio
 import heapq
 import itertools
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar, overload
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
@@ -314,14 +314,32 @@ class CallGate:
             lane = self._lanes[group] = _Lane(self.config.budget_for(group), self._clock)
         return lane
 
+    @overload
+    async def call(
+        self,
+        method: str,
+        fn: Callable[..., Awaitable[T]],
+        *args: Any,
+        priority: Priority = ...,
+        key: Hashable | None = ...,
+    ) -> T: ...
+    @overload
     async def call(
         self,
         method: str,
         fn: Callable[..., MaybeAwaitable[T]],
         *args: Any,
+        priority: Priority = ...,
+        key: Hashable | None = ...,
+    ) -> T: ...
+    async def call(
+        self,
+        method: str,
+        fn: Callable[..., Any],
+        *args: Any,
         priority: Priority = Priority.NORMAL,
         key: Hashable | None = None,
-    ) -> T:
+    ) -> Any:
         """Run ``fn(*args)`` as provider method ``method`` through the gate.
 
         ``key`` identifies the call's arguments for coalescing; it is used only for
@@ -335,13 +353,13 @@ class CallGate:
             self._metrics.coalesced.labels(method).inc()
             self._raise_priority(flight, priority, method)
             assert flight.task is not None
-            return cast(T, await asyncio.shield(flight.task))
+            return await asyncio.shield(flight.task)
         flight = _Flight()
         self._inflight[flight_key] = flight
         task = asyncio.ensure_future(self._admit_and_run(method, fn, args, priority, flight))
         flight.task = task
         task.add_done_callback(lambda done: self._land(flight_key, done))
-        return cast(T, await asyncio.shield(task))
+        return await asyncio.shield(task)
 
     def _land(self, flight_key: tuple[str, Hashable], task: asyncio.Future[Any]) -> None:
         self._inflight.pop(flight_key, None)

@@ -161,7 +161,7 @@ async def test_a_waiting_read_joined_by_an_init_caller_moves_up(env: Env) -> Non
         await v2.instance_exists(n, priority=priority)
         order.append(tag)
 
-    tasks = [asyncio.create_task(one(n, Priority.NORMAL, n["metadata"]["name"])) for n in others]  # type: ignore[index]
+    tasks = [asyncio.create_task(one(n, Priority.NORMAL, f"x{i}")) for i, n in enumerate(others)]
     tasks.append(asyncio.create_task(one(node, Priority.PERIODIC, "periodic")))
     await asyncio.sleep(0)
     tasks.append(asyncio.create_task(one(node, Priority.INITIALIZE, "init")))

@@ -174,8 +174,9 @@ async def test_injected_latency_runs_on_the_given_clock() -> None:
     ],
 )
 def test_capabilities_can_be_switched_off(switch: str, getter: str) -> None:
+    switches: dict[str, bool] = {switch: False}
     assert getattr(FakeCloud(), getter)() is not None
-    assert getattr(FakeCloud(**{switch: False}), getter)() is None
+    assert getattr(FakeCloud(**switches), getter)() is None  # type: ignore[arg-type]
 
 
 async def test_initialize_clusters_and_volume_labels() -> None:
