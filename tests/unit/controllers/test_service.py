@@ -1185,3 +1185,63 @@ async def test_build_skips_when_provider_has_no_load_balancers(
 
 def test_default_concurrency_does_not_serialise() -> None:
     assert ServiceControllerOptions().concurrent_service_syncs == 10
+
+
+# -- concurrency (checklist 40, issue item 7) -----------------------------------------------------
+
+
+async def test_service_workers_ensure_in_parallel(harness: Harness) -> None:
+    h = harness
+    await create_node(h, "a")
+    for i in range(5):
+        await create_service(h, f"s{i}")
+    h.cloud.set_latency("ensure_load_balancer", 10.0)
+    controller = await start(h, workers=3)
+    task = asyncio.create_task(controller.run())
+    await h.clock.advance(0)
+    assert h.cloud.calls.count("ensure_load_balancer") == 3, "three workers, three in flight"
+    await h.clock.advance(10)
+    assert h.cloud.calls.count("ensure_load_balancer") == 5
+    await h.clock.advance(10)
+    stopping = asyncio.create_task(controller.stop(grace=30))
+    await h.clock.advance(0)
+    assert await asyncio.wait_for(stopping, 5)
+    await asyncio.wait_for(task, 5)
+
+
+async def test_node_sync_fans_out_with_the_same_parallelism(harness: Harness) -> None:
+    h = harness
+    await create_node(h, "a")
+    for i in range(4):
+        await create_service(h, f"s{i}")
+    controller = await start(h, workers=2)
+    await ensure_all(h, controller, [f"s{i}" for i in range(4)])
+    h.cloud.set_latency("update_load_balancer", 10.0)
+    await create_node(h, "b")
+    await h.settle()
+    sync = asyncio.create_task(controller.sync_nodes())
+    await h.clock.advance(0)
+    assert h.cloud.calls.count("update_load_balancer") == 2
+    await h.clock.advance(10)
+    assert h.cloud.calls.count("update_load_balancer") == 4
+    await h.clock.advance(10)
+    assert await sync == set()
+    assert h.metric("service_controller_nodesync_latency_seconds_sum") == 20.0
+    assert (
+        h.registry.get_sample_value(
+            "service_controller_update_loadbalancer_host_latency_seconds_bucket", {"le": "16384.0"}
+        )
+        == 4
+    )
+
+
+async def test_latency_histograms_use_exponential_buckets_1_2_15(harness: Harness) -> None:
+    await start(harness)
+    bounds = [
+        sample.labels["le"]
+        for metric in harness.registry.collect()
+        if metric.name == "service_controller_nodesync_latency_seconds"
+        for sample in metric.samples
+        if sample.name.endswith("_bucket")
+    ]
+    assert bounds == [str(float(2**i)) for i in range(15)] + ["+Inf"]
