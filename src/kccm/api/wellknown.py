@@ -4,6 +4,7 @@ from __future__ import annotations
 
 __all__ = [
     "ANNOTATION_PROVIDED_NODE_IP",
+    "ANNOTATION_PV_LABELED",
     "FINALIZER_LB_CLEANUP",
     "LABEL_EXCLUDE_FROM_EXTERNAL_LB",
     "LABEL_INSTANCE_TYPE",
@@ -33,3 +34,7 @@ LABEL_EXCLUDE_FROM_EXTERNAL_LB = "node.kubernetes.io/exclude-from-external-load-
 ANNOTATION_PROVIDED_NODE_IP = "alpha.kubernetes.io/provided-node-ip"
 
 FINALIZER_LB_CLEANUP = "service.kubernetes.io/load-balancer-cleanup"
+
+# Set by pv-label-controller once it has asked the provider for a PV's labels (the legacy
+# controller removed its initializer "pvlabel.kubernetes.io" instead): done, never again.
+ANNOTATION_PV_LABELED = "pvlabel.kubernetes.io/labeled"
