@@ -35,7 +35,10 @@ def merge_patch(target: Any, patch: Any) -> Any:
 
 
 def strategic_merge_patch(target: Any, patch: Any, parent: str = "") -> Any:
-    """Merge patch plus merge-by-key for the list fields in the table above."""
+    """Merge patch plus merge-by-key for the list fields in the table above, and the
+    directives kccm sends: ``$patch: replace`` (on a map, or as a list element),
+    ``$patch: delete`` list elements, ``$deleteFromPrimitiveList/<key>`` and
+    ``$setElementOrder/<key>``."""
     if not isinstance(patch, Mapping):
         return copy.deepcopy(patch)
     if patch.get("$patch") == "replace":
@@ -50,10 +53,43 @@ def strategic_merge_patch(target: Any, patch: Any, parent: str = "") -> Any:
             result[key] = _merge_list(result.get(key) or [], value, _MERGE_KEYS[(parent, key)])
         else:
             result[key] = strategic_merge_patch(result.get(key), value, key)
+    _apply_list_directives(result, patch)
     return result
 
 
+def _apply_list_directives(result: dict[str, Any], patch: Mapping[str, Any]) -> None:
+    for key, value in patch.items():
+        directive, _, field = key.partition("/")
+        if directive == "$deleteFromPrimitiveList" and isinstance(value, list):
+            kept = [v for v in result.get(field) or [] if v not in value]
+            if kept:
+                result[field] = kept
+            else:
+                result.pop(field, None)
+        elif directive == "$setElementOrder" and isinstance(value, list):
+            _reorder(result, field, value)
+
+
+def _reorder(result: dict[str, Any], field: str, order: list[Any]) -> None:
+    """Sort the list so elements named in ``order`` come in that order (stable)."""
+    current = result.get(field)
+    if not isinstance(current, list):
+        return
+
+    def matches(item: Any, want: Any) -> bool:
+        if isinstance(want, Mapping) and isinstance(item, Mapping):
+            return all(item.get(k) == v for k, v in want.items())
+        return bool(item == want)
+
+    def rank(item: Any) -> int:
+        return next((i for i, want in enumerate(order) if matches(item, want)), len(order))
+
+    result[field] = sorted(current, key=rank)
+
+
 def _merge_list(current: list[Any], patch: list[Any], merge_key: str | None) -> list[Any]:
+    if any(isinstance(i, Mapping) and i.get("$patch") == "replace" for i in patch):
+        return [copy.deepcopy(i) for i in patch if not (isinstance(i, Mapping) and "$patch" in i)]
     if merge_key is None:
         return list(current) + [v for v in patch if v not in current]
     merged = [copy.deepcopy(item) for item in current]

@@ -207,6 +207,45 @@ async def node_status_survives_create(env: KubeCaseEnv) -> None:
     assert node["status"]["addresses"] == [address]
 
 
+async def strategic_patch_directives(env: KubeCaseEnv) -> None:
+    """The directives controllers send: replace a list, delete from a primitive list."""
+    node = await env.node(
+        addresses=[
+            {"type": "InternalIP", "address": "10.1.1.1"},
+            {"type": "Hostname", "address": "h"},
+        ]
+    )
+    name = node["metadata"]["name"]
+    replace = {
+        "status": {
+            "addresses": [{"type": "InternalIP", "address": "10.9.9.9"}, {"$patch": "replace"}]
+        }
+    }
+    patched = await env.client.patch(NODES, name, replace, subresource="status")
+    assert patched["status"]["addresses"] == [{"type": "InternalIP", "address": "10.9.9.9"}]
+    service = await env.service()
+    svc = service["metadata"]["name"]
+    two = {"metadata": {"finalizers": ["example.com/other", "example.com/ours"]}}
+    await env.client.patch(SERVICES, svc, two, namespace=env.namespace, subresource="status")
+    drop = {
+        "metadata": {
+            "$deleteFromPrimitiveList/finalizers": ["example.com/ours"],
+            "$setElementOrder/finalizers": ["example.com/other"],
+        }
+    }
+    left = await env.client.patch(
+        SERVICES, svc, drop, namespace=env.namespace, subresource="status"
+    )
+    assert left["metadata"]["finalizers"] == ["example.com/other"]
+    await env.client.patch(
+        SERVICES,
+        svc,
+        {"metadata": {"finalizers": None}},
+        namespace=env.namespace,
+        subresource="status",
+    )
+
+
 async def stale_resource_version_conflicts(env: KubeCaseEnv) -> None:
     created = await env.config_map(a="1")
     name = created["metadata"]["name"]
@@ -318,6 +357,7 @@ CASES: tuple[KubeCase, ...] = tuple(
         apply_patch_owns_fields_per_manager,
         status_subresource_separates_spec_and_status,
         node_status_survives_create,
+        strategic_patch_directives,
         stale_resource_version_conflicts,
         delete_preconditions_guard,
         finalizer_holds_deletion,
