@@ -7,8 +7,9 @@ What it adds around a provider method:
 - an optional **budget**: token buckets (qps/burst) per method group (``load_balancer``,
   ``instances``, ``routes``, ...); when the budget is short, waiting calls are served by
   **priority** (node initialisation first, periodic refreshes last), FIFO within a priority;
-- **shared backoff**: when a call signals throttling (``RetryError`` or ``Throttled`` by
-  default, see :attr:`GateConfig.throttle_signal`), every call of that group waits until the
+- **shared backoff**: when a call signals throttling (``Throttled`` by default — not
+  ``RetryError``, which concerns one object; see :attr:`GateConfig.throttle_signal`), every
+  call of that group waits until the
   pause is over: the cloud's ``retry_after`` when it gave one, else exponential backoff;
 - **coalescing**: identical reads in flight at the same time are served by one provider call.
 
@@ -144,10 +145,13 @@ class Throttle:
 
 
 def default_throttle_signal(error: BaseException) -> Throttle | None:
-    """``RetryError`` and ``Throttled`` (possibly chained) signal throttling."""
-    retry = find_error(error, RetryError)
-    if retry is not None:
-        return Throttle(retry.retry_after)
+    """``Throttled`` (possibly chained) signals throttling: the whole method group pauses.
+
+    ``RetryError`` does not: upstream uses it for "this one object is not ready yet, retry it
+    after a fixed delay" (a load balancer still provisioning), and the controller requeues
+    that one key after exactly ``retry_after``. Pausing every call of the group because one
+    load balancer is slow would stall all the others.
+    """
     throttled = find_error(error, Throttled)
     if throttled is not None:
         return Throttle(throttled.retry_after)

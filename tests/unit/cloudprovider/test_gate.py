@@ -11,6 +11,7 @@ from prometheus_client import CollectorRegistry
 from kccm.cloudprovider import InstanceNotFound, NotImplementedByProvider, RetryError, Throttled
 from kccm.cloudprovider.gate import Budget, CallGate, GateConfig, Priority, Throttle, error_kind
 from kccm.cloudprovider.gated import GatedCloud, GatedInstancesV2
+from kccm.cloudprovider.types import Route
 from kccm.providers.fake import FakeCloud, FakeInstance
 from kccm.testing.conformance import make_node, make_service
 from kccm.util.clock import FakeClock
@@ -212,7 +213,7 @@ async def test_throttling_without_a_hint_backs_off_exponentially() -> None:
     env.gate.close()
 
 
-async def test_retry_error_pauses_and_a_custom_signal_can_recognise_sdk_errors() -> None:
+async def test_throttled_pauses_retry_error_does_not_and_custom_signals_work() -> None:
     def signal(error: BaseException) -> Throttle | None:
         return Throttle(7) if "RequestLimitExceeded" in str(error) else None
 
@@ -225,10 +226,18 @@ async def test_retry_error_pauses_and_a_custom_signal_can_recognise_sdk_errors()
     assert env.gate.paused_until("instances") - env.clock.monotonic() == 7
     env.gate.close()
     default = Env()
-    default.cloud.fail("list_routes", RetryError("busy", 3), times=1)
+    default.cloud.fail("list_routes", Throttled("slow down", 3), times=1)
+    default.cloud.fail("create_route", RetryError("not ready", 9), times=1)
     routes = default.gated.routes()
     assert routes is not None
     with pytest.raises(RetryError):
+        await routes.create_route(
+            "c", "hint", Route(target_node="n1", destination_cidr="10.0.0.0/24")
+        )
+    assert default.gate.paused_until("routes") <= default.clock.monotonic(), (
+        "a RetryError is about one object: the group is not paused"
+    )
+    with pytest.raises(Throttled):
         await routes.list_routes("c")
     assert default.gate.paused_until("routes") - default.clock.monotonic() == 3
     default.gate.close()
