@@ -8,7 +8,9 @@
   DiskNotFound, RetryError, Throttled, and registry/config errors;
 - :mod:`.helpers`: default_load_balancer_name and providerID helpers;
 - :mod:`.registry`: provider selection by name (entry points ``kccm.cloud_providers``);
-- :mod:`.adapter`: running sync provider methods in a bounded thread pool.
+- :mod:`.config`: cloud config files (gcfg or YAML) bound to a provider's dataclass schema;
+- :mod:`.adapter`: running sync provider methods in a bounded thread pool;
+- :mod:`.gate` and :mod:`.gated`: the call gate every framework call goes through.
 """
 
 from kccm.cloudprovider.adapter import (
@@ -16,6 +18,14 @@ from kccm.cloudprovider.adapter import (
     ProviderCaller,
     ThreadPoolAdapter,
     is_async_callable,
+)
+from kccm.cloudprovider.config import (
+    ConfigEntry,
+    ParsedConfig,
+    load_cloud_config,
+    parse_gcfg,
+    parse_yaml,
+    setting,
 )
 from kccm.cloudprovider.errors import (
     CloudConfigError,
@@ -93,6 +103,7 @@ __all__ = [
     "CloudProviderInitError",
     "CloudProviderRegistry",
     "Clusters",
+    "ConfigEntry",
     "ControllerClientBuilder",
     "DiskNotFound",
     "DuplicateCloudProvider",
@@ -116,6 +127,7 @@ __all__ = [
     "NodeName",
     "NotImplementedByProvider",
     "PVLabeler",
+    "ParsedConfig",
     "PersistentVolume",
     "PortStatus",
     "ProviderCaller",
@@ -140,7 +152,11 @@ __all__ = [
     "is_cloud_provider",
     "is_external",
     "known_cloud_providers",
+    "load_cloud_config",
     "make_provider_id",
+    "parse_gcfg",
+    "parse_yaml",
     "register_cloud_provider",
+    "setting",
     "split_provider_id",
 ]
