@@ -15,14 +15,15 @@ for a capability the provider does not support are skipped. Providers whose clou
 machines override ``lb_nodes`` (Nodes the load balancer may target) and ``known_node`` (a Node
 whose instance exists); without ``known_node`` the existing-instance checks are skipped.
 Sync and async providers are both supported: every call goes through the thread-pool
-adapter the framework uses. The tests are ``async``; pytest-asyncio must be installed.
+adapter the framework uses. The tests are ``async`` and marked for pytest-asyncio (strict or
+auto mode both work).
 """
 
 from __future__ import annotations
 
 import ipaddress
 import uuid
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, ClassVar, TypeVar
 
 import pytest
@@ -108,7 +109,8 @@ class CloudProviderConformance:
         return None
 
     @pytest.fixture
-    async def call(self) -> AsyncIterator[ThreadPoolAdapter]:
+    def call(self) -> Iterator[ThreadPoolAdapter]:
+        """Runs provider methods as the framework does (sync ones in a thread pool)."""
         adapter = ThreadPoolAdapter(max_workers=4)
         yield adapter
         adapter.close()
