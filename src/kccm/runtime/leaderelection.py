@@ -182,8 +182,19 @@ class LeaderElector:
             "attempting to acquire leader lease %s/%s", self.config.namespace, self.config.name
         )
         while not await self._attempt():
-            await self._clock.sleep(self.config.retry_period * (1 + random.random() * _JITTER))
+            await self._clock.sleep(self._next_attempt_in())
         _log.info("successfully acquired lease %s/%s", self.config.namespace, self.config.name)
+
+    def _next_attempt_in(self) -> float:
+        """client-go's jittered retry period, but never past the moment the lease we watch
+        expires: a follower that wakes exactly at expiry takes over up to one jittered retry
+        period sooner than client-go (expiry is still judged on our own clock)."""
+        delay = self.config.retry_period * (1 + random.random() * _JITTER)
+        if self._observed is None or not self._observed.holder:
+            return delay
+        duration = self._observed.lease_duration or self.config.lease_duration
+        until_expiry = self._observed_at + duration - self._clock.monotonic()
+        return min(delay, max(until_expiry, 0.0) + 0.001)
 
     async def _lead(self) -> None:
         """Run the leader's work beside the renew loop; return when renewal fails."""
