@@ -5,12 +5,13 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: help venv controlplane lint format typecheck unit integration test demo clean
+.PHONY: help venv controlplane helm lint format typecheck unit integration test demo clean
 
 help:
 	@echo "make demo          build and start the dev control plane, show it healthy, stop it"
 	@echo "make test          lint, types, unit and integration tests (builds the control plane)"
 	@echo "make controlplane  build etcd + kube-apiserver from Go modules (cached)"
+	@echo "make helm          build helm from Go modules (cached; the chart tests use it)"
 	@echo "make lint | format | typecheck | unit | integration"
 
 $(STAMP): pyproject.toml
@@ -25,6 +26,9 @@ venv: $(STAMP)
 
 controlplane:
 	@bash hack/controlplane/build.sh
+
+helm:
+	@bash hack/helm/build.sh
 
 lint: venv
 	$(VENV)/bin/ruff check src tests examples bench
@@ -44,7 +48,7 @@ unit: venv
 integration: venv controlplane
 	$(PY) -m pytest tests/integration
 
-test: lint typecheck controlplane
+test: lint typecheck controlplane helm
 	$(PY) -m pytest
 
 demo: venv controlplane

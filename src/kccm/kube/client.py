@@ -178,9 +178,14 @@ class KubeApiClient:
         finally:
             await response.aclose()
 
-    async def create(self, resource: Resource, obj: Mapping[str, Any]) -> Obj:
+    async def create(
+        self, resource: Resource, obj: Mapping[str, Any], *, dry_run: bool = False
+    ) -> Obj:
         namespace = (obj.get("metadata") or {}).get("namespace")
-        return await self._call("POST", resource.collection_path(namespace), body=obj)
+        params = {"dryRun": "All"} if dry_run else None
+        return await self._call(
+            "POST", resource.collection_path(namespace), params=params, body=obj
+        )
 
     async def patch(
         self,
@@ -193,6 +198,7 @@ class KubeApiClient:
         subresource: str | None = None,
         field_manager: str | None = None,
         force: bool = False,
+        dry_run: bool = False,
     ) -> Obj:
         if patch_type is PatchType.APPLY and not field_manager:
             raise ValueError("server-side apply needs a field_manager")
@@ -201,6 +207,8 @@ class KubeApiClient:
             params["fieldManager"] = field_manager
         if force:
             params["force"] = "true"
+        if dry_run:
+            params["dryRun"] = "All"
         path = _sub(resource.object_path(name, namespace), subresource)
         return await self._call(
             "PATCH", path, params=params, body=patch, content_type=patch_type.value

@@ -200,7 +200,9 @@ class FakeKube:
                 raise _gone(after)
             await self._changed.wait()
 
-    async def create(self, resource: Resource, obj: Mapping[str, Any]) -> Obj:
+    async def create(
+        self, resource: Resource, obj: Mapping[str, Any], *, dry_run: bool = False
+    ) -> Obj:
         new = copy.deepcopy(dict(obj))
         meta = new.setdefault("metadata", {})
         name = meta.get("name") or ""
@@ -220,6 +222,8 @@ class FakeKube:
             new.setdefault("spec", {})
             if resource.plural not in _STATUS_ON_CREATE:
                 new["status"] = {}
+        if dry_run:
+            return new  # validated, not stored: no resourceVersion, no watch event
         return self._store(resource, new, WatchEventType.ADDED)
 
     def _check_version(self, current: Obj, wanted: str | None, name: str) -> None:
@@ -231,7 +235,13 @@ class FakeKube:
             )
 
     def _write(
-        self, resource: Resource, current: Obj, updated: Obj, subresource: str | None
+        self,
+        resource: Resource,
+        current: Obj,
+        updated: Obj,
+        subresource: str | None,
+        *,
+        dry_run: bool = False,
     ) -> Obj:
         """Keep the half a subresource may not change, then store (or finish deletion)."""
         updated = copy.deepcopy(updated)
@@ -246,6 +256,8 @@ class FakeKube:
                 meta[fixed] = current["metadata"][fixed]
         if updated == current:
             return copy.deepcopy(current)  # a no-op write does not bump the version
+        if dry_run:
+            return updated  # validated, not stored
         if meta.get("deletionTimestamp") and not meta.get("finalizers"):
             self._remove(resource, current)
             return updated
@@ -262,6 +274,7 @@ class FakeKube:
         subresource: str | None = None,
         field_manager: str | None = None,
         force: bool = False,
+        dry_run: bool = False,
     ) -> Obj:
         self.requests.append(("patch", str(resource), name))
         if patch_type is PatchType.APPLY and not field_manager:
@@ -276,7 +289,7 @@ class FakeKube:
             updated = strategic_merge_patch(current, patch)
         else:
             updated = merge_patch(current, patch)
-        return self._write(resource, current, updated, subresource)
+        return self._write(resource, current, updated, subresource, dry_run=dry_run)
 
     async def replace(
         self, resource: Resource, obj: Mapping[str, Any], *, subresource: str | None = None

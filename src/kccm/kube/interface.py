@@ -131,8 +131,13 @@ class KubeClient(Protocol):
         """
         ...
 
-    async def create(self, resource: Resource, obj: Mapping[str, Any]) -> Obj:
-        """Create ``obj`` (its metadata.namespace picks the namespace). Raises AlreadyExists."""
+    async def create(
+        self, resource: Resource, obj: Mapping[str, Any], *, dry_run: bool = False
+    ) -> Obj:
+        """Create ``obj`` (its metadata.namespace picks the namespace). Raises AlreadyExists.
+
+        ``dry_run`` (``dryRun=All``): validate and return the result without storing it.
+        """
         ...
 
     async def patch(
@@ -146,11 +151,13 @@ class KubeClient(Protocol):
         subresource: str | None = None,
         field_manager: str | None = None,
         force: bool = False,
+        dry_run: bool = False,
     ) -> Obj:
         """Patch one object (``subresource="status"`` for status writes).
 
         ``APPLY`` (server-side apply) requires ``field_manager``; ``force`` takes fields over
-        from other managers.
+        from other managers. ``dry_run`` (``dryRun=All``): validate and return the result
+        without storing it.
         """
         ...
 

@@ -8,11 +8,17 @@ __all__ = [
     "CLUSTER_ROLES",
     "CLUSTER_ROLE_BINDINGS",
     "CONFIG_MAPS",
+    "DAEMON_SETS",
+    "DEPLOYMENTS",
     "EVENTS",
     "LEASES",
     "NAMESPACES",
     "NODES",
     "PERSISTENT_VOLUMES",
+    "POD_DISRUPTION_BUDGETS",
+    "ROLES",
+    "ROLE_BINDINGS",
+    "SECRETS",
     "SERVICES",
     "SERVICE_ACCOUNTS",
     "SUBJECT_ACCESS_REVIEWS",
@@ -75,4 +81,16 @@ TOKEN_REVIEWS = Resource(
 )
 SUBJECT_ACCESS_REVIEWS = Resource(
     "authorization.k8s.io", "v1", "subjectaccessreviews", "SubjectAccessReview", False
+)
+
+# Deployment artifacts (deploy/, charts/kccm): applied by tests and tooling, not by controllers.
+SECRETS = Resource("", "v1", "secrets", "Secret", namespaced=True)
+DEPLOYMENTS = Resource("apps", "v1", "deployments", "Deployment", namespaced=True, has_status=True)
+DAEMON_SETS = Resource("apps", "v1", "daemonsets", "DaemonSet", namespaced=True, has_status=True)
+POD_DISRUPTION_BUDGETS = Resource(
+    "policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", namespaced=True, has_status=True
+)
+ROLES = Resource("rbac.authorization.k8s.io", "v1", "roles", "Role", namespaced=True)
+ROLE_BINDINGS = Resource(
+    "rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", namespaced=True
 )
