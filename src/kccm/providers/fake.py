@@ -15,6 +15,8 @@ sits behind one lock, so the fake may be driven from several tasks and threads a
 Latency sleeps go through the ``clock`` given to the constructor.
 """
 
+# ruff: noqa: RUF009 - setting() is a dataclasses.field() factory
+
 from __future__ import annotations
 
 import asyncio
@@ -26,6 +28,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, TextIO
 
 from kccm.cloudprovider import (
+    CloudConfigError,
     Clusters,
     ControllerClientBuilder,
     InstanceMetadata,
@@ -52,14 +55,17 @@ from kccm.cloudprovider import (
     default_load_balancer_name,
     make_provider_id,
 )
+from kccm.cloudprovider.config import load_cloud_config, setting
 from kccm.util.clock import REAL_CLOCK, Clock
 
 __all__ = [
     "FakeBalancer",
     "FakeCall",
     "FakeCloud",
+    "FakeCloudConfig",
     "FakeCloudError",
     "FakeInstance",
+    "fake_cloud_from_config",
     "new_fake_cloud",
 ]
 
@@ -508,9 +514,94 @@ def _status(balancer: FakeBalancer) -> LoadBalancerStatus:
     return LoadBalancerStatus(ingress=(ingress,))
 
 
+@dataclass(frozen=True)
+class FakeGlobalConfig:
+    """``[Global]`` of the fake's cloud config."""
+
+    zone: str = "fake-zone-a"
+    region: str = "fake-region"
+    disable: list[str] = setting(default_factory=list)
+    """Capabilities to switch off: load_balancer, instances, instances_v2, zones, routes..."""
+    latency: float = 0.0
+    """Seconds every provider call takes (simulates a slow cloud)."""
+
+
+@dataclass(frozen=True)
+class FakeInstanceConfig:
+    """``[Instance "<node name>"]``: a machine the fake cloud knows."""
+
+    instance_id: str = ""
+    instance_type: str = "fake.small"
+    address: list[str] = setting(default_factory=list)
+    """``<Type>=<address>``, one per line, e.g. ``InternalIP=10.0.0.5``."""
+    zone: str = ""
+    region: str = ""
+    shutdown: bool = False
+
+
+@dataclass(frozen=True)
+class FakeCloudConfig:
+    global_: FakeGlobalConfig = setting(default_factory=FakeGlobalConfig)
+    instance: dict[str, FakeInstanceConfig] = setting(default_factory=dict)
+
+
+def _instance_from_config(
+    name: str, entry: FakeInstanceConfig, glob: FakeGlobalConfig
+) -> FakeInstance:
+    addresses = []
+    for item in entry.address:
+        kind, sep, value = item.partition("=")
+        if not sep or not value:
+            raise CloudConfigError(
+                [f'[Instance "{name}"] address: {item!r} is not <Type>=<address>']
+            )
+        addresses.append(NodeAddress(type=kind.strip(), address=value.strip()))
+    return FakeInstance(
+        name=name,
+        instance_id=entry.instance_id,
+        instance_type=entry.instance_type,
+        addresses=tuple(addresses),
+        zone=entry.zone or glob.zone,
+        region=entry.region or glob.region,
+        shutdown=entry.shutdown,
+    )
+
+
+def fake_cloud_from_config(config: FakeCloudConfig) -> FakeCloud:
+    """A fake cloud with the capabilities, instances and latency a cloud config declares."""
+    glob = config.global_
+    known = {"load_balancer", "instances", "instances_v2", "zones", "clusters", "routes"}
+    unknown = sorted(set(glob.disable) - known)
+    if unknown:
+        raise CloudConfigError(
+            [
+                f"[Global] disable: unknown capability {u!r} (known: {sorted(known)})"
+                for u in unknown
+            ]
+        )
+    off = set(glob.disable)
+    cloud = FakeCloud(
+        enable_load_balancers="load_balancer" not in off,
+        enable_instances="instances" not in off,
+        enable_instances_v2="instances_v2" not in off,
+        enable_zones="zones" not in off,
+        enable_clusters="clusters" not in off,
+        enable_routes="routes" not in off,
+    )
+    cloud.zone = Zone(failure_domain=glob.zone, region=glob.region)
+    if glob.latency > 0:
+        cloud.set_latency("*", glob.latency)
+    for name, entry in config.instance.items():
+        cloud.add_instance(_instance_from_config(name, entry, glob))
+    return cloud
+
+
 def new_fake_cloud(config: TextIO | None) -> FakeCloud:
-    """The ``fake`` entry point: an empty fake cloud (the config stream is not used)."""
-    return FakeCloud()
+    """The ``fake`` entry point. Without a cloud config: an empty fake cloud. With one (gcfg or
+    YAML, see :class:`FakeCloudConfig`): its instances, capabilities and latency."""
+    if config is None:
+        return FakeCloud()
+    return fake_cloud_from_config(load_cloud_config(config, FakeCloudConfig))
 
 
 def _implements_every_interface(

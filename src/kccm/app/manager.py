@@ -1,0 +1,330 @@
+"""The cloud-controller-manager process: upstream's run order, in asyncio.
+
+options → config → provider init (with its cloud config) → serving → leader election →
+informers → controllers. A controller whose capability the provider lacks is skipped with a
+warning (its health check is ``<name>-skipped``). SIGTERM / SIGINT: controllers stop taking
+work and finish in-flight syncs (up to ``shutdown_grace``), the lease is released, exit 0.
+Losing the lease stops everything at once and exits 1, as upstream does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from prometheus_client import CollectorRegistry
+
+from kccm import __version__
+from kccm.app.config import CONTROLLER_CLIENT_NAMES, ConfigurationError, ManagerConfig
+from kccm.cloudprovider.errors import CloudConfigError, CloudProviderInitError
+from kccm.cloudprovider.gate import Budget, CallGate, GateConfig
+from kccm.cloudprovider.gated import GatedCloud
+from kccm.cloudprovider.interface import Interface
+from kccm.cloudprovider.registry import init_cloud_provider
+from kccm.controllers import node, nodelifecycle, pvlabel, route, service
+from kccm.controllers.base import ControllerContext
+from kccm.kube.client import KubeApiClient
+from kccm.kube.config import KubeConfigError, load_cluster_config
+from kccm.runtime.delegated import DelegatedAuth
+from kccm.runtime.events import EventBroadcaster
+from kccm.runtime.informers import SharedInformerFactory
+from kccm.runtime.leaderelection import LeaderElectionConfig, LeaderElector
+from kccm.runtime.server import Server
+
+__all__ = ["EXIT_CONFIG", "EXIT_LOST_LEASE", "Manager", "run_manager"]
+
+_log = logging.getLogger("kccm.manager")
+EXIT_CONFIG = 2
+EXIT_LOST_LEASE = 1
+
+
+class _Controller(Protocol):
+    async def run(self) -> None: ...
+    async def stop(self, grace: float = 30.0) -> bool: ...
+
+
+Builder = Callable[[ControllerContext, ManagerConfig], "_Controller | None"]
+
+
+def _node(ctx: ControllerContext, cfg: ManagerConfig) -> _Controller | None:
+    return node.build(
+        ctx,
+        node.NodeControllerOptions(
+            concurrent_node_syncs=cfg.concurrent_node_syncs,
+            concurrent_node_status_updates=cfg.concurrent_node_status_updates,
+            node_status_update_frequency=cfg.node_status_update_frequency,
+        ),
+    )
+
+
+def _lifecycle(ctx: ControllerContext, cfg: ManagerConfig) -> _Controller | None:
+    options = nodelifecycle.NodeLifecycleControllerOptions(
+        node_monitor_period=cfg.node_monitor_period
+    )
+    return nodelifecycle.build(ctx, options)
+
+
+def _service(ctx: ControllerContext, cfg: ManagerConfig) -> _Controller | None:
+    options = service.ServiceControllerOptions(
+        concurrent_service_syncs=cfg.concurrent_service_syncs
+    )
+    return service.build(ctx, options)
+
+
+def _route(ctx: ControllerContext, cfg: ManagerConfig) -> _Controller | None:
+    options = route.RouteControllerOptions(
+        configure_cloud_routes=cfg.configure_cloud_routes,
+        cluster_cidr=cfg.cluster_cidr,
+        route_reconciliation_period=cfg.route_reconciliation_period,
+    )
+    return route.build(ctx, options)
+
+
+def _pv_label(ctx: ControllerContext, cfg: ManagerConfig) -> _Controller | None:
+    return pvlabel.build(ctx, pvlabel.PVLabelControllerOptions())
+
+
+BUILDERS: dict[str, Builder] = {
+    "cloud-node-controller": _node,
+    "cloud-node-lifecycle-controller": _lifecycle,
+    "service-lb-controller": _service,
+    "node-route-controller": _route,
+    "pv-label-controller": _pv_label,
+}
+
+
+def run_manager(config: ManagerConfig) -> int:
+    """Run until stopped; the process exit status (0 stop, 1 lost lease, 2 bad config)."""
+    try:
+        return asyncio.run(Manager(config).run())
+    except ConfigurationError as exc:
+        for problem in exc.problems:
+            _log.error("%s", problem)
+        return EXIT_CONFIG
+
+
+def init_provider(config: ManagerConfig) -> Interface:
+    """The provider, built by its factory from the cloud config (ConfigurationError if not)."""
+    path = config.cloud_config or None
+    if path is not None and not Path(path).is_file():
+        raise ConfigurationError(f"--cloud-config: cannot read {path!r}: no such file")
+    try:
+        cloud = init_cloud_provider(config.cloud_provider, path)
+    except (CloudProviderInitError, CloudConfigError, OSError) as exc:
+        raise ConfigurationError(f"--cloud-provider={config.cloud_provider}: {exc}") from exc
+    if cloud is None:
+        raise ConfigurationError(
+            f"--cloud-provider={config.cloud_provider!r} selects no provider; "
+            "a cloud-controller-manager needs a real one"
+        )
+    return cloud
+
+
+@dataclass
+class Manager:
+    config: ManagerConfig
+    registry: CollectorRegistry = field(default_factory=CollectorRegistry)
+    server: Server | None = None
+    started: dict[str, _Controller] = field(default_factory=dict)
+    skipped: list[str] = field(default_factory=list)
+    _clients: list[KubeApiClient] = field(default_factory=list)
+
+    async def run(self) -> int:
+        cfg = self.config
+        _log.info("Version: kccm %s (cloud-controller-manager)", __version__)
+        cloud = init_provider(cfg)
+        _log.info("cloud provider %r initialised", cloud.provider_name())
+        kube = self._client("cloud-controller-manager")
+        gate = CallGate(_gate_config(cfg), registry=self.registry)
+        gated = GatedCloud(cloud, gate)
+        stop = asyncio.Event()
+        self._install_signal_handlers(stop)
+        try:
+            await gated.initialize(None, stop)
+            await self._serve(kube)
+            return await self._run_until_stopped(kube, gated, stop)
+        finally:
+            await self._close(gate)
+
+    # -- plumbing ----------------------------------------------------------------------------
+
+    def _client(self, name: str) -> KubeApiClient:
+        cfg = self.config
+        try:
+            cluster = load_cluster_config(cfg.kubeconfig or None, cfg.master or None)
+        except KubeConfigError as exc:
+            raise ConfigurationError(f"--kubeconfig: {exc}") from exc
+        client = KubeApiClient(
+            cluster,
+            qps=cfg.kube_api_qps,
+            burst=cfg.kube_api_burst,
+            user_agent=f"kccm/{__version__} cloud-controller-manager/{name}",
+        )
+        self._clients.append(client)
+        return client
+
+    async def _serve(self, kube: KubeApiClient) -> None:
+        serving = self.config.serving
+        if serving.secure_port == 0:
+            _log.info("secure serving disabled (--secure-port=0)")
+            return
+        self.server = Server(
+            registry=self.registry,
+            bind_address=serving.bind_address,
+            port=serving.secure_port,
+            cert_file=Path(serving.tls_cert_file) if serving.tls_cert_file else None,
+            key_file=Path(serving.tls_private_key_file) if serving.tls_private_key_file else None,
+            cert_dir=Path(serving.cert_dir) if serving.cert_dir else None,
+            authorizer=DelegatedAuth(kube, always_allow_groups=serving.always_allow_groups),
+        )
+        await self.server.start()
+        _log.info("serving securely on %s", self.server.url)
+
+    def _install_signal_handlers(self, stop: asyncio.Event) -> None:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+
+    async def _close(self, gate: CallGate) -> None:
+        if self.server is not None:
+            await self.server.stop()
+        gate.close()
+        for client in self._clients:
+            await client.close()
+
+    # -- leadership and shutdown -------------------------------------------------------------
+
+    async def _run_until_stopped(
+        self, kube: KubeApiClient, cloud: GatedCloud, stop: asyncio.Event
+    ) -> int:
+        elector = self._elector(kube, cloud)
+        if elector is not None and self.server is not None:
+            self.server.add_check("leaderElection", elector.check, endpoints=("healthz",))
+        body = asyncio.create_task(
+            elector.run() if elector is not None else self._lead(cloud), name="manager"
+        )
+        stopping = asyncio.create_task(stop.wait())
+        await asyncio.wait({body, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        if body.done():
+            stopping.cancel()
+            if body.exception() is not None:
+                _log.error("the manager failed", exc_info=body.exception())
+                return 1
+            if body.result() is False:
+                _log.error("leaderelection lost")
+                return EXIT_LOST_LEASE
+            return 0
+        _log.info("received a stop signal; finishing in-flight work")
+        await self._drain()
+        body.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await body
+        _log.info("stopped")
+        return 0
+
+    def _elector(self, kube: KubeApiClient, cloud: GatedCloud) -> LeaderElector | None:
+        settings = self.config.leader_election
+        if not settings.enabled:
+            return None
+        config = LeaderElectionConfig(
+            namespace=settings.resource_namespace,
+            name=settings.resource_name,
+            lease_duration=settings.lease_duration,
+            renew_deadline=settings.renew_deadline,
+            retry_period=settings.retry_period,
+            release_on_cancel=settings.release_on_cancel,
+        )
+        _log.info(
+            "leader election on lease %s/%s as %s", config.namespace, config.name, config.identity
+        )
+        return LeaderElector(
+            kube,
+            config,
+            on_started_leading=lambda: self._lead(cloud),
+            on_new_leader=lambda who: _log.info("new leader elected: %s", who),
+            registry=self.registry,
+        )
+
+    async def _drain(self) -> None:
+        grace = self.config.shutdown_grace
+        await asyncio.gather(
+            *(c.stop(grace) for c in self.started.values()), return_exceptions=True
+        )
+
+    # -- controllers -------------------------------------------------------------------------
+
+    async def _lead(self, cloud: GatedCloud) -> None:
+        """Start informers and controllers; run until cancelled."""
+        informer_client = self._client("shared-informers")
+        informers = SharedInformerFactory(informer_client)
+        events = EventBroadcaster(self._client("events"), registry=self.registry)
+        events.start()
+        tasks: list[asyncio.Task[None]] = []
+        try:
+            self._build_controllers(informers, events, cloud)
+            informers.start()
+            await informers.wait_for_sync()
+            _log.info("caches synced; starting %d controllers", len(self.started))
+            tasks = [asyncio.create_task(c.run(), name=n) for n, c in self.started.items()]
+            if tasks:
+                done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+                for task in done:
+                    if not task.cancelled() and task.exception() is not None:
+                        raise task.exception()  # type: ignore[misc]
+            await asyncio.Event().wait()  # lead until cancelled
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            await informers.stop()
+            await events.shutdown(grace=5.0)
+
+    def _build_controllers(
+        self, informers: SharedInformerFactory, events: EventBroadcaster, cloud: GatedCloud
+    ) -> None:
+        for name in sorted(self.config.controllers):
+            builder = BUILDERS.get(name)
+            if builder is None:
+                raise ConfigurationError(f'--controllers: "{name}" is not a known controller')
+            context = ControllerContext(
+                kube=self._client(CONTROLLER_CLIENT_NAMES.get(name, name)),
+                informers=informers,
+                cloud=cloud,
+                events=events,
+                registry=self.registry,
+                cluster_name=self.config.cluster_name,
+            )
+            built = builder(context, self.config)
+            self._register(name, built)
+
+    def _register(self, name: str, built: _Controller | None) -> None:
+        if built is None:
+            _log.warning("Skipping %r: the cloud provider lacks the capability it needs", name)
+            self.skipped.append(name)
+            if self.server is not None:
+                self.server.add_check(f"{name}-skipped", _ok, endpoints=("healthz",))
+            return
+        self.started[name] = built
+        _log.info("Started %r", name)
+        if self.server is not None:
+            self.server.add_check(name, _ok, endpoints=("healthz",))
+
+
+def _ok() -> None:
+    """A controller's ping check (upstream NamedPingChecker)."""
+
+
+def _gate_config(cfg: ManagerConfig) -> GateConfig:
+    gate = cfg.gate
+    budget = Budget(qps=gate.qps, burst=max(1, gate.burst)) if gate.qps > 0 else None
+    groups: dict[str, Budget | None] = {
+        group: Budget(qps=qps, burst=max(1, gate.burst)) if qps > 0 else None
+        for group, qps in gate.group_qps.items()
+    }
+    return GateConfig(budget=budget, group_budgets=groups, max_threads=gate.provider_threads)
