@@ -10,9 +10,10 @@ from dataclasses import dataclass, field
 
 __all__ = [
     "CONTROLLER_ALIASES",
-    "ConfigurationError",
     "CONTROLLER_CLIENT_NAMES",
     "DEFAULT_CONTROLLERS",
+    "DISABLED_BY_DEFAULT",
+    "ConfigurationError",
     "GateSettings",
     "LeaderElectionSettings",
     "LoggingSettings",
@@ -27,7 +28,8 @@ class ConfigurationError(Exception):
 
     def __init__(self, problems: list[str] | str) -> None:
         self.problems = [problems] if isinstance(problems, str) else list(problems)
-        super().__init__("; ".join(self.problems))
+        self.issues = self.problems  # the same list, under the name kccm.app.options uses
+        super().__init__("\n".join(self.problems))
 
 
 # canonical name -> legacy alias (upstream names.CCMControllerAliases, plus pv-label)
@@ -118,3 +120,5 @@ class ManagerConfig:
     serving: ServingSettings = field(default_factory=ServingSettings)
     logging: LoggingSettings = field(default_factory=LoggingSettings)
     gate: GateSettings = field(default_factory=GateSettings)
+    # --feature-gates as given (known gates only); kccm's behaviour does not depend on them yet
+    feature_gates: dict[str, bool] = field(default_factory=dict)

@@ -105,7 +105,7 @@ async def test_crashed_leader_is_replaced_after_expiry(clock: FakeClock) -> None
     started = [t for what, t in b.events if what == "started"]
     assert len(started) == 1
     takeover = started[0] - crashed_at
-    # at most one jittered poll (2 s × 2.2) late in seeing the last renewal, then it wakes
+    # at most one jittered poll (2 s x 2.2) late in seeing the last renewal, then it wakes
     # exactly at expiry instead of on its next jittered poll
     assert 15 - 2 <= takeover <= 15 + 2 * 2.2 + 0.01, takeover
     spec = await _lease(kube)
