@@ -56,3 +56,6 @@ demo: venv controlplane
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache
+
+flags-doc: venv  ## regenerate docs/flags.md from the flag definitions
+	$(PY) -m kccm --print-flags-markdown > docs/flags.md

@@ -21,6 +21,7 @@ __all__ = [
     "ServingSettings",
 ]
 
+
 class ConfigurationError(Exception):
     """Bad flags, cloud config or provider selection: the process exits with status 2.
 

@@ -1,0 +1,506 @@
+"""A small pflag-compatible command-line layer.
+
+Upstream's binary parses its flags with spf13/pflag (through cobra and component-base's
+named flag sets). Users pass those flags in Go syntax, which argparse and click do not accept
+as they are, so this module reproduces the parts of pflag that matter:
+
+* ``--name=value`` and ``--name value``; a bool flag never consumes the next argument
+  (``--leader-elect``, ``--leader-elect=false``);
+* shorthands: ``-v=2``, ``-v 2``, ``-v2``, ``-h``; ``--`` ends the flags;
+* ``_`` in a flag name is read as ``-`` (component-base ``WordSepNormalizeFunc``);
+* values parsed as Go parses them: ``strconv.ParseBool``/``ParseInt``/``ParseFloat`` and
+  ``time.ParseDuration``, with Go's error texts;
+* list flags (pflag ``StringSlice``): comma-separated; the first use replaces the default and
+  repeated uses append; map flags (``k=v,k2=v2``) merge.
+
+Unlike pflag, parsing does not stop at the first error: every problem is collected, so the
+caller can report them all at once.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "Flag",
+    "FlagSet",
+    "Section",
+    "format_duration",
+    "go_quote",
+    "parse_bool",
+    "parse_duration",
+    "parse_float",
+    "parse_int",
+    "parse_map_bool",
+    "parse_map_float",
+    "parse_string_slice",
+    "render_help",
+    "render_markdown",
+]
+
+Parser = Callable[[str], Any]
+
+
+def go_quote(text: str) -> str:
+    """Quote like Go's ``%q`` / ``strconv.Quote`` (close enough for messages)."""
+    return json.dumps(text, ensure_ascii=False)
+
+
+# -- Go value syntax -----------------------------------------------------------------------------
+
+_TRUE = frozenset({"1", "t", "T", "TRUE", "true", "True"})
+_FALSE = frozenset({"0", "f", "F", "FALSE", "false", "False"})
+
+
+def parse_bool(text: str) -> bool:
+    """``strconv.ParseBool``."""
+    if text in _TRUE:
+        return True
+    if text in _FALSE:
+        return False
+    raise ValueError(f"strconv.ParseBool: parsing {go_quote(text)}: invalid syntax")
+
+
+_INT = re.compile(r"[+-]?(0[xX][0-9a-fA-F_]+|0[oO][0-7_]+|0[bB][01_]+|0[0-7_]*|[1-9][0-9_]*)")
+
+
+def parse_int(text: str) -> int:
+    """``strconv.ParseInt(text, 0, 64)``, which pflag's int flags use."""
+    if not _INT.fullmatch(text) or "__" in text or text.endswith("_"):
+        raise ValueError(f"strconv.ParseInt: parsing {go_quote(text)}: invalid syntax")
+    sign, digits = (-1, text[1:]) if text[0] == "-" else (1, text.lstrip("+"))
+    digits = digits.replace("_", "")
+    if len(digits) > 1 and digits[0] == "0" and digits[1].isdigit():
+        value = int(digits, 8)
+    else:
+        value = int(digits, 0)
+    value *= sign
+    if not -(2**63) <= value < 2**63:
+        raise ValueError(f"strconv.ParseInt: parsing {go_quote(text)}: value out of range")
+    return value
+
+
+_FLOAT = re.compile(
+    r"[+-]?(([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?|[iI][nN][fF]([iI][nN][iI][tT][yY])?"
+    r"|[nN][aA][nN])"
+)
+
+
+def parse_float(text: str) -> float:
+    """``strconv.ParseFloat`` for decimal syntax (pflag's float32/float64 flags)."""
+    if not _FLOAT.fullmatch(text):
+        raise ValueError(f"strconv.ParseFloat: parsing {go_quote(text)}: invalid syntax")
+    return float(text)
+
+
+_NS = {
+    "ns": 1,
+    "us": 1_000,
+    "µs": 1_000,  # U+00B5 micro sign
+    "μs": 1_000,  # U+03BC Greek mu
+    "ms": 1_000_000,
+    "s": 1_000_000_000,
+    "m": 60 * 1_000_000_000,
+    "h": 3600 * 1_000_000_000,
+}
+_NUMBER = re.compile(r"([0-9]*)(?:\.([0-9]*))?")
+_UNIT = re.compile(r"[^0-9.]*")
+_MAX_NS = 2**63 - 1
+
+
+def parse_duration(text: str) -> float:
+    """Go's ``time.ParseDuration``; returns seconds. Errors carry Go's messages."""
+    return _duration_ns(text) / 1e9
+
+
+def _duration_ns(text: str) -> int:
+    invalid = ValueError(f"time: invalid duration {go_quote(text)}")
+    rest, negative = text, False
+    if rest[:1] in ("-", "+"):
+        negative, rest = rest[0] == "-", rest[1:]
+    if rest == "0":
+        return 0
+    if not rest:
+        raise invalid
+    total = 0
+    while rest:
+        number = _NUMBER.match(rest)
+        whole, frac = (number.group(1), number.group(2)) if number else ("", None)
+        if not whole and not frac:
+            raise invalid
+        rest = rest[number.end() if number else 0 :]
+        unit = _UNIT.match(rest)
+        name = unit.group() if unit else ""
+        rest = rest[len(name) :]
+        if not name:
+            raise ValueError(f"time: missing unit in duration {go_quote(text)}")
+        if name not in _NS:
+            raise ValueError(f"time: unknown unit {go_quote(name)} in duration {go_quote(text)}")
+        total += int(whole or "0") * _NS[name] + _fraction_ns(frac or "", _NS[name])
+        if total > _MAX_NS + (1 if negative else 0):
+            raise invalid
+    return -total if negative else total
+
+
+def _fraction_ns(digits: str, scale: int) -> int:
+    if not digits:
+        return 0
+    return int(int(digits) * scale / 10 ** len(digits))
+
+
+def format_duration(seconds: float) -> str:
+    """Go's ``time.Duration.String()``: ``5m0s``, ``10s``, ``1.5s``, ``300ms``, ``0s``."""
+    ns = round(seconds * 1e9)
+    sign, ns = ("-", -ns) if ns < 0 else ("", ns)
+    if ns == 0:
+        return "0s"
+    if ns < 1_000_000_000:
+        for unit, size in (("ms", 1_000_000), ("µs", 1_000), ("ns", 1)):
+            if ns >= size:
+                return sign + _decimal(ns, size) + unit
+    hours, ns = divmod(ns, _NS["h"])
+    minutes, ns = divmod(ns, _NS["m"])
+    text = _decimal(ns, _NS["s"]) + "s"
+    if hours or minutes:
+        text = f"{minutes}m" + text
+    if hours:
+        text = f"{hours}h" + text
+    return sign + text
+
+
+def _decimal(value: int, unit: int) -> str:
+    whole, frac = divmod(value, unit)
+    if not frac:
+        return str(whole)
+    width = len(str(unit)) - 1
+    return f"{whole}.{str(frac).rjust(width, '0').rstrip('0')}"
+
+
+def parse_string_slice(text: str) -> list[str]:
+    """pflag ``StringSlice``: comma-separated, entries trimmed; ``""`` is the empty list."""
+    if text == "":
+        return []
+    return [part.strip() for part in text.split(",")]
+
+
+def _pairs(text: str) -> Iterator[tuple[str, str]]:
+    for part in text.split(","):
+        item = part.strip()
+        if not item:
+            continue
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise ValueError(f"{item} must be formatted as key=value")
+        yield key.strip(), value.strip()
+
+
+def parse_map_bool(text: str) -> dict[str, bool]:
+    """``k=true,k2=false`` (``--feature-gates`` syntax)."""
+    out: dict[str, bool] = {}
+    for key, value in _pairs(text):
+        try:
+            out[key] = parse_bool(value)
+        except ValueError:
+            raise ValueError(f"invalid value of {key}={value}, err: {_bool_err(value)}") from None
+    return out
+
+
+def _bool_err(value: str) -> str:
+    return f"strconv.ParseBool: parsing {go_quote(value)}: invalid syntax"
+
+
+def parse_map_float(text: str) -> dict[str, float]:
+    """``k=5,k2=0.5``: a map of names to numbers."""
+    return {key: parse_float(value) for key, value in _pairs(text)}
+
+
+# -- flags ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class Flag:
+    """One flag, bound to ``target.attr``."""
+
+    name: str
+    type_name: str
+    parse: Parser
+    target: object
+    attr: str
+    usage: str
+    section: str
+    shorthand: str = ""
+    is_bool: bool = False
+    merge: str = ""  # "" replace, "append" (slices), "update" (maps)
+    show_default: Callable[[Any], str] = str
+    changed: bool = False
+    default: Any = None
+
+    def set(self, text: str) -> None:
+        value = self.parse(text)
+        if self.merge and self.changed:
+            current = getattr(self.target, self.attr)
+            value = current + value if self.merge == "append" else {**current, **value}
+        setattr(self.target, self.attr, value)
+        self.changed = True
+
+    @property
+    def value(self) -> Any:
+        return getattr(self.target, self.attr)
+
+    def default_text(self) -> str:
+        """The default as pflag prints it; ``""`` when pflag would print none."""
+        if self.default in (False, 0, 0.0, "", [], {}, None):
+            return ""
+        if isinstance(self.default, str):
+            return go_quote(self.default)
+        return self.show_default(self.default)
+
+    def display_name(self) -> str:
+        if self.shorthand:
+            return f"-{self.shorthand}, --{self.name}"
+        return f"--{self.name}"
+
+
+def _show_slice(value: list[str]) -> str:
+    return "[" + ",".join(value) + "]"
+
+
+def _show_map(value: dict[str, Any]) -> str:
+    return ",".join(f"{k}={v}" for k, v in sorted(value.items()))
+
+
+class Section:
+    """Registers flags into one named section of a :class:`FlagSet`."""
+
+    def __init__(self, flagset: FlagSet, name: str) -> None:
+        self._fs = flagset
+        self.name = name
+
+    def _add(self, flag: Flag) -> Flag:
+        flag.default = _copy(getattr(flag.target, flag.attr))
+        self._fs.add(flag)
+        return flag
+
+    def boolean(self, target: object, attr: str, name: str, usage: str) -> Flag:
+        flag = Flag(name, "", parse_bool, target, attr, usage, self.name, is_bool=True)
+        flag.show_default = lambda v: "true" if v else "false"
+        return self._add(flag)
+
+    def string(self, target: object, attr: str, name: str, usage: str) -> Flag:
+        return self._add(Flag(name, "string", str, target, attr, usage, self.name))
+
+    def integer(
+        self, target: object, attr: str, name: str, usage: str, *, type_name: str = "int32"
+    ) -> Flag:
+        return self._add(Flag(name, type_name, parse_int, target, attr, usage, self.name))
+
+    def number(self, target: object, attr: str, name: str, usage: str) -> Flag:
+        flag = Flag(name, "float32", parse_float, target, attr, usage, self.name)
+        flag.show_default = _show_number
+        return self._add(flag)
+
+    def duration(self, target: object, attr: str, name: str, usage: str) -> Flag:
+        flag = Flag(name, "duration", parse_duration, target, attr, usage, self.name)
+        flag.show_default = format_duration
+        return self._add(flag)
+
+    def strings(self, target: object, attr: str, name: str, usage: str) -> Flag:
+        flag = Flag(name, "strings", parse_string_slice, target, attr, usage, self.name)
+        flag.merge, flag.show_default = "append", _show_slice
+        return self._add(flag)
+
+    def map_bool(self, target: object, attr: str, name: str, usage: str) -> Flag:
+        flag = Flag(name, "mapStringBool", parse_map_bool, target, attr, usage, self.name)
+        flag.merge, flag.show_default = "update", _show_map
+        return self._add(flag)
+
+    def map_float(self, target: object, attr: str, name: str, usage: str) -> Flag:
+        flag = Flag(name, "mapStringFloat", parse_map_float, target, attr, usage, self.name)
+        flag.merge, flag.show_default = "update", _show_map
+        return self._add(flag)
+
+
+def _show_number(value: float) -> str:
+    return f"{value:g}"
+
+
+def _copy(value: Any) -> Any:
+    if isinstance(value, list):
+        return list(value)
+    if isinstance(value, dict):
+        return dict(value)
+    return value
+
+
+@dataclass
+class FlagSet:
+    """Flags grouped in named sections (component-base ``NamedFlagSets``)."""
+
+    name: str
+    flags: dict[str, Flag] = field(default_factory=dict)
+    shorthands: dict[str, Flag] = field(default_factory=dict)
+    order: list[str] = field(default_factory=list)
+    args: list[str] = field(default_factory=list)
+
+    def section(self, name: str) -> Section:
+        if name not in self.order:
+            self.order.append(name)
+        return Section(self, name)
+
+    def add(self, flag: Flag) -> None:
+        if flag.name in self.flags:
+            raise ValueError(f"flag redefined: {flag.name}")
+        self.flags[flag.name] = flag
+
+    def set_shorthand(self, name: str, shorthand: str) -> None:
+        flag = self.flags[name]
+        flag.shorthand = shorthand
+        self.shorthands[shorthand] = flag
+
+    def lookup(self, name: str) -> Flag | None:
+        return self.flags.get(name.replace("_", "-"))
+
+    def changed(self, name: str) -> bool:
+        flag = self.lookup(name)
+        return flag is not None and flag.changed
+
+    def in_section(self, section: str) -> list[Flag]:
+        return sorted(
+            (f for f in self.flags.values() if f.section == section), key=lambda f: f.name
+        )
+
+    def parse(self, arguments: Sequence[str]) -> list[str]:
+        """Parse ``arguments``; positional ones land in :attr:`args`. Returns every error."""
+        errors: list[str] = []
+        pending = list(arguments)
+        while pending:
+            arg = pending.pop(0)
+            if arg == "--":
+                self.args.extend(pending)
+                break
+            if not arg.startswith("-") or arg == "-":
+                self.args.append(arg)
+            elif arg.startswith("--"):
+                self._long(arg, pending, errors)
+            else:
+                self._shorts(arg, pending, errors)
+        return errors
+
+    def _long(self, arg: str, pending: list[str], errors: list[str]) -> None:
+        body = arg[2:]
+        if not body or body[0] in "-=":
+            errors.append(f"bad flag syntax: {arg}")
+            return
+        name, has_value, value = body.partition("=")
+        flag = self.lookup(name)
+        if flag is None:
+            errors.append(f"unknown flag: --{name}")
+            return
+        if not has_value:
+            if flag.is_bool:
+                value = "true"
+            elif pending:
+                value = pending.pop(0)
+            else:
+                errors.append(f"flag needs an argument: {arg}")
+                return
+        self._set(flag, value, errors)
+
+    def _shorts(self, arg: str, pending: list[str], errors: list[str]) -> None:
+        rest = arg[1:]
+        while rest:
+            char, rest = rest[0], rest[1:]
+            flag = self.shorthands.get(char)
+            if flag is None:
+                errors.append(f"unknown shorthand flag: {char!r} in {arg}")
+                return
+            if flag.is_bool and not rest.startswith("="):
+                self._set(flag, "true", errors)
+                continue
+            if rest.startswith("="):
+                value = rest[1:]
+            elif rest:
+                value = rest
+            elif pending:
+                value = pending.pop(0)
+            else:
+                errors.append(f"flag needs an argument: {char!r} in {arg}")
+                return
+            self._set(flag, value, errors)
+            return
+
+    def _set(self, flag: Flag, value: str, errors: list[str]) -> None:
+        try:
+            flag.set(value)
+        except ValueError as err:
+            errors.append(
+                f"invalid argument {go_quote(value)} for {go_quote(flag.display_name())} "
+                f"flag: {err}"
+            )
+
+
+# -- help and docs -------------------------------------------------------------------------------
+
+
+def _usage_line(flag: Flag) -> tuple[str, str]:
+    left = "  -" + flag.shorthand + ", --" + flag.name if flag.shorthand else "      --" + flag.name
+    if flag.type_name:
+        left += " " + flag.type_name
+    default = flag.default_text()
+    usage = flag.usage + (f" (default {default})" if default else "")
+    return left, usage
+
+
+def _wrap(text: str, width: int) -> list[str]:
+    lines: list[str] = []
+    current = ""
+    for word in text.split():
+        if current and len(current) + 1 + len(word) > width:
+            lines.append(current)
+            current = word
+        else:
+            current = f"{current} {word}" if current else word
+    return [*lines, current] if current else lines
+
+
+def render_help(fs: FlagSet, header: str, columns: int = 100) -> str:
+    """cobra/cliflag-style help: ``header``, then one block per section, flags sorted."""
+    out = [header.rstrip("\n"), ""]
+    for section in fs.order:
+        rows = [_usage_line(flag) for flag in fs.in_section(section)]
+        out += [f"{section[:1].upper()}{section[1:]} flags:", ""]
+        indent = max(len(left) for left, _ in rows) + 3
+        for left, usage in rows:
+            wrapped = _wrap(usage, max(columns - indent, 30)) or [""]
+            out.append(left.ljust(indent) + wrapped[0])
+            out += [" " * indent + line for line in wrapped[1:]]
+        out.append("")
+    return "\n".join(out)
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def render_markdown(fs: FlagSet, intro: str) -> str:
+    """One Markdown table per section: flag, type, default, description."""
+    out = [intro.rstrip("\n"), ""]
+    for section in fs.order:
+        out += [f"## {section[:1].upper()}{section[1:]}", ""]
+        out += ["| flag | type | default | description |", "|---|---|---|---|"]
+        for flag in fs.in_section(section):
+            name = f"`-{flag.shorthand}`, `--{flag.name}`" if flag.shorthand else f"`--{flag.name}`"
+            default = flag.default_text() or (
+                "false" if flag.is_bool else '""' if flag.type_name == "string" else ""
+            )
+            if flag.type_name == "duration" and not default:
+                default = "0s"
+            shown = f"`{default}`" if default else ""
+            kind = flag.type_name or "bool"
+            out.append(f"| {name} | {kind} | {_cell(shown)} | {_cell(flag.usage)} |")
+        out.append("")
+    return "\n".join(out)
