@@ -955,7 +955,12 @@ class GateOptions:
             "cloud-call-qps",
             "kccm: calls per second into the cloud provider, per method group; 0 means no budget.",
         )
-        s.integer(self, "burst", "cloud-call-burst", "kccm: burst of the --cloud-call-qps budget.")
+        s.integer(
+            self,
+            "burst",
+            "cloud-call-burst",
+            "kccm: burst of every cloud call budget (--cloud-call-qps and --cloud-call-group-qps).",
+        )
         s.map_float(
             self,
             "group_qps",
