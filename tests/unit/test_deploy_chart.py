@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import subprocess
 from typing import Any
 
-from deploy_support import DEFAULT_SET, Obj, by_key, deploy_docs, render_chart
+from deploy_support import CHART, DEFAULT_SET, Obj, by_key, deploy_docs, helm_binary, render_chart
 
 
 def _render(*sets: str) -> list[Obj]:
@@ -94,3 +95,26 @@ def test_leader_election_values_reach_args_and_the_lease_role() -> None:
 def test_unknown_mode_is_refused() -> None:
     error = render_chart("mode=statefulset", expect_failure=True)
     assert "mode must be deployment or daemonset" in str(error)
+
+
+def test_another_namespace_moves_everything_but_the_authentication_reader_binding() -> None:
+    docs = _render("namespace=ccm")
+    assert "--leader-elect-resource-namespace=ccm" in _container(docs)["args"]
+    for doc in docs:
+        namespace = doc["metadata"].get("namespace")
+        if doc["metadata"]["name"].endswith(":apiserver-authentication-reader"):
+            assert namespace == "kube-system", "the ConfigMap it reads lives there"
+        elif doc["kind"] not in ("ClusterRole", "ClusterRoleBinding"):
+            assert namespace == "ccm", doc["metadata"]["name"]
+        for subject in doc.get("subjects", ()):
+            assert subject["namespace"] == "ccm"
+
+
+def test_helm_lint_strict_passes() -> None:
+    proc = subprocess.run(
+        [str(helm_binary()), "lint", "--strict", str(CHART)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
