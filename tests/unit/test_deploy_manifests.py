@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import copy
+import io
 import json
 import re
 from typing import Any
 
 from deploy_support import DEPLOY, ROOT, Obj, by_key, deploy_docs
+
+from kccm.providers.fake import new_fake_cloud
 
 NS = "kube-system"
 ARGS = [
@@ -159,3 +162,10 @@ def test_deploy_holds_only_the_documented_files() -> None:
         "deployment.yaml",
         "rbac.yaml",
     ]
+
+
+def test_the_example_cloud_config_is_valid_for_the_fake_provider() -> None:
+    (secret,) = deploy_docs("cloud-config-secret.yaml")
+    cloud = new_fake_cloud(io.StringIO(secret["stringData"]["cloud.conf"]))
+    assert cloud.zone.failure_domain == "fake-zone-a"
+    assert cloud.zone.region == "fake-region"
