@@ -179,13 +179,21 @@ class KubeApiClient:
             await response.aclose()
 
     async def create(
-        self, resource: Resource, obj: Mapping[str, Any], *, dry_run: bool = False
+        self,
+        resource: Resource,
+        obj: Mapping[str, Any],
+        *,
+        dry_run: bool = False,
+        namespace: str | None = None,
+        name: str | None = None,
+        subresource: str | None = None,
     ) -> Obj:
-        namespace = (obj.get("metadata") or {}).get("namespace")
+        namespace = namespace or (obj.get("metadata") or {}).get("namespace")
         params = {"dryRun": "All"} if dry_run else None
-        return await self._call(
-            "POST", resource.collection_path(namespace), params=params, body=obj
-        )
+        path = resource.collection_path(namespace)
+        if subresource:  # e.g. serviceaccounts/<name>/token (TokenRequest)
+            path = _sub(resource.object_path(name or "", namespace), subresource)
+        return await self._call("POST", path, params=params, body=obj)
 
     async def patch(
         self,

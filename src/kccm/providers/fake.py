@@ -609,3 +609,6 @@ def _implements_every_interface(
 ) -> tuple[Interface, LoadBalancer, Instances, InstancesV2, Zones, Clusters, Routes, PVLabeler]:
     """Never called: mypy checks here that FakeCloud keeps implementing every interface."""
     return (cloud, cloud, cloud, cloud, cloud, cloud, cloud, cloud)
+
+
+new_fake_cloud.config_schema = FakeCloudConfig  # type: ignore[attr-defined]  # lets kccm validate the file before start-up
