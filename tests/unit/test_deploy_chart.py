@@ -118,3 +118,9 @@ def test_helm_lint_strict_passes() -> None:
         check=False,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_env_value() -> None:
+    assert "env" not in _container(_render())
+    docs = _render("env[0].name=KUBERNETES_SERVICE_HOST", "env[0].value=10.0.0.10")
+    assert _container(docs)["env"] == [{"name": "KUBERNETES_SERVICE_HOST", "value": "10.0.0.10"}]

@@ -71,6 +71,10 @@ spec:
         {{- range .Values.extraArgs }}
         - {{ . | quote }}
         {{- end }}
+      {{- with .Values.env }}
+      env:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
       ports:
         - name: https
           containerPort: 10258
