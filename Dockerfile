@@ -18,7 +18,7 @@ COPY src ./src
 RUN python -m pip wheel --no-deps --wheel-dir /dist . \
  && python -m venv /opt/kccm \
  && /opt/kccm/bin/pip install /dist/*.whl ${PROVIDER_PACKAGES} \
- && /opt/kccm/bin/python -c "import kccm.app.cli"
+ && /opt/kccm/bin/kccm --version
 
 # ---- runtime: only the venv on a slim base --------------------------------------------------
 FROM ${PYTHON_IMAGE} AS runtime
