@@ -16,6 +16,7 @@ NS = "kube-system"
 ARGS = [
     "--cloud-provider=fake",
     "--cloud-config=/etc/kubernetes/cloud-config/cloud.conf",
+    "--cluster-cidr=10.244.0.0/16",
     "--leader-elect=true",
     "--use-service-account-credentials=false",
     "--secure-port=10258",

@@ -57,6 +57,9 @@ spec:
       args:
         - --cloud-provider={{ required "cloudProvider is required" .Values.cloudProvider }}
         - --cloud-config=/etc/kubernetes/cloud-config/cloud.conf
+        {{- if .Values.clusterCIDR }}
+        - --cluster-cidr={{ .Values.clusterCIDR }}
+        {{- end }}
         - --leader-elect={{ .Values.leaderElection.enabled }}
         {{- if ne .Values.leaderElection.resourceName "cloud-controller-manager" }}
         - --leader-elect-resource-name={{ .Values.leaderElection.resourceName }}
