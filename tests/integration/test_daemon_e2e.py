@@ -23,6 +23,7 @@ import pytest
 import yaml
 
 from kccm.kube.client import KubeApiClient
+from kccm.kube.errors import NotFound
 from kccm.kube.interface import Obj, PatchType
 from kccm.kube.resources import (
     CLUSTER_ROLE_BINDINGS,
@@ -207,6 +208,12 @@ async def _initialised(kube: KubeApiClient, name: str) -> Obj | None:
     return node if done else None
 
 
+async def _has_internal_ip(kube: KubeApiClient, name: str) -> bool:
+    node = await kube.get(NODES, name)
+    addresses = node.get("status", {}).get("addresses") or []
+    return any(a["type"] == "InternalIP" and a["address"].startswith("10.77.0.") for a in addresses)
+
+
 async def _route_created(kube: KubeApiClient, name: str) -> Obj | None:
     node = await kube.get(NODES, name)
     for cond in node.get("status", {}).get("conditions") or []:
@@ -265,9 +272,7 @@ async def test_daemon_initialises_nodes_serves_lbs_routes_and_guards_metrics(
         node = await eventually(lambda name=name: _initialised(kube, name))
         assert node["spec"]["providerID"] == f"fake://{name}"
         assert node["metadata"]["labels"]["topology.kubernetes.io/zone"] == "e2e-zone"
-        assert {"type": "InternalIP", "address": node["status"]["addresses"][0]["address"]} in (
-            node["status"]["addresses"]
-        )
+        await eventually(lambda name=name: _has_internal_ip(kube, name))
         await eventually(lambda name=name: _route_created(kube, name))
 
     svc = unique_name("e2e-lb")
@@ -309,7 +314,10 @@ async def test_daemon_initialises_nodes_serves_lbs_routes_and_guards_metrics(
 
 
 async def _holder(kube: KubeApiClient) -> str:
-    lease = await kube.get(LEASES, "cloud-controller-manager", namespace="kube-system")
+    try:
+        lease = await kube.get(LEASES, "cloud-controller-manager", namespace="kube-system")
+    except NotFound:
+        return ""
     return str(lease["spec"].get("holderIdentity") or "")
 
 
@@ -341,3 +349,32 @@ async def test_two_replicas_failover_on_sigterm(
 async def _holder_other_than(kube: KubeApiClient, old: str) -> str | None:
     holder = await _holder(kube)
     return holder if holder and holder != old else None
+
+
+async def test_losing_the_lease_exits_non_zero(cluster: Cluster, kube: KubeApiClient) -> None:
+    daemon = cluster.start(cluster.cloud_config([]), "--controllers=service")
+    holder = await eventually(lambda: _holder(kube))
+    lease = await kube.get(LEASES, "cloud-controller-manager", namespace="kube-system")
+    now = time.strftime("%Y-%m-%dT%H:%M:%S.000000Z", time.gmtime())
+    stolen = {
+        **lease,
+        "spec": {
+            **lease["spec"],
+            "holderIdentity": "usurper",
+            "renewTime": now,
+            "leaseDurationSeconds": 60,
+        },
+    }
+    await kube.replace(LEASES, stolen)  # another manager took the lease
+    try:
+        code = await asyncio.to_thread(daemon.proc.wait, 30)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"kccm kept running after losing its lease:\n{daemon.logs()[-4000:]}")
+    assert code == 1, daemon.logs()[-3000:]
+    assert "leaderelection lost" in daemon.logs()
+    assert holder != "usurper"
+    released = {**stolen, "metadata": {**stolen["metadata"], "resourceVersion": None}}
+    current = await kube.get(LEASES, "cloud-controller-manager", namespace="kube-system")
+    released["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
+    released["spec"] = {**current["spec"], "holderIdentity": "", "leaseDurationSeconds": 1}
+    await kube.replace(LEASES, released)  # hand the lock back for later tests

@@ -247,7 +247,12 @@ class LeaderElector:
 
     async def _try_acquire_or_renew(self) -> bool:
         now = _micro_time(self._clock.now())
-        if self._leading and self._lease is not None and self._observed is not None:
+        if (
+            self._leading
+            and self._lease is not None
+            and self._observed is not None
+            and self._observed.holder == self.config.identity  # client-go IsLeader()
+        ):
             mine = LeaseRecord(
                 self.config.identity,
                 int(self.config.lease_duration),

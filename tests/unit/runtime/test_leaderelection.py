@@ -200,3 +200,17 @@ def test_bad_timings_are_rejected(config: dict[str, Any], message: str) -> None:
         LeaderElector(
             FakeKube(), LeaderElectionConfig(**config), on_started_leading=asyncio.Event().wait
         )  # type: ignore[arg-type]
+
+
+async def test_a_leader_never_takes_back_a_lease_someone_else_holds(clock: FakeClock) -> None:
+    kube = FakeKube()
+    a = _candidate(kube, clock, "a")
+    await clock.advance(1)
+    lease = await kube.get(LEASES, NAME, namespace=NS)
+    lease["spec"].update(holderIdentity="usurper", leaseDurationSeconds=60)
+    await kube.replace(LEASES, lease)
+    await clock.advance(20)
+    assert (await _lease(kube))["holderIdentity"] == "usurper"
+    assert a.task is not None
+    assert a.task.done()
+    assert a.task.result() is False, "it lost the lease and says so"
