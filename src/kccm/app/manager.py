@@ -138,6 +138,11 @@ class Manager:
     async def run(self) -> int:
         cfg = self.config
         _log.info("Version: kccm %s (cloud-controller-manager)", __version__)
+        if cfg.use_service_account_credentials:
+            _log.warning(
+                "--use-service-account-credentials is not supported yet: every controller "
+                "uses the credentials of --kubeconfig (or the pod's service account)"
+            )
         cloud = init_provider(cfg)
         _log.info("cloud provider %r initialised", cloud.provider_name())
         kube = self._client("cloud-controller-manager")
