@@ -1,0 +1,680 @@
+"""The local provider's state: one SQLite file shared by the daemon, the data plane and the CLI.
+
+The schema is the contract in ``docs/local-provider.md`` (version 1). Rules every writer follows:
+
+- WAL journal, so readers never block the writer and the writer never blocks readers;
+- ``busy_timeout`` 5000 ms, so concurrent writers from several processes queue instead of
+  failing with "database is locked";
+- every write is one ``BEGIN IMMEDIATE`` transaction (the write lock is taken up front, so a
+  read-modify-write never deadlocks on the lock upgrade);
+- ``synchronous=FULL``: in WAL mode, NORMAL already survives a crash of any *process* (the WAL
+  pages reach the OS before COMMIT returns) but may lose the last commits on a power loss or
+  kernel crash; FULL fsyncs the WAL at every commit, so a commit that returned is durable.
+  Writes here are rare (an instance change, a Service ensure), so the fsync costs nothing
+  that matters.
+
+Schema versions live in ``meta.schema_version``; :data:`MIGRATIONS` lists the steps, and
+opening an older file applies the missing ones in one transaction. A file written by a newer
+kccm is refused with :class:`SchemaTooNew`.
+
+The API is synchronous (``sqlite3``); a :class:`LocalStore` may be shared by threads (one
+connection behind a lock). Async callers run it in a thread.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "BUSY_TIMEOUT_MS",
+    "ENV_STATE_FILE",
+    "MIGRATIONS",
+    "SCHEMA_VERSION",
+    "BackendHealth",
+    "DataplaneHeartbeat",
+    "IPClaim",
+    "IPUnavailable",
+    "InstanceExists",
+    "InstanceRecord",
+    "LoadBalancerRecord",
+    "LocalStore",
+    "RouteRecord",
+    "SchemaTooNew",
+    "StoreError",
+    "UnknownInstance",
+    "default_state_path",
+    "resolve_state_path",
+]
+
+ENV_STATE_FILE = "KCCM_LOCAL_STATE"
+BUSY_TIMEOUT_MS = 5000
+_RUNNING, _STOPPED = "running", "stopped"
+
+
+class StoreError(Exception):
+    """A failure of the local state that a user can act on (message says how)."""
+
+
+class SchemaTooNew(StoreError):
+    """The file was written by a newer kccm whose schema this one does not know."""
+
+
+class UnknownInstance(StoreError, LookupError):
+    """No instance by that name."""
+
+
+class InstanceExists(StoreError):
+    """An instance by that name already exists."""
+
+
+class IPUnavailable(StoreError):
+    """A VIP cannot be claimed: taken by another Service, outside the pool, or pool empty."""
+
+
+def default_state_path() -> Path:
+    """``${XDG_DATA_HOME:-~/.local/share}/kccm/local/state.db``."""
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "kccm" / "local" / "state.db"
+
+
+def resolve_state_path(explicit: str | os.PathLike[str] | None = None) -> Path:
+    """The state file: ``explicit`` (cloud config or ``--state-file``), else
+    ``$KCCM_LOCAL_STATE``, else :func:`default_state_path`."""
+    if explicit:
+        return Path(explicit).expanduser()
+    env = os.environ.get(ENV_STATE_FILE)
+    return Path(env).expanduser() if env else default_state_path()
+
+
+# -- records -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class InstanceRecord:
+    """A row of ``instances``; ``addresses`` are ``(type, address)`` pairs."""
+
+    name: str
+    addresses: tuple[tuple[str, str], ...] = ()
+    instance_type: str = "local.standard"
+    zone: str = "local-zone-a"
+    region: str = "local"
+    state: str = _RUNNING
+    created_at: float = 0.0
+    updated_at: float = 0.0
+
+    @property
+    def provider_id(self) -> str:
+        return f"local://{self.name}"
+
+    @property
+    def running(self) -> bool:
+        return self.state == _RUNNING
+
+
+@dataclass(frozen=True)
+class LoadBalancerRecord:
+    """A row of ``load_balancers``; the JSON columns are decoded."""
+
+    name: str
+    service: str
+    service_uid: str
+    vip: str
+    ports: tuple[Mapping[str, Any], ...]
+    backends: tuple[Mapping[str, Any], ...]
+    health: Mapping[str, Any]
+    source_ranges: tuple[str, ...] = ("0.0.0.0/0",)
+    session_affinity: str = "None"
+    generation: int = 0
+    updated_at: float = 0.0
+
+    def same_spec(self, other: LoadBalancerRecord) -> bool:
+        """True when the two describe the same desired state (ignoring bookkeeping)."""
+        return _spec_key(self) == _spec_key(other)
+
+
+def _spec_key(lb: LoadBalancerRecord) -> tuple[Any, ...]:
+    return (
+        lb.name,
+        lb.service,
+        lb.service_uid,
+        lb.vip,
+        _dumps(lb.ports),
+        _dumps(lb.backends),
+        _dumps(lb.health),
+        tuple(lb.source_ranges),
+        lb.session_affinity,
+    )
+
+
+@dataclass(frozen=True)
+class IPClaim:
+    ip: str
+    owner: str
+    retain: bool
+    claimed_at: float
+
+
+@dataclass(frozen=True)
+class RouteRecord:
+    name: str
+    cluster: str
+    target_node: str
+    destination_cidr: str
+    blackhole: bool = False
+    created_at: float = 0.0
+
+
+@dataclass(frozen=True)
+class BackendHealth:
+    load_balancer: str
+    node: str
+    healthy: bool
+    checked_at: float
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class DataplaneHeartbeat:
+    pid: int
+    heartbeat_at: float
+
+
+# -- schema and migrations -----------------------------------------------------------------
+
+_V1 = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE instances (
+  name TEXT PRIMARY KEY,
+  provider_id TEXT NOT NULL UNIQUE,
+  instance_type TEXT NOT NULL DEFAULT 'local.standard',
+  zone TEXT NOT NULL DEFAULT 'local-zone-a',
+  region TEXT NOT NULL DEFAULT 'local',
+  state TEXT NOT NULL CHECK (state IN ('running','stopped')),
+  addresses TEXT NOT NULL,
+  created_at REAL NOT NULL, updated_at REAL NOT NULL
+);
+CREATE TABLE load_balancers (
+  name TEXT PRIMARY KEY,
+  service TEXT NOT NULL UNIQUE,
+  service_uid TEXT NOT NULL,
+  vip TEXT NOT NULL,
+  ports TEXT NOT NULL,
+  backends TEXT NOT NULL,
+  health TEXT NOT NULL,
+  source_ranges TEXT NOT NULL,
+  session_affinity TEXT NOT NULL DEFAULT 'None',
+  generation INTEGER NOT NULL,
+  updated_at REAL NOT NULL
+);
+CREATE TABLE ip_claims (
+  ip TEXT PRIMARY KEY,
+  owner TEXT NOT NULL,
+  retain INTEGER NOT NULL DEFAULT 0,
+  claimed_at REAL NOT NULL
+);
+CREATE TABLE routes (
+  name TEXT PRIMARY KEY, cluster TEXT NOT NULL, target_node TEXT NOT NULL,
+  destination_cidr TEXT NOT NULL, blackhole INTEGER NOT NULL DEFAULT 0, created_at REAL NOT NULL
+);
+CREATE TABLE backend_health (
+  load_balancer TEXT NOT NULL, node TEXT NOT NULL, healthy INTEGER NOT NULL,
+  checked_at REAL NOT NULL, detail TEXT NOT NULL DEFAULT '',
+  PRIMARY KEY (load_balancer, node)
+);
+CREATE TABLE dataplane (
+  id INTEGER PRIMARY KEY CHECK (id = 1), pid INTEGER NOT NULL, heartbeat_at REAL NOT NULL
+);
+"""
+
+
+def _run_script(script: str) -> Callable[[sqlite3.Connection], None]:
+    def migrate(conn: sqlite3.Connection) -> None:
+        for statement in script.split(";"):
+            if statement.strip():
+                conn.execute(statement)
+
+    return migrate
+
+
+MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_run_script(_V1),)
+"""``MIGRATIONS[i]`` takes a file from schema version ``i`` to ``i + 1``; append only."""
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def _read_version(conn: sqlite3.Connection) -> int:
+    has_meta = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'"
+    ).fetchone()
+    if not has_meta:
+        return 0
+    row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    return int(row[0]) if row else 0
+
+
+def _migrate(conn: sqlite3.Connection, path: Path) -> int:
+    """Bring the file to :data:`SCHEMA_VERSION` (the caller holds the write lock)."""
+    version = _read_version(conn)
+    if version > SCHEMA_VERSION:
+        raise SchemaTooNew(
+            f"{path}: schema version {version} was written by a newer kccm "
+            f"(this one knows up to {SCHEMA_VERSION}); upgrade kccm or use another --state-file"
+        )
+    for step in MIGRATIONS[version:]:
+        step(conn)
+    if version < SCHEMA_VERSION:
+        conn.execute(
+            "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)",
+            (str(SCHEMA_VERSION),),
+        )
+    return version
+
+
+# -- JSON columns --------------------------------------------------------------------------
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def _instance(row: sqlite3.Row) -> InstanceRecord:
+    addresses = tuple((str(a["type"]), str(a["address"])) for a in json.loads(row["addresses"]))
+    return InstanceRecord(
+        name=row["name"],
+        addresses=addresses,
+        instance_type=row["instance_type"],
+        zone=row["zone"],
+        region=row["region"],
+        state=row["state"],
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+    )
+
+
+def _balancer(row: sqlite3.Row) -> LoadBalancerRecord:
+    return LoadBalancerRecord(
+        name=row["name"],
+        service=row["service"],
+        service_uid=row["service_uid"],
+        vip=row["vip"],
+        ports=tuple(json.loads(row["ports"])),
+        backends=tuple(json.loads(row["backends"])),
+        health=json.loads(row["health"]),
+        source_ranges=tuple(json.loads(row["source_ranges"])),
+        session_affinity=row["session_affinity"],
+        generation=row["generation"],
+        updated_at=row["updated_at"],
+    )
+
+
+def _claim(row: sqlite3.Row) -> IPClaim:
+    return IPClaim(row["ip"], row["owner"], bool(row["retain"]), row["claimed_at"])
+
+
+def _route(row: sqlite3.Row) -> RouteRecord:
+    return RouteRecord(
+        name=row["name"],
+        cluster=row["cluster"],
+        target_node=row["target_node"],
+        destination_cidr=row["destination_cidr"],
+        blackhole=bool(row["blackhole"]),
+        created_at=row["created_at"],
+    )
+
+
+class LocalStore:
+    """An open state file. Thread-safe; open one per process (or per thread group)."""
+
+    def __init__(self, path: str | os.PathLike[str], *, clock: Callable[[], float] = time.time):
+        self.path = Path(path)
+        self._now = clock
+        self._lock = threading.RLock()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._conn = sqlite3.connect(
+            self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
+            check_same_thread=False,
+        )  # fmt: skip
+        self._conn.row_factory = sqlite3.Row
+        try:
+            self._configure()
+            with self._write() as conn:
+                self.migrated_from = _migrate(conn, self.path)
+        except BaseException:
+            self._conn.close()
+            raise
+
+    def _configure(self) -> None:
+        self._conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        mode = self._conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+        if str(mode).lower() != "wal":
+            raise StoreError(f"{self.path}: cannot switch to WAL journal mode (got {mode})")
+        self._conn.execute("PRAGMA synchronous = FULL")
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    def __enter__(self) -> LocalStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction, holding the database write lock from the start."""
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._conn
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
+
+    @contextmanager
+    def _read(self) -> Iterator[sqlite3.Connection]:
+        """A consistent snapshot for several SELECTs."""
+        with self._lock:
+            self._conn.execute("BEGIN")
+            try:
+                yield self._conn
+            finally:
+                self._conn.execute("COMMIT")
+
+    def schema_version(self) -> int:
+        with self._read() as conn:
+            return _read_version(conn)
+
+    # -- instances -----------------------------------------------------------------------
+
+    def add_instance(self, instance: InstanceRecord, *, replace: bool = False) -> InstanceRecord:
+        """Insert ``instance`` (``replace``: overwrite one of the same name)."""
+        now = self._now()
+        with self._write() as conn:
+            old = conn.execute(
+                "SELECT created_at FROM instances WHERE name = ?", (instance.name,)
+            ).fetchone()
+            if old is not None and not replace:
+                raise InstanceExists(f"instance {instance.name!r} already exists")
+            created = old["created_at"] if old is not None else now
+            conn.execute("DELETE FROM instances WHERE name = ?", (instance.name,))
+            conn.execute(
+                "INSERT INTO instances (name, provider_id, instance_type, zone, region, state,"
+                " addresses, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    instance.name,
+                    instance.provider_id,
+                    instance.instance_type,
+                    instance.zone,
+                    instance.region,
+                    instance.state,
+                    _dumps([{"type": t, "address": a} for t, a in instance.addresses]),
+                    created,
+                    now,
+                ),
+            )
+        return self.get_instance(instance.name)
+
+    def adopt_instance(self, instance: InstanceRecord) -> InstanceRecord:
+        """Insert ``instance`` unless one of that name exists; return what is stored."""
+        try:
+            return self.add_instance(instance)
+        except InstanceExists:
+            return self.get_instance(instance.name)
+
+    def set_instance_state(self, name: str, running: bool) -> InstanceRecord:
+        state = _RUNNING if running else _STOPPED
+        with self._write() as conn:
+            updated = conn.execute(
+                "UPDATE instances SET state = ?, updated_at = ? WHERE name = ?",
+                (state, self._now(), name),
+            ).rowcount
+            if not updated:
+                raise UnknownInstance(f"no instance named {name!r}")
+        return self.get_instance(name)
+
+    def delete_instance(self, name: str) -> None:
+        with self._write() as conn:
+            if not conn.execute("DELETE FROM instances WHERE name = ?", (name,)).rowcount:
+                raise UnknownInstance(f"no instance named {name!r}")
+
+    def find_instance(self, name: str) -> InstanceRecord | None:
+        with self._lock:
+            row = self._conn.execute("SELECT * FROM instances WHERE name = ?", (name,)).fetchone()
+        return _instance(row) if row is not None else None
+
+    def get_instance(self, name: str) -> InstanceRecord:
+        found = self.find_instance(name)
+        if found is None:
+            raise UnknownInstance(f"no instance named {name!r}")
+        return found
+
+    def find_instance_by_provider_id(self, provider_id: str) -> InstanceRecord | None:
+        with self._lock:
+            row = self._conn.execute(
+                "SELECT * FROM instances WHERE provider_id = ?", (provider_id,)
+            ).fetchone()
+        return _instance(row) if row is not None else None
+
+    def list_instances(self) -> list[InstanceRecord]:
+        with self._lock:
+            rows = self._conn.execute("SELECT * FROM instances ORDER BY name").fetchall()
+        return [_instance(row) for row in rows]
+
+    # -- load balancers and IP claims ----------------------------------------------------
+
+    def ensure_load_balancer(
+        self,
+        desired: LoadBalancerRecord,
+        *,
+        candidates: Callable[[], Iterable[str]],
+        requested_ip: str | None,
+        in_pool: Callable[[str], bool],
+        retain: bool,
+    ) -> LoadBalancerRecord:
+        """Claim a VIP for ``desired.service`` and write its row, in one transaction.
+
+        The Service keeps the IP it already claims (also a retained claim from an earlier
+        incarnation), unless ``requested_ip`` names another one. ``desired.vip`` and
+        ``desired.generation`` are ignored. Raises :class:`IPUnavailable` and writes nothing
+        when the requested IP is taken or outside the pool, or the pool is exhausted. The
+        generation is bumped only when the desired state changed.
+        """
+        with self._write() as conn:
+            vip = self._claim(conn, desired.service, candidates, requested_ip, in_pool, retain)
+            return self._put_balancer(conn, _with(desired, vip=vip))
+
+    def _claim(
+        self,
+        conn: sqlite3.Connection,
+        owner: str,
+        candidates: Callable[[], Iterable[str]],
+        requested: str | None,
+        in_pool: Callable[[str], bool],
+        retain: bool,
+    ) -> str:
+        held = conn.execute("SELECT ip FROM ip_claims WHERE owner = ?", (owner,)).fetchall()
+        held_ips = [row["ip"] for row in held]
+        if requested and requested not in held_ips:
+            _check_requested(conn, requested, in_pool)
+            ip = requested
+        elif requested:
+            ip = requested
+        elif held_ips:
+            ip = held_ips[0]
+        else:
+            ip = _first_free(conn, candidates)
+        conn.execute("DELETE FROM ip_claims WHERE owner = ? AND ip != ?", (owner, ip))
+        conn.execute(
+            "INSERT INTO ip_claims (ip, owner, retain, claimed_at) VALUES (?, ?, ?, ?)"
+            " ON CONFLICT (ip) DO UPDATE SET retain = excluded.retain",
+            (ip, owner, int(retain), self._now()),
+        )
+        return ip
+
+    def _put_balancer(
+        self, conn: sqlite3.Connection, desired: LoadBalancerRecord
+    ) -> LoadBalancerRecord:
+        row = conn.execute(
+            "SELECT * FROM load_balancers WHERE name = ? OR service = ? ORDER BY name = ? DESC",
+            (desired.name, desired.service, desired.name),
+        ).fetchone()
+        old = _balancer(row) if row is not None else None
+        if old is not None and old.same_spec(desired):
+            return old
+        generation = old.generation + 1 if old is not None else 1
+        conn.execute(
+            "DELETE FROM load_balancers WHERE name = ? OR service = ?",
+            (desired.name, desired.service),
+        )
+        new = _with(desired, generation=generation, updated_at=self._now())
+        conn.execute(
+            "INSERT INTO load_balancers (name, service, service_uid, vip, ports, backends,"
+            " health, source_ranges, session_affinity, generation, updated_at)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                new.name,
+                new.service,
+                new.service_uid,
+                new.vip,
+                _dumps(list(new.ports)),
+                _dumps(list(new.backends)),
+                _dumps(new.health),
+                _dumps(list(new.source_ranges)),
+                new.session_affinity,
+                new.generation,
+                new.updated_at,
+            ),
+        )
+        return new
+
+    def update_backends(
+        self, name: str, backends: Sequence[Mapping[str, Any]]
+    ) -> LoadBalancerRecord | None:
+        """Rewrite the backends of balancer ``name``; ``None`` when it does not exist."""
+        with self._write() as conn:
+            row = conn.execute("SELECT * FROM load_balancers WHERE name = ?", (name,)).fetchone()
+            if row is None:
+                return None
+            return self._put_balancer(conn, _with(_balancer(row), backends=tuple(backends)))
+
+    def delete_load_balancer(self, name: str, owner: str, *, keep_claim: bool) -> bool:
+        """Delete balancer ``name``; free ``owner``'s IP claim unless ``keep_claim`` (then it
+        is marked retained) or another balancer row of that owner still exists. Returns
+        whether a row was deleted."""
+        with self._write() as conn:
+            deleted = conn.execute("DELETE FROM load_balancers WHERE name = ?", (name,)).rowcount
+            conn.execute("DELETE FROM backend_health WHERE load_balancer = ?", (name,))
+            still_used = conn.execute(
+                "SELECT 1 FROM load_balancers WHERE service = ?", (owner,)
+            ).fetchone()
+            if keep_claim:
+                conn.execute("UPDATE ip_claims SET retain = 1 WHERE owner = ?", (owner,))
+            elif not still_used:
+                conn.execute("DELETE FROM ip_claims WHERE owner = ?", (owner,))
+        return bool(deleted)
+
+    def find_load_balancer(self, name: str) -> LoadBalancerRecord | None:
+        with self._lock:
+            row = self._conn.execute(
+                "SELECT * FROM load_balancers WHERE name = ?", (name,)
+            ).fetchone()
+        return _balancer(row) if row is not None else None
+
+    def list_load_balancers(self) -> list[LoadBalancerRecord]:
+        with self._lock:
+            rows = self._conn.execute("SELECT * FROM load_balancers ORDER BY service").fetchall()
+        return [_balancer(row) for row in rows]
+
+    def list_ip_claims(self) -> list[IPClaim]:
+        with self._lock:
+            rows = self._conn.execute("SELECT * FROM ip_claims ORDER BY owner, ip").fetchall()
+        return [_claim(row) for row in rows]
+
+    def release_ip(self, ip: str) -> bool:
+        """Free a claim by hand (e.g. a retained one nobody wants any more)."""
+        with self._write() as conn:
+            return bool(conn.execute("DELETE FROM ip_claims WHERE ip = ?", (ip,)).rowcount)
+
+    # -- routes --------------------------------------------------------------------------
+
+    def put_route(self, route: RouteRecord) -> None:
+        with self._write() as conn:
+            conn.execute(
+                "INSERT OR REPLACE INTO routes (name, cluster, target_node, destination_cidr,"
+                " blackhole, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+                (
+                    route.name,
+                    route.cluster,
+                    route.target_node,
+                    route.destination_cidr,
+                    int(route.blackhole),
+                    self._now(),
+                ),
+            )
+
+    def delete_route(self, cluster: str, target_node: str, destination_cidr: str) -> bool:
+        with self._write() as conn:
+            return bool(
+                conn.execute(
+                    "DELETE FROM routes WHERE cluster = ? AND target_node = ?"
+                    " AND destination_cidr = ?",
+                    (cluster, target_node, destination_cidr),
+                ).rowcount
+            )
+
+    def list_routes(self, cluster: str | None = None) -> list[RouteRecord]:
+        query, args = "SELECT * FROM routes", tuple[str, ...]()
+        if cluster is not None:
+            query, args = query + " WHERE cluster = ?", (cluster,)
+        with self._lock:
+            rows = self._conn.execute(query + " ORDER BY name", args).fetchall()
+        return [_route(row) for row in rows]
+
+    # -- written by the data plane, read here --------------------------------------------
+
+    def list_backend_health(self) -> list[BackendHealth]:
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT * FROM backend_health ORDER BY load_balancer, node"
+            ).fetchall()
+        return [
+            BackendHealth(
+                r["load_balancer"], r["node"], bool(r["healthy"]), r["checked_at"], r["detail"]
+            )
+            for r in rows
+        ]
+
+    def dataplane_heartbeat(self) -> DataplaneHeartbeat | None:
+        with self._lock:
+            row = self._conn.execute("SELECT * FROM dataplane WHERE id = 1").fetchone()
+        return DataplaneHeartbeat(row["pid"], row["heartbeat_at"]) if row else None
+
+
+def _with(record: LoadBalancerRecord, **changes: Any) -> LoadBalancerRecord:
+    return replace(record, **changes)
+
+
+def _check_requested(conn: sqlite3.Connection, ip: str, in_pool: Callable[[str], bool]) -> None:
+    if not in_pool(ip):
+        raise IPUnavailable(f"requested loadBalancerIP {ip} is not in the local VIP pool")
+    taken = conn.execute("SELECT owner FROM ip_claims WHERE ip = ?", (ip,)).fetchone()
+    if taken is not None:
+        raise IPUnavailable(f"requested loadBalancerIP {ip} is already claimed by {taken[0]}")
+
+
+def _first_free(conn: sqlite3.Connection, candidates: Callable[[], Iterable[str]]) -> str:
+    claimed = {row[0] for row in conn.execute("SELECT ip FROM ip_claims")}
+    for ip in candidates():
+        if ip not in claimed:
+            return ip
+    raise IPUnavailable(f"the local VIP pool is exhausted ({len(claimed)} addresses claimed)")
