@@ -1,0 +1,131 @@
+"""The local provider's cloud config (``[Global]``) and its VIP pool.
+
+gcfg example::
+
+    [Global]
+    state-file = /var/lib/kccm/local.db   ; default: $KCCM_LOCAL_STATE, else XDG data dir
+    vip-range = 127.0.20.0/24             ; CIDR or first-last, e.g. 127.0.20.10-127.0.20.99
+    health-check-mode = kube-proxy        ; or tcp
+    auto-adopt = true
+    zone = local-zone-a
+    region = local
+"""
+
+# ruff: noqa: RUF009 - setting() is a dataclasses.field() factory
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TextIO
+
+from kccm.cloudprovider import CloudConfigError
+from kccm.cloudprovider.config import load_cloud_config, setting
+
+__all__ = [
+    "DEFAULT_VIP_RANGE",
+    "HEALTH_CHECK_MODES",
+    "LocalCloudConfig",
+    "LocalGlobalConfig",
+    "VipPool",
+    "load_local_config",
+]
+
+DEFAULT_VIP_RANGE = "127.0.20.0/24"
+HEALTH_CHECK_MODES = ("kube-proxy", "tcp")
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+
+@dataclass(frozen=True)
+class LocalGlobalConfig:
+    """``[Global]`` of the local provider's cloud config."""
+
+    state_file: str = ""
+    """SQLite state file; empty: ``$KCCM_LOCAL_STATE``, else the user's data directory."""
+    vip_range: str = DEFAULT_VIP_RANGE
+    """Load-balancer VIPs: a CIDR (network and broadcast excluded) or ``first-last``."""
+    health_check_mode: str = "kube-proxy"
+    """``kube-proxy``: kube-proxy's /healthz (or healthCheckNodePort); ``tcp``: TCP connect."""
+    auto_adopt: bool = False
+    """A Node without an instance becomes one, from its reported addresses."""
+    zone: str = "local-zone-a"
+    region: str = "local"
+    instance_type: str = "local.standard"
+
+
+@dataclass(frozen=True)
+class LocalCloudConfig:
+    global_: LocalGlobalConfig = setting(default_factory=LocalGlobalConfig)
+
+
+@dataclass(frozen=True)
+class VipPool:
+    """An inclusive range of addresses VIPs are allocated from, lowest first."""
+
+    first: IPAddress
+    last: IPAddress
+
+    @classmethod
+    def parse(cls, text: str) -> VipPool:
+        """``a.b.c.d/nn`` (hosts only) or ``first-last``; raises ValueError."""
+        text = text.strip()
+        if "-" in text:
+            low, _, high = text.partition("-")
+            first, last = ipaddress.ip_address(low.strip()), ipaddress.ip_address(high.strip())
+        else:
+            network = ipaddress.ip_network(text, strict=False)
+            hosts = list(_ends(network))
+            first, last = hosts[0], hosts[-1]
+        if first.version != last.version or first > last:  # type: ignore[operator]
+            raise ValueError(f"{text!r} is not a range (first-last, first <= last)")
+        return cls(first, last)
+
+    def __contains__(self, ip: object) -> bool:
+        try:
+            address = ipaddress.ip_address(str(ip))
+        except ValueError:
+            return False
+        return address.version == self.first.version and self.first <= address <= self.last  # type: ignore[operator]
+
+    def addresses(self) -> Iterator[str]:
+        current = self.first
+        while current <= self.last:  # type: ignore[operator]
+            yield str(current)
+            current = current + 1
+
+    def __str__(self) -> str:
+        return f"{self.first}-{self.last}"
+
+
+def _ends(network: ipaddress.IPv4Network | ipaddress.IPv6Network) -> Iterator[IPAddress]:
+    if network.num_addresses <= 2:
+        yield network[0]
+        yield network[-1]
+        return
+    yield network[1]
+    yield network[-2] if network.version == 4 else network[-1]
+
+
+def _validate(config: LocalCloudConfig) -> list[str]:
+    glob = config.global_
+    issues = []
+    try:
+        VipPool.parse(glob.vip_range)
+    except ValueError as err:
+        issues.append(f"[Global] vip-range: {err}")
+    if glob.health_check_mode not in HEALTH_CHECK_MODES:
+        issues.append(
+            f"[Global] health-check-mode: {glob.health_check_mode!r} is not one of "
+            f"{', '.join(HEALTH_CHECK_MODES)}"
+        )
+    return issues
+
+
+def load_local_config(stream: TextIO | str | None) -> LocalCloudConfig:
+    """Parse and check the cloud config (``None``: every default)."""
+    config = load_cloud_config(stream, LocalCloudConfig)
+    issues = _validate(config)
+    if issues:
+        raise CloudConfigError(issues)
+    return config
