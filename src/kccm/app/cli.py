@@ -37,6 +37,7 @@ with the same flags (Go syntax: --flag=value, --bool=false, durations like 5m0s)
 Usage:
   kccm [flags]
   kccm dev up [--check]      a development control plane (etcd + kube-apiserver)
+  kccm local --help          the local provider's state: instances, load balancers, VIPs
 """
 MARKDOWN_INTRO = """\
 # kccm flags
@@ -193,7 +194,13 @@ def _dev(args: list[str]) -> int:
     return EXIT_USAGE
 
 
-SUBCOMMANDS: dict[str, Callable[[list[str]], int]] = {"dev": _dev}
+def _local(args: list[str]) -> int:
+    from kccm.app.local_cli import run_local
+
+    return run_local(args)
+
+
+SUBCOMMANDS: dict[str, Callable[[list[str]], int]] = {"dev": _dev, "local": _local}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,0 +1,188 @@
+"""``kccm local ...``: instances, load balancers, VIP claims and routes from the state file."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kccm.app.cli import main
+from kccm.app.local_cli import run_local
+from kccm.providers.local.store import InstanceRecord, LoadBalancerRecord, LocalStore, RouteRecord
+
+
+def run(state: Path, *argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = run_local(["--state-file", str(state), *argv], stdout=out, stderr=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+def as_json(state: Path, *argv: str) -> Any:
+    code, out, err = run(state, *argv, "-o", "json")
+    assert (code, err) == (0, "")
+    return json.loads(out)
+
+
+@pytest.fixture
+def state(tmp_path: Path) -> Path:
+    return tmp_path / "state.db"
+
+
+def test_instance_lifecycle_through_the_cli(state: Path) -> None:
+    code, out, _ = run(
+        state, "instances", "add", "n1", "--address", "InternalIP=127.0.10.1", "--zone", "z1"
+    )
+    assert (code, out) == (0, "instance local://n1 added (running)\n")
+    assert run(state, "instances", "stop", "n1")[:2] == (0, "instance n1 stopped\n")
+    (listed,) = as_json(state, "instances", "list")
+    assert (listed["state"], listed["zone"], listed["addresses"]) == (
+        "stopped",
+        "z1",
+        [{"type": "InternalIP", "address": "127.0.10.1"}],
+    )
+    assert run(state, "instances", "start", "n1")[:2] == (0, "instance n1 running\n")
+    assert run(state, "instances", "delete", "n1")[:2] == (0, "instance n1 deleted\n")
+    assert as_json(state, "instances", "list") == []
+
+
+@pytest.mark.parametrize(
+    ("argv", "code", "message"),
+    [
+        pytest.param(("instances", "stop", "ghost"), 1, "no instance named 'ghost'", id="unknown"),
+        pytest.param(("instances", "delete", "ghost"), 1, "no instance named", id="delete-unknown"),
+        pytest.param(("instances", "add", "n0"), 1, "already exists", id="duplicate"),
+        pytest.param(("instances", "add", "x", "--address", "bad"), 2, "TYPE=ADDRESS", id="addr"),
+        pytest.param(("instances", "frob"), 2, "invalid choice", id="unknown-verb"),
+        pytest.param(("lbs",), 2, "required", id="missing-verb"),
+        pytest.param(("ips", "list", "-o", "yaml"), 2, "invalid choice", id="bad-output"),
+    ],
+)
+def test_errors(state: Path, argv: tuple[str, ...], code: int, message: str) -> None:
+    run(state, "instances", "add", "n0")
+    got, out, err = run(state, *argv)
+    assert (got, out) == (code, "")
+    assert message in err
+
+
+def test_a_future_state_file_is_a_runtime_error(state: Path) -> None:
+    LocalStore(state).close()
+    raw = sqlite3.connect(state)
+    with raw:
+        raw.execute("UPDATE meta SET value = '9' WHERE key = 'schema_version'")
+    raw.close()
+    code, _, err = run(state, "instances", "list")
+    assert code == 1
+    assert "newer kccm" in err
+
+
+def _seed(state: Path) -> None:
+    with LocalStore(state) as store:
+        store.ensure_load_balancer(
+            LoadBalancerRecord(
+                name="aweb",
+                service="ns/web",
+                service_uid="web",
+                vip="",
+                ports=({"name": "http", "protocol": "TCP", "port": 80, "node_port": 30080},),
+                backends=(
+                    {"node": "n1", "address": "127.0.10.1"},
+                    {"node": "n2", "address": "127.0.10.2"},
+                ),
+                health={"mode": "kube-proxy", "port": 10256, "path": "/healthz"},
+            ),
+            candidates=lambda: iter(["127.0.20.1"]),
+            requested_ip=None,
+            in_pool=lambda ip: True,
+            retain=True,
+        )
+        store.put_route(RouteRecord("k-n1-10.244.1.0/24", "k", "n1", "10.244.1.0/24"))
+        store._conn.execute("INSERT INTO backend_health VALUES ('aweb', 'n1', 1, 0, 'HTTP 200')")
+
+
+def test_lbs_ips_and_routes_tables(state: Path) -> None:
+    _seed(state)
+    code, out, _ = run(state, "lbs", "list")
+    assert code == 0
+    header, row = out.splitlines()
+    assert header.split()[:3] == ["SERVICE", "VIP", "PORTS"]
+    assert row.split()[:5] == [
+        "ns/web",
+        "127.0.20.1",
+        "80/TCP->30080",
+        "n1=127.0.10.1(healthy),n2=127.0.10.2(unknown)",
+        "kube-proxy:10256/healthz",
+    ]
+    ips = run(state, "ips", "list")[1].splitlines()
+    assert ips[1].split()[:3] == ["127.0.20.1", "ns/web", "yes"]
+    routes = run(state, "routes", "list")[1].splitlines()
+    assert routes[1].split()[:3] == ["k", "n1", "10.244.1.0/24"]
+
+
+def test_lbs_json_has_backend_health(state: Path) -> None:
+    _seed(state)
+    (lb,) = as_json(state, "lbs", "list")
+    assert lb["vip"] == "127.0.20.1"
+    assert [(b["node"], b["health"], b["detail"]) for b in lb["backends"]] == [
+        ("n1", "healthy", "HTTP 200"),
+        ("n2", "unknown", ""),
+    ]
+    assert as_json(state, "ips", "list")[0]["retain"] is True
+
+
+def test_options_before_or_after_the_subcommand(state: Path) -> None:
+    run(state, "instances", "add", "n1")
+    out = io.StringIO()
+    assert (
+        run_local(["-o", "json", "--state-file", str(state), "instances", "list"], stdout=out) == 0
+    )
+    assert json.loads(out.getvalue())[0]["name"] == "n1"
+
+
+def test_kccm_local_is_a_subcommand(state: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KCCM_LOCAL_STATE", str(state))
+    assert main(["local", "instances", "add", "via-env"]) == 0
+    with LocalStore(state) as store:
+        assert store.get_instance("via-env") == InstanceRecord(
+            "via-env",
+            created_at=store.get_instance("via-env").created_at,
+            updated_at=store.get_instance("via-env").updated_at,
+        )
+
+
+def kccm(state: Path, *argv: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "KCCM_LOCAL_STATE": str(state)}
+    return subprocess.run(
+        [sys.executable, "-m", "kccm", "local", *argv],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_the_real_command_adds_and_lists(state: Path) -> None:
+    added = kccm(state, "instances", "add", "n1", "--address", "InternalIP=127.0.10.1")
+    assert (added.returncode, added.stderr) == (0, "")
+    listed = kccm(state, "instances", "list", "-o", "json")
+    assert [i["provider_id"] for i in json.loads(listed.stdout)] == ["local://n1"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "code"),
+    [
+        pytest.param(("instances", "stop", "ghost"), 1, id="runtime-error"),
+        pytest.param(("instances",), 2, id="usage-error"),
+    ],
+)
+def test_the_real_command_exit_status(state: Path, argv: tuple[str, ...], code: int) -> None:
+    done = kccm(state, *argv)
+    assert done.returncode == code
+    assert done.stderr.startswith("error: ")
