@@ -1,0 +1,202 @@
+"""The local provider behind the real service and node-lifecycle controllers, on the real
+apiserver: a LoadBalancer Service gets its VIP (ipMode Proxy) and a load_balancers row with its
+ports and node backends; a stopped instance's Node is tainted shutdown; a deleted instance's
+Node is deleted."""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+from kccm.cloudprovider.gate import CallGate
+from kccm.cloudprovider.gated import GatedCloud
+from kccm.cloudprovider.types import Node
+from kccm.controllers import nodelifecycle
+from kccm.controllers.base import ControllerContext
+from kccm.controllers.nodelifecycle import NodeLifecycleControllerOptions
+from kccm.controllers.service import ServiceControllerOptions
+from kccm.controllers.service import build as build_service_controller
+from kccm.kube.client import KubeApiClient
+from kccm.kube.errors import NotFound
+from kccm.kube.interface import Obj
+from kccm.kube.resources import NODES, SERVICES
+from kccm.providers.local import LocalCloud
+from kccm.providers.local.config import load_local_config
+from kccm.providers.local.store import InstanceRecord, LoadBalancerRecord, LocalStore
+from kccm.runtime.events import EventBroadcaster
+from kccm.runtime.informers import SharedInformerFactory
+from kccm.testing.pytest_plugin import KubeCleanup, unique_name
+
+T = TypeVar("T")
+PREFIX = "local-node"
+SHUTDOWN = {"key": "node.cloudprovider.kubernetes.io/shutdown", "effect": "NoSchedule"}
+
+
+async def eventually(probe: Callable[[], Awaitable[T | None]], within: float = 20.0) -> T:
+    """Poll ``probe`` (an API read) until it returns something truthy."""
+    async with asyncio.timeout(within):
+        while True:
+            value = await probe()
+            if value:
+                return value
+            await asyncio.sleep(0.05)
+
+
+class ScopedLocalCloud(LocalCloud):
+    """Answers "exists, running" for Nodes this module did not create (the apiserver is shared
+    with other tests' Nodes, which must not be tainted or deleted here)."""
+
+    def instance_exists(self, node: Node) -> bool:
+        if not node["metadata"]["name"].startswith(PREFIX):
+            return True
+        return super().instance_exists(node)
+
+    def instance_shutdown(self, node: Node) -> bool:
+        if not node["metadata"]["name"].startswith(PREFIX):
+            return False
+        return super().instance_shutdown(node)
+
+
+@dataclass
+class Running:
+    kube: KubeApiClient
+    store: LocalStore
+    cleanup: KubeCleanup
+
+    async def node(self, name: str, address: str, ready: str) -> Obj:
+        self.cleanup.add(NODES, name)
+        await self.kube.create(
+            NODES,
+            {
+                "metadata": {"name": name},
+                "spec": {"providerID": f"local://{name}"},
+                "status": {"addresses": [{"type": "InternalIP", "address": address}]},
+            },
+        )
+        condition = {"type": "Ready", "status": ready, "reason": "Kubelet"}
+        return await self.kube.patch(
+            NODES, name, {"status": {"conditions": [condition]}}, subresource="status"
+        )
+
+    def instance(self, name: str, address: str) -> None:
+        self.store.add_instance(InstanceRecord(name, (("InternalIP", address),)))
+
+    async def shutdown_taints(self, name: str) -> list[Any]:
+        node = await self.kube.get(NODES, name)
+        return [t for t in node["spec"].get("taints") or () if t["key"] == SHUTDOWN["key"]]
+
+
+@pytest.fixture
+async def running(
+    kube: KubeApiClient, kube_cleanup: KubeCleanup, tmp_path: Path
+) -> AsyncIterator[Running]:
+    store = LocalStore(tmp_path / "state.db")
+    cloud = ScopedLocalCloud(store, load_local_config(None))
+    registry = CollectorRegistry()
+    gate = CallGate(registry=registry)
+    informers = SharedInformerFactory(kube)
+    events = EventBroadcaster(kube, registry=registry)
+    events.start()
+    context = ControllerContext(kube, informers, GatedCloud(cloud, gate), events, registry)
+    lifecycle = nodelifecycle.build(
+        context, NodeLifecycleControllerOptions(node_monitor_period=0.2)
+    )
+    services = build_service_controller(context, ServiceControllerOptions())
+    assert lifecycle is not None
+    assert services is not None
+    informers.start()
+    tasks = [asyncio.create_task(lifecycle.run()), asyncio.create_task(services.run())]
+    try:
+        yield Running(kube, store, kube_cleanup)
+    finally:
+        await lifecycle.stop()
+        await services.stop(grace=5.0)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await events.shutdown(grace=5)
+        await informers.stop()
+        gate.close()
+        store.close()
+
+
+async def test_a_load_balancer_service_gets_a_vip_and_a_row(
+    running: Running, kube: KubeApiClient, kube_namespace: str
+) -> None:
+    name = unique_name(PREFIX)
+    running.instance(name, "127.0.10.41")
+    await running.node(name, "127.0.10.41", "True")
+    svc = unique_name("web")
+    await kube.create(
+        SERVICES,
+        {
+            "metadata": {"name": svc, "namespace": kube_namespace},
+            "spec": {
+                "type": "LoadBalancer",
+                "ports": [
+                    {"name": "http", "port": 80, "protocol": "TCP"},
+                    {"name": "dns", "port": 53, "protocol": "UDP"},
+                ],
+            },
+        },
+    )
+
+    async def ingress() -> list[Any] | None:
+        stored = await kube.get(SERVICES, svc, namespace=kube_namespace)
+        return stored.get("status", {}).get("loadBalancer", {}).get("ingress")
+
+    (got,) = await eventually(ingress)
+    assert ipaddress.ip_address(got["ip"]) in ipaddress.ip_network("127.0.20.0/24")
+    assert got["ipMode"] == "Proxy"
+    stored = await kube.get(SERVICES, svc, namespace=kube_namespace)
+    record = _row(running.store, f"{kube_namespace}/{svc}")
+    assert record.vip == got["ip"]
+    assert [(p["name"], p["protocol"], p["port"], p["node_port"]) for p in record.ports] == [
+        (p["name"], p["protocol"], p["port"], p["nodePort"]) for p in stored["spec"]["ports"]
+    ]
+    assert {"node": name, "address": "127.0.10.41"} in record.backends
+    assert record.health == {"mode": "kube-proxy", "port": 10256, "path": "/healthz"}
+
+    await kube.delete(SERVICES, svc, namespace=kube_namespace)
+
+    async def released() -> bool:
+        return not any(c.owner == f"{kube_namespace}/{svc}" for c in running.store.list_ip_claims())
+
+    await eventually(released)
+    assert running.store.find_load_balancer(record.name) is None
+
+
+def _row(store: LocalStore, service: str) -> LoadBalancerRecord:
+    return next(lb for lb in store.list_load_balancers() if lb.service == service)
+
+
+async def test_a_stopped_instance_taints_its_node(running: Running) -> None:
+    name = unique_name(PREFIX)
+    running.instance(name, "127.0.10.42")
+    running.store.set_instance_state(name, running=False)
+    await running.node(name, "127.0.10.42", "False")
+    assert await eventually(lambda: running.shutdown_taints(name)) == [SHUTDOWN]
+
+
+async def test_a_deleted_instance_deletes_its_node(running: Running) -> None:
+    name = unique_name(PREFIX)
+    running.instance(name, "127.0.10.43")
+    await running.node(name, "127.0.10.43", "False")
+    assert await running.shutdown_taints(name) == []
+    running.store.delete_instance(name)
+
+    async def gone() -> bool:
+        try:
+            await running.kube.get(NODES, name)
+        except NotFound:
+            return True
+        return False
+
+    assert await eventually(gone)
