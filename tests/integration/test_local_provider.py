@@ -26,7 +26,7 @@ from kccm.controllers.service import build as build_service_controller
 from kccm.kube.client import KubeApiClient
 from kccm.kube.errors import NotFound
 from kccm.kube.interface import Obj
-from kccm.kube.resources import NODES, SERVICES
+from kccm.kube.resources import EVENTS, NODES, SERVICES
 from kccm.providers.local import LocalCloud
 from kccm.providers.local.config import load_local_config
 from kccm.providers.local.store import InstanceRecord, LoadBalancerRecord, LocalStore
@@ -200,3 +200,36 @@ async def test_a_deleted_instance_deletes_its_node(running: Running) -> None:
         return False
 
     assert await eventually(gone)
+
+
+async def test_an_unavailable_load_balancer_ip_is_a_warning_event_and_no_lb(
+    running: Running, kube: KubeApiClient, kube_namespace: str
+) -> None:
+    svc = unique_name("pinned")
+    await kube.create(
+        SERVICES,
+        {
+            "metadata": {"name": svc, "namespace": kube_namespace},
+            "spec": {
+                "type": "LoadBalancer",
+                "loadBalancerIP": "192.0.2.7",
+                "ports": [{"name": "http", "port": 80, "protocol": "TCP"}],
+            },
+        },
+    )
+
+    async def warning() -> list[str]:
+        listed = await kube.list(
+            EVENTS, namespace=kube_namespace, field_selector=f"involvedObject.name={svc}"
+        )
+        return [
+            e["message"]
+            for e in listed.items
+            if (e["type"], e["reason"]) == ("Warning", "SyncLoadBalancerFailed")
+        ]
+
+    (message, *_) = await eventually(warning)
+    assert "192.0.2.7 is not in the local VIP pool" in message
+    assert not any(
+        lb.service == f"{kube_namespace}/{svc}" for lb in running.store.list_load_balancers()
+    )
