@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TextIO
 
+from kccm.app.dataplane_cli import run_dataplane_cli
 from kccm.providers.local.store import (
     BackendHealth,
     InstanceRecord,
@@ -36,7 +37,7 @@ __all__ = ["COMMANDS", "EXIT_ERROR", "EXIT_USAGE", "run_local"]
 EXIT_ERROR = 1
 EXIT_USAGE = 2
 Rows = list[dict[str, Any]]
-COMMANDS: dict[str, Callable[[list[str]], int]] = {}
+COMMANDS: dict[str, Callable[[list[str]], int]] = {"dataplane": run_dataplane_cli}
 """Further ``kccm local <name> ...`` commands with their own argument parsing."""
 
 

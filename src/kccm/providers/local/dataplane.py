@@ -58,6 +58,7 @@ from kccm.providers.local.dataplane_store import (
     pid_alive,
     read_heartbeat,
 )
+from kccm.providers.local.store import resolve_state_path
 
 __all__ = [
     "DataPlane",
@@ -89,11 +90,8 @@ class DataplaneBusyError(RuntimeError):
 
 
 def default_state_file() -> Path:
-    """``$KCCM_LOCAL_STATE``, else ``${XDG_DATA_HOME:-~/.local/share}/kccm/local/state.db``."""
-    if env := os.environ.get("KCCM_LOCAL_STATE"):
-        return Path(env)
-    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return Path(base) / "kccm" / "local" / "state.db"
+    """The store's rule: ``$KCCM_LOCAL_STATE``, else the user's data directory."""
+    return resolve_state_path(None)
 
 
 class DataPlane:
