@@ -28,6 +28,7 @@ import pytest
 
 from kccm.providers.local.dataplane import (
     DataPlane,
+    DataplaneBusyError,
     DataplaneSettings,
     ensure_dataplane_running,
     live_dataplane,
@@ -408,6 +409,24 @@ async def test_thousand_connections_and_datagrams_while_state_changes(
     assert sum(tcp) == 1000
     assert sum(udp) == 1000
     assert await changes > 5
+
+
+async def test_refusing_backend_is_skipped(world: World, plane: DataPlane) -> None:
+    """Health still says yes, the nodePort says no: the next backend takes the connection."""
+    world.put_lb(udp=False)
+    await until_listening(plane, 1)
+    await all_checked(plane, "lb-a")
+    tcp_backend = world.nodes["n3"].servers[0]
+    tcp_backend.close()
+    await tcp_backend.wait_closed()
+    assert plane.health.usable("lb-a", "n3")
+    assert {await ask_tcp(world.vip, world.tcp_port) for _ in range(30)} == {"n1", "n2"}
+
+
+async def test_second_data_plane_is_refused(world: World, plane: DataPlane) -> None:
+    other = DataPlane(world.state_file, FAST, pid=plane.pid + 1)
+    with pytest.raises(DataplaneBusyError, match=f"pid {plane.pid}"):
+        await other.start()
 
 
 # --- the process ------------------------------------------------------------------------

@@ -120,7 +120,12 @@ class DataPlane:
     # lifecycle -------------------------------------------------------------------------
     async def start(self) -> None:
         """Claim the ``dataplane`` row (waiting for the store's schema), apply, start loops."""
-        await self._claim()
+        try:
+            await self._claim()
+        except DataplaneBusyError:
+            await self._db(self._store.close)
+            self._executor.shutdown(wait=True)
+            raise
         await self.reconcile()
         loop = asyncio.get_running_loop()
         self._tasks = [loop.create_task(self._poll()), loop.create_task(self._heartbeat())]

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -69,7 +70,7 @@ async def probe(target: ProbeTarget, limit: float) -> tuple[bool, str]:
     except TimeoutError:
         return False, f"timeout after {limit:g}s"
     except OSError as exc:
-        return False, exc.strerror or str(exc)
+        return False, os.strerror(exc.errno) if exc.errno else str(exc)
 
 
 class HealthChecker:

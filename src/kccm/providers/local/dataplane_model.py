@@ -26,6 +26,7 @@ from typing import Any, Literal
 __all__ = [
     "DEFAULT_HEALTH_PORT",
     "Backend",
+    "HealthMode",
     "HealthSpec",
     "HealthState",
     "ListenerDiff",
