@@ -485,3 +485,70 @@ async def test_dataplane_process_survives_its_parent_and_stops_on_sigterm(
     log = (world.state_file.parent / "dataplane.log").read_text()
     assert "signal received" in log
     assert json.dumps(pid) in log
+
+
+WRITER = """
+import sys, time
+from kccm.providers.local.store import LoadBalancerRecord, LocalStore
+state, vip, *addresses = sys.argv[1:]
+store = LocalStore(state)
+i = 0
+while True:
+    backends = [{"node": f"n{k}", "address": a} for k, a in enumerate(addresses[: 1 + i % 3])]
+    store.ensure_load_balancer(
+        LoadBalancerRecord(
+            name="lb-other", service="default/lb-other", service_uid="u", vip=vip,
+            ports=({"name": "t", "protocol": "TCP", "port": 8081, "node_port": 30001},),
+            backends=tuple(backends), health={"mode": "tcp"},
+        ),
+        candidates=lambda: [vip], requested_ip=vip, in_pool=lambda ip: True, retain=False,
+    )
+    i += 1
+    time.sleep(0.005)
+"""
+
+
+async def test_traffic_flows_while_a_writer_is_sigkilled_and_restarted(
+    world: World, spawned: list[int]
+) -> None:
+    """Issue 7's acceptance against the data plane process: 1000 TCP connections and 1000
+    UDP datagrams through one VIP with zero failures while the process writing the state
+    file (standing in for the controller manager) is SIGKILLed and restarted over and over."""
+    world.put_lb()
+    pid = await asyncio.to_thread(
+        ensure_dataplane_running, world.state_file, extra_args=["--poll-interval", "0.1"]
+    )
+    spawned.append(pid)
+    async with asyncio.timeout(10):
+        while await refused(world.vip, world.tcp_port):  # noqa: ASYNC110 (another process)
+            await asyncio.sleep(0.05)
+    other_vip = world.vip.rsplit(".", 1)[0] + ".102"
+    addresses = [n.address for n in world.nodes.values()]
+    writer_args = [sys.executable, "-c", WRITER, str(world.state_file), other_vip, *addresses]
+    stop = asyncio.Event()
+
+    async def killer() -> int:
+        kills = 0
+        while not stop.is_set():
+            proc = await asyncio.create_subprocess_exec(*writer_args)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), 0.4)
+            proc.kill()
+            await proc.wait()
+            kills += 1
+        return kills
+
+    async def tcp_load() -> int:
+        return sum([await ask_tcp(world.vip, world.tcp_port) in NODES for _ in range(50)])
+
+    async def udp_load(worker: int) -> int:
+        async with udp_client(world.vip, world.udp_port) as ask:
+            return sum([await ask(f"{worker}-{i}".encode()) in NODES for i in range(100)])
+
+    kills = asyncio.create_task(killer())
+    tcp = await asyncio.gather(*(tcp_load() for _ in range(20)))
+    udp = await asyncio.gather(*(udp_load(w) for w in range(10)))
+    stop.set()
+    assert (sum(tcp), sum(udp)) == (1000, 1000)
+    assert await kills >= 2
+    assert live_dataplane(world.state_file) is not None

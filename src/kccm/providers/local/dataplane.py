@@ -347,12 +347,21 @@ def ensure_dataplane_running(
     raise RuntimeError(f"the data plane did not start; see {path.with_name('dataplane.log')}")
 
 
+_CHILDREN: list[subprocess.Popen[bytes]] = []
+"""Data planes started here: kept so they are reaped (no zombie, no ResourceWarning)."""
+
+
+def _reap() -> None:
+    _CHILDREN[:] = [child for child in _CHILDREN if child.poll() is None]
+
+
 def _spawn(path: Path, extra_args: Sequence[str]) -> subprocess.Popen[bytes]:
+    _reap()
     command = [sys.executable, "-m", "kccm.providers.local.dataplane_main"]
     command += ["--state-file", str(path), *extra_args]
     log_path = path.with_name("dataplane.log")
     with open(log_path, "ab") as out:
-        return subprocess.Popen(
+        child = subprocess.Popen(
             command,
             stdin=subprocess.DEVNULL,
             stdout=out,
@@ -360,3 +369,5 @@ def _spawn(path: Path, extra_args: Sequence[str]) -> subprocess.Popen[bytes]:
             start_new_session=True,
             close_fds=True,
         )
+    _CHILDREN.append(child)
+    return child
