@@ -110,6 +110,7 @@ class DataPlane:
         self._version: int | None = None
         self._retry = False
         self._tasks: list[asyncio.Task[None]] = []
+        self._writes: set[asyncio.Task[None]] = set()
         self._reconciled = asyncio.Condition()
         self.reconciles = 0
 
@@ -154,6 +155,8 @@ class DataPlane:
         self.listeners.clear()
         self._applied.clear()
         await self.health.close()
+        if self._writes:
+            await asyncio.wait(list(self._writes))
         with contextlib.suppress(sqlite3.Error):
             await self._db(self._store.release, self.pid)
         await self._db(self._store.close)
@@ -237,7 +240,9 @@ class DataPlane:
             except sqlite3.Error as exc:
                 log.warning("writing the state file: %s", exc)
 
-        asyncio.get_running_loop().create_task(write())
+        task = asyncio.get_running_loop().create_task(write())
+        self._writes.add(task)
+        task.add_done_callback(self._writes.discard)
 
     async def _heartbeat(self) -> None:
         while True:

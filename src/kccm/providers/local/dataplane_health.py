@@ -71,6 +71,8 @@ async def probe(target: ProbeTarget, limit: float) -> tuple[bool, str]:
         return False, f"timeout after {limit:g}s"
     except OSError as exc:
         return False, os.strerror(exc.errno) if exc.errno else str(exc)
+    except ValueError as exc:  # a status line longer than the stream limit
+        return False, f"bad response: {exc}"
 
 
 class HealthChecker:

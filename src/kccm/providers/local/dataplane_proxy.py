@@ -307,6 +307,7 @@ class UdpListener(Listener, asyncio.DatagramProtocol):
         self.transport: asyncio.DatagramTransport | None = None
         self.sessions: dict[tuple[Any, ...], _UdpSession] = {}
         self._sweeper: asyncio.Task[None] | None = None
+        self._connecting: set[asyncio.Task[None]] = set()
 
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
@@ -342,7 +343,9 @@ class UdpListener(Listener, asyncio.DatagramProtocol):
             return None
         session = _UdpSession(self, addr, candidates[0])
         self.sessions[addr] = session
-        asyncio.get_running_loop().create_task(self._connect(session))
+        task = asyncio.get_running_loop().create_task(self._connect(session))
+        self._connecting.add(task)
+        task.add_done_callback(self._connecting.discard)
         return session
 
     async def _connect(self, session: _UdpSession) -> None:
@@ -376,6 +379,8 @@ class UdpListener(Listener, asyncio.DatagramProtocol):
     async def close(self) -> None:
         if self._sweeper is not None:
             self._sweeper.cancel()
+        for task in list(self._connecting):
+            task.cancel()
         for addr in list(self.sessions):
             self._drop(addr)
         if self.transport is not None:
