@@ -552,3 +552,17 @@ async def test_traffic_flows_while_a_writer_is_sigkilled_and_restarted(
     assert (sum(tcp), sum(udp)) == (1000, 1000)
     assert await kills >= 2
     assert live_dataplane(world.state_file) is not None
+
+
+async def test_sigterm_while_waiting_for_the_state_file_exits_0(tmp_path: Path) -> None:
+    proc = await asyncio.create_subprocess_exec(
+        *[sys.executable, "-m", "kccm.providers.local.dataplane_main"],
+        *["--state-file", str(tmp_path / "not-yet.db")],
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stderr is not None
+    line = await asyncio.wait_for(proc.stderr.readline(), 15)
+    assert b"waiting for the state file" in line
+    proc.terminate()
+    assert await asyncio.wait_for(proc.wait(), 15) == 0
+    assert not (tmp_path / "not-yet.db").exists()

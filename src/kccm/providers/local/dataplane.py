@@ -133,11 +133,13 @@ class DataPlane:
         log.info("data plane %d serving %s", self.pid, self._store.path)
 
     async def _claim(self) -> None:
+        level = logging.INFO
         while True:
             try:
                 holder = await self._db(self._store.claim, self.pid, self.settings.stale_after)
             except (FileNotFoundError, sqlite3.OperationalError) as exc:
-                log.info("waiting for the state file %s: %s", self._store.path, exc)
+                log.log(level, "waiting for the state file %s (%s)", self._store.path, exc)
+                level = logging.DEBUG
                 await asyncio.sleep(self.settings.poll_interval)
                 continue
             if holder is not None:
@@ -288,13 +290,23 @@ async def _serve(state_file: Path, settings: DataplaneSettings) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     plane = DataPlane(state_file, settings)
-    try:
-        await plane.start()
-    except DataplaneBusyError as exc:
-        log.error("%s", exc)
+    starting = loop.create_task(plane.start())
+    stopping = loop.create_task(stop.wait())
+    await asyncio.wait([starting, stopping], return_when=asyncio.FIRST_COMPLETED)
+    if not starting.done():
+        log.info("signal received while waiting for the state file")
+        starting.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await starting
+        await plane.close()
+        return 0
+    if isinstance(starting.exception(), DataplaneBusyError):
+        stopping.cancel()
+        log.error("%s", starting.exception())
         return 1
     try:
-        await stop.wait()
+        starting.result()
+        await stopping
         log.info("signal received, closing listeners")
     finally:
         await plane.close()
