@@ -7,6 +7,7 @@ gcfg example::
     vip-range = 127.0.20.0/24             ; CIDR or first-last, e.g. 127.0.20.10-127.0.20.99
     health-check-mode = kube-proxy        ; or tcp
     auto-adopt = true
+    start-dataplane = true                ; initialize() starts `kccm local dataplane` if none runs
     zone = local-zone-a
     region = local
 """
@@ -49,6 +50,9 @@ class LocalGlobalConfig:
     """``kube-proxy``: kube-proxy's /healthz (or healthCheckNodePort); ``tcp``: TCP connect."""
     auto_adopt: bool = False
     """A Node without an instance becomes one, from its reported addresses."""
+    start_dataplane: bool = True
+    """The provider starts the data plane (detached) at initialization unless one is running;
+    ``false`` when it runs separately (e.g. as a systemd unit)."""
     zone: str = "local-zone-a"
     region: str = "local"
     instance_type: str = "local.standard"

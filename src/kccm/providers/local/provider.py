@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
-from collections.abc import Mapping, Sequence
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any, TextIO
 
 from kccm.cloudprovider import (
@@ -56,10 +58,12 @@ __all__ = [
     "ANNOTATION_SOURCE_RANGES",
     "KUBE_PROXY_HEALTH_PORT",
     "PROVIDER_NAME",
+    "DataplaneStarter",
     "LocalCloud",
     "LocalLoadBalancerError",
     "desired_load_balancer",
     "new_local_cloud",
+    "start_dataplane",
 ]
 
 PROVIDER_NAME = "local"
@@ -67,6 +71,18 @@ ANNOTATION_RETAIN_IP = "local.kccm.io/retain-ip"
 ANNOTATION_SOURCE_RANGES = "service.beta.kubernetes.io/load-balancer-source-ranges"
 KUBE_PROXY_HEALTH_PORT = 10256
 HEALTHZ = "/healthz"
+log = logging.getLogger("kccm.providers.local")
+
+DataplaneStarter = Callable[[Path], int]
+"""Given the state file, make sure a data plane serves it; returns its pid."""
+
+
+def start_dataplane(state_file: Path) -> int:
+    """The default :data:`DataplaneStarter`: the live data plane's pid, starting one if none
+    heartbeats (imported here so the provider's import stays light)."""
+    from kccm.providers.local.dataplane import ensure_dataplane_running
+
+    return ensure_dataplane_running(state_file)
 
 
 class LocalLoadBalancerError(CloudProviderError):
@@ -192,17 +208,39 @@ def _status(record: LoadBalancerRecord) -> LoadBalancerStatus:
 class LocalCloud:
     """The ``local`` provider over one :class:`LocalStore`."""
 
-    def __init__(self, store: LocalStore, config: LocalCloudConfig | None = None) -> None:
+    def __init__(
+        self,
+        store: LocalStore,
+        config: LocalCloudConfig | None = None,
+        *,
+        dataplane_starter: DataplaneStarter = start_dataplane,
+    ) -> None:
         self.store = store
         self.config = config or LocalCloudConfig()
         self.pool = VipPool.parse(self.config.global_.vip_range)
+        self._start_dataplane = dataplane_starter
+        self.dataplane_pid: int | None = None
+        """The data plane found or started by :meth:`initialize` (None: not asked, or failed)."""
 
     # -- Interface -----------------------------------------------------------------------
 
     def initialize(
         self, client_builder: ControllerClientBuilder | None, stop: asyncio.Event
     ) -> None:
-        """Nothing to start: the store is open and the data plane runs on its own."""
+        """Start the data plane unless one heartbeats or ``start-dataplane = false``.
+
+        A data plane that cannot start is logged, not fatal: the load balancers are still
+        recorded, and a data plane started later (or separately) serves them.
+        """
+        if not self.config.global_.start_dataplane:
+            log.info("start-dataplane = false: not starting the data plane")
+            return
+        try:
+            self.dataplane_pid = self._start_dataplane(self.store.path)
+        except (OSError, RuntimeError) as err:
+            log.error("the data plane for %s did not start: %s", self.store.path, err)
+            return
+        log.info("data plane pid %d serves %s", self.dataplane_pid, self.store.path)
 
     def load_balancer(self) -> LoadBalancer | None:
         return self
