@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed-stamp
 .PHONY: help venv controlplane helm lint format typecheck unit integration test demo clean
 
 help:
-	@echo "make demo          build and start the dev control plane, show it healthy, stop it"
+	@echo "make demo          the local provider end to end: control plane, 3 nodes, kccm, a LoadBalancer"
 	@echo "make test          lint, types, unit and integration tests (builds the control plane)"
 	@echo "make controlplane  build etcd + kube-apiserver from Go modules (cached)"
 	@echo "make helm          build helm from Go modules (cached; the chart tests use it)"
@@ -52,7 +52,7 @@ test: lint typecheck controlplane helm
 	$(PY) -m pytest
 
 demo: venv controlplane
-	$(PY) -m kccm dev up --check
+	$(PY) -m kccm dev demo
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

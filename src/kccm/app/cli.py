@@ -190,7 +190,11 @@ def _dev(args: list[str]) -> int:
         from kccm.app.devup import run_dev_up
 
         return run_dev_up(args[1:])
-    print("usage: kccm dev up [--check]", file=sys.stderr)
+    if args[:1] == ["demo"]:
+        from kccm.app.demo import run_demo
+
+        return run_demo(args[1:])
+    print("usage: kccm dev up [--check] | kccm dev demo", file=sys.stderr)
     return EXIT_USAGE
 
 
