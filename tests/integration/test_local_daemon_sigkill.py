@@ -1,0 +1,240 @@
+"""Issue 7's acceptance with the real daemon: ≥1000 TCP connections and ≥1000 UDP datagrams
+through one VIP of the local provider while the kccm daemon is SIGKILLed and restarted over
+and over — zero failures, because the data plane is its own process."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import random
+import signal
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any, cast
+
+import pytest
+
+from kccm.app.demo import kubelet_node
+from kccm.kube.client import KubeApiClient
+from kccm.kube.resources import NODES, SERVICES
+from kccm.providers.local.dataplane import live_dataplane
+from kccm.providers.local.store import InstanceRecord, LocalStore
+from kccm.testing.controlplane import ControlPlane, free_port
+from kccm.testing.pytest_plugin import KubeCleanup, unique_name
+
+TCP_NODE_PORT, UDP_NODE_PORT, HEALTH_PORT = 31081, 31082, 10256
+TCP_CONNECTIONS, UDP_DATAGRAMS = 1000, 1000
+
+
+class _Echo(asyncio.DatagramProtocol):
+    def __init__(self, name: str) -> None:
+        self.name = name.encode()
+        self.transport: asyncio.DatagramTransport | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = cast(asyncio.DatagramTransport, transport)
+
+    def datagram_received(self, data: bytes, addr: tuple[Any, ...]) -> None:
+        assert self.transport is not None
+        self.transport.sendto(self.name + b":" + data, addr)
+
+
+async def _node_servers(name: str, address: str) -> list[Any]:
+    async def tcp(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writer.write(name.encode() + b"\n")
+        await writer.drain()
+        writer.close()
+
+    async def health(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        with contextlib.suppress(asyncio.IncompleteReadError, ConnectionError):
+            await reader.readuntil(b"\r\n\r\n")
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")
+            await writer.drain()
+        writer.close()
+
+    loop = asyncio.get_running_loop()
+    udp, _ = await loop.create_datagram_endpoint(
+        lambda: _Echo(name), local_addr=(address, UDP_NODE_PORT)
+    )
+    return [
+        await asyncio.start_server(tcp, address, TCP_NODE_PORT),
+        await asyncio.start_server(health, address, HEALTH_PORT),
+        udp,
+    ]
+
+
+def _daemon(kubeconfig: Path, cloud_config: Path, log: Path) -> subprocess.Popen[bytes]:
+    args = [
+        sys.executable,
+        "-m",
+        "kccm",
+        "--cloud-provider=local",
+        f"--cloud-config={cloud_config}",
+        f"--kubeconfig={kubeconfig}",
+        "--leader-elect=false",
+        f"--secure-port={free_port()}",
+        "--bind-address=127.0.0.1",
+        "--controllers=*,-route",
+        "--node-monitor-period=1s",
+    ]
+    with log.open("ab") as sink:
+        return subprocess.Popen(
+            args, stdout=sink, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"}
+        )
+
+
+async def _tcp_once(vip: str) -> str:
+    async with asyncio.timeout(5):
+        reader, writer = await asyncio.open_connection(vip, 80)
+        line = await reader.readline()
+        writer.close()
+    return line.decode().strip()
+
+
+class _Client(asyncio.DatagramProtocol):
+    def __init__(self) -> None:
+        self.answers: asyncio.Queue[bytes] = asyncio.Queue()
+
+    def datagram_received(self, data: bytes, addr: tuple[Any, ...]) -> None:
+        self.answers.put_nowait(data)
+
+
+async def _udp_worker(vip: str, worker: int, count: int) -> int:
+    loop = asyncio.get_running_loop()
+    transport, client = await loop.create_datagram_endpoint(_Client, remote_addr=(vip, 53))
+    ok = 0
+    try:
+        for i in range(count):
+            payload = f"{worker}-{i}".encode()
+            transport.sendto(payload)
+            async with asyncio.timeout(5):
+                answer = await client.answers.get()
+            ok += answer.endswith(b":" + payload)
+    finally:
+        transport.close()
+    return ok
+
+
+async def _eventually(probe: Any, budget: float = 60.0) -> Any:
+    """Poll another process's state (the apiserver, the data plane) until truthy, bounded."""
+    async with asyncio.timeout(budget):
+        while True:
+            value = await probe()
+            if value:
+                return value
+            await asyncio.sleep(0.2)
+
+
+@pytest.fixture
+async def dataplane_stopper(tmp_path: Path) -> AsyncIterator[Path]:
+    state = tmp_path / "state.db"
+    yield state
+    beat = live_dataplane(state)
+    if beat is not None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(beat.pid, signal.SIGTERM)
+
+
+async def test_traffic_survives_daemon_sigkill_and_restart(
+    control_plane: ControlPlane,
+    kube: KubeApiClient,
+    kube_namespace: str,
+    kube_cleanup: KubeCleanup,
+    tmp_path: Path,
+    dataplane_stopper: Path,
+) -> None:
+    net = f"127.{random.randint(40, 90)}.{random.randint(1, 250)}"
+    nodes = {unique_name("sk"): f"{net}.{i + 1}" for i in range(3)}
+    store = LocalStore(dataplane_stopper)
+    servers = []
+    for name, address in nodes.items():
+        store.add_instance(InstanceRecord(name, (("InternalIP", address),)))
+        servers += await _node_servers(name, address)
+    store.close()
+    cloud_config = tmp_path / "cloud.conf"
+    cloud_config.write_text(
+        f"[Global]\nstate-file = {dataplane_stopper}\nvip-range = {net}.200-{net}.250\n"
+    )
+    log = tmp_path / "kccm.log"
+    daemon = _daemon(control_plane.admin_kubeconfig, cloud_config, log)
+    try:
+        for i, (name, address) in enumerate(nodes.items()):
+            kube_cleanup.add(NODES, name)
+            await kube.create(NODES, kubelet_node(name, address, f"10.245.{i}.0/24"))
+        svc = unique_name("sk-lb")
+        await kube.create(
+            SERVICES,
+            {
+                "metadata": {"name": svc, "namespace": kube_namespace},
+                "spec": {
+                    "type": "LoadBalancer",
+                    "ports": [
+                        {"name": "tcp", "protocol": "TCP", "port": 80, "nodePort": TCP_NODE_PORT},
+                        {"name": "udp", "protocol": "UDP", "port": 53, "nodePort": UDP_NODE_PORT},
+                    ],
+                },
+            },
+        )
+
+        async def vip() -> str | None:
+            got = await kube.get(SERVICES, svc, namespace=kube_namespace)
+            ingress = (got.get("status") or {}).get("loadBalancer", {}).get("ingress") or []
+            return str(ingress[0]["ip"]) if ingress else None
+
+        address = await _eventually(vip)
+        assert await _eventually(lambda: _tcp_once_or_none(address)) in nodes
+
+        stop = asyncio.Event()
+        kills = 0
+
+        async def killer() -> None:
+            nonlocal daemon, kills
+            while not stop.is_set():
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), 1.0)
+                daemon.send_signal(signal.SIGKILL)
+                await asyncio.to_thread(daemon.wait)
+                kills += 1
+                daemon = _daemon(control_plane.admin_kubeconfig, cloud_config, log)
+
+        killing = asyncio.create_task(killer())
+        sent = ok_tcp = ok_udp = 0
+        while sent == 0 or kills < 2:  # rounds of 1000 + 1000 until the daemon died twice
+            tcp = await asyncio.gather(
+                *(_tcp_batch(address, TCP_CONNECTIONS // 20) for _ in range(20)),
+                *(_udp_worker(address, w, UDP_DATAGRAMS // 10) for w in range(10)),
+            )
+            ok_tcp, ok_udp = ok_tcp + sum(tcp[:20]), ok_udp + sum(tcp[20:])
+            sent += 1
+        stop.set()
+        await killing
+        print(
+            f"\n{sent * TCP_CONNECTIONS} TCP + {sent * UDP_DATAGRAMS} UDP through {address} "
+            f"while kccm was SIGKILLed and restarted {kills} times"
+        )
+        assert (ok_tcp, ok_udp) == (sent * TCP_CONNECTIONS, sent * UDP_DATAGRAMS)
+        assert kills >= 2
+    finally:
+        daemon.send_signal(signal.SIGTERM)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            await asyncio.to_thread(daemon.wait, 30)
+        for server in servers:
+            server.close()
+
+
+async def _tcp_once_or_none(vip: str) -> str | None:
+    try:
+        return await _tcp_once(vip)
+    except (OSError, TimeoutError):
+        return None
+
+
+async def _tcp_batch(vip: str, count: int) -> int:
+    ok = 0
+    for _ in range(count):
+        with contextlib.suppress(OSError, TimeoutError):
+            ok += bool(await _tcp_once(vip))
+    return ok
