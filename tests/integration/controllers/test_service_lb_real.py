@@ -153,12 +153,18 @@ def lb_service(name: str, namespace: str, **spec: Any) -> dict[str, Any]:
 
 
 async def events_of(kube: KubeApiClient, namespace: str, name: str) -> list[tuple[str, ...]]:
+    """Events about ``name`` recorded by the service controller.
+
+    The apiserver's own controllers (e.g. the ClusterIP repair loop, through events.k8s.io
+    with no ``source``) may also record events about a Service at any time; they are not ours.
+    """
     listed = await kube.list(
         EVENTS, namespace=namespace, field_selector=f"involvedObject.name={name}"
     )
     return [
         (e["type"], e["reason"], e["message"], e["source"]["component"])
         for e in sorted(listed.items, key=lambda e: e["metadata"]["name"])
+        if (e.get("source") or {}).get("component") == "service-controller"
     ]
 
 
