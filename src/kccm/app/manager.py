@@ -59,6 +59,7 @@ def _node(ctx: ControllerContext, cfg: ManagerConfig) -> _Controller | None:
             concurrent_node_syncs=cfg.concurrent_node_syncs,
             concurrent_node_status_updates=cfg.concurrent_node_status_updates,
             node_status_update_frequency=cfg.node_status_update_frequency,
+            node_metadata_refresh_period=cfg.node_metadata_refresh_period,
         ),
     )
 

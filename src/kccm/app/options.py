@@ -32,6 +32,7 @@ from kccm.cloudprovider.config import load_cloud_config
 from kccm.cloudprovider.errors import CloudConfigError, CloudProviderInitError
 from kccm.cloudprovider.gate import METHOD_GROUPS
 from kccm.cloudprovider.registry import CloudProviderRegistry, default_registry, is_external
+from kccm.controllers.node import DEFAULT_NODE_METADATA_REFRESH_PERIOD
 from kccm.controllers.route import parse_cluster_cidrs
 
 __all__ = [
@@ -864,6 +865,7 @@ class MiscOptions:
     master: str = ""
     kubeconfig: str = ""
     node_status_update_frequency: float = 300.0
+    node_metadata_refresh_period: float = DEFAULT_NODE_METADATA_REFRESH_PERIOD
 
     def add_flags(self, fs: FlagSet) -> None:
         s = fs.section("misc")
@@ -886,9 +888,19 @@ class MiscOptions:
             "node-status-update-frequency",
             "Specifies how often the controller updates nodes' status.",
         )
+        s.duration(
+            self,
+            "node_metadata_refresh_period",
+            "node-metadata-refresh-period",
+            "kccm: the least time between two periodic cloud metadata reads of one initialised "
+            "node (reads are spread evenly over it; providers with list_instance_metadata "
+            "answer for all due nodes in one call). 0 reads every node at every "
+            "--node-status-update-frequency tick, as upstream does.",
+        )
 
     def validate(self) -> list[str]:
         errors = _readable("kubeconfig", self.kubeconfig)
+        errors += _not_negative("node-metadata-refresh-period", self.node_metadata_refresh_period)
         return errors + _positive("node-status-update-frequency", self.node_status_update_frequency)
 
     def apply_to(self, parts: ConfigParts) -> None:
@@ -896,6 +908,7 @@ class MiscOptions:
             master=self.master,
             kubeconfig=self.kubeconfig,
             node_status_update_frequency=self.node_status_update_frequency,
+            node_metadata_refresh_period=self.node_metadata_refresh_period,
         )
 
 

@@ -53,6 +53,7 @@ from kccm.cloudprovider.interface import (
     Clusters,
     ControllerClientBuilder,
     InformerUser,
+    InstanceMetadataLister,
     Instances,
     InstancesV2,
     Interface,
@@ -62,6 +63,7 @@ from kccm.cloudprovider.interface import (
     Routes,
     Zones,
     as_informer_user,
+    as_instance_metadata_lister,
     as_pv_labeler,
 )
 from kccm.cloudprovider.registry import (
@@ -111,6 +113,7 @@ __all__ = [
     "ImplementedElsewhere",
     "InformerUser",
     "InstanceMetadata",
+    "InstanceMetadataLister",
     "InstanceNotFound",
     "Instances",
     "InstancesUnsupported",
@@ -141,6 +144,7 @@ __all__ = [
     "Zone",
     "Zones",
     "as_informer_user",
+    "as_instance_metadata_lister",
     "as_pv_labeler",
     "default_load_balancer_name",
     "default_registry",

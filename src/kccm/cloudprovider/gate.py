@@ -84,6 +84,7 @@ METHOD_GROUPS: Mapping[str, str] = {
             "instance_exists",
             "instance_shutdown",
             "instance_metadata",
+            "list_instance_metadata",
             "get_zone",
             "get_zone_by_provider_id",
             "get_zone_by_node_name",

@@ -24,6 +24,7 @@ from kccm.cloudprovider.interface import (
     PVLabeler,
     Routes,
     Zones,
+    as_instance_metadata_lister,
     as_pv_labeler,
 )
 from kccm.cloudprovider.types import (
@@ -229,6 +230,21 @@ class GatedInstancesV2(_Gated):
     ) -> InstanceMetadata | None:
         return await self._call(
             "instance_metadata", self.impl.instance_metadata, node, priority=priority
+        )
+
+    @property
+    def can_list_metadata(self) -> bool:
+        """Whether the provider implements ``list_instance_metadata`` (one call, many nodes)."""
+        return as_instance_metadata_lister(self.impl) is not None
+
+    async def list_instance_metadata(
+        self, nodes: Sequence[Node], *, priority: Priority = _P
+    ) -> Mapping[NodeName, InstanceMetadata]:
+        lister = as_instance_metadata_lister(self.impl)
+        if lister is None:
+            raise TypeError("the provider does not implement list_instance_metadata")
+        return await self._gate.call(
+            "list_instance_metadata", lister.list_instance_metadata, list(nodes), priority=priority
         )
 
 

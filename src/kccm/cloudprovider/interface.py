@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Mapping, Sequence
-from typing import Any, Protocol, TypeAlias, TypeVar, runtime_checkable
+from typing import Any, Protocol, TypeAlias, TypeVar, cast, runtime_checkable
 
 from kccm.cloudprovider.types import (
     InstanceMetadata,
@@ -37,6 +37,7 @@ __all__ = [
     "Clusters",
     "ControllerClientBuilder",
     "InformerUser",
+    "InstanceMetadataLister",
     "Instances",
     "InstancesV2",
     "Interface",
@@ -46,6 +47,7 @@ __all__ = [
     "Routes",
     "Zones",
     "as_informer_user",
+    "as_instance_metadata_lister",
     "as_pv_labeler",
 ]
 
@@ -264,6 +266,24 @@ class PVLabeler(Protocol):
 
 
 @runtime_checkable
+class InstanceMetadataLister(Protocol):
+    """Optional, on the :class:`InstancesV2` implementation (kccm, not upstream): metadata of
+    many initialised nodes in one cloud call, e.g. one paged ``DescribeInstances``.
+
+    The node controller's periodic address refresh uses it instead of one
+    ``instance_metadata`` call per node, so a large cluster costs a handful of cloud calls per
+    refresh instead of one per node. Nodes the cloud does not know are simply left out of the
+    result (they are never deleted for that: the lifecycle controller decides existence).
+    """
+
+    def list_instance_metadata(
+        self, nodes: Sequence[Node]
+    ) -> MaybeAwaitable[Mapping[NodeName, InstanceMetadata]]:
+        """Metadata keyed by node name, for the nodes the cloud knows."""
+        ...
+
+
+@runtime_checkable
 class InformerUser(Protocol):
     """Optional: a provider that wants the shared informers (upstream ``InformerUser``)."""
 
@@ -321,6 +341,16 @@ class Interface(Protocol):
 def as_pv_labeler(cloud: object) -> PVLabeler | None:
     """The cloud as a :class:`PVLabeler`, or ``None`` (upstream's type assertion)."""
     return cloud if isinstance(cloud, PVLabeler) else None
+
+
+def as_instance_metadata_lister(instances: object) -> InstanceMetadataLister | None:
+    """The InstancesV2 implementation as an :class:`InstanceMetadataLister`, or ``None``.
+
+    Looked up at run time (not statically), so an implementation may turn the capability off
+    by making the attribute ``None``."""
+    if callable(getattr(instances, "list_instance_metadata", None)):
+        return cast(InstanceMetadataLister, instances)
+    return None
 
 
 def as_informer_user(cloud: object) -> InformerUser | None:

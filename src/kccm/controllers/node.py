@@ -16,6 +16,10 @@ What it mirrors (spec §2):
   ``Normal Synced "Node synced successfully"``;
 - every ``node-status-update-frequency`` (5 min, sliding) the addresses of initialised nodes are
   refreshed by ``concurrent-node-status-updates`` parallel workers; nothing else is touched.
+  kccm differs here (docs/behaviour.md): a node's metadata is asked of the cloud at most once
+  per ``node-metadata-refresh-period`` (default 1 h, spread evenly over the period), and a
+  provider implementing ``list_instance_metadata`` answers for every due node in one call;
+  0 restores upstream exactly (one ``instance_metadata`` call per node per tick).
 
 Cloud calls made for initialisation use ``Priority.INITIALIZE``; the periodic refresh uses
 ``Priority.PERIODIC``.
@@ -27,6 +31,7 @@ import asyncio
 import logging
 import re
 import weakref
+import zlib
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -46,7 +51,7 @@ from kccm.api.wellknown import (
 )
 from kccm.cloudprovider.errors import NotImplementedByProvider, find_error
 from kccm.cloudprovider.gate import Priority
-from kccm.cloudprovider.gated import GatedCloud, GatedInstances
+from kccm.cloudprovider.gated import GatedCloud, GatedInstances, GatedInstancesV2
 from kccm.cloudprovider.types import InstanceMetadata, NodeAddress
 from kccm.controllers.base import ControllerContext, running_managed_controllers
 from kccm.controllers.nodeutil import (
@@ -72,6 +77,7 @@ from kccm.util.clock import Clock
 __all__ = [
     "CONTROLLER_NAME",
     "DEFAULT_CONCURRENT_NODE_SYNCS",
+    "DEFAULT_NODE_METADATA_REFRESH_PERIOD",
     "EVENT_COMPONENT",
     "QUEUE_NAME",
     "SHORT_NAME",
@@ -91,6 +97,10 @@ QUEUE_NAME = "Nodes"
 DEFAULT_CONCURRENT_NODE_SYNCS = 32
 """kccm's default for ``--concurrent-node-syncs`` (upstream: 1, which serialises initialisation
 of a large cluster). Workers are cheap tasks; the call gate's budget protects the cloud."""
+
+DEFAULT_NODE_METADATA_REFRESH_PERIOD = 3600.0
+"""kccm's default for ``--node-metadata-refresh-period``: each initialised node's metadata is
+read from the cloud about once an hour in steady state (upstream: every 5 minutes)."""
 
 UPDATE_NODE_SPEC_BACKOFF = Backoff(steps=20, duration=0.05, jitter=1.0)
 
@@ -116,6 +126,9 @@ class NodeControllerOptions:
     concurrent_node_status_updates: int = 0
     """0 means "same as concurrent_node_syncs" (upstream ``NodeControllerOptions.ApplyTo``)."""
     node_status_update_frequency: float = 300.0
+    node_metadata_refresh_period: float = DEFAULT_NODE_METADATA_REFRESH_PERIOD
+    """kccm: the least time between two periodic cloud metadata reads of one node; 0 reads
+    every node at every status tick (upstream)."""
 
     @property
     def status_update_workers(self) -> int:
@@ -234,6 +247,9 @@ class CloudNodeController:
         )
         self._stop = asyncio.Event()
         self._status_loop: asyncio.Task[None] | None = None
+        self._refreshed: dict[str, float] = {}
+        """node name -> monotonic time of its last periodic metadata read (or its spread-out
+        virtual one when first seen)."""
         self.informer.add_event_handler(
             EventHandler(on_add=self._enqueue, on_update=lambda _old, new: self._enqueue(new))
         )
@@ -520,14 +536,51 @@ class CloudNodeController:
     # -- periodic status ----------------------------------------------------------------------
 
     async def update_node_status(self) -> None:
-        """Upstream ``UpdateNodeStatus``: refresh the addresses of every initialised node with
-        ``status_update_workers`` parallel workers (``workqueue.ParallelizeUntil``)."""
+        """Upstream ``UpdateNodeStatus``: refresh the addresses of initialised nodes with
+        ``status_update_workers`` parallel workers (``workqueue.ParallelizeUntil``) — here only
+        the nodes due for a refresh, in one list call when the provider offers one."""
         started = self._clock.monotonic()
-        nodes = self.informer.items()
-        await _parallelize(self.options.status_update_workers, nodes, self._update_one_status)
-        _log.info(
-            "Update %d nodes status took %.3fs.", len(nodes), self._clock.monotonic() - started
-        )
+        due = self._due_nodes(started)
+        v2 = self._cloud.instances_v2()
+        listing = self.options.node_metadata_refresh_period > 0
+        if due and listing and v2 is not None and v2.can_list_metadata:
+            await self._update_listed_status(v2, due)
+        else:
+            await _parallelize(self.options.status_update_workers, due, self._update_one_status)
+        _log.info("Update %d nodes status took %.3fs.", len(due), self._clock.monotonic() - started)
+
+    def _due_nodes(self, now: float) -> list[Obj]:
+        """Initialised nodes whose metadata was last read a refresh period ago or more. A node
+        seen for the first time gets a virtual last read spread by its name over the period,
+        so a large cluster is refreshed evenly, not all in one tick."""
+        period = self.options.node_metadata_refresh_period
+        nodes = [n for n in self.informer.items() if not has_cloud_taint(n)]
+        if period <= 0:
+            return nodes
+        seen = {_name(n) for n in nodes}
+        for gone in self._refreshed.keys() - seen:
+            del self._refreshed[gone]
+        due = []
+        for node in nodes:
+            name = _name(node)
+            last = self._refreshed.get(name)
+            if last is None:
+                last = self._refreshed[name] = now - period * _spread(name)
+            if now - last >= period:
+                self._refreshed[name] = now
+                due.append(node)
+        return due
+
+    async def _update_listed_status(self, v2: GatedInstancesV2, nodes: list[Obj]) -> None:
+        try:
+            found = await v2.list_instance_metadata(nodes, priority=Priority.PERIODIC)
+        except Exception as err:
+            _log.error("Error listing instance metadata for node addresses: %s", err)
+            return
+        for node in nodes:
+            meta = found.get(_name(node))
+            if meta is not None:
+                await self.update_node_address(node, meta)
 
     async def _update_one_status(self, node: Obj) -> None:
         if has_cloud_taint(node):
@@ -673,6 +726,11 @@ async def _instance_type_by_provider_id_or_name(
                 f"InstanceType: Error fetching by providerID: {by_id} "
                 f"Error fetching by NodeName: {by_name}"
             ) from by_name
+
+
+def _spread(name: str) -> float:
+    """A stable fraction in [0, 1) derived from a node name."""
+    return zlib.crc32(name.encode()) / 2**32
 
 
 async def _parallelize(

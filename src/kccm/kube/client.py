@@ -1,10 +1,10 @@
 """The real API-server client: lightkube's configuration and HTTP transport, our own requests.
 
-lightkube resolves kubeconfig / in-cluster / exec credentials and builds the TLS-configured
-HTTP client; this module issues the REST calls itself so objects stay plain dicts (nothing
-lost in decoding), lists are paged, watches ask for bookmarks and report 410 Gone as
-:class:`~kccm.kube.errors.Gone`, and every request passes a client-side token bucket
-(client-go's QPS/burst; the cloud-controller-manager defaults are 20/30).
+lightkube resolves kubeconfig / in-cluster / exec credentials; :mod:`kccm.kube.transport`
+carries the requests (aiohttp, pooled keep-alive connections). This module issues the REST
+calls itself so objects stay plain dicts (nothing lost in decoding), lists are paged, watches
+ask for bookmarks and report 410 Gone as :class:`~kccm.kube.errors.Gone`, and every request
+passes a client-side token bucket (client-go's QPS/burst).
 """
 
 from __future__ import annotations
@@ -14,13 +14,11 @@ import logging
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
-import httpx2 as httpx
 import msgspec
-from lightkube.config import client_adapter
 
 from kccm import __version__
 from kccm.kube.config import ClusterConfig
-from kccm.kube.errors import KubeError, TransportError, error_from_status
+from kccm.kube.errors import KubeError, error_from_status
 from kccm.kube.interface import (
     ListResult,
     Obj,
@@ -30,6 +28,7 @@ from kccm.kube.interface import (
     WatchEventType,
 )
 from kccm.kube.resources import Resource
+from kccm.kube.transport import HttpResponse, Transport
 from kccm.util.clock import REAL_CLOCK, Clock
 from kccm.util.tokenbucket import TokenBucket
 
@@ -60,9 +59,7 @@ class KubeApiClient:
         clock: Clock = REAL_CLOCK,
         on_request: RequestObserver | None = None,
     ) -> None:
-        params = client_adapter.ConnectionParams(timeout=httpx.Timeout(timeout), trust_env=False)
-        self._http: httpx.AsyncClient = client_adapter.AsyncClient(config.single, params)
-        self._http.headers["User-Agent"] = user_agent
+        self._transport = Transport(config, timeout=timeout, user_agent=user_agent)
         self._limiter = TokenBucket(qps, burst, clock=clock)
         self._timeout = timeout
         self._on_request = on_request
@@ -78,28 +75,23 @@ class KubeApiClient:
         params: Mapping[str, str] | None = None,
         body: Any = None,
         content_type: str = _JSON,
-        stream: bool = False,
-    ) -> httpx.Response:
+    ) -> HttpResponse:
         await self._limiter.acquire()
         if self._on_request is not None:
             self._on_request(method, path)
         content = None if body is None else _encode_body(body, content_type)
-        headers = {"Accept": _JSON}
-        if content is not None:
-            headers["Content-Type"] = content_type
-        timeout = httpx.Timeout(self._timeout, read=None) if stream else httpx.USE_CLIENT_DEFAULT
-        request = self._http.build_request(
-            method, path, params=params, content=content, headers=headers, timeout=timeout
+        return await self._transport.request(
+            method,
+            path,
+            params=params,
+            content=content,
+            content_type=content_type if content is not None else None,
         )
-        try:
-            return await self._http.send(request, stream=stream)
-        except httpx.TransportError as exc:
-            raise TransportError(f"{method} {path}: {exc!r}") from exc
 
     async def _call(self, method: str, path: str, **kwargs: Any) -> Obj:
         response = await self._send(method, path, **kwargs)
         _raise_for_status(response)
-        return _decode_obj(response.content)
+        return _decode_obj(response.body)
 
     # -- KubeClient -------------------------------------------------------------------------
 
@@ -168,15 +160,14 @@ class KubeApiClient:
         if timeout_seconds is not None:
             params["timeoutSeconds"] = str(timeout_seconds)
         path = resource.collection_path(namespace)
-        response = await self._send("GET", path, params=params, stream=True)
-        try:
-            if response.status_code >= 400:
-                await response.aread()
-                _raise_for_status(response)
-            async for line in _lines(response, path):
-                yield _watch_event(line)
-        finally:
-            await response.aclose()
+        await self._limiter.acquire()
+        if self._on_request is not None:
+            self._on_request("GET", path)
+        async for item in self._transport.stream_lines(path, params):
+            if isinstance(item, HttpResponse):
+                _raise_for_status(item)
+            else:
+                yield _watch_event(item)
 
     async def create(
         self,
@@ -260,10 +251,10 @@ class KubeApiClient:
         """GET a non-resource text path such as ``/readyz``."""
         response = await self._send("GET", path, params=params)
         _raise_for_status(response)
-        return response.text
+        return response.body.decode(errors="replace")
 
     async def close(self) -> None:
-        await self._http.aclose()
+        await self._transport.close()
 
     @property
     def rate_limiter(self) -> TokenBucket:
@@ -306,43 +297,29 @@ def _decode_obj(content: bytes) -> Obj:
     return value
 
 
-def _raise_for_status(response: httpx.Response) -> None:
-    if response.status_code < 400:
+def _raise_for_status(response: HttpResponse) -> None:
+    if response.status < 400:
         return
     try:
-        status = _decode(response.content)
+        status = _decode(response.body)
     except msgspec.DecodeError:
         status = {}
     if not isinstance(status, dict) or status.get("kind") != "Status":
-        text = response.content[:300].decode(errors="replace")
-        status = {"code": response.status_code, "message": text or response.reason_phrase}
-    error = error_from_status(
-        status, http_code=response.status_code, retry_after=_retry_after(response)
+        text = response.body[:300].decode(errors="replace")
+        status = {"code": response.status, "message": text or response.reason}
+    raise error_from_status(
+        status, http_code=response.status, retry_after=_retry_after(response.retry_after)
     )
-    library_error = httpx.HTTPStatusError(
-        error.message, request=response.request, response=response
-    )
-    raise error from library_error
 
 
-def _retry_after(response: httpx.Response) -> float | None:
-    value = response.headers.get("Retry-After")
+def _retry_after(value: str | None) -> float | None:
     try:
         return float(value) if value else None
     except ValueError:
         return None
 
 
-async def _lines(response: httpx.Response, path: str) -> AsyncIterator[str]:
-    try:
-        async for line in response.aiter_lines():
-            if line.strip():
-                yield line
-    except (httpx.TransportError, httpx.StreamError) as exc:
-        raise TransportError(f"watch {path} broke: {exc!r}") from exc
-
-
-def _watch_event(line: str) -> WatchEvent:
+def _watch_event(line: bytes) -> WatchEvent:
     raw = _decode(line)
     kind = raw.get("type")
     obj = raw.get("object") or {}

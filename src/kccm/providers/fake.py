@@ -412,15 +412,21 @@ class FakeCloud:
 
     async def instance_metadata(self, node: Node) -> InstanceMetadata | None:
         await self._enter("instance_metadata", _node_name(node))
-        instance = self._for_node(node)
-        return InstanceMetadata(
-            provider_id=instance.provider_id,
-            instance_type=instance.instance_type,
-            node_addresses=instance.addresses,
-            zone=instance.zone,
-            region=instance.region,
-            additional_labels=instance.additional_labels,
-        )
+        return _metadata(self._for_node(node))
+
+    async def list_instance_metadata(
+        self, nodes: Sequence[Node]
+    ) -> Mapping[NodeName, InstanceMetadata]:
+        """kccm's optional list call: one recorded call for many nodes; unknown ones left out."""
+        await self._enter("list_instance_metadata", _node_names(nodes))
+        found: dict[NodeName, InstanceMetadata] = {}
+        for node in nodes:
+            try:
+                instance = self._for_node(node)
+            except InstanceNotFound:
+                continue
+            found[_node_name(node)] = _metadata(instance)
+        return found
 
     # -- Zones -------------------------------------------------------------------------------
 
@@ -489,6 +495,17 @@ def _same_route(a: Route, b: Route) -> bool:
 
 def _node_name(node: Node) -> str:
     return str(node.get("metadata", {}).get("name", ""))
+
+
+def _metadata(instance: FakeInstance) -> InstanceMetadata:
+    return InstanceMetadata(
+        provider_id=instance.provider_id,
+        instance_type=instance.instance_type,
+        node_addresses=instance.addresses,
+        zone=instance.zone,
+        region=instance.region,
+        additional_labels=instance.additional_labels,
+    )
 
 
 def _node_names(nodes: Sequence[Node]) -> tuple[NodeName, ...]:

@@ -107,6 +107,7 @@ KCCM_OWN: dict[str, Any] = {
     "cloud-call-burst": 1,
     "cloud-call-group-qps": {},
     "provider-threads": 16,
+    "node-metadata-refresh-period": 3600.0,
 }
 
 

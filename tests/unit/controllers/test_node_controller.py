@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+from collections import Counter
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -164,6 +165,9 @@ class Env:
         return self.registry.get_sample_value(name) or 0.0
 
 
+UPSTREAM_REFRESH = NodeControllerOptions(node_metadata_refresh_period=0)
+
+
 @pytest.fixture
 async def env_factory() -> AsyncIterator[Callable[..., Any]]:
     made: list[Env] = []
@@ -187,7 +191,8 @@ async def env_factory() -> AsyncIterator[Callable[..., Any]]:
         context = ControllerContext(
             kube, informers, GatedCloud(cloud, gate), events, registry, clock
         )
-        ctrl = node_controller.build(context, options)
+        # Upstream's tests describe a refresh of every node at every tick: period 0.
+        ctrl = node_controller.build(context, options or UPSTREAM_REFRESH)
         assert ctrl is not None
         informers.start()
         await informers.wait_for_sync()
@@ -798,7 +803,11 @@ async def test_update_node_status_workers(
         cloud.add_instance(FakeInstance(name=f"node{i}", addresses=(addr(INTERNAL),)))
         nodes.append(kubelet_node(f"node{i}", taints=[], addresses=[]))
     cloud.set_latency("instance_metadata", 0.01)
-    options = NodeControllerOptions(concurrent_node_syncs=1, concurrent_node_status_updates=workers)
+    options = NodeControllerOptions(
+        concurrent_node_syncs=1,
+        concurrent_node_status_updates=workers,
+        node_metadata_refresh_period=0,
+    )
     env: Env = await env_factory(cloud, nodes, options=options)
     start = clock.monotonic()
     task = asyncio.create_task(env.ctrl.update_node_status())
@@ -869,6 +878,123 @@ async def test_run_initialises_with_workers(
     assert all(n["spec"].get("providerID") for n in env.kube.objects(NODES))
     assert env.ctrl.queue.name == "Nodes"
     await env.ctrl.stop(grace=1)
+
+
+# -- kccm: spread refresh and list_instance_metadata ------------------------------------------
+
+
+class PerNodeCloud(FakeCloud):
+    """A provider without the optional list call (it hides the fake's)."""
+
+    def __getattribute__(self, name: str) -> Any:
+        if name == "list_instance_metadata":
+            raise AttributeError(name)
+        return super().__getattribute__(name)
+
+
+def many_nodes(cloud: FakeCloud, count: int, address: dict[str, str]) -> list[Obj]:
+    nodes = []
+    for i in range(count):
+        cloud.add_instance(FakeInstance(name=f"node{i}", addresses=(addr(address),)))
+        nodes.append(kubelet_node(f"node{i}", taints=[], addresses=[]))
+    return nodes
+
+
+async def run_for(env: Env, clock: FakeClock, seconds: float) -> None:
+    run = asyncio.create_task(env.ctrl.run())
+    env.tasks.append(run)
+    for _ in range(int(seconds // 60)):
+        await clock.advance(60)
+    await env.ctrl.stop(grace=1)
+
+
+@pytest.mark.parametrize(
+    ("cloud_type", "period", "method", "expected_calls"),
+    [
+        pytest.param(PerNodeCloud, 3600.0, "instance_metadata", 120, id="per-node-once-an-hour"),
+        pytest.param(FakeCloud, 3600.0, "list_instance_metadata", 12,
+                     id="list-call-per-tick-for-due-nodes"),
+        pytest.param(FakeCloud, 0.0, "instance_metadata", 13 * 120,
+                     id="period-0-is-upstream-every-node-every-tick"),
+        pytest.param(PerNodeCloud, 0.0, "instance_metadata", 13 * 120,
+                     id="period-0-without-list-call"),
+    ],
+)  # fmt: skip
+async def test_steady_state_cloud_calls_per_hour(
+    cloud_type: type[FakeCloud],
+    period: float,
+    method: str,
+    expected_calls: int,
+    env_factory: Callable[..., Any],
+    clock: FakeClock,
+) -> None:
+    """One hour of the periodic loop (ticks at 0, 5, ..., 60 min) over 120 initialised nodes."""
+    cloud = cloud_type(clock=clock)
+    nodes = many_nodes(cloud, 120, INTERNAL)
+    options = NodeControllerOptions(node_metadata_refresh_period=period)
+    env: Env = await env_factory(cloud, nodes, options=options)
+    await run_for(env, clock, 3600)
+    assert cloud.calls.count(method) == expected_calls
+    other = {"instance_metadata", "list_instance_metadata"} - {method}
+    assert not [c for c in cloud.calls if c in other]
+    assert all(n["status"]["addresses"] == [INTERNAL] for n in env.kube.objects(NODES))
+
+
+async def test_spread_refresh_reads_each_node_once_per_period(
+    env_factory: Callable[..., Any], clock: FakeClock
+) -> None:
+    """200 nodes, period 1 h, ticks every 5 min: each node read once per hour, and no tick
+    carries much more than its even share (200 / 12)."""
+    cloud = PerNodeCloud(clock=clock)
+    nodes = many_nodes(cloud, 200, INTERNAL)
+    options = NodeControllerOptions(node_metadata_refresh_period=3600)
+    env: Env = await env_factory(cloud, nodes, options=options)
+    run = asyncio.create_task(env.ctrl.run())
+    env.tasks.append(run)
+    per_tick = []
+    for _ in range(24):
+        before = len(cloud.calls)
+        await clock.advance(300)
+        per_tick.append(len(cloud.calls) - before)
+    await env.ctrl.stop(grace=1)
+    reads = Counter(c.args[0] for c in cloud.call_log if c.method == "instance_metadata")
+    assert len(reads) == 200
+    assert set(reads.values()) == {2}
+    assert max(per_tick) <= 2 * 200 / 12
+
+
+async def test_list_call_follows_cloud_address_changes(
+    env_factory: Callable[..., Any], clock: FakeClock
+) -> None:
+    cloud = FakeCloud(clock=clock)
+    nodes = many_nodes(cloud, 10, INTERNAL)
+    env: Env = await env_factory(
+        cloud, nodes, options=NodeControllerOptions(node_metadata_refresh_period=600)
+    )
+    run = asyncio.create_task(env.ctrl.run())
+    env.tasks.append(run)
+    await clock.advance(600)
+    assert all(n["status"]["addresses"] == [INTERNAL] for n in env.kube.objects(NODES))
+    for i in range(10):
+        cloud.add_instance(FakeInstance(name=f"node{i}", addresses=(addr(INTERNAL2),)))
+    await clock.advance(300)
+    await clock.advance(300)
+    await env.ctrl.stop(grace=1)
+    assert all(n["status"]["addresses"] == [INTERNAL2] for n in env.kube.objects(NODES))
+
+
+async def test_list_call_failure_is_logged_and_skipped(
+    env_factory: Callable[..., Any], clock: FakeClock
+) -> None:
+    cloud = FakeCloud(clock=clock)
+    nodes = many_nodes(cloud, 5, INTERNAL)
+    cloud.fail("list_instance_metadata", RuntimeError("cloud down"))
+    env: Env = await env_factory(
+        cloud, nodes, options=NodeControllerOptions(node_metadata_refresh_period=300)
+    )
+    await run_for(env, clock, 300)
+    assert cloud.calls.count("list_instance_metadata") >= 1
+    assert env.writes() == []
 
 
 # -- TestGetInstanceMetadata ------------------------------------------------------------------
