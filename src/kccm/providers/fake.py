@@ -25,7 +25,10 @@ import threading
 from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any, TextIO
+
+import msgspec
 
 from kccm.cloudprovider import (
     CloudConfigError,
@@ -151,6 +154,8 @@ class FakeCloud:
             "routes": enable_routes,
         }
         self._instances: dict[NodeName, FakeInstance] = {}
+        self._names_by_provider_id: dict[str, NodeName] = {}
+        self._journal: Path | None = None
         self._balancers: dict[str, FakeBalancer] = {}
         self._next_address = 0
         self._routes: dict[str, dict[str, Route]] = {}
@@ -165,13 +170,19 @@ class FakeCloud:
     def add_instance(self, instance: FakeInstance) -> FakeInstance:
         """Add (or replace) an instance; returns it."""
         with self._lock:
+            old = self._instances.get(instance.name)
+            if old is not None:
+                self._names_by_provider_id.pop(old.provider_id, None)
             self._instances[instance.name] = instance
+            self._names_by_provider_id.setdefault(instance.provider_id, instance.name)
         return instance
 
     def remove_instance(self, name: NodeName) -> None:
         """Delete an instance from the cloud (its Node now refers to nothing)."""
         with self._lock:
-            self._instances.pop(name, None)
+            gone = self._instances.pop(name, None)
+            if gone is not None and self._names_by_provider_id.get(gone.provider_id) == name:
+                del self._names_by_provider_id[gone.provider_id]
 
     def set_shutdown(self, name: NodeName, shutdown: bool = True) -> None:
         """Stop (or start) an instance; it keeps existing."""
@@ -304,6 +315,7 @@ class FakeCloud:
             ip = existing.ip if existing else self._allocate_address()
             balancer = FakeBalancer(name, _service_key(service), ip, _ports(service), hosts)
             self._balancers[name] = balancer
+            self._record(balancer)
         return _status(balancer)
 
     async def update_load_balancer(
@@ -317,11 +329,57 @@ class FakeCloud:
             if balancer is None:
                 raise FakeCloudError(f"load balancer {name} does not exist")
             self._balancers[name] = replace(balancer, hosts=hosts)
+            self._record(self._balancers[name])
 
     async def ensure_load_balancer_deleted(self, cluster_name: str, service: Service) -> None:
         await self._enter("ensure_load_balancer_deleted", cluster_name, _service_key(service))
+        name = default_load_balancer_name(service)
         with self._lock:
-            self._balancers.pop(default_load_balancer_name(service), None)
+            if self._balancers.pop(name, None) is not None:
+                self._record(None, deleted=name)
+
+    # -- persistence (optional): a journal of load balancer changes --------------------------
+
+    def persist_balancers(self, path: Path) -> None:
+        """Keep the load balancers in ``path`` (a JSON-lines journal, replayed here), so they
+        survive a restart of the process, as a real cloud's do."""
+        with self._lock:
+            self._journal = path
+            if path.exists():
+                for line in path.read_text().splitlines():
+                    self._replay(msgspec.json.decode(line))
+            used = [int(ipaddress.ip_address(b.ip)) for b in self._balancers.values()]
+            if used:
+                self._next_address = max(used) - int(_FIRST_LB_ADDRESS) + 1
+
+    def _replay(self, entry: Mapping[str, Any]) -> None:
+        if "deleted" in entry:
+            self._balancers.pop(str(entry["deleted"]), None)
+            return
+        raw = entry["balancer"]
+        ports = tuple(PortStatus(port=int(p[0]), protocol=str(p[1])) for p in raw["ports"])
+        self._balancers[raw["name"]] = FakeBalancer(
+            raw["name"], raw["service"], raw["ip"], ports, tuple(raw["hosts"])
+        )
+
+    def _record(self, balancer: FakeBalancer | None, *, deleted: str = "") -> None:
+        if self._journal is None:
+            return
+        if balancer is None:
+            entry: dict[str, Any] = {"deleted": deleted}
+        else:
+            ports = [[p.port, p.protocol] for p in balancer.ports]
+            entry = {
+                "balancer": {
+                    "name": balancer.name,
+                    "service": balancer.service,
+                    "ip": balancer.ip,
+                    "ports": ports,
+                    "hosts": list(balancer.hosts),
+                }
+            }
+        with self._journal.open("ab") as sink:
+            sink.write(msgspec.json.encode(entry) + b"\n")
 
     def _allocate_address(self) -> str:
         address = _FIRST_LB_ADDRESS + self._next_address
@@ -339,10 +397,11 @@ class FakeCloud:
 
     def _by_provider_id(self, provider_id: str) -> FakeInstance:
         with self._lock:
-            found = [i for i in self._instances.values() if i.provider_id == provider_id]
-        if not found:
+            name = self._names_by_provider_id.get(provider_id)
+            found = self._instances.get(name) if name is not None else None
+        if found is None:
             raise InstanceNotFound()
-        return found[0]
+        return found
 
     async def node_addresses(self, name: NodeName) -> Sequence[NodeAddress]:
         await self._enter("node_addresses", name)
@@ -541,6 +600,8 @@ class FakeGlobalConfig:
     """Capabilities to switch off: load_balancer, instances, instances_v2, zones, routes..."""
     latency: float = 0.0
     """Seconds every provider call takes (simulates a slow cloud)."""
+    state_file: str = ""
+    """Where the fake keeps its load balancers across restarts (a journal); empty: in memory."""
 
 
 @dataclass(frozen=True)
@@ -610,6 +671,8 @@ def fake_cloud_from_config(config: FakeCloudConfig) -> FakeCloud:
         cloud.set_latency("*", glob.latency)
     for name, entry in config.instance.items():
         cloud.add_instance(_instance_from_config(name, entry, glob))
+    if glob.state_file:
+        cloud.persist_balancers(Path(glob.state_file))
     return cloud
 
 

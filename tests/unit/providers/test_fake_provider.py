@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import io
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -206,3 +208,39 @@ def test_state_is_safe_under_concurrent_threads() -> None:
         thread.join()
     assert len(cloud.instances_by_name) == 800
     assert cloud.calls.count("instance_exists") == 800
+
+
+async def test_balancers_survive_a_restart_through_the_state_file(tmp_path: Path) -> None:
+    journal = tmp_path / "fake-lbs.jsonl"
+    before = FakeCloud()
+    before.persist_balancers(journal)
+    web, db = make_service("web", ports=(80,)), make_service("db")
+    await before.ensure_load_balancer("c", web, [make_node("a")])
+    await before.ensure_load_balancer("c", db, [])
+    await before.update_load_balancer("c", web, [make_node("b")])
+    await before.ensure_load_balancer_deleted("c", db)
+    after = FakeCloud()
+    after.persist_balancers(journal)
+    assert after.balancers == before.balancers
+    status, exists = await after.get_load_balancer("c", web)
+    assert exists
+    assert status is not None
+    assert status.ingress[0].ip == "192.0.2.1"
+    fresh = await after.ensure_load_balancer("c", make_service("cache"), [])
+    assert fresh.ingress[0].ip not in {b.ip for b in before.balancers.values()}
+
+
+def test_the_state_file_is_a_cloud_config_key(tmp_path: Path) -> None:
+    journal = tmp_path / "lbs.jsonl"
+    cloud = new_fake_cloud(io.StringIO(f"[Global]\nstate-file = {journal}\n"))
+    asyncio.run(cloud.ensure_load_balancer("c", make_service("web"), []))
+    assert journal.read_text().count("\n") == 1
+
+
+async def test_provider_id_lookup_follows_replaced_and_removed_instances() -> None:
+    cloud = cloud_with_node()
+    cloud.add_instance(FakeInstance(name="n1", instance_id="i-2"))
+    assert not await cloud.instance_exists_by_provider_id("fake://i-1")
+    assert await cloud.instance_exists_by_provider_id("fake://i-2")
+    cloud.remove_instance("n1")
+    assert not await cloud.instance_exists_by_provider_id("fake://i-2")
