@@ -1,0 +1,578 @@
+"""kccm at scale against the real kube-apiserver: the scenarios of issue 10, one table.
+
+Usage: .venv/bin/python bench/scale.py [--nodes-init 1000] [--nodes 5000] [--services 1000]
+           [--latency 0.05] [--steady-minutes 10] [--kccm "<python> -m kccm"]
+           [--only ceiling,init,scale,steady,restart]
+
+Each scenario runs the real ``kccm`` daemon as a subprocess at its DEFAULT settings (only
+--cloud-provider=fake, --cloud-config, --kubeconfig, a loopback --secure-port and
+--configure-cloud-routes=false, as the Nodes have no pod CIDRs, are given),
+the fake provider answering every call after --latency seconds, against an etcd +
+kube-apiserver built from Go modules (started here, ``--max-requests-inflight=1000``):
+
+ceiling   the apiserver's own write ceiling for the writes a node initialisation makes: create
+          N kubelet-style Nodes, then per Node one metadata patch (providerID, labels, taint
+          removed), one status patch (addresses) and one Event, from a tight client (no rate
+          limit, 200 requests in flight), timed from the first create to the last write.
+init      N kubelet-style tainted Nodes created at once while kccm runs: time from the first
+          create until every Node lost the taint; kccm's CPU seconds per Node (utime+stime of
+          the daemon process over the run, from /proc).
+scale     --nodes initialised, Ready Nodes and --services LoadBalancer Services exist before
+          kccm starts: time from start until every Service has an ingress; /metrics is fetched
+          every second throughout (slowest answer reported); RSS at the end.
+steady    then --steady-minutes of steady state: cloud calls (from kccm's
+          cloudprovider_calls_total) per Node per hour.
+restart   then kccm is stopped (SIGTERM) and started again with the same cloud (the fake keeps
+          its load balancers in a state file): mutating cloud calls (ensure / update /
+          delete of load balancers) until the service queue has handled every Service.
+
+--kccm runs another checkout's daemon (e.g. the previous commit's, for a before/after).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import re
+import shlex
+import signal
+import ssl
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kccm.kube.client import KubeApiClient
+from kccm.kube.config import load_cluster_config
+from kccm.kube.errors import AlreadyExists, NotFound
+from kccm.kube.resources import (
+    CLUSTER_ROLE_BINDINGS,
+    CLUSTER_ROLES,
+    EVENTS,
+    NAMESPACES,
+    NODES,
+    SERVICE_ACCOUNTS,
+    SERVICES,
+    Resource,
+)
+from kccm.runtime.informers import EventHandler, Informer
+from kccm.testing.controlplane import ControlPlane, free_port
+
+UNINIT = "node.cloudprovider.kubernetes.io/uninitialized"
+MUTATING = ("ensure_load_balancer", "update_load_balancer", "ensure_load_balancer_deleted")
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def log(message: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+# -- objects ----------------------------------------------------------------------------------
+
+
+def kubelet_node(name: str, run: str, i: int) -> dict[str, Any]:
+    return {
+        "metadata": {"name": name, "labels": {"bench-run": run, "kubernetes.io/hostname": name}},
+        "spec": {"taints": [{"key": UNINIT, "value": "true", "effect": "NoSchedule"}]},
+        "status": {
+            "addresses": [
+                {"type": "InternalIP", "address": ip_of(i)},
+                {"type": "Hostname", "address": name},
+            ]
+        },
+    }
+
+
+def ready_node(name: str, run: str, i: int) -> dict[str, Any]:
+    """A Node the cloud-node controller initialised long ago, Ready."""
+    return {
+        "metadata": {
+            "name": name,
+            "labels": {
+                "bench-run": run,
+                "kubernetes.io/hostname": name,
+                "node.kubernetes.io/instance-type": "fake.small",
+                "topology.kubernetes.io/zone": "fake-zone-a",
+                "topology.kubernetes.io/region": "fake-region",
+            },
+        },
+        "spec": {"providerID": f"fake://{name}"},
+        "status": {
+            "addresses": [
+                {"type": "InternalIP", "address": ip_of(i)},
+                {"type": "Hostname", "address": name},
+            ],
+            "conditions": [
+                {
+                    "type": "Ready",
+                    "status": "True",
+                    "reason": "KubeletReady",
+                    "message": "kubelet is posting ready status",
+                    "lastHeartbeatTime": "2026-01-01T00:00:00Z",
+                    "lastTransitionTime": "2026-01-01T00:00:00Z",
+                }
+            ],
+        },
+    }
+
+
+def lb_service(name: str, namespace: str) -> dict[str, Any]:
+    return {
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "type": "LoadBalancer",
+            "selector": {"app": name},
+            "ports": [{"name": "http", "port": 80, "targetPort": 8080, "protocol": "TCP"}],
+        },
+    }
+
+
+def ip_of(i: int) -> str:
+    return f"10.{64 + i // 65536}.{(i // 256) % 256}.{i % 256}"
+
+
+def cloud_config(path: Path, names: list[str], latency: float, state_file: Path | None) -> Path:
+    lines = ["[Global]", f"latency = {latency}"]
+    if state_file is not None:
+        lines.append(f"state-file = {state_file}")
+    for i, name in enumerate(names):
+        lines += [f'[Instance "{name}"]', f"address = InternalIP={ip_of(i)}"]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+# -- the daemon -------------------------------------------------------------------------------
+
+
+@dataclass
+class Daemon:
+    proc: subprocess.Popen[bytes]
+    port: int
+    token: str
+    log_path: Path
+    started: float = field(default_factory=time.perf_counter)
+
+    def cpu_seconds(self) -> float:
+        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+    def rss_mib(self) -> float:
+        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+        return 0.0
+
+    def metrics(self) -> tuple[float, str]:
+        """(seconds the answer took, the body)."""
+        request = urllib.request.Request(f"https://127.0.0.1:{self.port}/metrics")
+        request.add_header("Authorization", f"Bearer {self.token}")
+        context = ssl._create_unverified_context()  # the daemon's self-signed serving cert
+        start = time.perf_counter()
+        with urllib.request.urlopen(request, context=context, timeout=60) as response:
+            body = response.read().decode()
+        return time.perf_counter() - start, body
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+
+
+def start_daemon(kccm: list[str], kubeconfig: Path, config: Path, token: str, tmp: Path) -> Daemon:
+    port = free_port()
+    log_path = tmp / f"kccm-{port}.log"
+    args = [
+        *kccm,
+        "--cloud-provider=fake",
+        f"--cloud-config={config}",
+        f"--kubeconfig={kubeconfig}",
+        f"--secure-port={port}",
+        "--bind-address=127.0.0.1",
+        # The bench's Nodes have no pod CIDRs, so no routes: without this flag kccm (like
+        # upstream) insists on --cluster-cidr for the route controller.
+        "--configure-cloud-routes=false",
+    ]
+    with log_path.open("wb") as sink:
+        proc = subprocess.Popen(args, stdout=sink, stderr=subprocess.STDOUT)
+    daemon = Daemon(proc, port, token, log_path)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit(f"kccm exited {proc.returncode}:\n{log_path.read_text()[-3000:]}")
+        with contextlib.suppress(OSError, urllib.error.URLError):
+            daemon.metrics()
+            return daemon
+        time.sleep(0.2)
+    raise SystemExit(f"kccm did not serve /metrics within 60 s:\n{log_path.read_text()[-3000:]}")
+
+
+def metric_sum(body: str, metric: str, **labels: str) -> float:
+    total = 0.0
+    pattern = re.compile(rf"^{re.escape(metric)}(\{{[^}}]*\}})? (\S+)$", re.MULTILINE)
+    for match in pattern.finditer(body):
+        text = match.group(1) or ""
+        if all(f'{k}="{v}"' in text for k, v in labels.items()):
+            total += float(match.group(2))
+    return total
+
+
+def cloud_calls(body: str) -> dict[str, float]:
+    found: dict[str, float] = {}
+    for match in re.finditer(r'^cloudprovider_calls_total\{method="([^"]+)"\} (\S+)$', body, re.M):
+        found[match.group(1)] = float(match.group(2))
+    return found
+
+
+class MetricsProbe:
+    """Fetches /metrics every second in a thread; keeps the slowest answer."""
+
+    def __init__(self, daemon: Daemon) -> None:
+        self.daemon = daemon
+        self.slowest = 0.0
+        self.samples = 0
+        self.failures = 0
+        self._stop = False
+        self._task: asyncio.Task[None] | None = None
+
+    async def _loop(self) -> None:
+        while not self._stop:
+            try:
+                took, _ = await asyncio.to_thread(self.daemon.metrics)
+                self.slowest = max(self.slowest, took)
+                self.samples += 1
+            except (OSError, urllib.error.URLError):
+                self.failures += 1
+            await asyncio.sleep(1.0)
+
+    def __enter__(self) -> MetricsProbe:
+        self._task = asyncio.get_running_loop().create_task(self._loop())
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop = True
+        if self._task is not None:
+            self._task.cancel()
+
+
+# -- helpers ----------------------------------------------------------------------------------
+
+
+async def bounded(limit: int, coros: list[Awaitable[Any]]) -> list[Any]:
+    sem = asyncio.Semaphore(limit)
+
+    async def one(coro: Awaitable[Any]) -> Any:
+        async with sem:
+            return await coro
+
+    return await asyncio.gather(*(one(c) for c in coros))
+
+
+async def create_ignoring_exists(
+    kube: KubeApiClient, resource: Resource, obj: dict[str, Any]
+) -> None:
+    with contextlib.suppress(AlreadyExists):
+        await kube.create(resource, obj)
+
+
+async def delete_quietly(
+    kube: KubeApiClient, resource: Resource, name: str, namespace: str | None = None
+) -> None:
+    with contextlib.suppress(NotFound):
+        await kube.delete(resource, name, namespace=namespace)
+
+
+async def metrics_token(kube: KubeApiClient) -> str:
+    """A ServiceAccount allowed to GET /metrics, and a token for it (TokenRequest)."""
+    name = "kccm-bench-metrics"
+    await create_ignoring_exists(
+        kube, SERVICE_ACCOUNTS, {"metadata": {"name": name, "namespace": "kube-system"}}
+    )
+    rules = [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]
+    await create_ignoring_exists(kube, CLUSTER_ROLES, {"metadata": {"name": name}, "rules": rules})
+    binding = {
+        "metadata": {"name": name},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+        "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": "kube-system"}],
+    }
+    await create_ignoring_exists(kube, CLUSTER_ROLE_BINDINGS, binding)
+    review = await kube.create(
+        SERVICE_ACCOUNTS,
+        {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}},
+        namespace="kube-system",
+        name=name,
+        subresource="token",
+    )
+    return str(review["status"]["token"])
+
+
+class Completion:
+    """An informer that fires once ``done(obj)`` holds for ``total`` objects."""
+
+    def __init__(
+        self,
+        kube: KubeApiClient,
+        resource: Resource,
+        total: int,
+        done: Callable[[dict[str, Any]], bool],
+        **selector: Any,
+    ) -> None:
+        self.total = total
+        self.done: set[str] = set()
+        self.finished = asyncio.Event()
+        self._test = done
+        self.informer = Informer(kube, resource, **selector)
+        self.informer.add_event_handler(
+            EventHandler(on_add=self._seen, on_update=lambda _old, new: self._seen(new))
+        )
+        self._task: asyncio.Task[None] | None = None
+
+    def _seen(self, obj: dict[str, Any]) -> None:
+        if self._test(obj):
+            meta = obj["metadata"]
+            self.done.add(f"{meta.get('namespace', '')}/{meta['name']}")
+            if len(self.done) >= self.total:
+                self.finished.set()
+
+    async def __aenter__(self) -> Completion:
+        self._task = asyncio.create_task(self.informer.run())
+        await self.informer.wait_for_sync()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self._task is not None
+        self._task.cancel()
+        await asyncio.gather(self._task, return_exceptions=True)
+
+
+def untainted(node: dict[str, Any]) -> bool:
+    return not any(t.get("key") == UNINIT for t in node.get("spec", {}).get("taints") or ())
+
+
+def has_ingress(service: dict[str, Any]) -> bool:
+    return bool(((service.get("status") or {}).get("loadBalancer") or {}).get("ingress"))
+
+
+# -- scenarios --------------------------------------------------------------------------------
+
+
+@dataclass
+class Bench:
+    plane: ControlPlane
+    kube: KubeApiClient
+    kccm: list[str]
+    latency: float
+    tmp: Path
+    token: str = ""
+    rows: list[tuple[str, str]] = field(default_factory=list)
+
+    def row(self, what: str, figure: str) -> None:
+        self.rows.append((what, figure))
+        log(f"{what}: {figure}")
+
+    async def ceiling(self, count: int) -> float:
+        run = uuid.uuid4().hex[:8]
+        names = [f"ceil-{run}-{i:05d}" for i in range(count)]
+        start = time.perf_counter()
+        await bounded(200, [self.kube.create(NODES, kubelet_node(n, run, i)) for i, n in
+                            enumerate(names)])  # fmt: skip
+        await bounded(200, [self._init_writes(n, i) for i, n in enumerate(names)])
+        took = time.perf_counter() - start
+        self.row(f"apiserver write ceiling, {count} node inits (tight client)", f"{took:.1f} s")
+        await bounded(200, [delete_quietly(self.kube, NODES, n) for n in names])
+        return took
+
+    async def _init_writes(self, name: str, i: int) -> None:
+        labels = {"node.kubernetes.io/instance-type": "fake.small"}
+        patch = {"metadata": {"labels": labels}, "spec": {"providerID": f"fake://{name}",
+                 "taints": None}}  # fmt: skip
+        await self.kube.patch(NODES, name, patch)
+        status = {"status": {"addresses": [{"type": "InternalIP", "address": ip_of(i)}]}}
+        await self.kube.patch(NODES, name, status, subresource="status")
+        event = {
+            "metadata": {"generateName": f"{name}.", "namespace": "default"},
+            "involvedObject": {"kind": "Node", "name": name, "apiVersion": "v1"},
+            "reason": "Synced",
+            "message": "Node synced successfully",
+            "type": "Normal",
+            "source": {"component": "cloud-node-controller"},
+        }
+        await self.kube.create(EVENTS, event, namespace="default")
+
+    async def init(self, count: int) -> tuple[float, float]:
+        run = uuid.uuid4().hex[:8]
+        names = [f"init-{run}-{i:05d}" for i in range(count)]
+        config = cloud_config(self.tmp / f"init-{run}.conf", names, self.latency, None)
+        daemon = start_daemon(self.kccm, self.plane.admin_kubeconfig, config, self.token, self.tmp)
+        try:
+            await asyncio.sleep(2.0)  # leader election on a fresh lease, informers synced
+            async with Completion(
+                self.kube, NODES, count, untainted, label_selector=f"bench-run={run}"
+            ) as completion:
+                cpu0 = daemon.cpu_seconds()
+                start = time.perf_counter()
+                await bounded(200, [self.kube.create(NODES, kubelet_node(n, run, i))
+                                    for i, n in enumerate(names)])  # fmt: skip
+                await completion.finished.wait()
+                took = time.perf_counter() - start
+                cpu = daemon.cpu_seconds() - cpu0
+        finally:
+            daemon.stop()
+        self.row(f"kccm defaults: {count} nodes initialised", f"{took:.1f} s "
+                 f"({count / took:.0f} nodes/s)")  # fmt: skip
+        self.row("kccm CPU per node initialisation", f"{cpu / count * 1000:.2f} ms "
+                 f"({cpu:.1f} s in all)")  # fmt: skip
+        await bounded(200, [delete_quietly(self.kube, NODES, n) for n in names])
+        return took, cpu
+
+    async def scale(self, nodes: int, services: int, steady_minutes: float) -> None:
+        run = uuid.uuid4().hex[:8]
+        names = [f"scale-{run}-{i:05d}" for i in range(nodes)]
+        namespace = f"bench-{run}"
+        await self.kube.create(NAMESPACES, {"metadata": {"name": namespace}})
+        log(f"creating {nodes} Ready Nodes and {services} LoadBalancer Services")
+        await bounded(200, [self.kube.create(NODES, ready_node(n, run, i)) for i, n in
+                            enumerate(names)])  # fmt: skip
+        await bounded(200, [self._ready_status(n, run, i) for i, n in enumerate(names)])
+        await bounded(100, [self.kube.create(SERVICES, lb_service(f"svc-{i:05d}", namespace))
+                            for i in range(services)])  # fmt: skip
+        state = self.tmp / f"fake-lbs-{run}.jsonl"
+        config = cloud_config(self.tmp / f"scale-{run}.conf", names, self.latency, state)
+        async with Completion(
+            self.kube, SERVICES, services, has_ingress, namespace=namespace
+        ) as completion:
+            daemon = start_daemon(
+                self.kccm, self.plane.admin_kubeconfig, config, self.token, self.tmp
+            )
+            try:
+                with MetricsProbe(daemon) as probe:
+                    await completion.finished.wait()
+                    took = time.perf_counter() - daemon.started
+                    self.row(f"{nodes} nodes + {services} LB Services at start: all ensured",
+                             f"{took:.1f} s after kccm started")  # fmt: skip
+                    self.row("slowest /metrics answer while syncing",
+                             f"{probe.slowest * 1000:.0f} ms ({probe.samples} fetched, "
+                             f"{probe.failures} failed)")  # fmt: skip
+                    self.row(f"RSS with {nodes} nodes + {services} services",
+                             f"{daemon.rss_mib():.0f} MiB")  # fmt: skip
+                if steady_minutes > 0:
+                    await self.steady(daemon, nodes, steady_minutes)
+                daemon.stop()
+                await self.restart(config, services)
+            finally:
+                daemon.stop()
+        log("cleaning up")
+        await bounded(200, [delete_quietly(self.kube, NODES, n) for n in names])
+
+    async def _ready_status(self, name: str, run: str, i: int) -> None:
+        status = {"status": ready_node(name, run, i)["status"]}
+        await self.kube.patch(NODES, name, status, subresource="status")
+
+    async def steady(self, daemon: Daemon, nodes: int, minutes: float) -> None:
+        await asyncio.sleep(30)  # let the start-up work drain
+        _, before = await asyncio.to_thread(daemon.metrics)
+        log(f"steady state: watching cloud calls for {minutes:g} min")
+        with MetricsProbe(daemon) as probe:
+            await asyncio.sleep(minutes * 60)
+        _, after = await asyncio.to_thread(daemon.metrics)
+        calls0, calls1 = cloud_calls(before), cloud_calls(after)
+        delta = {m: calls1.get(m, 0) - calls0.get(m, 0) for m in calls1}
+        total = sum(delta.values())
+        per_node_hour = total / nodes * (60 / minutes)
+        detail = ", ".join(f"{m} {v:.0f}" for m, v in sorted(delta.items()) if v) or "none"
+        self.row(f"steady state ({minutes:g} min): cloud calls per node per hour",
+                 f"{per_node_hour:.4f} ({total:.0f} calls: {detail})")  # fmt: skip
+        self.row("slowest /metrics answer in steady state", f"{probe.slowest * 1000:.0f} ms")
+        self.row("RSS after steady state", f"{daemon.rss_mib():.0f} MiB")
+
+    async def restart(self, config: Path, services: int) -> None:
+        daemon = start_daemon(self.kccm, self.plane.admin_kubeconfig, config, self.token, self.tmp)
+        try:
+            body = await self._quiet(daemon, services)
+            calls = cloud_calls(body)
+            mutating = sum(calls.get(m, 0) for m in MUTATING)
+            detail = ", ".join(f"{m} {v:.0f}" for m, v in sorted(calls.items()) if v) or "none"
+            self.row(f"restart with {services} unchanged LBs: mutating cloud calls",
+                     f"{mutating:.0f} ({detail})")  # fmt: skip
+        finally:
+            daemon.stop()
+
+    async def _quiet(self, daemon: Daemon, services: int) -> str:
+        """Wait until the service queue has taken every Service and nothing moved for 5 s."""
+        last: tuple[float, ...] = ()
+        since = time.monotonic()
+        deadline = time.monotonic() + 600
+        while time.monotonic() < deadline:
+            _, body = await asyncio.to_thread(daemon.metrics)
+            adds = metric_sum(body, "workqueue_adds_total", name="service")
+            depth = metric_sum(body, "workqueue_depth", name="service")
+            state = (adds, depth, *sorted(cloud_calls(body).values()))
+            if state != last:
+                last, since = state, time.monotonic()
+            elif adds >= services and depth == 0 and time.monotonic() - since >= 5:
+                return body
+            await asyncio.sleep(1.0)
+        raise SystemExit("kccm did not settle within 600 s after the restart")
+
+
+def print_table(rows: list[tuple[str, str]]) -> None:
+    width = max(len(what) for what, _ in rows)
+    print(f"{'scenario'.ljust(width)}  result")
+    for what, figure in rows:
+        print(f"{what.ljust(width)}  {figure}")
+
+
+async def main_async(args: argparse.Namespace, plane: ControlPlane, tmp: Path) -> None:
+    config = load_cluster_config(str(plane.admin_kubeconfig))
+    kube = KubeApiClient(config, qps=0, burst=0)
+    bench = Bench(plane, kube, shlex.split(args.kccm), args.latency, tmp)
+    only = set(args.only.split(","))
+    try:
+        bench.token = await metrics_token(kube)
+        if "ceiling" in only:
+            ceiling = await bench.ceiling(args.nodes_init)
+        if "init" in only:
+            took, _ = await bench.init(args.nodes_init)
+            if "ceiling" in only:
+                bench.row("init time / write ceiling", f"{took / ceiling:.2f}x")
+        if "scale" in only:
+            steady = args.steady_minutes if "steady" in only else 0
+            await bench.scale(args.nodes, args.services, steady)
+    finally:
+        await kube.close()
+        print_table(bench.rows)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--nodes-init", type=int, default=1000)
+    parser.add_argument("--nodes", type=int, default=5000)
+    parser.add_argument("--services", type=int, default=1000)
+    parser.add_argument("--latency", type=float, default=0.05)
+    parser.add_argument("--steady-minutes", type=float, default=10.0)
+    parser.add_argument("--kccm", default=f"{sys.executable} -m kccm")
+    parser.add_argument("--only", default="ceiling,init,scale,steady,restart")
+    args = parser.parse_args()
+    apiserver_args = ("--max-requests-inflight=1000", "--max-mutating-requests-inflight=500")
+    with (
+        tempfile.TemporaryDirectory(prefix="kccm-bench-") as tmp,
+        ControlPlane(extra_apiserver_args=apiserver_args) as plane,
+    ):
+        log(f"control plane up in {plane.started_in:.1f} s")
+        asyncio.run(main_async(args, plane, Path(tmp)))
+
+
+if __name__ == "__main__":
+    main()
