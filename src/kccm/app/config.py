@@ -101,8 +101,8 @@ class ManagerConfig:
     cloud_config: str = ""
     kubeconfig: str = ""
     master: str = ""
-    kube_api_qps: float = 20.0
-    kube_api_burst: int = 30
+    kube_api_qps: float = 1000.0
+    kube_api_burst: int = 2000
     kube_api_content_type: str = "application/json"
     use_service_account_credentials: bool = False
     controllers: frozenset[str] = frozenset()  # resolved canonical names to run

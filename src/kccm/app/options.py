@@ -33,6 +33,11 @@ from kccm.cloudprovider.errors import CloudConfigError, CloudProviderInitError
 from kccm.cloudprovider.gate import METHOD_GROUPS
 from kccm.cloudprovider.registry import CloudProviderRegistry, default_registry, is_external
 from kccm.controllers.node import DEFAULT_NODE_METADATA_REFRESH_PERIOD
+
+DEFAULT_KUBE_API_QPS = 1000.0
+"""kccm's --kube-api-qps (upstream 20, which caps a large cluster's node initialisation near
+10 nodes/s; see docs/behaviour.md)."""
+DEFAULT_KUBE_API_BURST = 2000
 from kccm.controllers.route import parse_cluster_cidrs
 
 __all__ = [
@@ -335,8 +340,8 @@ class GenericOptions:
     controllers: list[str] = field(default_factory=lambda: list(DEFAULT_CONTROLLERS))
     min_resync_period: float = 12 * 3600.0
     kube_api_content_type: str = JSON
-    kube_api_qps: float = 20.0
-    kube_api_burst: int = 30
+    kube_api_qps: float = DEFAULT_KUBE_API_QPS
+    kube_api_burst: int = DEFAULT_KUBE_API_BURST
     controller_start_interval: float = 0.0
     feature_gates: dict[str, bool] = field(default_factory=dict)
     shutdown_grace_period: float = 30.0
@@ -374,13 +379,16 @@ class GenericOptions:
             "kube_api_qps",
             "kube-api-qps",
             "QPS to use while talking with the kubernetes apiserver (each controller's "
-            "client has its own limiter).",
+            "client has its own limiter; kccm default 1000, upstream 20: the apiserver's "
+            "priority and fairness protects it, and answers carrying Retry-After are retried "
+            "as client-go does).",
         )
         s.integer(
             self,
             "kube_api_burst",
             "kube-api-burst",
-            "Burst to use while talking with the kubernetes apiserver.",
+            "Burst to use while talking with the kubernetes apiserver (kccm default 2000, "
+            "upstream 30).",
         )
         s.duration(
             self,

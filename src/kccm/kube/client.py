@@ -36,6 +36,8 @@ __all__ = ["DEFAULT_BURST", "DEFAULT_QPS", "KubeApiClient"]
 
 log = logging.getLogger(__name__)
 
+MAX_RETRIES = 10
+"""client-go's ``maxRetries`` for answers carrying Retry-After."""
 DEFAULT_QPS = 20.0
 DEFAULT_BURST = 30
 _JSON = "application/json"
@@ -63,6 +65,7 @@ class KubeApiClient:
         self._limiter = TokenBucket(qps, burst, clock=clock)
         self._timeout = timeout
         self._on_request = on_request
+        self._clock = clock
         self.config = config
 
     # -- plumbing ---------------------------------------------------------------------------
@@ -76,17 +79,27 @@ class KubeApiClient:
         body: Any = None,
         content_type: str = _JSON,
     ) -> HttpResponse:
-        await self._limiter.acquire()
-        if self._on_request is not None:
-            self._on_request(method, path)
+        """One request; like client-go, an answer that asks to come back later (a 429 or 5xx
+        with Retry-After: the API server's priority and fairness shedding load) is retried
+        after the delay it names, up to :data:`MAX_RETRIES` times."""
         content = None if body is None else _encode_body(body, content_type)
-        return await self._transport.request(
-            method,
-            path,
-            params=params,
-            content=content,
-            content_type=content_type if content is not None else None,
-        )
+        for attempt in range(MAX_RETRIES + 1):
+            await self._limiter.acquire()
+            if self._on_request is not None:
+                self._on_request(method, path)
+            response = await self._transport.request(
+                method,
+                path,
+                params=params,
+                content=content,
+                content_type=content_type if content is not None else None,
+            )
+            delay = _come_back_after(response)
+            if delay is None or attempt == MAX_RETRIES:
+                return response
+            log.debug("%s %s: %d, retrying in %.1fs", method, path, response.status, delay)
+            await self._clock.sleep(delay)
+        raise AssertionError("unreachable")  # pragma: no cover
 
     async def _call(self, method: str, path: str, **kwargs: Any) -> Obj:
         response = await self._send(method, path, **kwargs)
@@ -310,6 +323,15 @@ def _raise_for_status(response: HttpResponse) -> None:
     raise error_from_status(
         status, http_code=response.status, retry_after=_retry_after(response.retry_after)
     )
+
+
+def _come_back_after(response: HttpResponse) -> float | None:
+    """Seconds to wait before retrying, when the server asked for it (client-go
+    ``checkWait``: a 429 or 5xx carrying Retry-After); delays are capped at 10 s."""
+    if response.status != 429 and response.status < 500:
+        return None
+    seconds = _retry_after(response.retry_after)
+    return None if seconds is None else min(max(seconds, 0.0), 10.0)
 
 
 def _retry_after(value: str | None) -> float | None:

@@ -97,6 +97,8 @@ UPSTREAM_DEFAULTS: dict[str, Any] = {
 }
 # documented in docs/flags.md ("Differences from upstream")
 KCCM_DIFFERENCES: dict[str, Any] = {
+    "kube-api-qps": 1000.0,
+    "kube-api-burst": 2000,
     "concurrent-node-syncs": 32,
     "concurrent-service-syncs": 10,
     "kube-api-content-type": "application/json",
@@ -124,6 +126,8 @@ def test_differences_are_documented_in_help() -> None:
     assert "upstream 1" in fs.flags["concurrent-service-syncs"].usage
     assert "upstream 1" in fs.flags["concurrent-node-syncs"].usage
     assert "always speaks JSON" in fs.flags["kube-api-content-type"].usage
+    assert "upstream 20" in fs.flags["kube-api-qps"].usage
+    assert "upstream 30" in fs.flags["kube-api-burst"].usage
 
 
 def test_default_config_equals_the_contracts_defaults() -> None:
