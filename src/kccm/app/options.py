@@ -34,11 +34,12 @@ from kccm.cloudprovider.gate import METHOD_GROUPS
 from kccm.cloudprovider.registry import CloudProviderRegistry, default_registry, is_external
 from kccm.controllers.node import DEFAULT_NODE_METADATA_REFRESH_PERIOD
 
+from kccm.controllers.route import parse_cluster_cidrs
+
 DEFAULT_KUBE_API_QPS = 1000.0
 """kccm's --kube-api-qps (upstream 20, which caps a large cluster's node initialisation near
 10 nodes/s; see docs/behaviour.md)."""
 DEFAULT_KUBE_API_BURST = 2000
-from kccm.controllers.route import parse_cluster_cidrs
 
 __all__ = [
     "ALIAS_TO_CONTROLLER",
