@@ -33,7 +33,6 @@ from kccm.cloudprovider.errors import CloudConfigError, CloudProviderInitError
 from kccm.cloudprovider.gate import METHOD_GROUPS
 from kccm.cloudprovider.registry import CloudProviderRegistry, default_registry, is_external
 from kccm.controllers.node import DEFAULT_NODE_METADATA_REFRESH_PERIOD
-
 from kccm.controllers.route import parse_cluster_cidrs
 
 DEFAULT_KUBE_API_QPS = 1000.0
