@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 
@@ -127,3 +128,52 @@ async def test_apiserver_restart_under_the_informer(
         await _converged(client, informer, run)
     assert recorder.deletes == [names[0]]
     assert added in recorder.adds
+
+
+class LogWaiter(logging.Handler):
+    """Collects the informer's log lines; ``wait_for`` awaits one containing a text."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.lines: list[tuple[int, str]] = []
+        self._changed = asyncio.Event()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append((record.levelno, record.getMessage()))
+        self._changed.set()
+
+    async def wait_for(self, text: str) -> tuple[int, str]:
+        async with asyncio.timeout(60):
+            while True:
+                found = [line for line in self.lines if text in line[1]]
+                if found:
+                    return found[0]
+                self._changed.clear()
+                await self._changed.wait()
+
+
+async def test_an_apiserver_outage_is_logged_when_it_starts_and_when_it_ends(
+    uncached_plane: ControlPlane, client: KubeApiClient
+) -> None:
+    run = unique_name("run")
+    await _create(client, run)
+    informer = Informer(client, NODES, label_selector=f"{LABEL}={run}")
+    waiter = LogWaiter()
+    logger = logging.getLogger("kccm.runtime.informers")
+    logger.addHandler(waiter)
+    logger.setLevel(logging.INFO)
+    try:
+        async with _running(informer):
+            await asyncio.to_thread(uncached_plane.kill_apiserver)
+            level, message = await waiter.wait_for("the cache is stale")
+            assert level == logging.WARNING
+            assert "nodes" in message
+            await asyncio.to_thread(uncached_plane.restart_apiserver)
+            added = await _create(client, run)
+            level, message = await waiter.wait_for("answers again after")
+            assert level == logging.INFO
+            await _converged(client, informer, run)
+            assert added in {o["metadata"]["name"] for o in informer.items()}
+    finally:
+        logger.removeHandler(waiter)
+        logger.setLevel(logging.NOTSET)

@@ -134,6 +134,7 @@ class Informer:
         self._synced = asyncio.Event()
         self._version = ""
         self._backoff = _Backoff(clock)
+        self._failing_since: float | None = None
         self.relists = 0
 
     # -- registration ------------------------------------------------------------------------
@@ -195,9 +196,36 @@ class Informer:
                 self.relists += 1
                 continue  # relist at once: the cache is stale
             except KubeError as exc:
-                stage = "list" if need_list else "watch"
-                _log.warning("%s: %s failed: %s", self.resource, stage, exc)
+                self._failed("list" if need_list else "watch", exc)
             await self._clock.sleep(self._backoff.next())
+
+    def _failed(self, stage: str, exc: KubeError) -> None:
+        """Every failure is logged; the first of an outage says the cache is now stale."""
+        if self._failing_since is None:
+            self._failing_since = self._clock.monotonic()
+            _log.warning(
+                "%s: %s failed, the cache is stale until the API server answers again "
+                "(retrying with backoff): %s",
+                self.resource,
+                stage,
+                exc,
+            )
+        else:
+            outage = self._clock.monotonic() - self._failing_since
+            _log.warning(
+                "%s: %s failed again (API server unreachable for %.0fs): %s",
+                self.resource,
+                stage,
+                outage,
+                exc,
+            )
+
+    def _answered(self) -> None:
+        """The API server answered: close an outage, if one was open."""
+        if self._failing_since is not None:
+            outage = self._clock.monotonic() - self._failing_since
+            self._failing_since = None
+            _log.info("%s: the API server answers again after %.1fs", self.resource, outage)
 
     async def _list_and_replace(self) -> None:
         fresh: dict[str, Obj] = {}
@@ -215,6 +243,7 @@ class Informer:
         self._replace(fresh)
         self._version = version
         self._synced.set()
+        self._answered()
 
     def _replace(self, fresh: dict[str, Obj]) -> None:
         """Swap in a full list, emitting the difference as delete / update / add events."""
@@ -238,6 +267,7 @@ class Informer:
                 label_selector=self._selector,
                 timeout_seconds=timeout,
             ):
+                self._answered()
                 self._handle(event.type, event.object)
 
     def _handle(self, kind: WatchEventType, obj: Obj) -> None:
