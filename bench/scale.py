@@ -51,6 +51,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from informer_nodes import realistic_node  # bench/ is on sys.path when run as a script
+
 from kccm.kube.client import KubeApiClient
 from kccm.kube.config import load_cluster_config
 from kccm.kube.errors import AlreadyExists, NotFound
@@ -94,36 +96,20 @@ def kubelet_node(name: str, run: str, i: int) -> dict[str, Any]:
 
 
 def ready_node(name: str, run: str, i: int) -> dict[str, Any]:
-    """A Node the cloud-node controller initialised long ago, Ready."""
-    return {
-        "metadata": {
-            "name": name,
-            "labels": {
-                "bench-run": run,
-                "kubernetes.io/hostname": name,
-                "node.kubernetes.io/instance-type": "fake.small",
-                "topology.kubernetes.io/zone": "fake-zone-a",
-                "topology.kubernetes.io/region": "fake-region",
-            },
-        },
-        "spec": {"providerID": f"fake://{name}"},
-        "status": {
-            "addresses": [
-                {"type": "InternalIP", "address": ip_of(i)},
-                {"type": "Hostname", "address": name},
-            ],
-            "conditions": [
-                {
-                    "type": "Ready",
-                    "status": "True",
-                    "reason": "KubeletReady",
-                    "message": "kubelet is posting ready status",
-                    "lastHeartbeatTime": "2026-01-01T00:00:00Z",
-                    "lastTransitionTime": "2026-01-01T00:00:00Z",
-                }
-            ],
-        },
-    }
+    """A kubelet-shaped Node (labels, annotations, conditions, capacity, ~40 images; the
+    shape bench/informer_nodes.py uses) that the cloud-node controller initialised long ago,
+    Ready."""
+    node = realistic_node(i)
+    meta = node["metadata"]
+    meta["name"] = name
+    meta["labels"].update({"bench-run": run, "kubernetes.io/hostname": name})
+    meta["annotations"]["alpha.kubernetes.io/provided-node-ip"] = ip_of(i)
+    node["spec"]["providerID"] = f"fake://{name}"
+    node["status"]["addresses"] = [
+        {"type": "InternalIP", "address": ip_of(i)},
+        {"type": "Hostname", "address": name},
+    ]
+    return node
 
 
 def lb_service(name: str, namespace: str) -> dict[str, Any]:
