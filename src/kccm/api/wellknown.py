@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 __all__ = [
+    "ANNOTATION_LB_SPEC_HASH",
     "ANNOTATION_PROVIDED_NODE_IP",
     "ANNOTATION_PV_LABELED",
     "FINALIZER_LB_CLEANUP",
@@ -38,3 +39,8 @@ FINALIZER_LB_CLEANUP = "service.kubernetes.io/load-balancer-cleanup"
 # Set by pv-label-controller once it has asked the provider for a PV's labels (the legacy
 # controller removed its initializer "pvlabel.kubernetes.io" instead): done, never again.
 ANNOTATION_PV_LABELED = "pvlabel.kubernetes.io/labeled"
+
+# Set by service-lb-controller on a Service whose load balancer it ensured: a hash of what the
+# load balancer was built from (spec, annotations, backend nodes). A restart that finds the
+# same hash and an existing load balancer does not call the cloud to re-ensure it.
+ANNOTATION_LB_SPEC_HASH = "service.kccm.io/load-balancer-spec-hash"

@@ -514,9 +514,8 @@ class RouteController:
         message = (
             f"Could not create route {name_hint} {cidr} for node {node} after {elapsed}: {err}"
         )
-        # upstream's reference: kind Node, UID = the node *name* (the kubelet's convention,
-        # which `kubectl describe node` relies on to find node events).
-        ref = ObjectRef(kind="Node", name=node, uid=node)
+        # v0.36.3's reference: apiVersion v1, kind Node, the Node's real UID (the name hint).
+        ref = ObjectRef(kind="Node", name=node, uid=name_hint, api_version="v1")
         self.recorder.event(ref, EVENT_TYPE_WARNING, "FailedToCreateRoute", message)
 
     def _since(self, start: float) -> str:

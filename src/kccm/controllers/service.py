@@ -12,6 +12,16 @@ A port of upstream ``k8s.io/cloud-provider/controllers/service``:
 - node changes that alter a service's eligible node set (not deleting, not excluded by
   label, not tainted ``ToBeDeletedByClusterAutoscaler``) call ``update_load_balancer`` for
   that service only; a failed host update escalates to a full sync of the service;
+- node events are coalesced: every event marks the one node-sync key, so a burst costs one
+  pass; the eligible node set is maintained event by event (:class:`BackendNodeSet`) and a
+  pass compares each service's last synced set in O(1) when nothing changed. Only services
+  whose load balancer this process has ensured are updated (upstream's service cache), and
+  never while a service worker is syncing them: a sync that finishes with a stale node set
+  triggers a node sync of its own;
+- with ``reuse_unchanged_load_balancers`` (the default), a hash of what the load balancer is
+  built from is kept in the annotation ``service.kccm.io/load-balancer-spec-hash``; a sync
+  that finds the same hash and an existing load balancer (``get_load_balancer``) does not
+  re-ensure it, so a restart with unchanged load balancers makes no mutating cloud call;
 - per-service retries back off 5 s → 300 s; a ``RetryError`` (or an error raised from one)
   retries after exactly its delay.
 
@@ -31,24 +41,26 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
-from kccm.api.wellknown import FINALIZER_LB_CLEANUP
+from kccm.api.wellknown import ANNOTATION_LB_SPEC_HASH, FINALIZER_LB_CLEANUP
 from kccm.cloudprovider.errors import ImplementedElsewhere
 from kccm.cloudprovider.gate import Priority
 from kccm.cloudprovider.gated import GatedLoadBalancer
 from kccm.cloudprovider.types import LoadBalancerStatus
 from kccm.controllers.base import ControllerContext, running_managed_controllers
 from kccm.controllers.service_helpers import (
-    STABLE_NODE_SET_PREDICATES,
-    filter_with_predicates,
+    BackendNodeSet,
+    NodeSetSnapshot,
     finalizer_patch,
     has_lb_finalizer,
+    load_balancer_spec_hash,
     load_balancer_status_equal,
     loggable_node_names,
     needs_cleanup,
     needs_update,
-    nodes_sufficiently_equal,
     service_key,
     should_sync_updated_node,
+    spec_hash_annotation,
+    spec_hash_patch,
     status_patch,
     wants_load_balancer,
 )
@@ -82,6 +94,11 @@ METRICS_NAME = "service"
 EVENT_COMPONENT = "service-controller"
 SERVICE_QUEUE = "service"
 NODE_QUEUE = "node"
+NODE_SYNC_KEY = "nodes"
+"""The one key of the node queue: a burst of node events is one node sync."""
+YIELD_EVERY = 256
+"""Loops over services give the event loop a turn this often."""
+_IGNORED_ANNOTATIONS = frozenset({ANNOTATION_LB_SPEC_HASH})
 SERVICE_SYNC_PERIOD = 30.0
 """Upstream ``serviceSyncPeriod``: how often services needing cleanup are re-enqueued."""
 WORKER_RESTART_PERIOD = 1.0
@@ -107,9 +124,16 @@ class LoadBalancerOperation(enum.Enum):
 
 @dataclass(frozen=True)
 class ServiceControllerOptions:
-    """Options of ``service-lb-controller`` (``--concurrent-service-syncs``)."""
+    """Options of ``service-lb-controller``.
+
+    ``concurrent_service_syncs`` is ``--concurrent-service-syncs``.
+    ``reuse_unchanged_load_balancers`` keeps the spec-hash annotation and skips re-ensuring a
+    load balancer whose hash matches and that exists; False is upstream's behaviour (every
+    sync calls ``ensure_load_balancer``, no annotation is written).
+    """
 
     concurrent_service_syncs: int = DEFAULT_CONCURRENT_SERVICE_SYNCS
+    reuse_unchanged_load_balancers: bool = True
 
 
 _EXP_BUCKETS = tuple(float(2**i) for i in range(15))  # ExponentialBuckets(1, 2, 15)
@@ -171,6 +195,7 @@ class ServiceController:
         registry: CollectorRegistry,
         cluster_name: str = "kubernetes",
         workers: int = DEFAULT_CONCURRENT_SERVICE_SYNCS,
+        reuse_unchanged_load_balancers: bool = True,
         clock: Clock = REAL_CLOCK,
     ) -> None:
         self.kube = kube
@@ -180,6 +205,7 @@ class ServiceController:
         self.recorder = recorder
         self.cluster_name = cluster_name
         self.workers = workers
+        self.reuse_unchanged = reuse_unchanged_load_balancers
         self.clock = clock
         self.metrics = ServiceControllerMetrics.on(registry)
         self._running = running_managed_controllers(registry, METRICS_NAME)
@@ -191,7 +217,16 @@ class ServiceController:
         )
         self.cache: dict[str, Obj] = {}
         """Upstream ``serviceCache``: the last state synced, per key (deletion needs it)."""
-        self.last_synced_nodes: dict[str, list[Mapping[str, Any]]] = {}
+        self.backends = BackendNodeSet()
+        """The eligible nodes, maintained from node events."""
+        self.last_synced: dict[str, NodeSetSnapshot] = {}
+        """Upstream ``lastSyncedNodes``: the node set each service was last given."""
+        self.ensured: set[str] = set()
+        """Services whose load balancer this process has ensured: the only ones node syncs
+        update."""
+        self._syncing: set[str] = set()
+        self.node_syncs = 0
+        """Node-sync passes run (one per burst of node events)."""
         self._service_loop = Controller(
             SERVICE_QUEUE, self.service_queue, self.sync_service, workers=workers, clock=clock
         )
@@ -204,9 +239,9 @@ class ServiceController:
         )
         nodes.add_event_handler(
             EventHandler(
-                on_add=self._enqueue_node,
+                on_add=self._on_node_add,
                 on_update=self._on_node_update,
-                on_delete=self._enqueue_node,
+                on_delete=self._on_node_delete,
             )
         )
 
@@ -217,18 +252,21 @@ class ServiceController:
             self.service_queue.add(object_key(service))
 
     def _on_service_update(self, old: Obj, new: Obj) -> None:
-        update, reason = needs_update(old, new)
-        if reason is not None:
-            self.recorder.event(_service_ref(new), EVENT_TYPE_NORMAL, *reason)
-        if update or needs_cleanup(new):
+        if needs_update(old, new, ignored_annotations=_IGNORED_ANNOTATIONS) or needs_cleanup(new):
             self.service_queue.add(object_key(new))
 
-    def _enqueue_node(self, node: Obj) -> None:
-        self.node_queue.add(object_key(node))
+    def _on_node_add(self, node: Obj) -> None:
+        self.backends.apply(None, node)
+        self.node_queue.add(NODE_SYNC_KEY)
 
     def _on_node_update(self, old: Obj, new: Obj) -> None:
+        self.backends.apply(old, new)
         if should_sync_updated_node(old, new):
-            self.node_queue.add(object_key(new))
+            self.node_queue.add(NODE_SYNC_KEY)
+
+    def _on_node_delete(self, node: Obj) -> None:
+        self.backends.apply(node, None)
+        self.node_queue.add(NODE_SYNC_KEY)
 
     async def _resync_services(self) -> None:
         """The 30 s resync of the service handler: update(x, x) only enqueues services that
@@ -271,12 +309,22 @@ class ServiceController:
     # -- service sync (upstream syncService and friends) --------------------------------------
 
     async def sync_service(self, key: str) -> None:
-        """Upstream ``syncService``: the informer cache says what the service is now."""
-        service = self.services.get(key)
-        if service is None:
-            await self.process_service_deletion(key)
-            return
-        await self.process_service_create_or_update(copy_obj(service), key)
+        """Upstream ``syncService``: the informer cache says what the service is now.
+
+        Node syncs leave the service alone meanwhile; if the node set changed while it was
+        being ensured, a node sync follows."""
+        self._syncing.add(key)
+        try:
+            service = self.services.get(key)
+            if service is None:
+                await self.process_service_deletion(key)
+                return
+            await self.process_service_create_or_update(copy_obj(service), key)
+        finally:
+            self._syncing.discard(key)
+            synced = self.last_synced.get(key)
+            if key in self.ensured and (synced is None or synced.version != self.backends.version):
+                self.node_queue.add(NODE_SYNC_KEY)
 
     async def process_service_deletion(self, key: str) -> None:
         """The service is gone: delete its load balancer if the cache remembers one."""
@@ -306,6 +354,7 @@ class ServiceController:
         cached = self.cache.get(key)
         if cached is not None and _uid(cached) != _uid(service):
             # Deleted and re-created (without a finalizer) faster than we noticed.
+            self.ensured.discard(key)
             await self._process_load_balancer_delete(cached)
         self.cache[key] = service
         try:
@@ -319,7 +368,8 @@ class ServiceController:
 
     def _forget(self, key: str) -> None:
         self.cache.pop(key, None)
-        self.last_synced_nodes.pop(key, None)
+        self.last_synced.pop(key, None)
+        self.ensured.discard(key)
 
     async def sync_load_balancer_if_needed(self, service: Obj, key: str) -> LoadBalancerOperation:
         """Upstream ``syncLoadBalancerIfNeeded``: delete or ensure, then patch the status."""
@@ -328,10 +378,42 @@ class ServiceController:
             await self._delete_load_balancer(service, key)
             await self._patch_status(service, previous, LoadBalancerStatus())
             return LoadBalancerOperation.DELETE
-        status = await self._ensure_branch(service, key)
+        nodes = self.backends.snapshot()
+        wanted_hash = self._spec_hash(service, nodes)
+        status = await self._unchanged_status(service, key, wanted_hash)
+        if status is None:
+            status = await self._ensure_branch(service, key, nodes)
+        self.ensured.add(key)
         if status is not None:
-            await self._patch_status(service, previous, status)
+            await self._patch_status(service, previous, status, wanted_hash)
         return LoadBalancerOperation.ENSURE
+
+    def _spec_hash(self, service: Obj, nodes: NodeSetSnapshot) -> str | None:
+        if not self.reuse_unchanged:
+            return None
+        return load_balancer_spec_hash(service, self.cluster_name, nodes.digest)
+
+    async def _unchanged_status(
+        self, service: Obj, key: str, wanted_hash: str | None
+    ) -> LoadBalancerStatus | None:
+        """kccm: the status of a load balancer that needs no ensure (same spec hash, finalizer
+        present, and the provider says it exists), else None. A failed check means ensure."""
+        if wanted_hash is None or not has_lb_finalizer(service):
+            return None
+        if spec_hash_annotation(service) != wanted_hash:
+            return None
+        try:
+            status, exists = await self.balancer.get_load_balancer(
+                self.cluster_name, service, priority=Priority.NORMAL
+            )
+        except Exception as err:
+            _log.info("Service %s: load balancer check failed (%s); ensuring it", key, err)
+            return None
+        if not exists or status is None:
+            return None
+        _log.info("Load balancer for service %s is unchanged since it was ensured", key)
+        self.last_synced[key] = self.backends.snapshot()
+        return status
 
     async def _delete_load_balancer(self, service: Obj, key: str) -> None:
         try:
@@ -366,7 +448,9 @@ class ServiceController:
         except Exception as err:
             raise ServiceSyncError(f"failed to delete load balancer: {err}") from err
 
-    async def _ensure_branch(self, service: Obj, key: str) -> LoadBalancerStatus | None:
+    async def _ensure_branch(
+        self, service: Obj, key: str, nodes: NodeSetSnapshot
+    ) -> LoadBalancerStatus | None:
         """Finalizer first, then the cloud; None when the LB is implemented elsewhere."""
         _log.info("Ensuring load balancer for service %s", key)
         self._event(service, EVENT_TYPE_NORMAL, "EnsuringLoadBalancer", "Ensuring load balancer")
@@ -375,7 +459,9 @@ class ServiceController:
         except Exception as err:
             raise ServiceSyncError(f"failed to add load balancer cleanup finalizer: {err}") from err
         try:
-            status: LoadBalancerStatus | None = await self._ensure_load_balancer(service, key)
+            status: LoadBalancerStatus | None = await self._ensure_load_balancer(
+                service, key, nodes
+            )
         except ImplementedElsewhere:
             _log.debug("LoadBalancer for service %s implemented elsewhere; ignoring", key)
             return None
@@ -386,18 +472,19 @@ class ServiceController:
         self._event(service, EVENT_TYPE_NORMAL, "EnsuredLoadBalancer", "Ensured load balancer")
         return status
 
-    async def _ensure_load_balancer(self, service: Obj, key: str) -> LoadBalancerStatus:
-        nodes = filter_with_predicates(self.nodes.items(), *STABLE_NODE_SET_PREDICATES)
-        if not nodes:
+    async def _ensure_load_balancer(
+        self, service: Obj, key: str, nodes: NodeSetSnapshot
+    ) -> LoadBalancerStatus:
+        if not nodes.nodes:
             self._event(
                 service,
                 EVENT_TYPE_WARNING,
                 "UnAvailableLoadBalancer",
                 "There are no available nodes for LoadBalancer",
             )
-        self.last_synced_nodes[key] = nodes
+        self.last_synced[key] = nodes
         return await self.balancer.ensure_load_balancer(
-            self.cluster_name, service, nodes, priority=Priority.NORMAL
+            self.cluster_name, service, list(nodes.nodes), priority=Priority.NORMAL
         )
 
     # -- writes (upstream addFinalizer / removeFinalizer / patchStatus) -----------------------
@@ -416,12 +503,23 @@ class ServiceController:
         await self._patch_service(service, finalizer_patch(old, new))
 
     async def _patch_status(
-        self, service: Obj, previous: Mapping[str, Any], new: LoadBalancerStatus
+        self,
+        service: Obj,
+        previous: Mapping[str, Any],
+        new: LoadBalancerStatus,
+        spec_hash: str | None = None,
     ) -> None:
-        if load_balancer_status_equal(previous, new):
+        """Upstream ``patchStatus``; with a spec hash that differs from the annotation, the
+        annotation rides in the same patch (one write)."""
+        patch: dict[str, Any] = {}
+        if not load_balancer_status_equal(previous, new):
+            patch.update(status_patch(new))
+        if spec_hash is not None and spec_hash_annotation(service) != spec_hash:
+            patch.update(spec_hash_patch(spec_hash))
+        if not patch:
             return
         try:
-            await self._patch_service(service, status_patch(new))
+            await self._patch_service(service, patch)
         except NotFound:
             pass  # the service went away right after its finalizer was removed
         except Exception as err:
@@ -442,53 +540,92 @@ class ServiceController:
     # -- node sync (upstream syncNodes and friends) -------------------------------------------
 
     async def _process_node_key(self, key: str) -> None:
-        """One node event: sync every cached service; failures go to the service queue as
-        plain adds (a full ensure). Never raises, so the node queue never retries."""
+        """One node sync (for a whole burst of node events): failures go to the service queue
+        as plain adds (a full ensure). Never raises, so the node queue never retries."""
         for service_to_retry in await self.sync_nodes():
             self.service_queue.add(service_to_retry)
 
     async def sync_nodes(self) -> set[str]:
-        """Upstream ``syncNodes``: returns the keys of the services to retry."""
+        """Upstream ``syncNodes`` over the services this process ensured: returns the keys
+        of the services to retry."""
         start = self.clock.monotonic()
-        services = list(self.cache.values())
+        self.node_syncs += 1
         try:
-            return await self.update_load_balancer_hosts(services, self.workers)
+            nodes = self.backends.snapshot()
+            stale = await self._services_behind(nodes)
+            return await self.update_load_balancer_hosts(stale, self.workers, nodes)
         finally:
             self.metrics.nodesync_latency.observe(self.clock.monotonic() - start)
 
-    async def update_load_balancer_hosts(self, services: Sequence[Obj], workers: int) -> set[str]:
+    async def _services_behind(self, nodes: NodeSetSnapshot) -> list[Obj]:
+        """The ensured services whose last synced node set differs from ``nodes``; those
+        whose set is equal are brought to the new version without a cloud call."""
+        stale: list[Obj] = []
+        for i, key in enumerate(list(self.ensured)):
+            if i and i % YIELD_EVERY == 0:
+                await asyncio.sleep(0)
+            service = self.cache.get(key)
+            if service is None or key in self._syncing or not wants_load_balancer(service):
+                continue
+            if nodes.same_backends(self.last_synced.get(key)):
+                self.last_synced[key] = nodes
+                continue
+            stale.append(service)
+        return stale
+
+    async def update_load_balancer_hosts(
+        self, services: Sequence[Obj], workers: int, nodes: NodeSetSnapshot | None = None
+    ) -> set[str]:
         """``node_sync_service`` for each service, ``workers`` at a time."""
+        nodes = nodes or self.backends.snapshot()
         retry: set[str] = set()
         limit = asyncio.Semaphore(max(1, workers))
 
         async def one(service: Obj) -> None:
             async with limit:
-                if await self.node_sync_service(service):
+                if await self.node_sync_service(service, nodes):
                     retry.add(service_key(service))
 
         await asyncio.gather(*(one(service) for service in services))
         return retry
 
-    async def node_sync_service(self, service: Obj) -> bool:
+    async def node_sync_service(self, service: Obj, nodes: NodeSetSnapshot) -> bool:
         """Upstream ``nodeSyncService``: True when the service must be retried."""
         if not wants_load_balancer(service):
             return False
         key = service_key(service)
-        new_nodes = filter_with_predicates(self.nodes.items(), *STABLE_NODE_SET_PREDICATES)
-        old_nodes = filter_with_predicates(
-            self.last_synced_nodes.get(key, ()), *STABLE_NODE_SET_PREDICATES
-        )
         # Stored before the update: a failure goes to the service queue for a full ensure.
-        self.last_synced_nodes[key] = new_nodes
-        if nodes_sufficiently_equal(old_nodes, new_nodes):
+        previous = self.last_synced.get(key)
+        self.last_synced[key] = nodes
+        if nodes.same_backends(previous):
             return False
         try:
-            await self.locked_update_load_balancer_hosts(service, new_nodes)
+            await self.locked_update_load_balancer_hosts(service, list(nodes.nodes))
         except Exception as err:
             _log.error("failed to update load balancer hosts for service %s: %s", key, err)
             self.metrics.nodesync_error.inc()
+            await self._write_spec_hash(service, None)
             return True
+        await self._write_spec_hash(service, self._spec_hash(service, nodes))
         return False
+
+    async def _write_spec_hash(self, service: Obj, value: str | None) -> None:
+        """Keep the spec-hash annotation in step with a node sync: the new hash after a
+        successful update, none after a failed one (the load balancer's state is unknown).
+        Best effort: a stale or missing hash only costs an ensure after a restart."""
+        if not self.reuse_unchanged:
+            return
+        current = self.services.get(service_key(service)) or service
+        if spec_hash_annotation(current) == value:
+            return
+        try:
+            await self._patch_service(service, spec_hash_patch(value))
+        except Exception as err:
+            _log.warning(
+                "Service %s: could not record the load balancer spec hash: %s",
+                service_key(service),
+                err,
+            )
 
     async def locked_update_load_balancer_hosts(
         self, service: Obj, hosts: Sequence[Mapping[str, Any]]
@@ -585,5 +722,6 @@ def build(
         registry=context.registry,
         cluster_name=context.cluster_name,
         workers=options.concurrent_service_syncs,
+        reuse_unchanged_load_balancers=options.reuse_unchanged_load_balancers,
         clock=context.clock,
     )

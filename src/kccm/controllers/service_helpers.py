@@ -10,10 +10,16 @@ Objects are JSON-shaped mappings and are never modified here.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import hashlib
+import json
+import logging
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from functools import cached_property
 from typing import Any
 
 from kccm.api.wellknown import (
+    ANNOTATION_LB_SPEC_HASH,
     FINALIZER_LB_CLEANUP,
     LABEL_EXCLUDE_FROM_EXTERNAL_LB,
     TAINT_TO_BE_DELETED_BY_CLUSTER_AUTOSCALER,
@@ -21,19 +27,28 @@ from kccm.api.wellknown import (
 from kccm.cloudprovider.types import LoadBalancerStatus
 
 __all__ = [
+    "EMPTY_NODE_SET",
     "MAX_NODE_NAMES_TO_LOG",
+    "SPEC_HASH_VERSION",
     "STABLE_NODE_SET_PREDICATES",
+    "BackendNodeSet",
+    "NodeIdentity",
     "NodePredicate",
-    "UpdateReason",
+    "NodeSetSnapshot",
     "filter_with_predicates",
     "finalizer_patch",
     "has_lb_finalizer",
+    "load_balancer_spec_hash",
     "load_balancer_status_equal",
     "loggable_node_names",
     "needs_cleanup",
     "needs_update",
+    "node_addresses",
+    "node_identities",
+    "node_identity",
     "node_included",
     "node_not_deleted",
+    "node_set_digest",
     "node_untainted",
     "nodes_sufficiently_equal",
     "parse_go_bool",
@@ -41,6 +56,8 @@ __all__ = [
     "respects_predicates",
     "service_key",
     "should_sync_updated_node",
+    "spec_hash_annotation",
+    "spec_hash_patch",
     "status_patch",
     "wants_load_balancer",
 ]
@@ -50,10 +67,9 @@ MAX_NODE_NAMES_TO_LOG = 20
 
 LOAD_BALANCER = "LoadBalancer"
 
-NodePredicate = Callable[[Mapping[str, Any]], bool]
+_log = logging.getLogger(__name__)
 
-UpdateReason = tuple[str, str]
-"""An informational ``(reason, message)`` event ``needsUpdate`` records on the new service."""
+NodePredicate = Callable[[Mapping[str, Any]], bool]
 
 
 def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -116,114 +132,138 @@ def _go_list(value: Sequence[Any] | None) -> str:
     return "[" + " ".join(str(v) for v in value or ()) + "]"
 
 
-def _external_ips_reason(old: Mapping[str, Any], new: Mapping[str, Any]) -> UpdateReason | None:
+def _key(service: Mapping[str, Any]) -> str:
+    """``klog.KObj``: ``namespace/name``."""
+    return service_key(service)
+
+
+def needs_update(
+    old: Mapping[str, Any],
+    new: Mapping[str, Any],
+    *,
+    ignored_annotations: Collection[str] = (),
+) -> bool:
+    """Upstream ``needsUpdate`` (v0.36): whether an informer update is worth a sync.
+
+    It records no Event: every reason is only logged (upstream at V(2), here at debug level,
+    which ``-v`` >= 4 shows). ``ignored_annotations`` are left out of the annotation
+    comparison (kccm's own spec-hash annotation, written by the controller itself)."""
+    old_wants, new_wants = wants_load_balancer(old), wants_load_balancer(new)
+    if not old_wants and not new_wants:
+        return False
+    if old_wants != new_wants:
+        _log.debug(
+            "Service %s wants load balancer changed from %s to %s",
+            _key(old),
+            _spec(old).get("type", ""),
+            _spec(new).get("type", ""),
+        )
+        return True
+    if any(check(old, new) for check in _UPDATE_CHECKS):
+        return True
+    if _annotations(old, ignored_annotations) != _annotations(new, ignored_annotations):
+        return True
+    return _later_checks(old, new)
+
+
+def _annotations(service: Mapping[str, Any], ignored: Collection[str]) -> dict[str, Any]:
+    annotations = _meta(service).get("annotations") or {}
+    return {k: v for k, v in annotations.items() if k not in ignored}
+
+
+def _check_source_ranges(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+    before = _spec(old).get("loadBalancerSourceRanges")
+    after = _spec(new).get("loadBalancerSourceRanges")
+    if (before or None) != (after or None):
+        _log.debug(
+            "Service %s LoadBalancerSourceRanges changed from %s to %s",
+            _key(new),
+            _go_list(before),
+            _go_list(after),
+        )
+        return True
+    return False
+
+
+def _check_ports_and_affinity(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+    if not ports_equal_for_lb(old, new) or _changed(old, new, "sessionAffinity"):
+        return True
+    return _changed(old, new, "sessionAffinityConfig")
+
+
+def _check_load_balancer_ip(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+    before = _spec(old).get("loadBalancerIP", "")
+    after = _spec(new).get("loadBalancerIP", "")
+    if before != after:
+        _log.debug("Service %s LoadBalancerIP changed from %s to %s", _key(new), before, after)
+        return True
+    return False
+
+
+def _check_external_ips(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
     old_ips = _spec(old).get("externalIPs") or []
     new_ips = _spec(new).get("externalIPs") or []
     if len(old_ips) != len(new_ips):
-        return ("ExternalIP", f"Count: {len(old_ips)} -> {len(new_ips)}")
-    for before, after in zip(old_ips, new_ips, strict=True):
+        _log.debug(
+            "Service %s ExternalIPs' count changed from %d to %d",
+            _key(new),
+            len(old_ips),
+            len(new_ips),
+        )
+        return True
+    for i, (before, after) in enumerate(zip(old_ips, new_ips, strict=True)):
         if before != after:
-            return ("ExternalIP", f"Added: {after}")
-    return None
+            _log.debug(
+                "Service %s ExternalIPs[%d] changed from %s to %s", _key(new), i, before, after
+            )
+            return True
+    return False
 
 
 def _changed(old: Mapping[str, Any], new: Mapping[str, Any], field: str) -> bool:
     return _spec(old).get(field) != _spec(new).get(field)
 
 
-def _arrow(old: Mapping[str, Any], new: Mapping[str, Any], field: str, default: Any = "") -> str:
-    return f"{_spec(old).get(field, default)} -> {_spec(new).get(field, default)}"
-
-
-def needs_update(
-    old: Mapping[str, Any], new: Mapping[str, Any]
-) -> tuple[bool, UpdateReason | None]:
-    """Upstream ``needsUpdate``: whether an informer update is worth a sync, and the
-    informational event upstream records for some of the reasons (``Type``,
-    ``LoadBalancerSourceRanges``, ``LoadbalancerIP``, ``ExternalIP``, ``UID``,
-    ``ExternalTrafficPolicy``, ``HealthCheckNodePort``, ``IPFamilies``)."""
-    old_wants, new_wants = wants_load_balancer(old), wants_load_balancer(new)
-    if not old_wants and not new_wants:
-        return False, None
-    if old_wants != new_wants:
-        return True, ("Type", _arrow(old, new, "type"))
-    for check in _UPDATE_CHECKS:
-        verdict = check(old, new)
-        if verdict is not None:
-            return verdict
-    return False, None
-
-
-_Verdict = tuple[bool, UpdateReason | None] | None
-
-
-def _check_source_ranges(old: Mapping[str, Any], new: Mapping[str, Any]) -> _Verdict:
-    before = _spec(old).get("loadBalancerSourceRanges")
-    after = _spec(new).get("loadBalancerSourceRanges")
-    if (before or None) != (after or None):
-        message = f"{_go_list(before)} -> {_go_list(after)}"
-        return True, ("LoadBalancerSourceRanges", message)
-    return None
-
-
-def _check_ports_and_affinity(old: Mapping[str, Any], new: Mapping[str, Any]) -> _Verdict:
-    if not ports_equal_for_lb(old, new) or _changed(old, new, "sessionAffinity"):
-        return True, None
-    if _changed(old, new, "sessionAffinityConfig"):
-        return True, None
-    return None
-
-
-def _check_load_balancer_ip(old: Mapping[str, Any], new: Mapping[str, Any]) -> _Verdict:
-    if _spec(old).get("loadBalancerIP", "") != _spec(new).get("loadBalancerIP", ""):
-        return True, ("LoadbalancerIP", _arrow(old, new, "loadBalancerIP"))
-    return None
-
-
-def _check_external_ips(old: Mapping[str, Any], new: Mapping[str, Any]) -> _Verdict:
-    reason = _external_ips_reason(old, new)
-    return None if reason is None else (True, reason)
-
-
-def _check_annotations(old: Mapping[str, Any], new: Mapping[str, Any]) -> _Verdict:
-    if (_meta(old).get("annotations") or {}) != (_meta(new).get("annotations") or {}):
-        return True, None
-    return None
-
-
-def _check_uid(old: Mapping[str, Any], new: Mapping[str, Any]) -> _Verdict:
-    before, after = _meta(old).get("uid", ""), _meta(new).get("uid", "")
-    if before != after:
-        return True, ("UID", f"{before} -> {after}")
-    return None
-
-
-def _check_traffic_policy(old: Mapping[str, Any], new: Mapping[str, Any]) -> _Verdict:
-    if _spec(old).get("externalTrafficPolicy", "") != _spec(new).get("externalTrafficPolicy", ""):
-        return True, ("ExternalTrafficPolicy", _arrow(old, new, "externalTrafficPolicy"))
-    if _spec(old).get("healthCheckNodePort", 0) != _spec(new).get("healthCheckNodePort", 0):
-        return True, ("HealthCheckNodePort", _arrow(old, new, "healthCheckNodePort", 0))
-    return None
-
-
-def _check_ip_families(old: Mapping[str, Any], new: Mapping[str, Any]) -> _Verdict:
-    before = len(_spec(old).get("ipFamilies") or ())
-    after = len(_spec(new).get("ipFamilies") or ())
-    if before != after:
-        return True, ("IPFamilies", f"Count: {before} -> {after}")
-    return None
-
-
-_UPDATE_CHECKS: tuple[Callable[[Mapping[str, Any], Mapping[str, Any]], _Verdict], ...] = (
+_UPDATE_CHECKS: tuple[Callable[[Mapping[str, Any], Mapping[str, Any]], bool], ...] = (
     _check_source_ranges,
     _check_ports_and_affinity,
     _check_load_balancer_ip,
     _check_external_ips,
-    _check_annotations,
-    _check_uid,
-    _check_traffic_policy,
-    _check_ip_families,
 )
+"""The checks before the annotation comparison, in upstream's order."""
+
+
+def _later_checks(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+    """The checks after the annotation comparison: UID, traffic policy, health-check node
+    port, IP family count."""
+    fields = (
+        ("UID", _meta(old).get("uid", ""), _meta(new).get("uid", "")),
+        (
+            "ExternalTrafficPolicy",
+            _spec(old).get("externalTrafficPolicy", ""),
+            _spec(new).get("externalTrafficPolicy", ""),
+        ),
+        (
+            "HealthCheckNodePort",
+            _spec(old).get("healthCheckNodePort", 0),
+            _spec(new).get("healthCheckNodePort", 0),
+        ),
+    )
+    for name, before, after in fields:
+        if before != after:
+            _log.debug("Service %s %s changed from %s to %s", _key(new), name, before, after)
+            return True
+    before_families = len(_spec(old).get("ipFamilies") or ())
+    after_families = len(_spec(new).get("ipFamilies") or ())
+    if before_families != after_families:
+        _log.debug(
+            "Service %s IPFamilies' count changed from %d to %d",
+            _key(new),
+            before_families,
+            after_families,
+        )
+        return True
+    return False
 
 
 # -- which nodes back a load balancer ---------------------------------------------------------
@@ -291,29 +331,106 @@ def _name(obj: Mapping[str, Any]) -> str:
     return str(_meta(obj).get("name", ""))
 
 
+NodeIdentity = tuple[str, tuple[tuple[str, str], ...]]
+"""What a load balancer's backend is made of: the providerID and the addresses."""
+
+
+def node_addresses(node: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+    """``status.addresses`` as ``(type, address)`` pairs, in order."""
+    addresses = (node.get("status") or {}).get("addresses") or ()
+    return tuple((str(a.get("type", "")), str(a.get("address", ""))) for a in addresses)
+
+
+def node_identity(node: Mapping[str, Any]) -> NodeIdentity:
+    """A node as a backend: providerID and addresses (upstream's ``protoNode`` has only the
+    providerID; kccm adds the addresses, see docs/behaviour.md)."""
+    return (_provider_id(node), node_addresses(node))
+
+
 def should_sync_updated_node(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
-    """Upstream ``shouldSyncUpdatedNode``: the exclude-label eligibility or the providerID
-    changed. Readiness, taints, other labels and deletion do not trigger a node sync."""
+    """Upstream ``shouldSyncUpdatedNode`` (the exclude-label eligibility or the providerID
+    changed) plus a change of ``status.addresses``: a node initialised after it registered
+    gets its addresses after its providerID, and the load balancers must learn them.
+    Readiness, taints, other labels and deletion do not trigger a node sync."""
     if node_included(old) != node_included(new):
         return True
-    return _provider_id(old) != _provider_id(new)
+    if _provider_id(old) != _provider_id(new):
+        return True
+    return node_addresses(old) != node_addresses(new)
+
+
+def node_identities(nodes: Iterable[Mapping[str, Any]]) -> dict[str, NodeIdentity]:
+    return {_name(node): node_identity(node) for node in nodes}
 
 
 def nodes_sufficiently_equal(
     old: Sequence[Mapping[str, Any]], new: Sequence[Mapping[str, Any]]
 ) -> bool:
-    """Upstream ``nodesSufficientlyEqual``: same count and the same name → providerID map."""
+    """Upstream ``nodesSufficientlyEqual``: same count and the same name → identity map
+    (providerID and, in kccm, the addresses)."""
     if len(old) != len(new):
         return False
-    return {_name(n): _provider_id(n) for n in old} == {_name(n): _provider_id(n) for n in new}
+    return node_identities(old) == node_identities(new)
 
 
 def loggable_node_names(nodes: Sequence[Mapping[str, Any]]) -> list[str]:
-    """At most 20 node names, then ``<N more>`` (upstream ``loggableNodeNames``)."""
-    names = [_name(node) for node in nodes[:MAX_NODE_NAMES_TO_LOG]]
+    """Upstream ``loggableNodeNames``: the names of the first 20 nodes as a sorted set, then
+    ``<N more>``."""
+    names = sorted({_name(node) for node in nodes[:MAX_NODE_NAMES_TO_LOG]})
     if len(nodes) > MAX_NODE_NAMES_TO_LOG:
         names.append(f"<{len(nodes) - MAX_NODE_NAMES_TO_LOG} more>")
     return names
+
+
+# -- the spec hash (kccm: a restart skips load balancers that did not change) -----------------
+
+SPEC_HASH_VERSION = "v1"
+_HASH_IGNORED_SPEC_FIELDS = frozenset({"selector", "publishNotReadyAddresses"})
+"""Spec fields that only concern endpoints, never a load balancer."""
+
+
+def node_set_digest(identities: Mapping[str, NodeIdentity]) -> str:
+    """A digest of a backend node set (names, providerIDs, addresses), order-independent."""
+    canonical = sorted(
+        (name, pid, [list(a) for a in addrs]) for name, (pid, addrs) in identities.items()
+    )
+    return hashlib.sha256(_canonical_json(canonical)).hexdigest()
+
+
+def load_balancer_spec_hash(service: Mapping[str, Any], cluster_name: str, node_digest: str) -> str:
+    """The provider-independent hash of what a load balancer is built from: the cluster name,
+    the service's identity (namespace, name, uid), its annotations (except kccm's own hash),
+    its spec (except endpoint-only fields) and the backend node set's digest."""
+    meta = _meta(service)
+    annotations = {
+        k: v for k, v in (meta.get("annotations") or {}).items() if k != ANNOTATION_LB_SPEC_HASH
+    }
+    spec = {k: v for k, v in _spec(service).items() if k not in _HASH_IGNORED_SPEC_FIELDS}
+    material = {
+        "cluster": cluster_name,
+        "namespace": meta.get("namespace", ""),
+        "name": meta.get("name", ""),
+        "uid": meta.get("uid", ""),
+        "annotations": annotations,
+        "spec": spec,
+        "nodes": node_digest,
+    }
+    digest = hashlib.sha256(_canonical_json(material)).hexdigest()
+    return f"{SPEC_HASH_VERSION}-{digest}"
+
+
+def spec_hash_annotation(service: Mapping[str, Any]) -> str | None:
+    value = (_meta(service).get("annotations") or {}).get(ANNOTATION_LB_SPEC_HASH)
+    return None if value is None else str(value)
+
+
+def spec_hash_patch(value: str | None) -> dict[str, Any]:
+    """The merge patch setting (or, with None, removing) the spec-hash annotation."""
+    return {"metadata": {"annotations": {ANNOTATION_LB_SPEC_HASH: value}}}
+
+
+def _canonical_json(value: Any) -> bytes:
+    return json.dumps(value, sort_keys=True, separators=(",", ":")).encode()
 
 
 # -- the patches PatchService sends -----------------------------------------------------------
@@ -351,3 +468,86 @@ def status_patch(new: LoadBalancerStatus) -> dict[str, Any]:
     is atomic, so it is replaced whole; an empty status removes it (``null``)."""
     ingress = new.to_dict().get("ingress")
     return {"status": {"loadBalancer": {"ingress": ingress}}}
+
+
+# -- the backend node set, kept up to date event by event -------------------------------------
+
+
+@dataclass(frozen=True)
+class NodeSetSnapshot:
+    """The eligible nodes at one version of :class:`BackendNodeSet` (shared: do not mutate)."""
+
+    version: int
+    nodes: tuple[Mapping[str, Any], ...]
+    identities: Mapping[str, NodeIdentity]
+
+    @cached_property
+    def digest(self) -> str:
+        return node_set_digest(self.identities)
+
+    def same_backends(self, other: NodeSetSnapshot | None) -> bool:
+        """``nodesSufficientlyEqual`` of two snapshots: O(1) for the same version."""
+        if other is None:
+            return False
+        return other.version == self.version or other.identities == self.identities
+
+
+EMPTY_NODE_SET = NodeSetSnapshot(version=-1, nodes=(), identities={})
+
+
+class BackendNodeSet:
+    """The nodes that pass the stable node set predicates, maintained from informer events
+    in O(1) each, so a node sync or an ensure never filters every node again.
+
+    ``version`` changes whenever a node enters or leaves the set or its identity
+    (providerID, addresses) changes; :meth:`snapshot` builds one immutable view per version
+    (``recomputations`` counts them) and always carries the newest node objects.
+    """
+
+    def __init__(self) -> None:
+        self._eligible: dict[str, Mapping[str, Any]] = {}
+        self._identities: dict[str, NodeIdentity] = {}
+        self._objects_changed = False
+        self.version = 0
+        self.recomputations = 0
+        self._snapshot: NodeSetSnapshot | None = None
+
+    def __len__(self) -> int:
+        return len(self._eligible)
+
+    def apply(self, old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) -> None:
+        """One informer event: add (``old`` None), update, or delete (``new`` None)."""
+        name = _name(new if new is not None else old or {})
+        if new is None or not respects_predicates(new, *STABLE_NODE_SET_PREDICATES):
+            if self._eligible.pop(name, None) is not None:
+                del self._identities[name]
+                self.version += 1
+            return
+        self._eligible[name] = new
+        self._objects_changed = True
+        identity = node_identity(new)
+        if self._identities.get(name) != identity:
+            self._identities[name] = identity
+            self.version += 1
+
+    def snapshot(self) -> NodeSetSnapshot:
+        """The current set; rebuilt only when the set or one of its nodes changed."""
+        current = self._snapshot
+        if current is not None and current.version == self.version:
+            if not self._objects_changed:
+                return current
+            # Same backends, newer objects (labels, conditions): keep identities, refresh nodes.
+            refreshed = replace(current, nodes=tuple(self._eligible.values()))
+            if "digest" in current.__dict__:
+                refreshed.__dict__["digest"] = current.digest
+            current = refreshed
+        else:
+            self.recomputations += 1
+            current = NodeSetSnapshot(
+                version=self.version,
+                nodes=tuple(self._eligible.values()),
+                identities=dict(self._identities),
+            )
+        self._objects_changed = False
+        self._snapshot = current
+        return current

@@ -177,7 +177,13 @@ async def test_failed_create_gives_event_and_no_route_created(running: Running) 
     prefix = f"Could not create route {uid} 10.160.2.0/24 for node {name} after "
     assert event["message"].startswith(prefix)
     assert event["message"].endswith(": route quota exceeded")
-    assert event["involvedObject"]["kind"] == "Node"
+    reference = event["involvedObject"]
+    assert (reference["apiVersion"], reference["kind"], reference["name"], reference["uid"]) == (
+        "v1",
+        "Node",
+        name,
+        uid,
+    )
     assert await running.routes_to(name) == []
 
     running.cloud.clear_failures()  # the next cycle retries and flips the condition

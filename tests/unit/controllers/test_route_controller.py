@@ -573,7 +573,13 @@ async def test_failed_create_records_event_and_no_route_created(env: Env) -> Non
     ]
     event = env.kube.objects(EVENTS)[0]
     assert event["source"] == {"component": "route_controller"}
-    assert event["involvedObject"] == {"kind": "Node", "name": "node-1", "uid": "node-1"}
+    # v0.36.3: apiVersion v1 and the Node's real UID (not its name)
+    assert event["involvedObject"] == {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "name": "node-1",
+        "uid": stored[0]["metadata"]["uid"],
+    }
     cond = await env.condition("node-1")
     assert cond is not None
     assert (cond["status"], cond["reason"], cond["message"]) == (

@@ -140,8 +140,9 @@ async def harness() -> AsyncIterator[Harness]:
     gate.close()
 
 
-async def start(h: Harness, *, workers: int = 1) -> ServiceController:
-    """Build the controller and sync its informers with what the fake holds now."""
+async def start(h: Harness, *, workers: int = 1, reuse: bool = False) -> ServiceController:
+    """Build the controller and sync its informers with what the fake holds now. Without
+    ``reuse`` it behaves as upstream (no spec-hash annotation, every sync ensures)."""
     context = ControllerContext(
         kube=h.kube,
         informers=h.factory,
@@ -150,7 +151,10 @@ async def start(h: Harness, *, workers: int = 1) -> ServiceController:
         registry=h.registry,
         clock=h.clock,
     )
-    controller = build(context, ServiceControllerOptions(concurrent_service_syncs=workers))
+    options = ServiceControllerOptions(
+        concurrent_service_syncs=workers, reuse_unchanged_load_balancers=reuse
+    )
+    controller = build(context, options)
     assert controller is not None
     h.controller = controller
     h.factory.start()
@@ -1026,9 +1030,20 @@ async def test_service_add_handler_enqueues_only_managed_or_cleanup(harness: Har
     assert queued == {key("lb"), key("leftover")}
 
 
-async def test_service_update_handler_enqueues_on_needs_update_and_records_reason(
-    harness: Harness,
+@pytest.mark.parametrize(
+    "change",
+    [
+        pytest.param({"externalTrafficPolicy": "Local"}, id="traffic-policy"),
+        pytest.param({"loadBalancerSourceRanges": ["10.0.0.0/8"]}, id="source-ranges"),
+        pytest.param({"type": "ClusterIP"}, id="type-no-longer-loadbalancer"),
+        pytest.param({"loadBalancerIP": "192.0.2.9"}, id="load-balancer-ip"),
+        pytest.param({"externalIPs": ["192.0.2.10"]}, id="external-ips"),
+    ],
+)
+async def test_service_update_handler_enqueues_on_needs_update_without_an_event(
+    harness: Harness, change: dict[str, Any]
 ) -> None:
+    """v0.36.3's needsUpdate only logs its reasons (V(2)); it records no Event."""
     h = harness
     await create_service(h, "lb")
     controller = await start(h)
@@ -1037,10 +1052,10 @@ async def test_service_update_handler_enqueues_on_needs_update_and_records_reaso
     await h.kube.patch(SERVICES, "lb", {"metadata": {"labels": {"a": "b"}}}, namespace=NS)
     await h.settle()
     assert len(controller.service_queue) == 0, "a label change is not worth a sync"
-    await h.kube.patch(SERVICES, "lb", {"spec": {"externalTrafficPolicy": "Local"}}, namespace=NS)
+    await h.kube.patch(SERVICES, "lb", {"spec": change}, namespace=NS)
     await h.settle()
     assert len(controller.service_queue) == 1
-    assert h.events.recorded[-1][:3] == ("Normal", "ExternalTrafficPolicy", "Cluster -> Local")
+    assert h.events.recorded == []
 
 
 async def test_node_handlers_enqueue_add_delete_and_relevant_updates(harness: Harness) -> None:
@@ -1049,8 +1064,8 @@ async def test_node_handlers_enqueue_add_delete_and_relevant_updates(harness: Ha
     await create_node(h, "a")
     await h.settle()
     assert len(controller.node_queue) == 1
-    await controller.node_queue.get()
-    controller.node_queue.done("a")
+    assert await controller.node_queue.get() == "nodes"
+    controller.node_queue.done("nodes")
     await h.kube.patch(NODES, "a", {"status": {"conditions": [{"type": "Ready"}]}})
     await h.settle()
     assert len(controller.node_queue) == 0, "readiness does not trigger a node sync"
@@ -1058,7 +1073,17 @@ async def test_node_handlers_enqueue_add_delete_and_relevant_updates(harness: Ha
     await h.settle()
     assert len(controller.node_queue) == 1
     await controller.node_queue.get()
-    controller.node_queue.done("a")
+    controller.node_queue.done("nodes")
+    await h.kube.patch(
+        NODES,
+        "a",
+        {"status": {"addresses": [{"type": "InternalIP", "address": "10.0.0.1"}]}},
+        subresource="status",
+    )
+    await h.settle()
+    assert len(controller.node_queue) == 1, "new addresses trigger a node sync (kccm)"
+    await controller.node_queue.get()
+    controller.node_queue.done("nodes")
     await h.kube.delete(NODES, "a")
     await h.settle()
     assert len(controller.node_queue) == 1

@@ -5,6 +5,7 @@ the finalizer / status patch shapes of PatchService and LoadBalancerStatusEqual.
 from __future__ import annotations
 
 import copy
+import logging
 from typing import Any
 
 import pytest
@@ -136,7 +137,7 @@ TWO_PORTS = [
 
 
 @pytest.mark.parametrize(
-    ("old", "new", "update", "reason"),
+    ("old", "new", "update", "logged"),
     [
         pytest.param(
             svc(type="ClusterIP"), svc(type="NodePort"), False, None, id="neither-wants-an-lb"
@@ -145,21 +146,21 @@ TWO_PORTS = [
             svc(type="ClusterIP"),
             BASE,
             True,
-            ("Type", "ClusterIP -> LoadBalancer"),
+            "Service default/s wants load balancer changed from ClusterIP to LoadBalancer",
             id="type-changed-to-loadbalancer",
         ),
         pytest.param(
             BASE,
             svc(loadBalancerClass="x.io/lb"),
             True,
-            ("Type", "LoadBalancer -> LoadBalancer"),
+            "Service default/s wants load balancer changed from LoadBalancer to LoadBalancer",
             id="class-set-changes-eligibility",
         ),
         pytest.param(
             BASE,
             svc(loadBalancerSourceRanges=["10.0.0.0/8"]),
             True,
-            ("LoadBalancerSourceRanges", "[] -> [10.0.0.0/8]"),
+            "Service default/s LoadBalancerSourceRanges changed from [] to [10.0.0.0/8]",
             id="source-ranges-changed",
         ),
         pytest.param(
@@ -244,21 +245,21 @@ TWO_PORTS = [
             BASE,
             svc(loadBalancerIP="1.2.3.4"),
             True,
-            ("LoadbalancerIP", " -> 1.2.3.4"),
+            "Service default/s LoadBalancerIP changed from  to 1.2.3.4",
             id="load-balancer-ip-changed",
         ),
         pytest.param(
             BASE,
             svc(externalIPs=["1.1.1.1"]),
             True,
-            ("ExternalIP", "Count: 0 -> 1"),
+            "Service default/s ExternalIPs' count changed from 0 to 1",
             id="external-ip-added",
         ),
         pytest.param(
             svc(externalIPs=["1.1.1.1"]),
             svc(externalIPs=["2.2.2.2"]),
             True,
-            ("ExternalIP", "Added: 2.2.2.2"),
+            "Service default/s ExternalIPs[0] changed from 1.1.1.1 to 2.2.2.2",
             id="external-ip-replaced",
         ),
         pytest.param(
@@ -276,27 +277,27 @@ TWO_PORTS = [
             id="annotation-value-changed",
         ),
         pytest.param(
-            BASE, with_meta(BASE, uid="uid-2"), True, ("UID", "uid-1 -> uid-2"), id="uid-changed"
+            BASE, with_meta(BASE, uid="uid-2"), True, "Service default/s UID changed from uid-1 to uid-2", id="uid-changed"
         ),
         pytest.param(
             BASE,
             svc(externalTrafficPolicy="Local"),
             True,
-            ("ExternalTrafficPolicy", "Cluster -> Local"),
+            "Service default/s ExternalTrafficPolicy changed from Cluster to Local",
             id="external-traffic-policy-changed",
         ),
         pytest.param(
             BASE,
             svc(healthCheckNodePort=30123),
             True,
-            ("HealthCheckNodePort", "0 -> 30123"),
+            "Service default/s HealthCheckNodePort changed from 0 to 30123",
             id="health-check-node-port-changed",
         ),
         pytest.param(
             BASE,
             svc(ipFamilies=["IPv4", "IPv6"]),
             True,
-            ("IPFamilies", "Count: 1 -> 2"),
+            "Service default/s IPFamilies' count changed from 1 to 2",
             id="ip-families-count-changed",
         ),
         pytest.param(
@@ -333,9 +334,39 @@ TWO_PORTS = [
     ],
 )
 def test_needs_update(
-    old: dict[str, Any], new: dict[str, Any], update: bool, reason: tuple[str, str] | None
+    old: dict[str, Any],
+    new: dict[str, Any],
+    update: bool,
+    logged: str | None,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
-    assert needs_update(old, new) == (update, reason)
+    """v0.36.3 records no Event here: the reasons upstream logs at V(2) are debug logs."""
+    with caplog.at_level(logging.DEBUG, logger="kccm.controllers.service_helpers"):
+        assert needs_update(old, new) is update
+    assert [r.getMessage() for r in caplog.records] == ([] if logged is None else [logged])
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "update"),
+    [
+        pytest.param(
+            with_meta(BASE, annotations={"a": "b"}),
+            with_meta(BASE, annotations={"a": "b", "kccm/hash": "x"}),
+            False,
+            id="ignored-annotation-added",
+        ),
+        pytest.param(
+            with_meta(BASE, annotations={"a": "b", "kccm/hash": "x"}),
+            with_meta(BASE, annotations={"a": "c", "kccm/hash": "y"}),
+            True,
+            id="other-annotation-still-counts",
+        ),
+    ],
+)
+def test_needs_update_ignores_the_given_annotations(
+    old: dict[str, Any], new: dict[str, Any], update: bool
+) -> None:
+    assert needs_update(old, new, ignored_annotations={"kccm/hash"}) is update
 
 
 # -- Test_respectsPredicates ----------------------------------------------------------------------
@@ -454,8 +485,10 @@ def test_nodes_sufficiently_equal(
 
 def test_loggable_node_names_stop_at_twenty() -> None:
     nodes = [node(f"n{i}") for i in range(23)]
-    assert loggable_node_names(nodes) == [f"n{i}" for i in range(20)] + ["<3 more>"]
-    assert loggable_node_names(nodes[:20]) == [f"n{i}" for i in range(20)]
+    first_twenty_sorted = sorted(f"n{i}" for i in range(20))  # Go sets.String.List() sorts
+    assert first_twenty_sorted[:3] == ["n0", "n1", "n10"]
+    assert loggable_node_names(nodes) == [*first_twenty_sorted, "<3 more>"]
+    assert loggable_node_names(list(reversed(nodes[:20]))) == first_twenty_sorted
 
 
 # -- PatchService shapes, LoadBalancerStatusEqual -----------------------------------------------
