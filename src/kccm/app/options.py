@@ -450,8 +450,10 @@ class GenericOptions:
             self,
             "shutdown_grace_period",
             "shutdown-grace-period",
-            "kccm: on SIGTERM/SIGINT, how long in-flight syncs may take to finish "
-            "before the process exits.",
+            "kccm: on SIGTERM/SIGINT, how long in-flight syncs (and a cloud provider's "
+            "initialize) may take to finish before the process exits. Provider calls still "
+            "running then are abandoned; if the orderly stop itself overruns by more than "
+            "5s, the process exits with status 1 whatever the provider does.",
         )
 
     def validate(self) -> list[str]:

@@ -41,7 +41,7 @@ from kccm.runtime.selfsigned import (
 from kccm.runtime.tls import ServingTLS, apply_serving_tls
 from kccm.util.clock import REAL_CLOCK, Clock
 
-__all__ = ["DEFAULT_ALWAYS_ALLOW_PATHS", "ENDPOINTS", "Authorizer", "Decision", "Server"]
+__all__ = ["ENDPOINTS", "Authorizer", "Decision", "Server"]
 
 ENDPOINTS = ("healthz", "readyz", "livez")
 DEFAULT_ALWAYS_ALLOW_PATHS = ("/healthz", "/readyz", "/livez")
