@@ -20,6 +20,7 @@ import logging
 import os
 import sys
 import threading
+import time
 from collections.abc import Callable
 
 __all__ = ["EXIT_FORCED", "SHUTDOWN_SLACK", "ExitDeadline", "exit_past_stuck_threads"]
@@ -84,8 +85,15 @@ def stuck_threads() -> list[threading.Thread]:
     return [t for t in threading.enumerate() if t is not main and t.is_alive() and not t.daemon]
 
 
-def exit_past_stuck_threads(code: int, exit_process: ExitFunction = os._exit) -> None:
-    """End the process now with ``code`` if threads would keep it alive; else return."""
+def exit_past_stuck_threads(
+    code: int, exit_process: ExitFunction = os._exit, *, settle: float = 0.5
+) -> None:
+    """End the process now with ``code`` if threads would keep it alive; else return.
+
+    Threads get ``settle`` seconds in all to finish (idle pool workers exit at once)."""
+    until = time.monotonic() + settle
+    for thread in stuck_threads():
+        thread.join(max(0.0, until - time.monotonic()))
     stuck = stuck_threads()
     if not stuck:
         return
