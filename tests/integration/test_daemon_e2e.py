@@ -642,7 +642,7 @@ async def test_upstream_flags_start_and_work_on_the_real_apiserver(
 
     status, body = await asyncio.to_thread(daemon.get, "/metrics")
     assert status == 200, "/metrics is listed: open without credentials"
-    assert "running_managed_controllers" in body
+    assert "leader_election_master_status" in body
 
     tls12 = ssl.TLSVersion.TLSv1_2
     refused = _client_context(maximum=tls12, ciphers="ECDHE-ECDSA-AES256-GCM-SHA384")
