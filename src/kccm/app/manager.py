@@ -27,7 +27,7 @@ from prometheus_client import CollectorRegistry
 from kccm import __version__
 from kccm.app.config import CONTROLLER_CLIENT_NAMES, ConfigurationError, ManagerConfig
 from kccm.app.serving import AuthLookupError, resolve_auth_material
-from kccm.app.shutdown import SHUTDOWN_SLACK, ExitDeadline, exit_past_stuck_threads
+from kccm.app.shutdown import SHUTDOWN_SLACK, ExitDeadline, guard_interpreter_exit
 from kccm.cloudprovider.errors import CloudConfigError, CloudProviderInitError
 from kccm.cloudprovider.gate import Budget, CallGate, GateConfig
 from kccm.cloudprovider.gated import GatedCloud
@@ -124,7 +124,7 @@ def run_manager(config: ManagerConfig) -> int:
         _log.error("%s", exc)
         code = EXIT_RUNTIME
     deadline.cancel()
-    exit_past_stuck_threads(code)
+    guard_interpreter_exit(code)
     return code
 
 

@@ -8,9 +8,10 @@ after a stop signal, as a Go process ends when ``main`` returns whatever its gor
 * :class:`ExitDeadline` is armed when shutdown starts: if the orderly path has not finished
   ``grace + slack`` seconds later, a daemon timer thread flushes the logs and ends the process
   (status 1: the shutdown was not clean);
-* :func:`exit_past_stuck_threads` runs once the orderly path has finished: if provider
-  threads are still running it ends the process at once with the status already decided,
-  instead of letting interpreter shutdown wait for them.
+* :func:`guard_interpreter_exit` runs once the orderly path has finished: the interpreter
+  exits as usual (atexit handlers run, idle thread pools wind down), but if it is still
+  waiting for a thread ``EXIT_SETTLE`` seconds later, the process ends with the status
+  already decided.
 """
 
 from __future__ import annotations
@@ -20,15 +21,23 @@ import logging
 import os
 import sys
 import threading
-import time
 from collections.abc import Callable
 
-__all__ = ["EXIT_FORCED", "SHUTDOWN_SLACK", "ExitDeadline", "exit_past_stuck_threads"]
+__all__ = [
+    "EXIT_FORCED",
+    "EXIT_SETTLE",
+    "SHUTDOWN_SLACK",
+    "ExitDeadline",
+    "guard_interpreter_exit",
+    "stuck_threads",
+]
 
 _log = logging.getLogger("kccm.manager")
 EXIT_FORCED = 1
 SHUTDOWN_SLACK = 5.0
 """Seconds after the grace period for releasing the lease and flushing events."""
+EXIT_SETTLE = 2.0
+"""Seconds interpreter shutdown may take once the manager has returned."""
 
 ExitFunction = Callable[[int], None]
 
@@ -85,22 +94,25 @@ def stuck_threads() -> list[threading.Thread]:
     return [t for t in threading.enumerate() if t is not main and t.is_alive() and not t.daemon]
 
 
-def exit_past_stuck_threads(
-    code: int, exit_process: ExitFunction = os._exit, *, settle: float = 0.5
-) -> None:
-    """End the process now with ``code`` if threads would keep it alive; else return.
+def guard_interpreter_exit(
+    code: int, exit_process: ExitFunction = os._exit, *, settle: float = EXIT_SETTLE
+) -> threading.Timer:
+    """Let the interpreter exit normally (atexit handlers, idle thread pools winding down),
+    but end the process with ``code`` if that has not happened ``settle`` seconds later, e.g.
+    because interpreter shutdown waits for a provider call stuck in a worker thread."""
 
-    Threads get ``settle`` seconds in all to finish (idle pool workers exit at once)."""
-    until = time.monotonic() + settle
-    for thread in stuck_threads():
-        thread.join(max(0.0, until - time.monotonic()))
-    stuck = stuck_threads()
-    if not stuck:
-        return
-    _log.warning(
-        "exiting although %d thread(s) are still running a cloud provider call: %s",
-        len(stuck),
-        ", ".join(sorted(t.name for t in stuck)),
-    )
-    _flush()
-    exit_process(code)
+    def fire() -> None:
+        stuck = sorted(t.name for t in stuck_threads())
+        _log.warning(
+            "exiting although %d thread(s) are still running a cloud provider call: %s",
+            len(stuck),
+            ", ".join(stuck),
+        )
+        _flush()
+        exit_process(code)
+
+    timer = threading.Timer(settle, fire)
+    timer.name = "kccm-exit-guard"
+    timer.daemon = True
+    timer.start()
+    return timer

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from kccm.app.shutdown import EXIT_FORCED, ExitDeadline, exit_past_stuck_threads, stuck_threads
+from kccm.app.shutdown import EXIT_FORCED, ExitDeadline, guard_interpreter_exit, stuck_threads
 
 
 class ExitRecorder:
@@ -60,16 +60,20 @@ def test_arming_twice_keeps_the_first_deadline() -> None:
 def test_a_stuck_provider_thread_does_not_hold_the_exit(stuck_thread: threading.Thread) -> None:
     recorder = ExitRecorder()
     assert stuck_thread in stuck_threads()
-    exit_past_stuck_threads(0, recorder, settle=0.05)
-    assert recorder.codes == [0]
+    guard_interpreter_exit(0, recorder, settle=0.01)
+    assert recorder.called.wait(5)
+    assert recorder.codes == [0], "the status already decided, not the forced one"
 
 
-def test_no_stuck_thread_means_a_normal_return() -> None:
+def test_the_guard_never_fires_when_the_interpreter_exits_in_time() -> None:
     recorder = ExitRecorder()
+    timer = guard_interpreter_exit(0, recorder, settle=3600)
+    assert timer.daemon, "a daemon timer dies with the process instead of holding it"
+    timer.cancel()
+    assert recorder.codes == []
+
+
+def test_daemon_threads_are_not_stuck() -> None:
     daemon = threading.Thread(target=threading.Event().wait, daemon=True)
     daemon.start()  # daemon threads never block interpreter exit
-    finished = threading.Thread(target=lambda: None)
-    finished.start()  # a thread that ends within the settle time does not count as stuck
-    exit_past_stuck_threads(0, recorder, settle=1.0)
     assert daemon not in stuck_threads()
-    assert recorder.codes == []
