@@ -6,8 +6,11 @@ shipped ServiceAccount with only the shipped RBAC, the `fake` provider configure
 from __future__ import annotations
 
 import asyncio
+import base64
+import json
 import os
 import signal
+import socket
 import ssl
 import subprocess
 import sys
@@ -36,6 +39,7 @@ from kccm.kube.resources import (
     SERVICES,
     Resource,
 )
+from kccm.testing.certs import CertificateAuthority, KeyPair
 from kccm.testing.controlplane import ControlPlane, free_port
 from kccm.testing.pytest_plugin import KubeCleanup, unique_name
 
@@ -92,11 +96,18 @@ class Daemon:
     def url(self, path: str) -> str:
         return f"https://127.0.0.1:{self.port}{path}"
 
-    def get(self, path: str, token: str | None = None) -> tuple[int, str]:
-        request = urllib.request.Request(self.url(path))
+    def get(
+        self,
+        path: str,
+        token: str | None = None,
+        *,
+        context: ssl.SSLContext | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> tuple[int, str]:
+        request = urllib.request.Request(self.url(path), headers=headers or {})
         if token:
             request.add_header("Authorization", f"Bearer {token}")
-        context = ssl._create_unverified_context()  # self-signed serving certificate
+        context = context or ssl._create_unverified_context()  # self-signed serving cert
         try:
             with urllib.request.urlopen(request, context=context, timeout=5) as resp:
                 return int(resp.status), resp.read().decode()
@@ -128,7 +139,7 @@ class Cluster:
         path.write_text("\n".join(lines))
         return path
 
-    def start(self, cloud_config: Path, *extra: str) -> Daemon:
+    def start(self, cloud_config: Path, *extra: str, env: dict[str, str] | None = None) -> Daemon:
         kubeconfig = self.plane.kubeconfig_for(SA_USER, SA_GROUPS)
         port = free_port()
         log = self.tmp / f"kccm-{len(self.daemons)}.log"
@@ -156,7 +167,7 @@ class Cluster:
                 stdout=sink,
                 stderr=subprocess.STDOUT,
                 text=True,
-                env={**os.environ, "PYTHONUNBUFFERED": "1"},
+                env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
             )
         daemon = Daemon(proc, port, log)
         self.daemons.append(daemon)
@@ -378,3 +389,338 @@ async def test_losing_the_lease_exits_non_zero(cluster: Cluster, kube: KubeApiCl
     released["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
     released["spec"] = {**current["spec"], "holderIdentity": "", "leaseDurationSeconds": 1}
     await kube.replace(LEASES, released)  # hand the lock back for later tests
+
+
+# -- issue 13: bounded shutdown, connection errors, upstream flags; issue 11: allow paths ---------
+
+HERE = Path(__file__).resolve().parent
+HANGING_PROVIDER = "--cloud-provider=hanging_cloud:new_hanging_cloud"
+GRACE = 2.0
+# grace + kccm.app.shutdown.SHUTDOWN_SLACK, plus room for a loaded 2-core CI machine
+EXIT_BUDGET = GRACE + 5.0 + 8.0
+
+
+async def _logged(daemon: Daemon, text: str) -> bool:
+    if daemon.proc.poll() is not None:
+        pytest.fail(f"kccm exited early ({daemon.proc.returncode}):\n{daemon.logs()[-3000:]}")
+    return text in daemon.logs()
+
+
+def _hanging(cluster: Cluster, method: str, nodes: list[str], *extra: str) -> Daemon:
+    return cluster.start(
+        cluster.cloud_config(nodes),
+        HANGING_PROVIDER,
+        f"--shutdown-grace-period={GRACE:g}s",
+        *extra,
+        env={
+            "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]),
+            "KCCM_TEST_HANG": method,
+        },
+    )
+
+
+async def _exit_after_sigterm(daemon: Daemon) -> tuple[int, float]:
+    began = time.monotonic()
+    daemon.proc.send_signal(signal.SIGTERM)
+    try:
+        code = await asyncio.to_thread(daemon.proc.wait, EXIT_BUDGET)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"kccm ignored SIGTERM for {EXIT_BUDGET}s:\n{daemon.logs()[-4000:]}")
+    return code, time.monotonic() - began
+
+
+async def test_sigterm_while_initialize_hangs_in_a_thread_exits_after_the_grace_period(
+    cluster: Cluster,
+) -> None:
+    daemon = _hanging(cluster, "initialize", [])
+    await eventually(lambda: _logged(daemon, "HANGING initialize"))
+    code, took = await _exit_after_sigterm(daemon)
+    print(f"\nSIGTERM with initialize hung in a thread: exit {code} after {took:.2f} s")
+    logs = daemon.logs()
+    assert code == 0, logs[-3000:]
+    assert took >= GRACE - 0.5, "the provider was given the grace period"
+    assert "initialize did not return; exiting without it" in logs
+    assert "thread(s) are still running a cloud provider call: kccm-provider" in logs
+    assert "Traceback" not in logs
+
+
+async def test_sigterm_while_a_cloud_call_hangs_in_a_thread_exits_after_the_grace_period(
+    cluster: Cluster, kube: KubeApiClient, kube_cleanup: KubeCleanup
+) -> None:
+    node = kube_cleanup.add(NODES, unique_name("e2e-hang"))
+    daemon = _hanging(cluster, "instance_metadata", [node], "--controllers=cloud-node")
+    await eventually(lambda: _logged(daemon, "caches synced"))
+    await kube.create(NODES, kubelet_node(node, "10.244.41.0/24"))
+    await eventually(lambda: _logged(daemon, "HANGING instance_metadata"))
+    code, took = await _exit_after_sigterm(daemon)
+    print(f"\nSIGTERM with instance_metadata hung in a thread: exit {code} after {took:.2f} s")
+    logs = daemon.logs()
+    assert code == 0, logs[-3000:]
+    assert "thread(s) are still running a cloud provider call" in logs
+    assert await _holder(kube) == "", "the lease was released on the way out"
+
+
+def _error_lines(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if line.startswith(("E", "Error:"))]
+
+
+@pytest.mark.parametrize(
+    ("kubeconfig", "message"),
+    [
+        pytest.param(
+            None,
+            "neither --kubeconfig nor --master was given and kccm is not running in a cluster",
+            id="no-kubeconfig-outside-a-cluster",
+        ),
+        pytest.param("hostname", "is not a kubeconfig", id="a-plain-text-file"),
+        pytest.param("pod.yaml", "is not a kubeconfig", id="a-kubernetes-manifest"),
+        pytest.param("broken.yaml", "is not valid YAML (line", id="broken-yaml"),
+    ],
+)
+def test_connection_settings_problems_exit_2_with_one_line(
+    tmp_path: Path, kubeconfig: str | None, message: str
+) -> None:
+    """No apiserver is needed: these fail before kccm contacts one. $KUBECONFIG and
+    ~/.kube/config point at a valid file, and kccm must not use them (upstream does not)."""
+    files = {
+        "hostname": "my-laptop\n",
+        "pod.yaml": "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\n",
+        "broken.yaml": "clusters: [\n",
+    }
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    valid = tmp_path / "valid.kubeconfig"
+    valid.write_text(
+        "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: "
+        "'https://127.0.0.1:1'}}]\ncontexts: [{name: c, context: {cluster: c, user: u}}]\n"
+        "users: [{name: u, user: {}}]\ncurrent-context: c\n"
+    )
+    (tmp_path / ".kube").mkdir()
+    (tmp_path / ".kube" / "config").write_text(valid.read_text())
+    env = {"KUBECONFIG": str(valid), "HOME": str(tmp_path)}
+    env_clean = {k: v for k, v in os.environ.items() if not k.startswith("KUBERNETES_SERVICE")}
+    args = ["--cloud-provider=fake", "--controllers=service", "--secure-port=0"]
+    if kubeconfig is not None:
+        args.append(f"--kubeconfig={tmp_path / kubeconfig}")
+    proc = subprocess.run(
+        [sys.executable, "-m", "kccm", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**env_clean, **env},
+    )
+    assert proc.returncode == 2, proc.stderr
+    errors = _error_lines(proc.stderr)
+    assert len(errors) == 1, proc.stderr
+    assert message in errors[0]
+    assert "Traceback" not in proc.stderr
+
+
+async def test_a_busy_secure_port_exits_1_with_one_line(cluster: Cluster) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        daemon = cluster.start(
+            cluster.cloud_config([]), f"--secure-port={port}", "--controllers=service"
+        )
+        code = await asyncio.to_thread(daemon.proc.wait, 60)
+    logs = daemon.logs()
+    assert code == 1, logs[-3000:]
+    errors = _error_lines(logs)
+    assert errors, logs
+    assert errors[-1].endswith(
+        f"--secure-port: cannot listen on 127.0.0.1:{port}: the address is already in use "
+        "(another process listens on it)"
+    )
+    assert "Traceback" not in logs
+
+
+def _client_context(
+    *,
+    maximum: ssl.TLSVersion | None = None,
+    ciphers: str = "",
+    cert: tuple[Path, Path] | None = None,
+) -> ssl.SSLContext:
+    context = ssl._create_unverified_context()
+    if maximum is not None:
+        context.maximum_version = maximum
+    if ciphers:
+        context.set_ciphers(ciphers)
+    if cert is not None:
+        context.load_cert_chain(*cert)
+    return context
+
+
+def _write_pair(tmp: Path, name: str, pair: KeyPair) -> tuple[Path, Path]:
+    cert, key = tmp / f"{name}.crt", tmp / f"{name}.key"
+    cert.write_bytes(pair.cert_pem)
+    key.write_bytes(pair.key_pem)
+    return cert, key
+
+
+def _cluster_client_pair(
+    plane: ControlPlane, tmp: Path, user: str, groups: tuple[str, ...] = ()
+) -> tuple[Path, Path]:
+    """A client certificate the cluster CA issued (taken from a kubeconfig the plane wrote)."""
+    config = yaml.safe_load(plane.kubeconfig_for(user, groups).read_text())
+    creds = config["users"][0]["user"]
+    pair = KeyPair(
+        base64.b64decode(creds["client-certificate-data"]),
+        base64.b64decode(creds["client-key-data"]),
+    )
+    return _write_pair(tmp, user, pair)
+
+
+async def _grant_debug_paths(kube: KubeApiClient, cleanup: KubeCleanup, user: str) -> None:
+    name = unique_name("debug-reader")
+    cleanup.add(CLUSTER_ROLES, name)
+    cleanup.add(CLUSTER_ROLE_BINDINGS, name)
+    await kube.create(
+        CLUSTER_ROLES,
+        {
+            "metadata": {"name": name},
+            "rules": [{"nonResourceURLs": ["/debug/*"], "verbs": ["get"]}],
+        },
+    )
+    await kube.create(
+        CLUSTER_ROLE_BINDINGS,
+        {
+            "metadata": {"name": name},
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "ClusterRole",
+                "name": name,
+            },
+            "subjects": [{"kind": "User", "name": user, "apiGroup": "rbac.authorization.k8s.io"}],
+        },
+    )
+
+
+async def test_upstream_flags_start_and_work_on_the_real_apiserver(
+    cluster: Cluster, kube: KubeApiClient, kube_cleanup: KubeCleanup, tmp_path: Path
+) -> None:
+    """An upstream-style command line (flags kccm used to reject as unknown) starts the daemon;
+    the TLS flags hold on the socket; /metrics opens anonymously once listed in
+    --authorization-always-allow-paths; client-certificate and request-header users are
+    judged by the real apiserver's SubjectAccessReview."""
+    proxy_ca = CertificateAuthority("front-proxy-ca")
+    (tmp_path / "front-proxy-ca.crt").write_bytes(proxy_ca.cert_pem)
+    cluster_ca = cluster.plane.root / "pki" / "ca.crt"
+    reader = unique_name("reader")
+    await _grant_debug_paths(kube, kube_cleanup, reader)
+    kubeconfig = cluster.plane.kubeconfig_for(SA_USER, SA_GROUPS)
+    daemon = cluster.start(
+        cluster.cloud_config([]),
+        "--controllers=*,-route",
+        "--configure-cloud-routes=false",
+        "--profiling=false",
+        "--use-service-account-credentials=false",
+        f"--authentication-kubeconfig={kubeconfig}",
+        f"--authorization-kubeconfig={kubeconfig}",
+        "--tls-min-version=VersionTLS12",
+        "--tls-cipher-suites=TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,"
+        "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256",
+        "--tls-curve-preferences=23,29",
+        f"--client-ca-file={cluster_ca}",
+        f"--requestheader-client-ca-file={tmp_path / 'front-proxy-ca.crt'}",
+        "--requestheader-allowed-names=front-proxy-client",
+        "--requestheader-username-headers=X-Remote-User",
+        "--requestheader-group-headers=X-Remote-Group",
+        "--requestheader-extra-headers-prefix=X-Remote-Extra-",
+        "--authentication-tolerate-lookup-failure",
+        "--authentication-token-webhook-cache-ttl=10s",
+        "--authorization-webhook-cache-authorized-ttl=10s",
+        "--authorization-webhook-cache-unauthorized-ttl=1s",
+        "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics",
+        "--permit-port-sharing",
+        "--http2-max-streams-per-connection=1000",
+        "--vmodule=service*=4",
+        "--log-flush-frequency=5s",
+    )
+    await eventually(lambda: _logged(daemon, "serving securely on 127.0.0.1:"))
+
+    status, body = await asyncio.to_thread(daemon.get, "/metrics")
+    assert status == 200, "/metrics is listed: open without credentials"
+    assert "leader_election_master_status" in body
+
+    tls12 = ssl.TLSVersion.TLSv1_2
+    refused = _client_context(maximum=tls12, ciphers="ECDHE-ECDSA-AES256-GCM-SHA384")
+    with pytest.raises(urllib.error.URLError):
+        await asyncio.to_thread(daemon.get, "/healthz", context=refused)
+    listed = _client_context(maximum=tls12, ciphers="ECDHE-ECDSA-AES128-GCM-SHA256")
+    assert (await asyncio.to_thread(daemon.get, "/healthz", context=listed))[0] == 200
+
+    anonymous = await asyncio.to_thread(daemon.get, "/debug/flags")
+    assert anonymous[0] == 403, anonymous
+    admin = _cluster_client_pair(cluster.plane, tmp_path, "e2e-admin", ("system:masters",))
+    as_admin = await asyncio.to_thread(
+        daemon.get, "/debug/flags", context=_client_context(cert=admin)
+    )
+    assert as_admin[0] == 404, "authenticated by its client certificate, authorized, not served"
+    stranger = _cluster_client_pair(cluster.plane, tmp_path, unique_name("nobody"))
+    as_stranger = await asyncio.to_thread(
+        daemon.get, "/debug/flags", context=_client_context(cert=stranger)
+    )
+    assert as_stranger[0] == 403
+    proxy = _write_pair(tmp_path, "proxy", proxy_ca.client("front-proxy-client"))
+    via_proxy = await asyncio.to_thread(
+        daemon.get,
+        "/debug/flags",
+        context=_client_context(cert=proxy),
+        headers={"X-Remote-User": reader, "X-Remote-Group": "e2e"},
+    )
+    assert via_proxy[0] == 404, "the proxy vouches for a user RBAC lets read /debug/*"
+    other = await asyncio.to_thread(
+        daemon.get,
+        "/debug/flags",
+        context=_client_context(cert=proxy),
+        headers={"X-Remote-User": unique_name("other")},
+    )
+    assert other[0] == 403
+
+    logs = daemon.logs()
+    assert "--tls-curve-preferences is ignored" in logs
+    assert "--http2-max-streams-per-connection is ignored" in logs
+    daemon.proc.send_signal(signal.SIGTERM)
+    assert await asyncio.to_thread(daemon.proc.wait, 60) == 0, daemon.logs()[-3000:]
+
+
+async def test_default_allow_paths_keep_metrics_closed_and_health_open(cluster: Cluster) -> None:
+    daemon = cluster.start(cluster.cloud_config([]), "--controllers=service")
+    await eventually(lambda: _logged(daemon, "serving securely on"))
+    assert (await asyncio.to_thread(daemon.get, "/metrics"))[0] == 403
+    for path in ("/healthz", "/readyz", "/livez", "/healthz/leaderElection"):
+        assert (await asyncio.to_thread(daemon.get, path))[0] == 200, path
+    daemon.proc.send_signal(signal.SIGTERM)
+    assert await asyncio.to_thread(daemon.proc.wait, 60) == 0
+
+
+async def test_v4_json_logs_carry_no_transport_traces_and_true_messages(
+    cluster: Cluster, kube: KubeApiClient, kube_cleanup: KubeCleanup
+) -> None:
+    """-v=4 (which lets kccm's debug lines through: tests/unit/app/test_logs.py) shows no
+    HTTP-library frames (before the fix: thousands of httpcore2/hpack lines); 'serving on'
+    names the real bind address; the route controller disabled by a flag is not blamed on
+    the provider."""
+    node = kube_cleanup.add(NODES, unique_name("e2e-v4"))
+    daemon = cluster.start(
+        cluster.cloud_config([node]),
+        "--v=4",
+        "--logging-format=json",
+        "--bind-address=0.0.0.0",
+        "--configure-cloud-routes=false",
+    )
+    await eventually(lambda: _logged(daemon, "caches synced"))
+    await kube.create(NODES, kubelet_node(node, "10.244.51.0/24"))
+    await eventually(lambda: _initialised(kube, node))
+    daemon.proc.send_signal(signal.SIGTERM)
+    assert await asyncio.to_thread(daemon.proc.wait, 60) == 0
+    entries = [json.loads(line) for line in daemon.logs().splitlines() if line.startswith("{")]
+    loggers = {entry["logger"] for entry in entries}
+    assert all(name == "root" or name.startswith("kccm") for name in loggers), loggers
+    messages = [entry["msg"] for entry in entries]
+    assert f"serving securely on 0.0.0.0:{daemon.port}" in messages
+    assert not any("localhost" in msg for msg in messages if msg.startswith("serving"))
+    assert any("--configure-cloud-routes=false" in msg for msg in messages)
+    assert not any("lacks the capability" in msg for msg in messages)

@@ -238,6 +238,8 @@ async def test_service_account_may_do_exactly_the_table(
         await asyncio.sleep(0.05)
     for (group, resource, verb), granted in sorted(table.items()):
         extra = {"namespace": NS, "name": unique} if granted.startswith("Role") else {}
+        if granted.startswith("built-in Role `extension-apiserver-authentication-reader`"):
+            extra = {"namespace": NS, "name": "extension-apiserver-authentication"}
         if resource == "events":
             extra = {"namespace": "default"}
         if verb == "create":

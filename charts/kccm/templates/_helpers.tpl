@@ -21,6 +21,7 @@ spec:
   {{- with .Values.priorityClassName }}
   priorityClassName: {{ . }}
   {{- end }}
+  terminationGracePeriodSeconds: {{ .Values.terminationGracePeriodSeconds }}
   hostNetwork: {{ .Values.hostNetwork }}
   securityContext:
     runAsNonRoot: true

@@ -75,7 +75,10 @@ Every invalid flag is reported at once and the process exits with status 2.
 
 ## Accepted but ignored
 
-Upstream flags that deployments commonly pass are accepted so that existing manifests work:
+kccm accepts every flag of upstream's v0.36 `cloud-controller-manager`, so that existing
+manifests start. The ones that cannot change kccm's behaviour are checked like upstream checks
+them and then ignored; when one is set to something other than its default, kccm logs a
+warning naming it and the reason at start:
 
 - `--profiling`, `--contention-profiling`: kccm serves no `/debug/pprof`.
 - `--allow-untagged-cloud`: deprecated upstream; cluster tagging is the provider's business.
@@ -85,13 +88,55 @@ Upstream flags that deployments commonly pass are accepted so that existing mani
 - `--min-resync-period`: kccm's informers do not resync; each controller has its own periodic
   loop.
 - `--controller-start-interval`: controllers start together.
-- `--feature-gates`: parsed as a `k=v` list; unknown gates are rejected; no known gate changes
-  kccm's behaviour.
-- `--webhooks`, `--webhook-secure-port`, `--webhook-bind-address`: kccm has no webhooks; only
-  `*` or an empty list is valid, and the port is range-checked.
+- `--feature-gates`: parsed as a `k=v` list; unknown gates are rejected; `LoggingAlphaOptions`
+  unlocks the `--log-*-split-stream` flags as upstream; no gate changes anything else.
+- `--webhooks` and the `--webhook-*` serving flags: kccm has no webhooks (upstream's
+  `NewCloudControllerManagerCommand` serves none either); only `*` or an empty list is valid,
+  and the port, files, TLS version, cipher suites and curve IDs are checked.
 - `--leader-migration-config`: only read with `--enable-leader-migration`, which kccm rejects
   (it does not implement leader migration; silently ignoring it could run two managers).
-- `--log-flush-frequency`: kccm's log handler does not buffer.
+- `--log-flush-frequency`, `--log-text-info-buffer-size`, `--log-json-info-buffer-size`:
+  kccm's log handler does not buffer.
+- `--tls-curve-preferences`: the curve IDs are checked; kccm uses OpenSSL's key-exchange
+  group order (Python's `ssl` module cannot set a list).
+- `--tls-sni-cert-key`: the files are checked; kccm serves its default certificate to every
+  server name.
+- `--http2-max-streams-per-connection`, `--disable-http2-serving`: kccm serves HTTP/1.1 only.
+
+## Secure serving, authentication and authorization
+
+- `--tls-min-version` and `--tls-cipher-suites` (Go/IANA names, mapped to OpenSSL's) apply to
+  the serving socket; as in Go, cipher suites only govern TLS 1.2 and older. A list that this
+  OpenSSL cannot serve at all is rejected up front.
+- `--permit-port-sharing` sets `SO_REUSEPORT`; `SO_REUSEADDR` is always set on Unix (as Go).
+- `--authorization-always-allow-paths` (default `/healthz,/readyz,/livez`): those paths skip
+  authentication and authorization; every other path (`/metrics` included) needs a user the
+  apiserver authorizes (SubjectAccessReview; `system:masters` always passes). An entry ending
+  in `*` is a prefix; `/healthz` also covers kccm's per-check paths (`/healthz/<check>`),
+  which upstream does not serve. kccm also skips authentication on those paths (upstream still
+  answers 401 to a bad token there).
+- Authenticators, in upstream's order: request headers (`--requestheader-client-ca-file`,
+  `--requestheader-allowed-names`, `--requestheader-*-headers`), client certificates
+  (`--client-ca-file`: user = CN, groups = O), bearer tokens (TokenReview, cached for
+  `--authentication-token-webhook-cache-ttl`), else anonymous. Access reviews are cached for
+  `--authorization-webhook-cache-authorized-ttl` / `-unauthorized-ttl`.
+- CA bundles the flags leave empty are read once at start from the ConfigMap
+  `kube-system/extension-apiserver-authentication` (upstream watches it) unless
+  `--authentication-skip-lookup`; a failed lookup stops the start (exit 1) unless
+  `--authentication-tolerate-lookup-failure`.
+- Differences: a client certificate that no configured CA issued fails the TLS handshake
+  (upstream answers 401); a client certificate must be issued directly by a CA of its bundle;
+  without `--authentication-kubeconfig` / `--authorization-kubeconfig` the main client makes
+  the reviews (upstream then treats every request as anonymous and forbids it).
+
+## Connecting to the apiserver
+
+`--kubeconfig` names the file; `--master` overrides its server (or stands alone). With
+neither, kccm uses the in-cluster service account, like upstream (client-go's
+`BuildConfigFromFlags`): `$KUBECONFIG` and `~/.kube/config` are not read. Outside a pod that
+is an error naming the flag to pass (exit 2), as is a file that is not a kubeconfig. A
+secure port that cannot be bound (in use, not a local address) ends the start with one line
+and exit status 1.
 
 kccm's own flags are `--shutdown-grace-period` and the cloud call gate section.
 """
@@ -138,7 +183,12 @@ def _load_run_manager(stderr: TextIO) -> RunManager | None:
 def _setup_logging(config: ManagerConfig) -> None:
     from kccm.app.logs import setup_logging
 
-    setup_logging(config.logging.verbosity, config.logging.format)
+    setup_logging(
+        config.logging.verbosity,
+        config.logging.format,
+        vmodule=config.logging.vmodule,
+        split_stream=config.logging.split_stream,
+    )
 
 
 def run_ccm(
@@ -185,6 +235,15 @@ def _run(config: ManagerConfig, run_manager: RunManager | None, stderr: TextIO) 
         return _report(exc.issues, stderr)
 
 
+DEV_USAGE = """\
+usage: kccm dev up [--check] | kccm dev demo
+
+  up      a development control plane (etcd + kube-apiserver) in the foreground;
+          --check starts it, shows it healthy and stops it
+  demo    the local provider end to end (what `make demo` runs)
+"""
+
+
 def _dev(args: list[str]) -> int:
     if args[:1] == ["up"]:
         from kccm.app.devup import run_dev_up
@@ -194,7 +253,10 @@ def _dev(args: list[str]) -> int:
         from kccm.app.demo import run_demo
 
         return run_demo(args[1:])
-    print("usage: kccm dev up [--check] | kccm dev demo", file=sys.stderr)
+    if args[:1] in (["-h"], ["--help"], ["help"]):
+        print(DEV_USAGE, end="")
+        return 0
+    print(DEV_USAGE, end="", file=sys.stderr)
     return EXIT_USAGE
 
 

@@ -77,12 +77,29 @@ class ServingSettings:
     authentication_skip_lookup: bool = False
     always_allow_paths: tuple[str, ...] = ("/healthz", "/readyz", "/livez")
     always_allow_groups: tuple[str, ...] = ("system:masters",)
+    permit_port_sharing: bool = False
+    permit_address_sharing: bool = False
+    tls_min_version: str = ""
+    tls_cipher_suites: tuple[str, ...] = ()
+    client_ca_file: str = ""
+    requestheader_client_ca_file: str = ""
+    requestheader_allowed_names: tuple[str, ...] = ()
+    requestheader_username_headers: tuple[str, ...] = ("x-remote-user",)
+    requestheader_uid_headers: tuple[str, ...] = ()
+    requestheader_group_headers: tuple[str, ...] = ("x-remote-group",)
+    requestheader_extra_headers_prefix: tuple[str, ...] = ("x-remote-extra-",)
+    authentication_tolerate_lookup_failure: bool = False
+    token_cache_ttl: float = 10.0
+    authorized_cache_ttl: float = 10.0
+    unauthorized_cache_ttl: float = 10.0
 
 
 @dataclass(frozen=True)
 class LoggingSettings:
     verbosity: int = 0
     format: str = "text"  # text | json
+    vmodule: tuple[tuple[str, int], ...] = ()  # (file pattern, level), first match wins
+    split_stream: bool = False  # info to stdout, errors to stderr
 
 
 @dataclass(frozen=True)
@@ -124,3 +141,5 @@ class ManagerConfig:
     gate: GateSettings = field(default_factory=GateSettings)
     # --feature-gates as given (known gates only); kccm's behaviour does not depend on them yet
     feature_gates: dict[str, bool] = field(default_factory=dict)
+    # accepted upstream flags that change nothing in kccm, each with the reason (logged at start)
+    warnings: tuple[str, ...] = ()

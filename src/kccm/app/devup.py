@@ -2,7 +2,8 @@
 
 Prints the kubeconfig path and an ``export KUBECONFIG=...`` line, then waits for Ctrl-C
 (or SIGTERM) and stops both processes. ``--check`` starts, shows the control plane healthy
-through kccm.kube, and stops again (what ``make demo`` does until the local provider lands).
+through kccm.kube, and stops again (a smoke test of the build; ``make demo`` runs the full
+local-provider demo, ``kccm dev demo``).
 """
 
 from __future__ import annotations

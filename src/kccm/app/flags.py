@@ -35,6 +35,7 @@ __all__ = [
     "parse_duration",
     "parse_float",
     "parse_int",
+    "parse_int_list",
     "parse_map_bool",
     "parse_map_float",
     "parse_string_slice",
@@ -187,6 +188,11 @@ def parse_string_slice(text: str) -> list[str]:
     return [part.strip() for part in text.split(",")]
 
 
+def parse_int_list(text: str) -> list[int]:
+    """pflag ``Int32Slice``: comma-separated Go integers; ``""`` is the empty list."""
+    return [parse_int(part.strip()) for part in parse_string_slice(text)]
+
+
 def _pairs(text: str) -> Iterator[tuple[str, str]]:
     for part in text.split(","):
         item = part.strip()
@@ -313,6 +319,18 @@ class Section:
         flag.merge, flag.show_default = "append", _show_slice
         return self._add(flag)
 
+    def int_list(self, target: object, attr: str, name: str, usage: str) -> Flag:
+        """pflag ``Int32Slice``: comma-separated integers; a repeated flag appends."""
+        flag = Flag(name, "int32Slice", parse_int_list, target, attr, usage, self.name)
+        flag.merge, flag.show_default = "append", _show_slice_any
+        return self._add(flag)
+
+    def repeated(self, target: object, attr: str, name: str, usage: str, *, type_name: str) -> Flag:
+        """A flag whose every use adds one entry, commas included (``NamedCertKeyArray``)."""
+        flag = Flag(name, type_name, lambda text: [text], target, attr, usage, self.name)
+        flag.merge, flag.show_default = "append", _show_slice
+        return self._add(flag)
+
     def map_bool(self, target: object, attr: str, name: str, usage: str) -> Flag:
         flag = Flag(name, "mapStringBool", parse_map_bool, target, attr, usage, self.name)
         flag.merge, flag.show_default = "update", _show_map
@@ -322,6 +340,10 @@ class Section:
         flag = Flag(name, "mapStringFloat", parse_map_float, target, attr, usage, self.name)
         flag.merge, flag.show_default = "update", _show_map
         return self._add(flag)
+
+
+def _show_slice_any(value: list[Any]) -> str:
+    return "[" + ",".join(str(item) for item in value) + "]"
 
 
 def _show_number(value: float) -> str:

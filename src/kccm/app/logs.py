@@ -6,20 +6,32 @@ Text lines look like klog's::
 
 JSON lines carry ``ts`` (epoch seconds), ``caller``, ``msg``, ``v`` and, for errors,
 ``err``, like component-base's JSON format. ``-v=N`` maps onto Python levels: V(0) is INFO,
-V(2) and above let kccm's debug-level messages through from V(4). A redaction filter keeps
-bearer tokens, private keys and values of secret-looking keys out of every line.
+V(2) and above let kccm's debug-level messages through from V(4) (``--vmodule=pattern=N``
+does the same for the source files whose name matches). Transport libraries' debug traces
+(aiohttp, httpx, hpack, h2, ...) stay muted below -v=9. A redaction filter keeps bearer
+tokens, private keys and values of secret-looking keys out of every line.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import logging
 import os
 import re
 import sys
 import time
+from collections.abc import Sequence
+from typing import TextIO
 
-__all__ = ["KlogJsonFormatter", "KlogTextFormatter", "RedactSecrets", "setup_logging"]
+__all__ = [
+    "HTTP_LIBRARIES",
+    "KlogJsonFormatter",
+    "KlogTextFormatter",
+    "RedactSecrets",
+    "VModule",
+    "setup_logging",
+]
 
 _LEVEL_LETTER = {"DEBUG": "I", "INFO": "I", "WARNING": "W", "ERROR": "E", "CRITICAL": "F"}
 _REDACTIONS = (
@@ -86,15 +98,88 @@ class KlogJsonFormatter(logging.Formatter):
         return json.dumps(entry, default=str)
 
 
-def setup_logging(verbosity: int = 0, fmt: str = "text") -> None:
-    """Configure the root logger once for the daemon (stderr, as klog)."""
-    handler = logging.StreamHandler(sys.stderr)
+# third-party transport libraries whose DEBUG output is a per-frame trace (hpack, h2, ...):
+# muted unless -v >= TRACE_VERBOSITY (klog's level for dumping whole requests)
+HTTP_LIBRARIES = (
+    "aiohttp",
+    "anyio",
+    "asyncio",
+    "charset_normalizer",
+    "h11",
+    "h2",
+    "hpack",
+    "httpcore",
+    "httpcore2",
+    "httpx",
+    "httpx2",
+    "lightkube",
+    "urllib3",
+)
+TRACE_VERBOSITY = 9
+DEBUG_VERBOSITY = 4
+
+
+class VModule(logging.Filter):
+    """klog ``--vmodule``: debug records pass when ``-v`` or their file's pattern allows."""
+
+    def __init__(self, verbosity: int, patterns: Sequence[tuple[str, int]] = ()) -> None:
+        super().__init__()
+        self.verbosity = verbosity
+        self.patterns = tuple(patterns)
+
+    def level_for(self, filename: str) -> int:
+        stem = filename.rsplit(".", 1)[0]
+        for pattern, level in self.patterns:
+            if fnmatch.fnmatchcase(stem, pattern) or fnmatch.fnmatchcase(filename, pattern):
+                return level
+        return self.verbosity
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno >= logging.INFO:
+            return True
+        return self.level_for(record.filename) >= DEBUG_VERBOSITY
+
+
+class _Below(logging.Filter):
+    def __init__(self, level: int) -> None:
+        super().__init__()
+        self.level = level
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno < self.level
+
+
+def _handler(stream: TextIO, fmt: str, vmodule: VModule) -> logging.Handler:
+    handler = logging.StreamHandler(stream)
     handler.setFormatter(KlogJsonFormatter() if fmt == "json" else KlogTextFormatter())
     handler.addFilter(RedactSecrets())
+    handler.addFilter(vmodule)
+    return handler
+
+
+def setup_logging(
+    verbosity: int = 0,
+    fmt: str = "text",
+    *,
+    vmodule: Sequence[tuple[str, int]] = (),
+    split_stream: bool = False,
+) -> None:
+    """Configure the root logger once for the daemon (stderr, as klog; with ``split_stream``
+    errors go to stderr and everything else to stdout)."""
+    selector = VModule(verbosity, vmodule)
+    handlers = [_handler(sys.stderr, fmt, selector)]
+    if split_stream:
+        handlers[0].setLevel(logging.ERROR)
+        info = _handler(sys.stdout, fmt, selector)
+        info.addFilter(_Below(logging.ERROR))
+        handlers.append(info)
     root = logging.getLogger()
     for old in list(root.handlers):
         root.removeHandler(old)
-    root.addHandler(handler)
-    root.setLevel(logging.DEBUG if verbosity >= 4 else logging.INFO)
-    for noisy in ("aiohttp.access", "httpx", "httpx2", "httpcore", "asyncio"):
-        logging.getLogger(noisy).setLevel(logging.WARNING)
+    for handler in handlers:
+        root.addHandler(handler)
+    most = max([verbosity, *(level for _, level in vmodule)])
+    root.setLevel(logging.DEBUG if most >= DEBUG_VERBOSITY else logging.INFO)
+    library_level = logging.DEBUG if verbosity >= TRACE_VERBOSITY else logging.WARNING
+    for name in HTTP_LIBRARIES:
+        logging.getLogger(name).setLevel(library_level)

@@ -4,15 +4,19 @@ options → config → provider init (with its cloud config) → serving → lea
 informers → controllers. A controller whose capability the provider lacks is skipped with a
 warning (its health check is ``<name>-skipped``). SIGTERM / SIGINT: controllers stop taking
 work and finish in-flight syncs (up to ``shutdown_grace``), the lease is released, exit 0.
-Losing the lease stops everything at once and exits 1, as upstream does.
+Losing the lease stops everything at once and exits 1, as upstream does. A provider call that
+never returns (in ``initialize`` or later, in a thread or a coroutine) cannot hold the process:
+see :mod:`kccm.app.shutdown`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import logging
 import signal
+import ssl
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +26,8 @@ from prometheus_client import CollectorRegistry
 
 from kccm import __version__
 from kccm.app.config import CONTROLLER_CLIENT_NAMES, ConfigurationError, ManagerConfig
+from kccm.app.serving import AuthLookupError, resolve_auth_material
+from kccm.app.shutdown import SHUTDOWN_SLACK, ExitDeadline, guard_interpreter_exit
 from kccm.cloudprovider.errors import CloudConfigError, CloudProviderInitError
 from kccm.cloudprovider.gate import Budget, CallGate, GateConfig
 from kccm.cloudprovider.gated import GatedCloud
@@ -30,18 +36,22 @@ from kccm.cloudprovider.registry import init_cloud_provider
 from kccm.controllers import node, nodelifecycle, pvlabel, route, service
 from kccm.controllers.base import ControllerContext
 from kccm.kube.client import KubeApiClient
-from kccm.kube.config import KubeConfigError, load_cluster_config
-from kccm.runtime.delegated import DelegatedAuth
+from kccm.kube.config import ClusterConfig, KubeConfigError, load_cluster_config
 from kccm.runtime.events import EventBroadcaster
 from kccm.runtime.informers import SharedInformerFactory
 from kccm.runtime.leaderelection import LeaderElectionConfig, LeaderElector
 from kccm.runtime.server import Server
 
-__all__ = ["EXIT_CONFIG", "EXIT_LOST_LEASE", "Manager", "run_manager"]
+__all__ = ["EXIT_CONFIG", "EXIT_LOST_LEASE", "EXIT_RUNTIME", "Manager", "run_manager"]
 
 _log = logging.getLogger("kccm.manager")
 EXIT_CONFIG = 2
 EXIT_LOST_LEASE = 1
+EXIT_RUNTIME = 1
+
+
+class StartupError(Exception):
+    """A runtime failure at start (e.g. the secure port is taken): one line, exit 1."""
 
 
 class _Controller(Protocol):
@@ -101,13 +111,22 @@ BUILDERS: dict[str, Builder] = {
 
 
 def run_manager(config: ManagerConfig) -> int:
-    """Run until stopped; the process exit status (0 stop, 1 lost lease, 2 bad config)."""
+    """Run until stopped; the process exit status (0 stop, 1 lost lease or runtime failure,
+    2 bad config). Never kept alive by a stuck provider call (:mod:`kccm.app.shutdown`)."""
+    deadline = ExitDeadline()
+    code = EXIT_RUNTIME
     try:
-        return asyncio.run(Manager(config).run())
+        code = asyncio.run(Manager(config, deadline=deadline).run())
     except ConfigurationError as exc:
         for problem in exc.problems:
             _log.error("%s", problem)
-        return EXIT_CONFIG
+        code = EXIT_CONFIG
+    except StartupError as exc:
+        _log.error("%s", exc)
+        code = EXIT_RUNTIME
+    deadline.cancel()
+    guard_interpreter_exit(code)
+    return code
 
 
 def init_provider(config: ManagerConfig) -> Interface:
@@ -134,11 +153,16 @@ class Manager:
     server: Server | None = None
     started: dict[str, _Controller] = field(default_factory=dict)
     skipped: list[str] = field(default_factory=list)
+    deadline: ExitDeadline = field(default_factory=ExitDeadline)
     _clients: list[KubeApiClient] = field(default_factory=list)
+    _cluster: ClusterConfig | None = None
 
     async def run(self) -> int:
         cfg = self.config
         _log.info("Version: kccm %s (cloud-controller-manager)", __version__)
+        self._cluster = self._cluster_config()
+        for warning in cfg.warnings:
+            _log.warning("%s", warning)
         if cfg.use_service_account_credentials:
             _log.warning(
                 "--use-service-account-credentials is not supported yet: every controller "
@@ -152,22 +176,57 @@ class Manager:
         stop = asyncio.Event()
         self._install_signal_handlers(stop)
         try:
-            await gated.initialize(None, stop)
+            if not await self._initialize(gated, stop):
+                return 0
             await self._serve(kube)
             return await self._run_until_stopped(kube, gated, stop)
         finally:
+            self._arm_deadline()
             await self._close(gate)
+
+    async def _initialize(self, cloud: GatedCloud, stop: asyncio.Event) -> bool:
+        """``cloud.initialize``, abandoned when a stop signal comes first (False)."""
+        init = asyncio.create_task(cloud.initialize(None, stop), name="provider-initialize")
+        stopping = asyncio.create_task(stop.wait())
+        await asyncio.wait({init, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        stopping.cancel()
+        if init.done():
+            init.result()  # a provider error propagates
+            return True
+        grace = self.config.shutdown_grace
+        _log.info(
+            "received a stop signal while the cloud provider initialises; waiting up to %gs",
+            grace,
+        )
+        await asyncio.wait({init}, timeout=grace)
+        if not init.done():
+            _log.warning("the cloud provider's initialize did not return; exiting without it")
+            init.cancel()
+            await asyncio.wait({init}, timeout=1.0)
+        if init.done() and not init.cancelled():
+            init.exception()  # retrieved: a failure after the stop signal changes nothing
+        return False
+
+    def _arm_deadline(self) -> None:
+        self.deadline.arm(self.config.shutdown_grace + SHUTDOWN_SLACK)
 
     # -- plumbing ----------------------------------------------------------------------------
 
-    def _client(self, name: str) -> KubeApiClient:
+    def _cluster_config(self) -> ClusterConfig:
         cfg = self.config
         try:
-            cluster = load_cluster_config(cfg.kubeconfig or None, cfg.master or None)
+            return load_cluster_config(cfg.kubeconfig or None, cfg.master or None)
         except KubeConfigError as exc:
-            raise ConfigurationError(f"--kubeconfig: {exc}") from exc
+            raise ConfigurationError(
+                f"--kubeconfig: {exc}" if cfg.kubeconfig else str(exc)
+            ) from exc
+
+    def _client(self, name: str) -> KubeApiClient:
+        cfg = self.config
+        if self._cluster is None:
+            self._cluster = self._cluster_config()
         client = KubeApiClient(
-            cluster,
+            self._cluster,
             qps=cfg.kube_api_qps,
             burst=cfg.kube_api_burst,
             user_agent=f"kccm/{__version__} cloud-controller-manager/{name}",
@@ -180,6 +239,10 @@ class Manager:
         if serving.secure_port == 0:
             _log.info("secure serving disabled (--secure-port=0)")
             return
+        try:
+            material = await resolve_auth_material(kube, serving)
+        except AuthLookupError as exc:
+            raise StartupError(str(exc)) from exc
         self.server = Server(
             registry=self.registry,
             bind_address=serving.bind_address,
@@ -187,15 +250,31 @@ class Manager:
             cert_file=Path(serving.tls_cert_file) if serving.tls_cert_file else None,
             key_file=Path(serving.tls_private_key_file) if serving.tls_private_key_file else None,
             cert_dir=Path(serving.cert_dir) if serving.cert_dir else None,
-            authorizer=DelegatedAuth(kube, always_allow_groups=serving.always_allow_groups),
+            authorizer=material.authenticator(kube, serving),
+            always_allow_paths=serving.always_allow_paths,
+            tls_options=material.serving_tls(serving),
+            reuse_port=serving.permit_port_sharing,
+            reuse_address=serving.permit_address_sharing,
         )
-        await self.server.start()
-        _log.info("serving securely on %s", self.server.url)
+        try:
+            await self.server.start()
+        except ssl.SSLError as exc:
+            raise StartupError(f"secure serving: cannot set up TLS: {exc}") from exc
+        except OSError as exc:
+            raise StartupError(
+                _listen_error(serving.bind_address, serving.secure_port, exc)
+            ) from exc
+        _log.info("serving securely on %s", self.server.listen_address)
 
     def _install_signal_handlers(self, stop: asyncio.Event) -> None:
         loop = asyncio.get_running_loop()
+
+        def on_signal() -> None:
+            stop.set()
+            self._arm_deadline()
+
         for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, stop.set)
+            loop.add_signal_handler(sig, on_signal)
 
     async def _close(self, gate: CallGate) -> None:
         if self.server is not None:
@@ -311,7 +390,8 @@ class Manager:
 
     def _register(self, name: str, built: _Controller | None) -> None:
         if built is None:
-            _log.warning("Skipping %r: the cloud provider lacks the capability it needs", name)
+            # the controller's build() has logged why (disabled by a flag, or unsupported)
+            _log.warning("Skipping %r", name)
             self.skipped.append(name)
             if self.server is not None:
                 self.server.add_check(f"{name}-skipped", _ok, endpoints=("healthz",))
@@ -320,6 +400,19 @@ class Manager:
         _log.info("Started %r", name)
         if self.server is not None:
             self.server.add_check(name, _ok, endpoints=("healthz",))
+
+
+def _listen_error(address: str, port: int, exc: OSError) -> str:
+    where = f"[{address}]:{port}" if ":" in address else f"{address}:{port}"
+    if exc.errno == errno.EADDRINUSE:
+        reason = "the address is already in use (another process listens on it)"
+    elif exc.errno == errno.EADDRNOTAVAIL:
+        reason = "the address is not one of this host's addresses"
+    elif exc.errno == errno.EACCES:
+        reason = "permission denied (ports below 1024 need privileges)"
+    else:
+        reason = exc.strerror or str(exc)
+    return f"--secure-port: cannot listen on {where}: {reason}"
 
 
 def _ok() -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import ipaddress
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,6 +35,14 @@ from kccm.cloudprovider.gate import METHOD_GROUPS
 from kccm.cloudprovider.registry import CloudProviderRegistry, default_registry, is_external
 from kccm.controllers.node import DEFAULT_NODE_METADATA_REFRESH_PERIOD
 from kccm.controllers.route import parse_cluster_cidrs
+from kccm.runtime.tls import (
+    CIPHER_SUITES,
+    INSECURE_CIPHER_SUITES,
+    cipher_suite_errors,
+    curve_errors,
+    load_certificates,
+    min_version_errors,
+)
 
 DEFAULT_KUBE_API_QPS = 1000.0
 """kccm's --kube-api-qps (upstream 20, which caps a large cluster's node initialisation near
@@ -100,10 +109,12 @@ class ConfigParts:
     serving: dict[str, Any] = field(default_factory=dict)
     logging: dict[str, Any] = field(default_factory=dict)
     gate: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
 
     def build(self) -> ManagerConfig:
         return ManagerConfig(
             **self.fields,
+            warnings=tuple(self.warnings),
             leader_election=LeaderElectionSettings(**self.leader_election),
             serving=ServingSettings(**self.serving),
             logging=LoggingSettings(**self.logging),
@@ -186,6 +197,31 @@ def _ip(flag: str, value: str) -> list[str]:
     except ValueError:
         return [f"--{flag}: {go_quote(value)} is not a valid IP address"]
     return []
+
+
+def _ca_bundle(flag: str, path: str) -> list[str]:
+    """A readable PEM file holding at least one certificate."""
+    if not path:
+        return []
+    errors = _readable(flag, path)
+    if errors:
+        return errors
+    try:
+        with open(path, "rb") as stream:
+            load_certificates(stream.read())
+    except ValueError as err:
+        return [f"--{flag}: {path} is not a PEM certificate bundle ({err})"]
+    return []
+
+
+def _no_blanks(flag: str, values: list[str]) -> list[str]:
+    if any(not value.strip() for value in values):
+        return [f"--{flag}: empty value in {_show(values)}"]
+    return []
+
+
+def _show(values: list[str]) -> str:
+    return "[" + ",".join(values) + "]"
 
 
 def _readable(flag: str, path: str) -> list[str]:
@@ -331,6 +367,19 @@ class KubeCloudSharedOptions:
             allocate_node_cidrs=self.allocate_node_cidrs,
             configure_cloud_routes=self.configure_cloud_routes,
         )
+        if self.external_cloud_volume_plugin:
+            parts.warnings.append(
+                "--external-cloud-volume-plugin is ignored: no cloud controller uses it"
+            )
+        if self.allow_untagged_cloud:
+            parts.warnings.append(
+                "--allow-untagged-cloud is ignored (deprecated upstream): cluster tagging is "
+                "the provider's business"
+            )
+        if self.cidr_allocator_type != "RangeAllocator":
+            parts.warnings.append("--cidr-allocator-type is ignored: kccm allocates no CIDRs")
+        if self.node_sync_period:
+            parts.warnings.append("--node-sync-period is ignored (a no-op upstream too)")
 
 
 @dataclass
@@ -410,8 +459,10 @@ class GenericOptions:
             self,
             "shutdown_grace_period",
             "shutdown-grace-period",
-            "kccm: on SIGTERM/SIGINT, how long in-flight syncs may take to finish "
-            "before the process exits.",
+            "kccm: on SIGTERM/SIGINT, how long in-flight syncs (and a cloud provider's "
+            "initialize) may take to finish before the process exits. Provider calls still "
+            "running then are abandoned; if the orderly stop itself overruns by more than "
+            "5s, the process exits with status 1 whatever the provider does.",
         )
 
     def validate(self) -> list[str]:
@@ -440,6 +491,15 @@ class GenericOptions:
             shutdown_grace=self.shutdown_grace_period,
             feature_gates=dict(self.feature_gates),
         )
+        if self.min_resync_period != 12 * 3600.0:
+            parts.warnings.append(
+                "--min-resync-period is ignored: kccm's informers never resync (each "
+                "controller has its own periodic loop)"
+            )
+        if self.controller_start_interval:
+            parts.warnings.append(
+                "--controller-start-interval is ignored: kccm starts its controllers together"
+            )
 
 
 @dataclass
@@ -635,7 +695,10 @@ class DebuggingOptions:
         return []
 
     def apply_to(self, parts: ConfigParts) -> None:
-        return None
+        if self.contention_profiling:
+            parts.warnings.append(
+                "--contention-profiling is ignored: kccm serves no /debug/pprof endpoints"
+            )
 
 
 @dataclass
@@ -672,7 +735,11 @@ class LeaderMigrationOptions:
         ]
 
     def apply_to(self, parts: ConfigParts) -> None:
-        return None
+        if self.leader_migration_config:
+            parts.warnings.append(
+                "--leader-migration-config is ignored: it is only read with "
+                "--enable-leader-migration, which kccm does not support"
+            )
 
 
 @dataclass
@@ -684,9 +751,78 @@ class SecureServingOptions:
     cert_dir: str = ""
     tls_cert_file: str = ""
     tls_private_key_file: str = ""
+    tls_min_version: str = ""
+    tls_cipher_suites: list[str] = field(default_factory=list)
+    tls_curve_preferences: list[int] = field(default_factory=list)
+    tls_sni_cert_key: list[str] = field(default_factory=list)
+    http2_max_streams_per_connection: int = 0
+    disable_http2_serving: bool = False
+    permit_port_sharing: bool = False
+    permit_address_sharing: bool = False
 
     def add_flags(self, fs: FlagSet) -> None:
         s = fs.section("secure serving")
+        s.string(
+            self,
+            "tls_min_version",
+            "tls-min-version",
+            "Minimum TLS version supported. Possible values: VersionTLS10, VersionTLS11, "
+            "VersionTLS12, VersionTLS13. Empty: TLS 1.2.",
+        )
+        s.strings(
+            self,
+            "tls_cipher_suites",
+            "tls-cipher-suites",
+            "Comma-separated list of cipher suites for the server (TLS 1.2 and older; TLS "
+            "1.3 suites are not configurable, as in Go). Empty: OpenSSL's defaults. "
+            f"Preferred values: {', '.join(CIPHER_SUITES)}. Insecure values: "
+            f"{', '.join(INSECURE_CIPHER_SUITES)}.",
+        )
+        s.int_list(
+            self,
+            "tls_curve_preferences",
+            "tls-curve-preferences",
+            "Comma-separated list of numeric Go crypto/tls CurveID values (23, 24, 25, 29, "
+            "4588). Checked, then ignored: kccm uses OpenSSL's key-exchange group order.",
+        )
+        s.repeated(
+            self,
+            "tls_sni_cert_key",
+            "tls-sni-cert-key",
+            "A pair of x509 certificate and private key file paths, optionally suffixed "
+            'with a list of domain patterns, e.g. "example.crt,example.key:*.foo.com". '
+            "Checked, then ignored: kccm serves the default certificate to every name.",
+            type_name="namedCertKey",
+        )
+        s.integer(
+            self,
+            "http2_max_streams_per_connection",
+            "http2-max-streams-per-connection",
+            "The limit that the server gives to clients for the maximum number of streams "
+            "in an HTTP/2 connection. Ignored: kccm serves HTTP/1.1 only.",
+            type_name="int",
+        )
+        s.boolean(
+            self,
+            "disable_http2_serving",
+            "disable-http2-serving",
+            "If true, HTTP2 serving will be disabled. kccm never serves HTTP/2, so this "
+            "is always in effect.",
+        )
+        s.boolean(
+            self,
+            "permit_port_sharing",
+            "permit-port-sharing",
+            "If true, SO_REUSEPORT will be used when binding the port, which allows more "
+            "than one instance to bind on the same address and port.",
+        )
+        s.boolean(
+            self,
+            "permit_address_sharing",
+            "permit-address-sharing",
+            "If true, SO_REUSEADDR will be used when binding the port (on Unix it always "
+            "is, as Go does).",
+        )
         s.string(
             self,
             "bind_address",
@@ -728,7 +864,14 @@ class SecureServingOptions:
         if bool(self.tls_cert_file) != bool(self.tls_private_key_file):
             errors.append("--tls-cert-file and --tls-private-key-file must be given together")
         errors += _readable("tls-cert-file", self.tls_cert_file)
-        return errors + _readable("tls-private-key-file", self.tls_private_key_file)
+        errors += _readable("tls-private-key-file", self.tls_private_key_file)
+        errors += min_version_errors("tls-min-version", self.tls_min_version)
+        errors += cipher_suite_errors("tls-cipher-suites", self.tls_cipher_suites)
+        errors += curve_errors("tls-curve-preferences", self.tls_curve_preferences)
+        errors += _not_negative(
+            "http2-max-streams-per-connection", self.http2_max_streams_per_connection
+        )
+        return errors + sni_errors("tls-sni-cert-key", self.tls_sni_cert_key)
 
     def apply_to(self, parts: ConfigParts) -> None:
         parts.serving.update(
@@ -737,7 +880,39 @@ class SecureServingOptions:
             cert_dir=self.cert_dir,
             tls_cert_file=self.tls_cert_file,
             tls_private_key_file=self.tls_private_key_file,
+            tls_min_version=self.tls_min_version,
+            tls_cipher_suites=tuple(self.tls_cipher_suites),
+            permit_port_sharing=self.permit_port_sharing,
+            permit_address_sharing=self.permit_address_sharing,
         )
+        if self.tls_curve_preferences:
+            parts.warnings.append(
+                "--tls-curve-preferences is ignored: kccm uses OpenSSL's key-exchange groups"
+            )
+        if self.tls_sni_cert_key:
+            parts.warnings.append(
+                "--tls-sni-cert-key is ignored: kccm serves the default certificate "
+                "(--tls-cert-file or the generated one) to every server name"
+            )
+        if self.http2_max_streams_per_connection:
+            parts.warnings.append(
+                "--http2-max-streams-per-connection is ignored: kccm serves HTTP/1.1 only"
+            )
+
+
+def sni_errors(flag: str, entries: list[str]) -> list[str]:
+    """``cert,key[:name,...]`` entries with readable files (cliflag NamedCertKey syntax)."""
+    errors: list[str] = []
+    for entry in entries:
+        files, _, _names = entry.partition(":")
+        parts = files.split(",")
+        if len(parts) != 2 or not all(part.strip() for part in parts):
+            errors.append(
+                f'--{flag}: {go_quote(entry)} is not of the form "certfile,keyfile[:name1,name2]"'
+            )
+            continue
+        errors += _readable(flag, parts[0].strip()) + _readable(flag, parts[1].strip())
+    return errors
 
 
 @dataclass
@@ -746,9 +921,83 @@ class AuthenticationOptions:
 
     authentication_kubeconfig: str = ""
     authentication_skip_lookup: bool = False
+    token_webhook_cache_ttl: float = 10.0
+    tolerate_lookup_failure: bool = False
+    client_ca_file: str = ""
+    requestheader_client_ca_file: str = ""
+    requestheader_allowed_names: list[str] = field(default_factory=list)
+    requestheader_username_headers: list[str] = field(default_factory=lambda: ["x-remote-user"])
+    requestheader_uid_headers: list[str] = field(default_factory=list)
+    requestheader_group_headers: list[str] = field(default_factory=lambda: ["x-remote-group"])
+    requestheader_extra_headers_prefix: list[str] = field(
+        default_factory=lambda: ["x-remote-extra-"]
+    )
 
     def add_flags(self, fs: FlagSet) -> None:
         s = fs.section("authentication")
+        s.duration(
+            self,
+            "token_webhook_cache_ttl",
+            "authentication-token-webhook-cache-ttl",
+            "The duration to cache responses from the webhook token authenticator.",
+        )
+        s.boolean(
+            self,
+            "tolerate_lookup_failure",
+            "authentication-tolerate-lookup-failure",
+            "If true, failures to look up missing authentication configuration from the "
+            "cluster are not considered fatal. Note that this can result in authentication "
+            "that treats all requests as anonymous.",
+        )
+        s.string(
+            self,
+            "client_ca_file",
+            "client-ca-file",
+            "If set, any request presenting a client certificate signed by one of the "
+            "authorities in the client-ca-file is authenticated with an identity "
+            "corresponding to the CommonName of the client certificate.",
+        )
+        s.string(
+            self,
+            "requestheader_client_ca_file",
+            "requestheader-client-ca-file",
+            "Root certificate bundle to use to verify client certificates on incoming "
+            "requests before trusting usernames in headers specified by "
+            "--requestheader-username-headers.",
+        )
+        s.strings(
+            self,
+            "requestheader_allowed_names",
+            "requestheader-allowed-names",
+            "List of client certificate common names to allow to provide usernames in "
+            "headers specified by --requestheader-username-headers. If empty, any client "
+            "certificate validated by the authorities in --requestheader-client-ca-file "
+            "is allowed.",
+        )
+        s.strings(
+            self,
+            "requestheader_username_headers",
+            "requestheader-username-headers",
+            "List of request headers to inspect for usernames. X-Remote-User is common.",
+        )
+        s.strings(
+            self,
+            "requestheader_uid_headers",
+            "requestheader-uid-headers",
+            "List of request headers to inspect for UIDs. X-Remote-Uid is suggested.",
+        )
+        s.strings(
+            self,
+            "requestheader_group_headers",
+            "requestheader-group-headers",
+            "List of request headers to inspect for groups. X-Remote-Group is suggested.",
+        )
+        s.strings(
+            self,
+            "requestheader_extra_headers_prefix",
+            "requestheader-extra-headers-prefix",
+            "List of request header prefixes to inspect. X-Remote-Extra- is suggested.",
+        )
         s.string(
             self,
             "authentication_kubeconfig",
@@ -766,12 +1015,41 @@ class AuthenticationOptions:
         )
 
     def validate(self) -> list[str]:
-        return _readable("authentication-kubeconfig", self.authentication_kubeconfig)
+        errors = _readable("authentication-kubeconfig", self.authentication_kubeconfig)
+        errors += _not_negative(
+            "authentication-token-webhook-cache-ttl", self.token_webhook_cache_ttl
+        )
+        errors += _ca_bundle("client-ca-file", self.client_ca_file)
+        errors += _ca_bundle("requestheader-client-ca-file", self.requestheader_client_ca_file)
+        for flag, values in (
+            ("requestheader-username-headers", self.requestheader_username_headers),
+            ("requestheader-uid-headers", self.requestheader_uid_headers),
+            ("requestheader-group-headers", self.requestheader_group_headers),
+            ("requestheader-extra-headers-prefix", self.requestheader_extra_headers_prefix),
+            ("requestheader-allowed-names", self.requestheader_allowed_names),
+        ):
+            errors += _no_blanks(flag, values)
+        uids = [value.lower() for value in self.requestheader_uid_headers]
+        if uids and "x-remote-uid" not in uids:
+            errors.append(
+                "--requestheader-uid-headers is set without specifying the standard "
+                "X-Remote-Uid header - API aggregation will not work"
+            )
+        return errors
 
     def apply_to(self, parts: ConfigParts) -> None:
         parts.serving.update(
             authentication_kubeconfig=self.authentication_kubeconfig,
             authentication_skip_lookup=self.authentication_skip_lookup,
+            authentication_tolerate_lookup_failure=self.tolerate_lookup_failure,
+            token_cache_ttl=self.token_webhook_cache_ttl,
+            client_ca_file=self.client_ca_file,
+            requestheader_client_ca_file=self.requestheader_client_ca_file,
+            requestheader_allowed_names=tuple(self.requestheader_allowed_names),
+            requestheader_username_headers=tuple(self.requestheader_username_headers),
+            requestheader_uid_headers=tuple(self.requestheader_uid_headers),
+            requestheader_group_headers=tuple(self.requestheader_group_headers),
+            requestheader_extra_headers_prefix=tuple(self.requestheader_extra_headers_prefix),
         )
 
 
@@ -781,9 +1059,23 @@ class AuthorizationOptions:
 
     authorization_kubeconfig: str = ""
     always_allow_paths: list[str] = field(default_factory=lambda: ["/healthz", "/readyz", "/livez"])
+    authorized_ttl: float = 10.0
+    unauthorized_ttl: float = 10.0
 
     def add_flags(self, fs: FlagSet) -> None:
         s = fs.section("authorization")
+        s.duration(
+            self,
+            "authorized_ttl",
+            "authorization-webhook-cache-authorized-ttl",
+            "The duration to cache 'authorized' responses from the webhook authorizer.",
+        )
+        s.duration(
+            self,
+            "unauthorized_ttl",
+            "authorization-webhook-cache-unauthorized-ttl",
+            "The duration to cache 'unauthorized' responses from the webhook authorizer.",
+        )
         s.string(
             self,
             "authorization_kubeconfig",
@@ -797,21 +1089,35 @@ class AuthorizationOptions:
             "always_allow_paths",
             "authorization-always-allow-paths",
             "A list of HTTP paths to skip during authorization, i.e. these are "
-            "authorized without contacting the 'core' kubernetes server.",
+            "authorized without contacting the 'core' kubernetes server. An entry ending "
+            "in '*' is a prefix. kccm skips authentication for them too, and an allowed "
+            "health endpoint covers its per-check paths (/healthz/<check>).",
         )
 
     def validate(self) -> list[str]:
         errors = _readable("authorization-kubeconfig", self.authorization_kubeconfig)
-        return errors + [
-            f"--authorization-always-allow-paths: {go_quote(path)} must start with '/'"
-            for path in self.always_allow_paths
-            if not path.startswith("/")
-        ]
+        errors += _not_negative("authorization-webhook-cache-authorized-ttl", self.authorized_ttl)
+        errors += _not_negative(
+            "authorization-webhook-cache-unauthorized-ttl", self.unauthorized_ttl
+        )
+        for path in self.always_allow_paths:
+            if not path.startswith("/"):
+                errors.append(
+                    f"--authorization-always-allow-paths: {go_quote(path)} must start with '/'"
+                )
+            elif "*" in path[:-1]:
+                errors.append(
+                    f"--authorization-always-allow-paths: only a trailing '*' is allowed in "
+                    f"{go_quote(path)}"
+                )
+        return errors
 
     def apply_to(self, parts: ConfigParts) -> None:
         parts.serving.update(
             authorization_kubeconfig=self.authorization_kubeconfig,
             always_allow_paths=tuple(self.always_allow_paths),
+            authorized_cache_ttl=self.authorized_ttl,
+            unauthorized_cache_ttl=self.unauthorized_ttl,
         )
 
 
@@ -823,6 +1129,14 @@ class WebhookOptions:
     webhooks: list[str] = field(default_factory=list)
     webhook_bind_address: str = "0.0.0.0"
     webhook_secure_port: int = 10260
+    webhook_cert_dir: str = ""
+    webhook_tls_cert_file: str = ""
+    webhook_tls_private_key_file: str = ""
+    webhook_tls_min_version: str = ""
+    webhook_tls_cipher_suites: list[str] = field(default_factory=list)
+    webhook_tls_curve_preferences: list[int] = field(default_factory=list)
+    webhook_tls_sni_cert_key: list[str] = field(default_factory=list)
+    webhook_disable_http2_serving: bool = False
 
     def add_flags(self, fs: FlagSet) -> None:
         s = fs.section("webhook")
@@ -848,6 +1162,53 @@ class WebhookOptions:
             "is only checked.",
             type_name="int",
         )
+        unused = f"Checked, then unused: kccm serves no webhooks. {IGNORED}"
+        s.string(
+            self, "webhook_cert_dir", "webhook-cert-dir", f"Webhook certificate directory. {unused}"
+        )
+        s.string(
+            self,
+            "webhook_tls_cert_file",
+            "webhook-tls-cert-file",
+            f"x509 certificate file for the webhook server. {unused}",
+        )
+        s.string(
+            self,
+            "webhook_tls_private_key_file",
+            "webhook-tls-private-key-file",
+            f"Private key file matching --webhook-tls-cert-file. {unused}",
+        )
+        s.string(
+            self,
+            "webhook_tls_min_version",
+            "webhook-tls-min-version",
+            f"Minimum TLS version of the webhook server. {unused}",
+        )
+        s.strings(
+            self,
+            "webhook_tls_cipher_suites",
+            "webhook-tls-cipher-suites",
+            f"Cipher suites of the webhook server. {unused}",
+        )
+        s.int_list(
+            self,
+            "webhook_tls_curve_preferences",
+            "webhook-tls-curve-preferences",
+            f"Curve IDs of the webhook server. {unused}",
+        )
+        s.repeated(
+            self,
+            "webhook_tls_sni_cert_key",
+            "webhook-tls-sni-cert-key",
+            f"SNI certificate/key pairs of the webhook server. {unused}",
+            type_name="namedCertKey",
+        )
+        s.boolean(
+            self,
+            "webhook_disable_http2_serving",
+            "webhook-disable-http2-serving",
+            f"Disable HTTP/2 on the webhook server. {unused}",
+        )
 
     def validate(self, secure_port: int = 0) -> list[str]:
         errors = [
@@ -860,7 +1221,16 @@ class WebhookOptions:
         errors += _ip("webhook-bind-address", self.webhook_bind_address)
         if self.webhook_secure_port and self.webhook_secure_port == secure_port:
             errors.append("--webhook-secure-port: must differ from --secure-port")
-        return errors
+        if bool(self.webhook_tls_cert_file) != bool(self.webhook_tls_private_key_file):
+            errors.append(
+                "--webhook-tls-cert-file and --webhook-tls-private-key-file must be given together"
+            )
+        errors += _readable("webhook-tls-cert-file", self.webhook_tls_cert_file)
+        errors += _readable("webhook-tls-private-key-file", self.webhook_tls_private_key_file)
+        errors += min_version_errors("webhook-tls-min-version", self.webhook_tls_min_version)
+        errors += cipher_suite_errors("webhook-tls-cipher-suites", self.webhook_tls_cipher_suites)
+        errors += curve_errors("webhook-tls-curve-preferences", self.webhook_tls_curve_preferences)
+        return errors + sni_errors("webhook-tls-sni-cert-key", self.webhook_tls_sni_cert_key)
 
     def apply_to(self, parts: ConfigParts) -> None:
         return None
@@ -927,6 +1297,11 @@ class LogsOptions:
     verbosity: int = 0
     logging_format: str = "text"
     log_flush_frequency: float = 5.0
+    vmodule: str = ""
+    text_split_stream: bool = False
+    text_info_buffer_size: str = "0"
+    json_split_stream: bool = False
+    json_info_buffer_size: str = "0"
 
     def add_flags(self, fs: FlagSet) -> None:
         s = fs.section("logs")
@@ -944,18 +1319,134 @@ class LogsOptions:
             "log-flush-frequency",
             f"Maximum number of seconds between log flushes. {IGNORED}",
         )
+        s.string(
+            self,
+            "vmodule",
+            "vmodule",
+            "comma-separated list of pattern=N settings for file-filtered logging (only "
+            "works for text log format). A pattern matches a source file's name without "
+            "its extension (glob syntax).",
+        )
+        s.boolean(
+            self,
+            "text_split_stream",
+            "log-text-split-stream",
+            "[Alpha] In text format, write error messages to stderr and info messages to "
+            "stdout. The default is to write a single stream to stderr. Enable the "
+            "LoggingAlphaOptions feature gate to use this.",
+        )
+        s.string(
+            self,
+            "text_info_buffer_size",
+            "log-text-info-buffer-size",
+            "[Alpha] In text format with split output streams, the info messages can be "
+            "buffered for a while. Checked, then ignored: kccm's log handler does not buffer. "
+            "Enable the LoggingAlphaOptions feature gate to use this.",
+        )
+        s.boolean(
+            self,
+            "json_split_stream",
+            "log-json-split-stream",
+            "[Alpha] In JSON format, write error messages to stderr and info messages to "
+            "stdout. Enable the LoggingAlphaOptions feature gate to use this.",
+        )
+        s.string(
+            self,
+            "json_info_buffer_size",
+            "log-json-info-buffer-size",
+            "[Alpha] In JSON format with split output streams, the info messages can be "
+            "buffered for a while. Checked, then ignored: kccm's log handler does not buffer. "
+            "Enable the LoggingAlphaOptions feature gate to use this.",
+        )
 
-    def validate(self) -> list[str]:
+    def validate(self, feature_gates: dict[str, bool] | None = None) -> list[str]:
         errors = _not_negative("v", self.verbosity)
         if self.logging_format not in LOGGING_FORMATS:
             errors.append(
                 f"--logging-format: format {go_quote(self.logging_format)} is not registered "
                 f"(permitted: {', '.join(LOGGING_FORMATS)})"
             )
+        try:
+            parse_vmodule(self.vmodule)
+        except ValueError as err:
+            errors.append(f"--vmodule: {err}")
+        gates = feature_gates or {}
+        alpha = gates.get("LoggingAlphaOptions", gates.get("AllAlpha", False))
+        for flag, value in (
+            ("log-text-info-buffer-size", self.text_info_buffer_size),
+            ("log-json-info-buffer-size", self.json_info_buffer_size),
+        ):
+            try:
+                size = parse_quantity(value)
+            except ValueError as err:
+                errors.append(f"--{flag}: {err}")
+                continue
+            if size and not alpha:
+                errors.append(f"--{flag}: Forbidden: Feature LoggingAlphaOptions is disabled")
+        for flag, on in (
+            ("log-text-split-stream", self.text_split_stream),
+            ("log-json-split-stream", self.json_split_stream),
+        ):
+            if on and not alpha:
+                errors.append(f"--{flag}: Forbidden: Feature LoggingAlphaOptions is disabled")
         return errors
 
     def apply_to(self, parts: ConfigParts) -> None:
-        parts.logging.update(verbosity=self.verbosity, format=self.logging_format)
+        split = self.json_split_stream if self.logging_format == "json" else self.text_split_stream
+        parts.logging.update(
+            verbosity=self.verbosity,
+            format=self.logging_format,
+            vmodule=parse_vmodule(self.vmodule),
+            split_stream=split,
+        )
+        if self.log_flush_frequency != 5.0:
+            parts.warnings.append(
+                "--log-flush-frequency is ignored: kccm's log handler does not buffer"
+            )
+        if parse_quantity(self.text_info_buffer_size) or parse_quantity(self.json_info_buffer_size):
+            parts.warnings.append(
+                "--log-*-info-buffer-size is ignored: kccm's log handler does not buffer"
+            )
+
+
+_QUANTITY = re.compile(r"([0-9]+)(Ki|Mi|Gi|Ti|Pi|Ei|k|K|M|G|T|P|E)?")
+_QUANTITY_SCALE = {
+    None: 1,
+    "k": 1000,
+    "K": 1000,
+    "M": 1000**2,
+    "G": 1000**3,
+    "T": 1000**4,
+    "P": 1000**5,
+    "E": 1000**6,
+    "Ki": 1024,
+    "Mi": 1024**2,
+    "Gi": 1024**3,
+    "Ti": 1024**4,
+    "Pi": 1024**5,
+    "Ei": 1024**6,
+}
+
+
+def parse_quantity(text: str) -> int:
+    """A byte count as component-base accepts it: ``512``, ``1K``, ``2Ki``, ``5Mi``..."""
+    match = _QUANTITY.fullmatch(text.strip())
+    if match is None:
+        raise ValueError(f"{go_quote(text)} is not a quantity (e.g. 512, 1K, 2Ki, 5Mi)")
+    return int(match.group(1)) * _QUANTITY_SCALE[match.group(2)]
+
+
+def parse_vmodule(text: str) -> tuple[tuple[str, int], ...]:
+    """klog ``--vmodule``: ``pattern=N,pattern2=M`` (N a non-negative integer)."""
+    out: list[tuple[str, int]] = []
+    for item in (part.strip() for part in text.split(",")):
+        if not item:
+            continue
+        pattern, sep, level = item.partition("=")
+        if not sep or not pattern or not level.isdigit():
+            raise ValueError(f"{go_quote(item)} is not of the form pattern=N")
+        out.append((pattern, int(level)))
+    return tuple(out)
 
 
 @dataclass
@@ -1076,6 +1567,8 @@ class KccmOptions:
         for group in self.groups():
             if group is self.webhook:
                 errors += self.webhook.validate(self.secure_serving.secure_port)
+            elif group is self.logs:
+                errors += self.logs.validate(self.generic.feature_gates)
             else:
                 errors += group.validate()
         errors += self._cluster_cidr_errors()

@@ -1,8 +1,9 @@
 """Where the API server is and how to authenticate, resolved as client-go's
 ``clientcmd.BuildConfigFromFlags(master, kubeconfig)`` does:
 
-- neither given: in-cluster service account (KUBERNETES_SERVICE_HOST/PORT + token + CA),
-  falling back to $KUBECONFIG or ~/.kube/config when not running in a pod;
+- neither given: the in-cluster service account (KUBERNETES_SERVICE_HOST/PORT + token + CA)
+  and nothing else: like client-go, $KUBECONFIG and ~/.kube/config are not consulted, so
+  outside a pod this is an error that says which flag to pass;
 - ``kubeconfig`` given: that file (current context unless ``context`` names one);
 - ``master`` given: it overrides the server URL of whatever was loaded (or stands alone).
 """
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import msgspec
+import yaml
 from lightkube.config.kubeconfig import KubeConfig, SingleConfig
 from lightkube.core.exceptions import ConfigError as _LightkubeConfigError
 
@@ -47,27 +49,57 @@ def _with_server(single: SingleConfig, master: str) -> SingleConfig:
     return single._replace(cluster=cluster)
 
 
-def _from_file(path: str, context: str | None) -> SingleConfig:
+_NOT_IN_CLUSTER = (
+    "neither --kubeconfig nor --master was given and kccm is not running in a cluster "
+    "(KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are not set): pass --kubeconfig"
+)
+
+
+def _read_document(path: str) -> dict[str, object]:
+    """The kubeconfig's YAML mapping; a clear error for anything else."""
     if not Path(path).is_file():
         raise KubeConfigError(f"kubeconfig {path!r} does not exist or is not a file")
     try:
-        single = KubeConfig.from_file(path).get(context_name=context)
+        document = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise KubeConfigError(f"kubeconfig {path!r} cannot be read: {exc}") from exc
+    except yaml.YAMLError as exc:
+        where = getattr(exc, "problem_mark", None)
+        line = f" (line {where.line + 1})" if where is not None else ""
+        raise KubeConfigError(f"kubeconfig {path!r} is not valid YAML{line}") from exc
+    if not isinstance(document, dict) or document.get("kind", "Config") != "Config":
+        raise KubeConfigError(
+            f"kubeconfig {path!r} is not a kubeconfig (expected a YAML mapping of kind Config "
+            "with clusters, contexts and users)"
+        )
+    return document
+
+
+def _from_file(path: str, context: str | None) -> SingleConfig:
+    document = _read_document(path)
+    try:
+        single = KubeConfig.from_dict(document, fname=Path(path)).get(context_name=context)
     except KeyError as exc:
         raise KubeConfigError(f"kubeconfig {path!r} lacks the key {exc}") from exc
-    except (_LightkubeConfigError, OSError, ValueError, TypeError) as exc:
+    except (_LightkubeConfigError, OSError, ValueError, TypeError, AttributeError) as exc:
         raise KubeConfigError(f"kubeconfig {path!r}: {exc}") from exc
     if single is None:
         raise KubeConfigError(f"kubeconfig {path!r} has no usable context")
     return single
 
 
-def _in_cluster(service_account_dir: str) -> SingleConfig | None:
-    if not os.environ.get("KUBERNETES_SERVICE_HOST"):
-        return None
+def _in_cluster(service_account_dir: str) -> SingleConfig:
+    if not (
+        os.environ.get("KUBERNETES_SERVICE_HOST") and os.environ.get("KUBERNETES_SERVICE_PORT")
+    ):
+        raise KubeConfigError(_NOT_IN_CLUSTER)
     try:
-        return KubeConfig.from_service_account(service_account_dir).get()
+        single = KubeConfig.from_service_account(service_account_dir).get()
     except (_LightkubeConfigError, KeyError, OSError) as exc:
         raise KubeConfigError(f"in-cluster configuration: {exc}") from exc
+    if single is None:  # pragma: no cover - lightkube always returns one here
+        raise KubeConfigError("in-cluster configuration: no usable context")
+    return single
 
 
 def load_cluster_config(
@@ -86,12 +118,7 @@ def load_cluster_config(
             raise KubeConfigError(f"cannot build a configuration for {master!r}")
         single, source = standalone, f"--master {master}"
     else:
-        in_cluster = _in_cluster(service_account_dir)
-        if in_cluster is not None:
-            single, source = in_cluster, "in-cluster service account"
-        else:
-            path = os.environ.get("KUBECONFIG") or str(Path.home() / ".kube" / "config")
-            single, source = _from_file(path, context), f"kubeconfig {path}"
+        single, source = _in_cluster(service_account_dir), "in-cluster service account"
     if master:
         single = _with_server(single, master)
     return ClusterConfig(single=single, source=source)

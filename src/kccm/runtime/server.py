@@ -11,9 +11,12 @@ Served paths:
 
 TLS follows the apiserver's secure serving: given certificate and key files are used; else a
 pair is reused from or written to ``cert_dir``; else a self-signed pair is generated in memory
-at start (:mod:`kccm.runtime.selfsigned`). Health paths are always allowed; the paths in
-``protected_paths`` (``/metrics`` by default) go through an optional async ``authorizer`` so
-the daemon can plug in TokenReview / SubjectAccessReview delegation.
+at start (:mod:`kccm.runtime.selfsigned`); :class:`~kccm.runtime.tls.ServingTLS` adds the
+minimum version, cipher suites and client CAs. Every path goes through the optional async
+``authorizer`` (TokenReview / SubjectAccessReview delegation) except ``always_allow_paths``
+(``--authorization-always-allow-paths``): an entry is an exact path, or a prefix when it ends
+in ``*``; an allowed health endpoint (``/healthz``) also covers its per-check paths
+(``/healthz/<check>``), which upstream does not serve.
 """
 
 from __future__ import annotations
@@ -35,11 +38,13 @@ from kccm.runtime.selfsigned import (
     load_or_generate,
     server_ssl_context,
 )
+from kccm.runtime.tls import ServingTLS, apply_serving_tls
 from kccm.util.clock import REAL_CLOCK, Clock
 
 __all__ = ["ENDPOINTS", "Authorizer", "Decision", "Server"]
 
 ENDPOINTS = ("healthz", "readyz", "livez")
+DEFAULT_ALWAYS_ALLOW_PATHS = ("/healthz", "/readyz", "/livez")
 
 _TEXT_HEADERS = {"Content-Type": "text/plain; charset=utf-8", "X-Content-Type-Options": "nosniff"}
 
@@ -86,7 +91,10 @@ class Server:
         cert_dir: Path | None = None,
         pair_name: str = "cloud-controller-manager",
         authorizer: Authorizer | None = None,
-        protected_paths: Iterable[str] = ("/metrics",),
+        always_allow_paths: Iterable[str] = DEFAULT_ALWAYS_ALLOW_PATHS,
+        tls_options: ServingTLS | None = None,
+        reuse_port: bool = False,
+        reuse_address: bool = False,
         clock: Clock = REAL_CLOCK,
     ) -> None:
         self.registry = registry
@@ -96,7 +104,9 @@ class Server:
         self.cert_file, self.key_file = cert_file, key_file
         self.cert_dir, self.pair_name = cert_dir, pair_name
         self.authorizer = authorizer
-        self.protected_paths = frozenset(protected_paths)
+        self.always_allow_paths = tuple(always_allow_paths)
+        self.tls_options = tls_options or ServingTLS()
+        self.reuse_port, self.reuse_address = reuse_port, reuse_address
         self.checks = {endpoint: HealthChecks(endpoint) for endpoint in ENDPOINTS}
         self.ca_pem: bytes | None = None
         self._clock = clock
@@ -127,6 +137,23 @@ class Server:
         host = f"[{host}]" if ":" in host else host
         return f"{scheme}://{host}:{self.port}"
 
+    @property
+    def listen_address(self) -> str:
+        """Where the socket listens, as bound (``0.0.0.0:10258`` means every interface)."""
+        host = self.bind_address or "0.0.0.0"
+        host = f"[{host}]" if ":" in host else host
+        return f"{host}:{self.port}"
+
+    def always_allowed(self, path: str) -> bool:
+        """``--authorization-always-allow-paths``: exact entries, or prefixes ending in ``*``."""
+        for entry in self.always_allow_paths:
+            if entry.endswith("*"):
+                if path.startswith(entry[:-1]):
+                    return True
+            elif path == entry or (entry.lstrip("/") in ENDPOINTS and path.startswith(entry + "/")):
+                return True
+        return False
+
     def application(self) -> web.Application:
         """The aiohttp application (routes and the authorization middleware)."""
         app = web.Application(middlewares=[self._authorize])
@@ -141,7 +168,14 @@ class Server:
         context = self._ssl_context() if self.tls else None
         runner = web.AppRunner(self.application(), access_log=None)
         await runner.setup()
-        site = web.TCPSite(runner, self.bind_address, self.requested_port, ssl_context=context)
+        site = web.TCPSite(
+            runner,
+            self.bind_address,
+            self.requested_port,
+            ssl_context=context,
+            reuse_port=self.reuse_port or None,
+            reuse_address=self.reuse_address or None,
+        )
         try:
             await site.start()
         except BaseException:
@@ -156,6 +190,11 @@ class Server:
             self._runner = None
 
     def _ssl_context(self) -> ssl.SSLContext:
+        context = self._certificate_context()
+        apply_serving_tls(context, self.tls_options)
+        return context
+
+    def _certificate_context(self) -> ssl.SSLContext:
         if self.cert_file is not None and self.key_file is not None:
             return server_ssl_context(cert_file=self.cert_file, key_file=self.key_file)
         host, alt_ips = self._certificate_names()
@@ -179,7 +218,7 @@ class Server:
     async def _authorize(
         self, request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
     ) -> web.StreamResponse:
-        if self.authorizer is None or request.path not in self.protected_paths:
+        if self.authorizer is None or self.always_allowed(request.path):
             return await handler(request)
         decision = await self.authorizer(request)
         if decision.allowed:

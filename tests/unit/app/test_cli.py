@@ -269,9 +269,38 @@ def test_dev_subcommand_dispatches_before_flag_parsing(monkeypatch: pytest.Monke
     assert seen == [["--check"]]
 
 
-def test_dev_without_up_shows_usage(capsys: pytest.CaptureFixture[str]) -> None:
-    assert cli.main(["dev"]) == 2
-    assert "usage: kccm dev up" in capsys.readouterr().err
+@pytest.mark.parametrize(
+    ("args", "code", "stream"),
+    [
+        pytest.param(["dev"], 2, "err", id="no-subcommand-is-a-usage-error"),
+        pytest.param(["dev", "nope"], 2, "err", id="unknown-subcommand-is-a-usage-error"),
+        pytest.param(["dev", "--help"], 0, "out", id="help-is-not-an-error"),
+        pytest.param(["dev", "-h"], 0, "out", id="short-help-is-not-an-error"),
+    ],
+)
+def test_dev_usage(
+    capsys: pytest.CaptureFixture[str], args: list[str], code: int, stream: str
+) -> None:
+    assert cli.main(args) == code
+    captured = capsys.readouterr()
+    text = captured.out if stream == "out" else captured.err
+    assert "usage: kccm dev up" in text
+    assert "demo    the local provider end to end" in text
+
+
+def test_dev_up_help_describes_make_demo_as_it_is(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        cli.main(["dev", "up", "--help"])
+    assert info.value.code == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "until the local provider lands" not in text
+    assert "make demo runs the full local-provider demo" in text.replace("``", "")
+
+
+def test_development_md_describes_make_demo_as_it_is() -> None:
+    text = (ROOT / "DEVELOPMENT.md").read_text()
+    assert "show it healthy, stop it" not in text
+    assert "make demo          # the local provider end to end" in text
 
 
 # -- the manager hook ----------------------------------------------------------------------------

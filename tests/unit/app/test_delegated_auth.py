@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import ssl
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+import aiohttp
 import pytest
 from aiohttp.test_utils import make_mocked_request
+from cryptography import x509
+from prometheus_client import CollectorRegistry
 
-from kccm.runtime.delegated import DelegatedAuth
+from kccm.runtime.delegated import ClientCertificates, DelegatedAuth, RequestHeaders
+from kccm.runtime.server import Server
+from kccm.runtime.tls import ServingTLS
+from kccm.testing.certs import CertificateAuthority, KeyPair
 from kccm.util.clock import FakeClock
 
 USERS = {"good": ("alice", ["devs"]), "admin": ("root", ["system:masters"])}
@@ -65,3 +74,193 @@ async def test_answers_are_cached_for_ten_seconds() -> None:
     await clock.advance(11)
     await auth(_request("good"))
     assert len(stub.reviews) == 4
+
+
+@pytest.mark.parametrize(
+    ("ttl", "allowed_ttl", "denied_ttl", "token", "reviews_after_three"),
+    [
+        pytest.param(0.0, 10.0, 10.0, "good", 4, id="token-cache-off-reviews-each-token"),
+        pytest.param(10.0, 0.0, 10.0, "good", 4, id="authorized-cache-off-reviews-each-access"),
+        pytest.param(10.0, 10.0, 0.0, None, 3, id="unauthorized-cache-off-reviews-each-denial"),
+        pytest.param(10.0, 10.0, 10.0, None, 1, id="denials-cached-by-default"),
+    ],
+)
+async def test_cache_ttl_flags(
+    ttl: float, allowed_ttl: float, denied_ttl: float, token: str | None, reviews_after_three: int
+) -> None:
+    stub = ReviewStub()
+    auth = DelegatedAuth(
+        stub,  # type: ignore[arg-type]
+        clock=FakeClock(),
+        ttl=ttl,
+        allowed_ttl=allowed_ttl,
+        denied_ttl=denied_ttl,
+    )
+    for _ in range(3):
+        await auth(_request(token))
+    assert len(stub.reviews) == reviews_after_three
+
+
+# -- client certificates and request headers, over a real TLS connection -------------------------
+
+
+class SpecStub(ReviewStub):
+    def __init__(self) -> None:
+        super().__init__()
+        self.specs: list[dict[str, Any]] = []
+
+    async def create(self, resource: Any, obj: Mapping[str, Any]) -> dict[str, Any]:
+        self.specs.append(dict(obj["spec"]))
+        return await super().create(resource, obj)
+
+
+@dataclass
+class Pki:
+    client_ca: CertificateAuthority
+    proxy_ca: CertificateAuthority
+    stranger_ca: CertificateAuthority
+    tmp: Path
+
+    def files(self, name: str, pair: KeyPair) -> tuple[Path, Path]:
+        cert, key = self.tmp / f"{name}.crt", self.tmp / f"{name}.key"
+        cert.write_bytes(pair.cert_pem)
+        key.write_bytes(pair.key_pem)
+        return cert, key
+
+
+@pytest.fixture
+def pki(tmp_path: Path) -> Pki:
+    return Pki(
+        CertificateAuthority("client-ca"),
+        CertificateAuthority("front-proxy-ca"),
+        CertificateAuthority("stranger-ca"),
+        tmp_path,
+    )
+
+
+@pytest.fixture
+async def cert_server(pki: Pki) -> AsyncIterator[tuple[Server, SpecStub]]:
+    stub = SpecStub()
+    auth = DelegatedAuth(
+        stub,  # type: ignore[arg-type]
+        clock=FakeClock(),
+        client_certificates=ClientCertificates((_cert(pki.client_ca),)),
+        request_headers=RequestHeaders(cas=(_cert(pki.proxy_ca),), allowed_names=("front-proxy",)),
+    )
+    bundle = pki.client_ca.cert_pem + pki.proxy_ca.cert_pem
+    server = Server(
+        registry=CollectorRegistry(),
+        bind_address="127.0.0.1",
+        port=0,
+        authorizer=auth,
+        tls_options=ServingTLS(client_ca_pem=bundle),
+    )
+    await server.start()
+    yield server, stub
+    await server.stop()
+
+
+def _cert(ca: CertificateAuthority) -> x509.Certificate:
+    return x509.load_pem_x509_certificate(ca.cert_pem)
+
+
+async def _get(
+    server: Server, cert: tuple[Path, Path] | None, headers: dict[str, str] | None = None
+) -> int:
+    assert server.ca_pem is not None
+    context = ssl.create_default_context(cadata=server.ca_pem.decode())
+    if cert is not None:
+        context.load_cert_chain(*cert)
+    connector = aiohttp.TCPConnector(ssl=context)
+    async with (
+        aiohttp.ClientSession(connector=connector) as session,
+        session.get(server.url + "/metrics", headers=headers or {}) as response,
+    ):
+        return response.status
+
+
+PROXY_HEADERS = {
+    "X-Remote-User": "alice",
+    "X-Remote-Group": "devs",
+    "X-Remote-Extra-Scopes": "read",
+}
+
+
+@pytest.mark.parametrize(
+    ("who", "headers", "status", "reviewed"),
+    [
+        pytest.param(
+            ("client", "alice", ("devs",)),
+            {},
+            200,
+            ("alice", ["devs", "system:authenticated"]),
+            id="client-cert-user-is-cn-groups-are-o",
+        ),
+        pytest.param(
+            ("client", "root", ("system:masters",)), {}, 200, None, id="client-cert-masters"
+        ),
+        pytest.param(
+            ("client", "bob", ()),
+            PROXY_HEADERS,
+            403,
+            ("bob", ["system:authenticated"]),
+            id="headers-from-a-non-proxy-cert-are-ignored",
+        ),
+        pytest.param(
+            ("proxy", "front-proxy", ()),
+            PROXY_HEADERS,
+            200,
+            ("alice", ["devs", "system:authenticated"]),
+            id="proxy-cert-vouches-for-header-user",
+        ),
+        pytest.param(
+            ("proxy", "sneaky-proxy", ()), PROXY_HEADERS, 401, None, id="proxy-cn-not-allowed-401"
+        ),
+        pytest.param(
+            ("proxy", "front-proxy", ()),
+            {},
+            403,
+            ("system:anonymous", ["system:unauthenticated"]),
+            id="proxy-cert-without-user-header-is-anonymous",
+        ),
+        pytest.param(
+            None,
+            {},
+            403,
+            ("system:anonymous", ["system:unauthenticated"]),
+            id="no-cert-is-anonymous",
+        ),
+    ],
+)
+async def test_certificate_authentication(
+    pki: Pki,
+    cert_server: tuple[Server, SpecStub],
+    who: tuple[str, str, tuple[str, ...]] | None,
+    headers: dict[str, str],
+    status: int,
+    reviewed: tuple[str, list[str]] | None,
+) -> None:
+    server, stub = cert_server
+    files = None
+    if who is not None:
+        kind, user, groups = who
+        ca = pki.client_ca if kind == "client" else pki.proxy_ca
+        files = pki.files(user, ca.client(user, groups))
+    assert await _get(server, files, headers) == status
+    specs = [spec for spec in stub.specs if "nonResourceAttributes" in spec]
+    if reviewed is None:
+        assert specs == []
+        return
+    assert [(spec["user"], spec["groups"]) for spec in specs] == [reviewed]
+    if reviewed[0] == "alice" and headers:
+        assert specs[0]["extra"] == {"scopes": ["read"]}
+
+
+async def test_a_certificate_from_an_unknown_ca_fails_the_handshake(
+    pki: Pki, cert_server: tuple[Server, SpecStub]
+) -> None:
+    server, stub = cert_server
+    files = pki.files("eve", pki.stranger_ca.client("eve"))
+    with pytest.raises(aiohttp.ClientError):
+        await _get(server, files)
+    assert stub.specs == []

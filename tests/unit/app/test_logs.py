@@ -2,10 +2,18 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Iterator
 
 import pytest
 
-from kccm.app.logs import KlogJsonFormatter, KlogTextFormatter, RedactSecrets, redact
+from kccm.app.logs import (
+    HTTP_LIBRARIES,
+    KlogJsonFormatter,
+    KlogTextFormatter,
+    RedactSecrets,
+    redact,
+    setup_logging,
+)
 
 
 @pytest.mark.parametrize(
@@ -56,3 +64,97 @@ def test_klog_json_line() -> None:
     assert entry["msg"] == "hello"
     assert entry["caller"] == "manager.py:42"
     assert "err" in entry
+
+
+# -- setup_logging: verbosity, --vmodule, transport traces, split streams -----------------------
+
+
+@pytest.fixture
+def restore_logging() -> Iterator[None]:
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    libraries = {name: logging.getLogger(name).level for name in HTTP_LIBRARIES}
+    yield
+    for handler in list(root.handlers):
+        root.removeHandler(handler)
+    for handler in handlers:
+        root.addHandler(handler)
+    root.setLevel(level)
+    for name, lib_level in libraries.items():
+        logging.getLogger(name).setLevel(lib_level)
+
+
+def _emit(name: str, filename: str, level: int = logging.DEBUG) -> None:
+    logger = logging.getLogger(name)
+    record = logger.makeRecord(name, level, f"/x/{filename}", 1, "line from %s", (name,), None)
+    if logger.isEnabledFor(level):
+        logger.handle(record)
+
+
+@pytest.mark.usefixtures("restore_logging")
+@pytest.mark.parametrize(
+    ("verbosity", "vmodule", "emitted", "shown"),
+    [
+        pytest.param(
+            4,
+            (),
+            [("kccm.controllers.service", "service.py"), ("hpack.hpack", "hpack.py")],
+            ["kccm.controllers.service"],
+            id="v4-shows-kccm-debug-not-hpack-frames",
+        ),
+        pytest.param(
+            4,
+            (),
+            [("httpcore2.http11", "http11.py"), ("aiohttp.client", "client.py")],
+            [],
+            id="v4-mutes-http-client-traces",
+        ),
+        pytest.param(
+            9,
+            (),
+            [("hpack.hpack", "hpack.py")],
+            ["hpack.hpack"],
+            id="v9-lets-transport-traces-through",
+        ),
+        pytest.param(
+            2,
+            (("service", 4),),
+            [("kccm.controllers.service", "service.py"), ("kccm.controllers.node", "node.py")],
+            ["kccm.controllers.service"],
+            id="vmodule-raises-one-file",
+        ),
+        pytest.param(
+            4,
+            (("node*", 0),),
+            [("kccm.controllers.service", "service.py"), ("kccm.controllers.node", "node.py")],
+            ["kccm.controllers.service"],
+            id="vmodule-lowers-one-file",
+        ),
+        pytest.param(0, (), [("kccm.manager", "manager.py")], [], id="v0-no-debug"),
+    ],
+)
+def test_verbosity_selects_debug_records(
+    capsys: pytest.CaptureFixture[str],
+    verbosity: int,
+    vmodule: tuple[tuple[str, int], ...],
+    emitted: list[tuple[str, str]],
+    shown: list[str],
+) -> None:
+    setup_logging(verbosity, vmodule=vmodule)
+    for name, filename in emitted:
+        _emit(name, filename)
+    err = capsys.readouterr().err
+    assert [name for name, _ in emitted if f"line from {name}" in err] == shown
+
+
+@pytest.mark.usefixtures("restore_logging")
+def test_split_stream_sends_errors_to_stderr_and_the_rest_to_stdout(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    setup_logging(0, split_stream=True)
+    _emit("kccm.a", "a.py", logging.INFO)
+    _emit("kccm.b", "b.py", logging.WARNING)
+    _emit("kccm.c", "c.py", logging.ERROR)
+    out, err = capsys.readouterr()
+    assert [name for name in ("kccm.a", "kccm.b", "kccm.c") if name in out] == ["kccm.a", "kccm.b"]
+    assert [name for name in ("kccm.a", "kccm.b", "kccm.c") if name in err] == ["kccm.c"]

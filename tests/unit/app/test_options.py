@@ -94,6 +94,41 @@ UPSTREAM_DEFAULTS: dict[str, Any] = {
     "log-flush-frequency": 5.0,
     "version": False,
     "help": False,
+    # k8s.io/apiserver v0.36.3 SecureServingOptions / DelegatingAuthenticationOptions /
+    # DelegatingAuthorizationOptions, cloud-provider v0.36 WebhookServingOptions and
+    # component-base v0.36.3 logs/api/v1 flags
+    "tls-min-version": "",
+    "tls-cipher-suites": [],
+    "tls-curve-preferences": [],
+    "tls-sni-cert-key": [],
+    "http2-max-streams-per-connection": 0,
+    "disable-http2-serving": False,
+    "permit-port-sharing": False,
+    "permit-address-sharing": False,
+    "authentication-token-webhook-cache-ttl": 10.0,
+    "authentication-tolerate-lookup-failure": False,
+    "client-ca-file": "",
+    "requestheader-client-ca-file": "",
+    "requestheader-allowed-names": [],
+    "requestheader-username-headers": ["x-remote-user"],
+    "requestheader-uid-headers": [],
+    "requestheader-group-headers": ["x-remote-group"],
+    "requestheader-extra-headers-prefix": ["x-remote-extra-"],
+    "authorization-webhook-cache-authorized-ttl": 10.0,
+    "authorization-webhook-cache-unauthorized-ttl": 10.0,
+    "webhook-cert-dir": "",
+    "webhook-tls-cert-file": "",
+    "webhook-tls-private-key-file": "",
+    "webhook-tls-min-version": "",
+    "webhook-tls-cipher-suites": [],
+    "webhook-tls-curve-preferences": [],
+    "webhook-tls-sni-cert-key": [],
+    "webhook-disable-http2-serving": False,
+    "vmodule": "",
+    "log-text-split-stream": False,
+    "log-text-info-buffer-size": "0",
+    "log-json-split-stream": False,
+    "log-json-info-buffer-size": "0",
 }
 # documented in docs/flags.md ("Differences from upstream")
 KCCM_DIFFERENCES: dict[str, Any] = {
@@ -242,6 +277,28 @@ INVALID = [
     ("gate-group-negative", ["--cloud-call-group-qps=routes=-1"], "group-qps routes: must not"),
     ("provider-threads", ["--provider-threads=0"], "--provider-threads: must be greater"),
     ("cloud-config-missing", ["--cloud-config=/nope"], "--cloud-config: couldn't open"),
+    ("allow-path-inner-star", ["--authorization-always-allow-paths=/a*/b"], "only a trailing"),
+    ("tls-version", ["--tls-min-version=TLS12"], "--tls-min-version: unknown TLS version"),
+    ("tls-cipher", ["--tls-cipher-suites=TLS_NOPE"], "cipher suite TLS_NOPE not supported"),
+    ("tls-curve", ["--tls-curve-preferences=23,99"], "--tls-curve-preferences: unsupported"),
+    ("tls-curve-syntax", ["--tls-curve-preferences=P256"], "--tls-curve-preferences"),
+    ("tls-sni-syntax", ["--tls-sni-cert-key=only-one-file"], "--tls-sni-cert-key: "),
+    ("tls-sni-unreadable", ["--tls-sni-cert-key=/nope.crt,/nope.key"], "cannot read /nope.crt"),
+    ("http2-streams", ["--http2-max-streams-per-connection=-1"], "--http2-max-streams-per"),
+    ("client-ca-missing", ["--client-ca-file=/nope"], "--client-ca-file: cannot read /nope"),
+    ("client-ca-not-pem", ["--client-ca-file=/dev/null"], "is not a PEM certificate bundle"),
+    ("rh-ca-not-pem", ["--requestheader-client-ca-file=/dev/null"], "--requestheader-client-"),
+    ("rh-blank-header", ["--requestheader-username-headers=a,,b"], "empty value"),
+    ("rh-uid-nonstandard", ["--requestheader-uid-headers=X-Id"], "X-Remote-Uid header"),
+    ("token-ttl", ["--authentication-token-webhook-cache-ttl=-1s"], "-token-webhook-cache-ttl"),
+    ("authz-ttl", ["--authorization-webhook-cache-unauthorized-ttl=-1s"], "-unauthorized-ttl"),
+    ("webhook-tls-version", ["--webhook-tls-min-version=1.2"], "--webhook-tls-min-version"),
+    ("webhook-tls-cipher", ["--webhook-tls-cipher-suites=X"], "--webhook-tls-cipher-suites"),
+    ("webhook-cert-alone", ["--webhook-tls-cert-file=/dev/null"], "must be given together"),
+    ("vmodule-syntax", ["--vmodule=manager"], '--vmodule: "manager" is not of the form'),
+    ("split-stream-gated", ["--log-text-split-stream"], "Feature LoggingAlphaOptions is disabled"),
+    ("buffer-size-syntax", ["--log-json-info-buffer-size=lots"], "is not a quantity"),
+    ("buffer-size-gated", ["--log-text-info-buffer-size=1Ki"], "LoggingAlphaOptions"),
 ]
 
 
@@ -267,6 +324,14 @@ VALID = [
     ("gates", ["--feature-gates=CloudControllerManagerWatchBasedRoutesReconciliation=true"]),
     ("leader-migration-config-alone", ["--leader-migration-config=/nope"]),
     ("module-factory", ["--cloud-provider=kccm.providers.fake:new_fake_cloud"]),
+    ("tls13-suite-accepted", ["--tls-cipher-suites=TLS_AES_128_GCM_SHA256"]),
+    ("insecure-suite-accepted", ["--tls-cipher-suites=TLS_RSA_WITH_AES_128_GCM_SHA256"]),
+    ("allow-path-prefix", ["--authorization-always-allow-paths=/healthz,/metrics*"]),
+    (
+        "split-stream-with-gate",
+        ["--log-json-split-stream", "--feature-gates=LoggingAlphaOptions=true"],
+    ),
+    ("vmodule", ["--vmodule=manager=4,service*=5"]),
 ]
 
 
@@ -422,3 +487,115 @@ def test_unknown_provider_suggests_the_closest_name() -> None:
         '--cloud-provider: unknown cloud provider "schemd" (known providers: schemed); '
         'did you mean "schemed"?'
     ]
+
+
+# -- upstream manifests --------------------------------------------------------------------------
+
+
+def upstream_style_args(pki: Path) -> list[str]:
+    """A command line as upstream's manifests write it (kubeadm-style paths replaced by
+    readable files): every flag kccm used to reject as unknown, plus the usual ones."""
+    ca, kubeconfig = pki / "ca.crt", pki / "ccm.conf"
+    return [
+        "--cloud-provider=fake",
+        f"--kubeconfig={kubeconfig}",
+        f"--authentication-kubeconfig={kubeconfig}",
+        f"--authorization-kubeconfig={kubeconfig}",
+        "--bind-address=127.0.0.1",
+        "--secure-port=10258",
+        "--leader-elect=true",
+        "--use-service-account-credentials=true",
+        "--controllers=*,-route",
+        "--configure-cloud-routes=false",
+        "--allocate-node-cidrs=false",
+        "--profiling=false",
+        "--v=2",
+        "--vmodule=service*=4",
+        "--tls-min-version=VersionTLS12",
+        "--tls-cipher-suites=TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,"
+        "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305,"
+        "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384,TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305,"
+        "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384",
+        "--tls-curve-preferences=23,29",
+        f"--client-ca-file={ca}",
+        f"--requestheader-client-ca-file={ca}",
+        "--requestheader-allowed-names=front-proxy-client",
+        "--requestheader-username-headers=X-Remote-User",
+        "--requestheader-group-headers=X-Remote-Group",
+        "--requestheader-extra-headers-prefix=X-Remote-Extra-",
+        "--requestheader-uid-headers=X-Remote-Uid",
+        "--authentication-tolerate-lookup-failure",
+        "--authentication-token-webhook-cache-ttl=30s",
+        "--authorization-webhook-cache-authorized-ttl=20s",
+        "--authorization-webhook-cache-unauthorized-ttl=5s",
+        "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics",
+        "--permit-port-sharing",
+        "--permit-address-sharing",
+        "--http2-max-streams-per-connection=1000",
+        "--disable-http2-serving",
+        "--webhook-cert-dir=/var/run/ccm-webhook",
+        "--webhook-disable-http2-serving",
+        "--node-status-update-frequency=1m",
+        "--concurrent-service-syncs=1",
+        "--log-flush-frequency=10s",
+    ]
+
+
+@pytest.fixture
+def pki(tmp_path: Path) -> Path:
+    from kccm.testing.certs import CertificateAuthority
+
+    (tmp_path / "ca.crt").write_bytes(CertificateAuthority().cert_pem)
+    (tmp_path / "ccm.conf").write_text("apiVersion: v1\nkind: Config\n")
+    return tmp_path
+
+
+def test_an_upstream_style_command_line_validates(pki: Path) -> None:
+    options, errors = _parse(upstream_style_args(pki))
+    assert errors == []
+    config = options.config()
+    assert config.serving.tls_min_version == "VersionTLS12"
+    assert config.serving.client_ca_file == str(pki / "ca.crt")
+    assert config.serving.requestheader_allowed_names == ("front-proxy-client",)
+    assert config.serving.always_allow_paths[-1] == "/metrics"
+    assert config.serving.permit_port_sharing
+    assert config.serving.token_cache_ttl == 30.0
+    assert config.logging.vmodule == (("service*", 4),)
+    warned = " ".join(config.warnings)
+    for flag in (
+        "--tls-curve-preferences",
+        "--http2-max-streams-per-connection",
+        "--log-flush-frequency",
+    ):
+        assert flag in warned
+
+
+def test_every_upstream_flag_is_accepted() -> None:
+    fs = KccmOptions().flag_set()
+    assert set(UPSTREAM_DEFAULTS) <= set(fs.flags)
+
+
+@pytest.mark.parametrize(
+    ("args", "warning"),
+    [
+        pytest.param(["--contention-profiling"], "--contention-profiling", id="contention"),
+        pytest.param(["--allow-untagged-cloud"], "--allow-untagged-cloud", id="untagged"),
+        pytest.param(["--external-cloud-volume-plugin=x"], "--external-cloud-volume", id="volume"),
+        pytest.param(["--cidr-allocator-type=CloudAllocator"], "--cidr-allocator-type", id="cidr"),
+        pytest.param(["--node-sync-period=1m"], "--node-sync-period", id="node-sync"),
+        pytest.param(["--min-resync-period=1h"], "--min-resync-period", id="resync"),
+        pytest.param(["--controller-start-interval=5s"], "--controller-start-int", id="interval"),
+        pytest.param(["--leader-migration-config=/x"], "--leader-migration-config", id="lm"),
+        pytest.param(
+            ["--tls-sni-cert-key=/dev/null,/dev/null:example.com"], "--tls-sni-cert-key", id="sni"
+        ),
+    ],
+)
+def test_ignored_flags_set_to_a_value_warn_with_a_reason(args: list[str], warning: str) -> None:
+    config = _config([*BASE, *args])
+    assert [w for w in config.warnings if w.startswith(warning)], config.warnings
+    assert all(" ignored" in w for w in config.warnings)
+
+
+def test_defaults_warn_about_nothing() -> None:
+    assert _config(BASE).warnings == ()

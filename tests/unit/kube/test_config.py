@@ -62,6 +62,13 @@ def test_in_cluster_service_account(tmp_path: Path, monkeypatch: pytest.MonkeyPa
             "current-context: nope\ncontexts: []\n", "lacks the key 'clusters'", id="no-clusters"
         ),
         pytest.param("{}", "lacks the key", id="empty-document"),
+        pytest.param("just some text\n", "is not a kubeconfig", id="plain-text"),
+        pytest.param("hello: [1, 2\n", r"is not valid YAML \(line \d+\)", id="broken-yaml"),
+        pytest.param("- a\n- b\n", "is not a kubeconfig", id="yaml-list"),
+        pytest.param(
+            "apiVersion: v1\nkind: Pod\nmetadata: {name: x}\n", "is not a kubeconfig", id="a-pod"
+        ),
+        pytest.param("clusters: 7\ncontexts: []\n", "kubeconfig", id="clusters-not-a-list"),
     ],
 )
 def test_bad_kubeconfig_names_the_file(tmp_path: Path, content: str | None, message: str) -> None:
@@ -71,3 +78,19 @@ def test_bad_kubeconfig_names_the_file(tmp_path: Path, content: str | None, mess
     with pytest.raises(KubeConfigError, match=message) as info:
         load_cluster_config(str(path))
     assert str(path) in str(info.value)
+
+
+def test_without_flags_outside_a_cluster_is_a_clear_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Like client-go: no --kubeconfig and no --master means in-cluster, never $KUBECONFIG or
+    ~/.kube/config (both point at a valid file here)."""
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    monkeypatch.delenv("KUBERNETES_SERVICE_PORT", raising=False)
+    monkeypatch.setenv("KUBECONFIG", str(_kubeconfig(tmp_path)))
+    (tmp_path / ".kube").mkdir()
+    (tmp_path / ".kube" / "config").write_text(_kubeconfig(tmp_path).read_text())
+    monkeypatch.setenv("HOME", str(tmp_path))
+    with pytest.raises(KubeConfigError, match="pass --kubeconfig") as info:
+        load_cluster_config(service_account_dir=str(tmp_path / "none"))
+    assert "not running in a cluster" in str(info.value)

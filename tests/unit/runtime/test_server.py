@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import errno
 import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
@@ -17,6 +18,7 @@ from prometheus_client import CollectorRegistry
 from kccm.runtime.healthz import HealthCheck
 from kccm.runtime.selfsigned import generate_self_signed
 from kccm.runtime.server import Decision, Server
+from kccm.runtime.tls import ServingTLS
 from kccm.runtime.workqueue import WorkQueue
 from kccm.util.clock import REAL_CLOCK
 
@@ -46,7 +48,8 @@ async def start_server() -> AsyncIterator[StartServer]:
 
     async def start(**options: object) -> Server:
         options.setdefault("registry", CollectorRegistry())
-        server = Server(bind_address="127.0.0.1", port=0, **options)  # type: ignore[arg-type]
+        options.setdefault("port", 0)
+        server = Server(bind_address="127.0.0.1", **options)  # type: ignore[arg-type]
         await server.start()
         servers.append(server)
         return server
@@ -274,3 +277,96 @@ async def test_plain_http_when_tls_is_off(start_server: StartServer) -> None:
     server = await start_server(tls=False)
     assert server.url.startswith("http://127.0.0.1:")
     assert (await fetch(server, "/livez")).body == "ok"
+
+
+# -- --authorization-always-allow-paths ----------------------------------------------------------
+
+DEFAULT_ALLOW = ("/healthz", "/readyz", "/livez")
+
+
+@pytest.mark.parametrize(
+    ("allow", "path", "status"),
+    [
+        pytest.param(DEFAULT_ALLOW, "/healthz", 200, id="default-health-open"),
+        pytest.param(DEFAULT_ALLOW, "/readyz/ping", 200, id="default-covers-per-check-paths"),
+        pytest.param(DEFAULT_ALLOW, "/metrics", 401, id="default-metrics-needs-credentials"),
+        pytest.param(
+            (*DEFAULT_ALLOW, "/metrics"), "/metrics", 200, id="listed-metrics-open-anonymously"
+        ),
+        pytest.param(("/metrics",), "/healthz", 401, id="unlisted-health-needs-credentials"),
+        pytest.param(("/live*",), "/livez", 200, id="trailing-star-is-a-prefix"),
+        pytest.param(("/live*",), "/readyz", 401, id="prefix-does-not-match-others"),
+        pytest.param((), "/livez", 401, id="empty-list-protects-everything"),
+    ],
+)
+async def test_always_allow_paths_skip_authentication_and_authorization(
+    start_server: StartServer, allow: tuple[str, ...], path: str, status: int
+) -> None:
+    server = await start_server(authorizer=bearer_authorizer(), always_allow_paths=allow)
+    assert (await fetch(server, path)).status == status
+
+
+def test_listen_address_names_the_bound_address() -> None:
+    server = Server(registry=CollectorRegistry(), bind_address="0.0.0.0", port=0)
+    server._port = 10258
+    assert server.listen_address == "0.0.0.0:10258"
+    server.bind_address = "::"
+    assert server.listen_address == "[::]:10258"
+
+
+# -- TLS options ---------------------------------------------------------------------------------
+
+
+def _client(server: Server, *, maximum: ssl.TLSVersion, ciphers: str = "") -> ssl.SSLContext:
+    assert server.ca_pem is not None
+    context = ssl.create_default_context(cadata=server.ca_pem.decode())
+    context.maximum_version = maximum
+    if ciphers:
+        context.set_ciphers(ciphers)
+    return context
+
+
+async def _handshake(server: Server, context: ssl.SSLContext) -> tuple[str, str] | None:
+    """(protocol, cipher) negotiated, or None when the server refused the handshake."""
+    try:
+        _, writer = await asyncio.open_connection("127.0.0.1", server.port, ssl=context)
+    except (ssl.SSLError, ConnectionResetError):
+        return None
+    cipher = writer.get_extra_info("ssl_object").cipher()
+    writer.close()
+    await writer.wait_closed()
+    return cipher[1], cipher[0]
+
+
+async def test_tls_min_version_refuses_older_clients(start_server: StartServer) -> None:
+    server = await start_server(tls_options=ServingTLS(min_version="VersionTLS13"))
+    assert await _handshake(server, _client(server, maximum=ssl.TLSVersion.TLSv1_2)) is None
+    negotiated = await _handshake(server, _client(server, maximum=ssl.TLSVersion.TLSv1_3))
+    assert negotiated is not None
+    assert negotiated[0] == "TLSv1.3"
+
+
+async def test_tls_cipher_suites_limit_what_tls12_clients_get(start_server: StartServer) -> None:
+    server = await start_server(
+        tls_options=ServingTLS(cipher_suites=("TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384",))
+    )
+    tls12 = ssl.TLSVersion.TLSv1_2
+    refused = _client(server, maximum=tls12, ciphers="ECDHE-ECDSA-AES128-GCM-SHA256")
+    assert await _handshake(server, refused) is None
+    accepted = _client(server, maximum=tls12, ciphers="ECDHE-ECDSA-AES256-GCM-SHA384")
+    assert await _handshake(server, accepted) == ("TLSv1.2", "ECDHE-ECDSA-AES256-GCM-SHA384")
+
+
+async def test_permit_port_sharing_lets_two_servers_bind_one_port(
+    start_server: StartServer,
+) -> None:
+    first = await start_server(reuse_port=True)
+    second = await start_server(port=first.port, reuse_port=True)
+    assert second.port == first.port
+
+
+async def test_a_taken_port_fails_with_address_in_use(start_server: StartServer) -> None:
+    first = await start_server()
+    with pytest.raises(OSError, match="in use") as info:
+        await start_server(port=first.port)
+    assert info.value.errno == errno.EADDRINUSE
