@@ -12,6 +12,7 @@ from dataclasses import replace
 from typing import Any, TextIO
 
 from kccm.cloudprovider import (
+    CloudProviderError,
     ControllerClientBuilder,
     InstanceMetadata,
     InstanceNotFound,
@@ -107,6 +108,10 @@ class ExampleCloud:
     # InstancesV2
     def _machine(self, node: Node) -> tuple[str, str]:
         provider_id = str(node.get("spec", {}).get("providerID", ""))
+        if provider_id and not provider_id.startswith(f"{NAME}://"):
+            # Another provider's Node (aws://...): never answer "does not exist" for it, or
+            # the lifecycle controller would delete it. An error makes it skip the Node.
+            raise CloudProviderError(f"providerID {provider_id!r} is not an {NAME}:// one")
         name = provider_id.removeprefix(f"{NAME}://") if provider_id else _name(node)
         if name not in self.machines:
             raise InstanceNotFound()

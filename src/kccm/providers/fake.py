@@ -3,7 +3,8 @@
 It implements every interface of the contract with real state instead of fixed answers:
 
 - instances (:meth:`FakeCloud.add_instance`) drive Instances, InstancesV2 and Zones; an
-  unknown instance does not exist and lookups raise ``InstanceNotFound``;
+  unknown instance does not exist and lookups raise ``InstanceNotFound``; a providerID of
+  another provider (``aws://...``) raises :class:`ForeignProviderID`, never "does not exist";
 - load balancers are created by ``ensure_load_balancer`` (an address from 192.0.2.0/24 per
   balancer, stable across ensures), re-pointed by ``update_load_balancer`` and removed by
   ``ensure_load_balancer_deleted``; ``get_load_balancer`` reports what exists;
@@ -32,6 +33,7 @@ import msgspec
 
 from kccm.cloudprovider import (
     CloudConfigError,
+    CloudProviderError,
     Clusters,
     ControllerClientBuilder,
     InstanceMetadata,
@@ -68,6 +70,7 @@ __all__ = [
     "FakeCloudConfig",
     "FakeCloudError",
     "FakeInstance",
+    "ForeignProviderID",
     "fake_cloud_from_config",
     "new_fake_cloud",
 ]
@@ -78,6 +81,11 @@ _FIRST_LB_ADDRESS = ipaddress.IPv4Address("192.0.2.1")
 
 class FakeCloudError(Exception):
     """An error the fake raises on its own (a missing balancer or route, ...)."""
+
+
+class ForeignProviderID(CloudProviderError):
+    """A providerID of another provider (``aws://...``): the fake cannot tell whether that
+    instance exists, so it raises this instead of answering "does not exist"."""
 
 
 @dataclass(frozen=True)
@@ -396,6 +404,12 @@ class FakeCloud:
         return instance
 
     def _by_provider_id(self, provider_id: str) -> FakeInstance:
+        scheme, sep, _ = provider_id.partition("://")
+        if provider_id and (not sep or scheme != PROVIDER_NAME):
+            raise ForeignProviderID(
+                f"providerID {provider_id!r} is not a {PROVIDER_NAME}:// one "
+                "(another provider's instance)"
+            )
         with self._lock:
             name = self._names_by_provider_id.get(provider_id)
             found = self._instances.get(name) if name is not None else None

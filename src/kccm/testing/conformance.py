@@ -231,6 +231,40 @@ class CloudProviderConformance:
 
     # -- instances ---------------------------------------------------------------------------
 
+    foreign_provider_ids: ClassVar[tuple[str, ...]] = (
+        "aws:///us-east-1a/i-0123456789abcdef0",
+        "gce://project/zone/instance-1",
+        "azure:///subscriptions/s/resourceGroups/g/providers/Microsoft.Compute/virtualMachines/v",
+    )
+    """providerIDs of other providers: never "does not exist" for these."""
+
+    @pytest.mark.parametrize("index", range(3), ids=["aws", "gce", "azure"])
+    async def test_instance_exists_never_says_no_for_another_providers_node(
+        self, cloud: Interface, call: ThreadPoolAdapter, index: int
+    ) -> None:
+        """A Node whose providerID has another scheme is not this provider's to judge:
+        instance_exists must not return False and must not raise InstanceNotFound (either
+        makes the lifecycle controller delete the Node). Raise another error instead; the
+        controller then logs it and leaves the Node alone."""
+        v2 = self._v2(cloud)
+        pid = self.foreign_provider_ids[index]
+        assert not pid.startswith(f"{cloud.provider_name()}://")
+        node = make_node("conformance-foreign", provider_id=pid)
+        answer = await _answer(call, "exists", v2.instance_exists, node)
+        assert answer is not False, f"instance_exists said False for {pid}"
+        assert not isinstance(answer, InstanceNotFound), f"InstanceNotFound for {pid}"
+
+    @pytest.mark.parametrize("index", range(3), ids=["aws", "gce", "azure"])
+    async def test_legacy_exists_never_says_no_for_another_providers_id(
+        self, cloud: Interface, call: ThreadPoolAdapter, index: int
+    ) -> None:
+        """The legacy Instances API follows the same rule for another provider's providerID."""
+        v1 = self._v1(cloud)
+        pid = self.foreign_provider_ids[index]
+        answer = await _answer(call, "exists", v1.instance_exists_by_provider_id, pid)
+        assert answer is not False, f"instance_exists_by_provider_id said False for {pid}"
+        assert not isinstance(answer, InstanceNotFound), f"InstanceNotFound for {pid}"
+
     async def test_instance_exists_is_false_for_an_unknown_provider_id(
         self, cloud: Interface, call: ThreadPoolAdapter
     ) -> None:
@@ -287,6 +321,14 @@ class CloudProviderConformance:
             await call.call("delete", routes.delete_route, _CLUSTER, route)
         remaining = await call.call("list", routes.list_routes, _CLUSTER)
         assert not _targets(remaining) & _targets(wanted)
+
+
+async def _answer(call: ThreadPoolAdapter, method: str, fn: Any, *args: Any) -> Any:
+    """What ``fn(*args)`` returned, or the exception it raised."""
+    try:
+        return await call.call(method, fn, *args)
+    except Exception as err:
+        return err
 
 
 def _key(route: Route) -> tuple[str, str]:

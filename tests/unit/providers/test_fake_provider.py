@@ -19,7 +19,13 @@ from kccm.cloudprovider import (
     Route,
     Zone,
 )
-from kccm.providers.fake import FakeCloud, FakeCloudError, FakeInstance, new_fake_cloud
+from kccm.providers.fake import (
+    FakeCloud,
+    FakeCloudError,
+    FakeInstance,
+    ForeignProviderID,
+    new_fake_cloud,
+)
 from kccm.testing.conformance import make_node, make_service
 from kccm.util.clock import FakeClock
 
@@ -64,6 +70,30 @@ async def test_metadata_describes_the_instance() -> None:
 )
 async def test_instance_exists_looks_at_the_provider_id_first(node: Node, exists: bool) -> None:
     assert await cloud_with_node().instance_exists(node) is exists
+
+
+@pytest.mark.parametrize(
+    "provider_id",
+    [
+        pytest.param("aws:///us-east-1a/i-1", id="aws"),
+        pytest.param("gce://p/z/i-1", id="gce"),
+        pytest.param("i-1", id="no-scheme"),
+    ],
+)
+async def test_another_providers_id_is_an_error_not_a_missing_instance(provider_id: str) -> None:
+    cloud = cloud_with_node()
+    node = make_node("n1", provider_id=provider_id)
+    calls = [
+        cloud.instance_exists(node),
+        cloud.instance_shutdown(node),
+        cloud.instance_metadata(node),
+        cloud.instance_exists_by_provider_id(provider_id),
+        cloud.instance_shutdown_by_provider_id(provider_id),
+        cloud.get_zone_by_provider_id(provider_id),
+    ]
+    for pending in calls:
+        with pytest.raises(ForeignProviderID, match=f"providerID '{provider_id}' is not a fake"):
+            await pending
 
 
 async def test_a_stopped_instance_exists_and_is_shut_down() -> None:

@@ -59,6 +59,7 @@ __all__ = [
     "KUBE_PROXY_HEALTH_PORT",
     "PROVIDER_NAME",
     "DataplaneStarter",
+    "ForeignProviderID",
     "LocalCloud",
     "LocalLoadBalancerError",
     "desired_load_balancer",
@@ -87,6 +88,12 @@ def start_dataplane(state_file: Path) -> int:
 
 class LocalLoadBalancerError(CloudProviderError):
     """A Service the local provider cannot serve (the message ends up in a Warning event)."""
+
+
+class ForeignProviderID(CloudProviderError):
+    """A Node whose providerID belongs to another provider (``aws://...``): the local provider
+    cannot say whether that machine exists, so it answers with this error, never "does not
+    exist" (which would make the lifecycle controller delete the Node)."""
 
 
 # -- reading Kubernetes objects --------------------------------------------------------------
@@ -126,6 +133,19 @@ def _node_addresses(node: Node) -> tuple[tuple[str, str], ...]:
 
 def _internal_ip(node: Node) -> str | None:
     return next((addr for kind, addr in _node_addresses(node) if kind == "InternalIP"), None)
+
+
+def _own(provider_id: str, node: str = "") -> str:
+    """``provider_id`` when it is a ``local://`` one; else :class:`ForeignProviderID`."""
+    scheme, sep, _ = provider_id.partition("://")
+    if sep and scheme == PROVIDER_NAME:
+        return provider_id
+    of = f"node {node!r} has " if node else ""
+    raise ForeignProviderID(
+        f"{of}providerID {provider_id!r}, which is not a {PROVIDER_NAME}:// one: "
+        "it belongs to another cloud provider, so the local provider cannot tell whether "
+        "that instance exists"
+    )
 
 
 # -- the desired load balancer -----------------------------------------------------------------
@@ -271,7 +291,7 @@ class LocalCloud:
     def _find(self, node: Node) -> InstanceRecord | None:
         provider_id = str(_spec(node).get("providerID", ""))
         if provider_id:
-            return self.store.find_instance_by_provider_id(provider_id)
+            return self.store.find_instance_by_provider_id(_own(provider_id, _node_name(node)))
         return self.store.find_instance(_node_name(node))
 
     def _get(self, node: Node) -> InstanceRecord:
@@ -321,7 +341,7 @@ class LocalCloud:
         return Zone(failure_domain=self.config.global_.zone, region=self.config.global_.region)
 
     def get_zone_by_provider_id(self, provider_id: str) -> Zone:
-        instance = self.store.find_instance_by_provider_id(provider_id)
+        instance = self.store.find_instance_by_provider_id(_own(provider_id))
         if instance is None:
             raise InstanceNotFound(f"no local instance {provider_id!r}")
         return Zone(failure_domain=instance.zone, region=instance.region)

@@ -13,7 +13,11 @@ from kccm.cloudprovider import CloudConfigError, InstanceNotFound, Route
 from kccm.cloudprovider.registry import default_registry
 from kccm.providers.local import LocalCloud, new_local_cloud
 from kccm.providers.local.config import LocalCloudConfig, VipPool, load_local_config
-from kccm.providers.local.provider import LocalLoadBalancerError, desired_load_balancer
+from kccm.providers.local.provider import (
+    ForeignProviderID,
+    LocalLoadBalancerError,
+    desired_load_balancer,
+)
 from kccm.providers.local.store import InstanceRecord, LocalStore
 
 CLUSTER = "kubernetes"
@@ -144,6 +148,35 @@ def test_instance_exists_and_shutdown(
             cloud.instance_shutdown(the_node)
     else:
         assert cloud.instance_shutdown(the_node) is shutdown
+
+
+FOREIGN = [
+    pytest.param("aws:///us-east-1a/i-0abc", id="aws"),
+    pytest.param("gce://project/zone/vm-1", id="gce"),
+    pytest.param("n1", id="no-scheme-even-if-a-local-name"),
+]
+
+
+@pytest.mark.parametrize("provider_id", FOREIGN)
+def test_another_providers_node_is_never_reported_missing(
+    cloud: LocalCloud, provider_id: str
+) -> None:
+    """instance_exists / instance_shutdown / instance_metadata raise ForeignProviderID
+    (naming the node and its providerID) instead of answering "does not exist"."""
+    foreign = node("n1", provider_id=provider_id)
+    for method in (cloud.instance_exists, cloud.instance_shutdown, cloud.instance_metadata):
+        with pytest.raises(ForeignProviderID, match=f"node 'n1' has providerID '{provider_id}'"):
+            method(foreign)
+    with pytest.raises(ForeignProviderID, match="not a local:// one"):
+        cloud.get_zone_by_provider_id(provider_id)
+
+
+def test_auto_adopt_never_adopts_another_providers_node(tmp_path: Path) -> None:
+    made = make_cloud(tmp_path, "[Global]\nauto-adopt = true\n")
+    with pytest.raises(ForeignProviderID):
+        made.instance_metadata(node("n9", provider_id="aws:///zone/i-9"))
+    assert made.store.list_instances() == []
+    made.store.close()
 
 
 def test_instance_metadata(cloud: LocalCloud) -> None:
