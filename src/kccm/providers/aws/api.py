@@ -77,7 +77,7 @@ class AWSAPI:
         _quiet_botocore()
         self.region = config.region
         session = session if session is not None else boto3.session.Session()
-        retries = {"mode": "standard", "max_attempts": config.global_.api_max_attempts}
+        retries = {"mode": "standard", "total_max_attempts": config.global_.api_max_attempts}
         client_config = botocore.config.Config(retries=retries)
         self.ec2 = self._client(session, config, "ec2", client_config)
         self.elbv2 = self._client(session, config, "elbv2", client_config)

@@ -218,15 +218,20 @@ class NetworkLoadBalancers:
         groups = found.get("TargetGroups") or []
         return groups[0] if groups else None
 
-    def _groups_of(self, lb: LB) -> list[Mapping[str, Any]]:
+    def _listeners(self, lb: LB) -> list[Mapping[str, Any]]:
+        arn = lb["LoadBalancerArn"]
         return list(
-            self._api.pages(
-                "elbv2",
-                "describe_target_groups",
-                "TargetGroups",
-                LoadBalancerArn=lb["LoadBalancerArn"],
-            )
+            self._api.pages("elbv2", "describe_listeners", "Listeners", LoadBalancerArn=arn)
         )
+
+    def _groups_of(self, listeners: Sequence[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
+        """The target groups the listeners forward to, by ARN (asked by ARN, not by load
+        balancer: a group is only linked to its balancer through a listener)."""
+        arns = sorted({a for a in map(_forward_arn, listeners) if a})
+        if not arns:
+            return {}
+        groups = self._api.call("elbv2", "describe_target_groups", TargetGroupArns=arns)
+        return {g["TargetGroupArn"]: g for g in groups.get("TargetGroups", ())}
 
     # -- LoadBalancer -------------------------------------------------------------------------
 
@@ -275,7 +280,7 @@ class NetworkLoadBalancers:
         if lb is None:
             raise CloudProviderError(f"load balancer {name} of {spec.service_key} not found")
         instances = target_instance_ids(nodes, spec.target_labels)
-        for group in self._groups_of(lb):
+        for group in self._groups_of(self._listeners(lb)).values():
             self._sync_targets(group, instances)
 
     def ensure_load_balancer_deleted(self, cluster_name: str, service: Service) -> None:
@@ -285,7 +290,7 @@ class NetworkLoadBalancers:
         lb = self._describe(name)
         groups: dict[str, Mapping[str, Any]] = {}
         if lb is not None:
-            groups = {g["TargetGroupArn"]: g for g in self._groups_of(lb)}
+            groups = dict(self._groups_of(self._listeners(lb)))
             log.info("deleting load balancer %s", name)
             self._api.call("elbv2", "delete_load_balancer", LoadBalancerArn=lb["LoadBalancerArn"])
         for group in self._leftover_groups(service, groups):
@@ -355,12 +360,8 @@ class NetworkLoadBalancers:
     def _sync_listeners(
         self, lb: LB, spec: LoadBalancerSpec, instances: list[str], tags: Mapping[str, str]
     ) -> None:
-        listeners = list(
-            self._api.pages(
-                "elbv2", "describe_listeners", "Listeners", LoadBalancerArn=lb["LoadBalancerArn"]
-            )
-        )
-        groups = {g["TargetGroupArn"]: g for g in self._groups_of(lb)} if listeners else {}
+        listeners = self._listeners(lb)
+        groups = self._groups_of(listeners)
         by_port = {(int(li["Port"]), str(li["Protocol"])): li for li in listeners}
         wanted = set()
         for mapping in spec.mappings:
