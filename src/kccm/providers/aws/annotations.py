@@ -1,0 +1,285 @@
+"""What a Service asks of its NLB: ports, health checks and the supported annotations.
+
+Annotation names and defaults are upstream cloud-provider-aws's; the ones kccm does not
+implement are rejected with a message rather than silently ignored (see docs/providers/aws.md).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from kccm.cloudprovider import CloudProviderError, Service
+
+__all__ = [
+    "ANNOTATION_PREFIX",
+    "SUPPORTED",
+    "UNSUPPORTED",
+    "HealthCheck",
+    "LoadBalancerSpec",
+    "PortMapping",
+    "ServiceAnnotationError",
+    "handled_elsewhere",
+    "key_value_list",
+    "load_balancer_spec",
+    "target_group_name",
+]
+
+ANNOTATION_PREFIX = "service.beta.kubernetes.io/aws-load-balancer-"
+TYPE = ANNOTATION_PREFIX + "type"
+INTERNAL = ANNOTATION_PREFIX + "internal"
+ADDITIONAL_TAGS = ANNOTATION_PREFIX + "additional-resource-tags"
+HC_PROTOCOL = ANNOTATION_PREFIX + "healthcheck-protocol"
+HC_PORT = ANNOTATION_PREFIX + "healthcheck-port"
+HC_PATH = ANNOTATION_PREFIX + "healthcheck-path"
+HC_INTERVAL = ANNOTATION_PREFIX + "healthcheck-interval"
+HC_HEALTHY = ANNOTATION_PREFIX + "healthcheck-healthy-threshold"
+HC_UNHEALTHY = ANNOTATION_PREFIX + "healthcheck-unhealthy-threshold"
+CROSS_ZONE = ANNOTATION_PREFIX + "cross-zone-load-balancing-enabled"
+SUBNETS = ANNOTATION_PREFIX + "subnets"
+TARGET_NODE_LABELS = ANNOTATION_PREFIX + "target-node-labels"
+
+SUPPORTED = (
+    TYPE,
+    INTERNAL,
+    ADDITIONAL_TAGS,
+    HC_PROTOCOL,
+    HC_PORT,
+    HC_PATH,
+    HC_INTERVAL,
+    HC_HEALTHY,
+    HC_UNHEALTHY,
+    CROSS_ZONE,
+    SUBNETS,
+    TARGET_NODE_LABELS,
+)
+"""Every annotation the provider reads."""
+UNSUPPORTED = tuple(
+    ANNOTATION_PREFIX + name
+    for name in (
+        "ssl-cert",
+        "ssl-ports",
+        "ssl-negotiation-policy",
+        "backend-protocol",
+        "eip-allocations",
+        "proxy-protocol",
+        "security-groups",
+        "extra-security-groups",
+        "access-log-enabled",
+    )
+)
+"""Upstream annotations that change an NLB's behaviour and that kccm refuses (a Service
+moved from upstream must not silently lose TLS or its addresses)."""
+
+NLB_TYPES = ("", "nlb")
+ELSEWHERE_TYPES = ("external", "nlb-ip")
+KUBE_PROXY_HEALTH_PORT = 10256
+KUBE_PROXY_HEALTH_PATH = "/healthz"
+_NAME_CHARS = re.compile(r"[^A-Za-z0-9]")
+
+
+class ServiceAnnotationError(CloudProviderError):
+    """A Service asks for something invalid or unsupported; the message says what."""
+
+
+@dataclass(frozen=True)
+class HealthCheck:
+    """A target group's health check (upstream ``healthCheckConfig``)."""
+
+    port: str = "traffic-port"
+    path: str = ""
+    protocol: str = "TCP"
+    interval: int = 30
+    healthy: int = 3
+    unhealthy: int = 3
+
+
+@dataclass(frozen=True)
+class PortMapping:
+    """One listener: frontend port and protocol to the node port (upstream ``nlbPortMapping``)."""
+
+    port: int
+    protocol: str
+    node_port: int
+    health: HealthCheck
+
+
+@dataclass(frozen=True)
+class LoadBalancerSpec:
+    namespace: str
+    name: str
+    mappings: tuple[PortMapping, ...]
+    internal: bool = False
+    cross_zone: bool = False
+    subnets: tuple[str, ...] = ()
+    target_labels: Mapping[str, str] = field(default_factory=dict)
+    extra_tags: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def service_key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+def _annotations(service: Service) -> Mapping[str, str]:
+    return (service.get("metadata") or {}).get("annotations") or {}
+
+
+def handled_elsewhere(service: Service) -> bool:
+    """``aws-load-balancer-type: external`` or ``nlb-ip``: the AWS Load Balancer Controller's."""
+    return _annotations(service).get(TYPE, "") in ELSEWHERE_TYPES
+
+
+def key_value_list(text: str) -> dict[str, str]:
+    """``"k1=v1,k2=v2,k3"`` -> ``{"k1": "v1", "k2": "v2", "k3": ""}`` (upstream's parser)."""
+    result: dict[str, str] = {}
+    for item in text.strip().split(","):
+        key, _, value = item.strip().partition("=")
+        if key:
+            result[key] = value
+    return result
+
+
+def _int(annotations: Mapping[str, str], key: str, default: int) -> int:
+    raw = annotations.get(key)
+    if raw is None:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ServiceAnnotationError(f"annotation {key}: {raw!r} is not an integer") from None
+    if value < 1:
+        raise ServiceAnnotationError(f"annotation {key}: {raw!r} must be positive")
+    return value
+
+
+def _bool(annotations: Mapping[str, str], key: str) -> bool:
+    raw = annotations.get(key, "").strip().lower()
+    if raw in ("", "false", "0", "f"):
+        return False
+    if raw in ("true", "1", "t"):
+        return True
+    raise ServiceAnnotationError(f"annotation {key}: {raw!r} is not a boolean")
+
+
+@dataclass(frozen=True)
+class ProbeMode:
+    """The cloud config's ClusterServiceLoadBalancerHealthProbe* settings."""
+
+    mode: str = ""
+    shared_port: int = 0
+    shared_path: str = ""
+
+
+def health_check(service: Service, probe: ProbeMode = ProbeMode()) -> HealthCheck:
+    """Upstream's ``buildNLBHealthCheckConfiguration``."""
+    spec = service.get("spec") or {}
+    annotations = _annotations(service)
+    local = spec.get("externalTrafficPolicy") == "Local"
+    if local:
+        node_port = int(spec.get("healthCheckNodePort") or 0)
+        hc = HealthCheck(str(node_port), KUBE_PROXY_HEALTH_PATH, "HTTP", 10, 2, 2)
+    else:
+        hc = HealthCheck()
+    protocol = annotations.get(HC_PROTOCOL, hc.protocol).upper()
+    if protocol not in ("TCP", "HTTP", "HTTPS"):
+        raise ServiceAnnotationError(
+            f"annotation {HC_PROTOCOL}: {protocol!r} is not TCP, HTTP or HTTPS"
+        )
+    path = "" if protocol == "TCP" else annotations.get(HC_PATH, hc.path or "/")
+    port = annotations.get(HC_PORT, hc.port)
+    if probe.mode == "Shared" and not local:
+        port = str(probe.shared_port or KUBE_PROXY_HEALTH_PORT)
+        path = probe.shared_path or KUBE_PROXY_HEALTH_PATH
+        protocol = "HTTP"
+    if port != "traffic-port" and not (port.isdigit() and 0 < int(port) < 65536):
+        raise ServiceAnnotationError(
+            f"annotation {HC_PORT}: {port!r} is not a port or traffic-port"
+        )
+    return HealthCheck(
+        port=port,
+        path=path,
+        protocol=protocol,
+        interval=_int(annotations, HC_INTERVAL, hc.interval),
+        healthy=_int(annotations, HC_HEALTHY, hc.healthy),
+        unhealthy=_int(annotations, HC_UNHEALTHY, hc.unhealthy),
+    )
+
+
+def _mappings(service: Service, hc: HealthCheck) -> tuple[PortMapping, ...]:
+    ports = (service.get("spec") or {}).get("ports") or []
+    if not ports:
+        raise ServiceAnnotationError("requested load balancer with no ports")
+    protocols = {str(p.get("protocol", "TCP")) for p in ports}
+    if len(protocols) > 1:
+        raise ServiceAnnotationError("mixed protocol is not supported for LoadBalancer")
+    mappings = []
+    for port in ports:
+        protocol = str(port.get("protocol", "TCP"))
+        if protocol not in ("TCP", "UDP"):
+            raise ServiceAnnotationError(f"Protocol {protocol} not supported by LoadBalancer")
+        node_port = int(port.get("nodePort") or 0)
+        if node_port:  # upstream ignores ports without a node port
+            mappings.append(PortMapping(int(port["port"]), protocol, node_port, hc))
+    if not mappings:
+        raise ServiceAnnotationError("no port of the Service has a nodePort yet")
+    return tuple(mappings)
+
+
+def load_balancer_spec(service: Service, probe: ProbeMode = ProbeMode()) -> LoadBalancerSpec:
+    """Everything the provider needs from a Service; ServiceAnnotationError names the problem."""
+    meta: Mapping[str, Any] = service.get("metadata") or {}
+    spec: Mapping[str, Any] = service.get("spec") or {}
+    annotations = _annotations(service)
+    kind = annotations.get(TYPE, "")
+    if kind not in NLB_TYPES:
+        raise ServiceAnnotationError(
+            f"annotation {TYPE}: {kind!r} is not supported (kccm's aws provider makes NLBs: "
+            "use nlb, or external/nlb-ip for the AWS Load Balancer Controller)"
+        )
+    for key in UNSUPPORTED:
+        if key in annotations:
+            raise ServiceAnnotationError(
+                f"annotation {key} is not supported by kccm's aws provider"
+            )
+    if spec.get("sessionAffinity", "None") not in ("None", ""):
+        raise ServiceAnnotationError(
+            f"unsupported load balancer affinity: {spec['sessionAffinity']}"
+        )
+    if spec.get("loadBalancerIP"):
+        raise ServiceAnnotationError("LoadBalancerIP cannot be specified for AWS ELB")
+    internal_value = annotations.get(INTERNAL, "")
+    return LoadBalancerSpec(
+        namespace=str(meta.get("namespace", "")),
+        name=str(meta.get("name", "")),
+        mappings=_mappings(service, health_check(service, probe)),
+        internal=internal_value not in ("", "false"),
+        cross_zone=_bool(annotations, CROSS_ZONE),
+        subnets=tuple(s.strip() for s in annotations.get(SUBNETS, "").split(",") if s.strip()),
+        target_labels=key_value_list(annotations.get(TARGET_NODE_LABELS, "")),
+        extra_tags=key_value_list(annotations.get(ADDITIONAL_TAGS, "")),
+    )
+
+
+def target_group_name(cluster_id: str, namespace: str, name: str, mapping: PortMapping) -> str:
+    """``k8s-<namespace:8>-<name:8>-<hash:10>``, upstream's ``buildTargetGroupName``: the hash
+    covers what a target group cannot change (node port, protocols, health-check protocol and
+    interval), so changing any of them makes a new group."""
+    hasher = hashlib.sha1(usedforsecurity=False)
+    for part in (
+        cluster_id,
+        namespace,
+        name,
+        str(mapping.port),
+        str(mapping.node_port),
+        mapping.protocol,
+        "instance",
+        mapping.health.protocol,
+        str(mapping.health.interval),
+    ):
+        hasher.update(part.encode())
+    ns = _NAME_CHARS.sub("", namespace)[:8]
+    svc = _NAME_CHARS.sub("", name)[:8]
+    return f"k8s-{ns}-{svc}-{hasher.hexdigest()[:10]}"

@@ -1,0 +1,137 @@
+"""The AWS API as the provider uses it: two boto3 clients, error mapping and call counts.
+
+boto3 is synchronous; every provider method is a plain ``def`` so the framework runs it in its
+thread pool (boto3 clients are thread-safe). botocore retries transient errors itself
+(standard mode, ``APIMaxAttempts`` attempts); what is still failing afterwards is mapped here:
+
+- throttling codes -> :class:`~kccm.cloudprovider.Throttled`, so the call gate pauses that
+  method group for everyone;
+- anything else -> :class:`AWSAPIError` naming the operation, the code and AWS's message.
+
+Credentials come from boto3's standard chain and are never logged: botocore's own loggers are
+capped at INFO (its DEBUG output includes signed request headers).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import Counter
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import boto3
+import botocore.config
+import botocore.exceptions
+
+from kccm.cloudprovider import CloudProviderError, Throttled
+from kccm.providers.aws.config import AWSCloudConfig
+
+__all__ = ["AWSAPI", "THROTTLING_CODES", "AWSAPIError", "error_code"]
+
+log = logging.getLogger(__name__)
+
+THROTTLING_CODES = frozenset(
+    {
+        "Throttling",
+        "ThrottlingException",
+        "ThrottledException",
+        "RequestThrottledException",
+        "TooManyRequestsException",
+        "RequestLimitExceeded",
+        "RequestThrottled",
+        "SlowDown",
+        "PriorRequestNotComplete",
+        "EC2ThrottledException",
+    }
+)
+"""Error codes AWS uses for rate limiting (botocore's list, plus ELB's ``Throttling``)."""
+
+
+class AWSAPIError(CloudProviderError):
+    """An AWS call failed; ``code`` is AWS's error code (empty for transport errors)."""
+
+    def __init__(self, message: str, code: str = "") -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def error_code(error: BaseException) -> str:
+    """AWS's error code of a botocore ``ClientError`` (empty for anything else)."""
+    if isinstance(error, botocore.exceptions.ClientError):
+        return str(error.response.get("Error", {}).get("Code", ""))
+    return ""
+
+
+def _quiet_botocore() -> None:
+    for name in ("botocore", "boto3", "urllib3"):
+        logger = logging.getLogger(name)
+        if logger.getEffectiveLevel() < logging.INFO:
+            logger.setLevel(logging.INFO)
+
+
+class AWSAPI:
+    """The EC2 and ELBv2 clients of one region, with per-operation call counts."""
+
+    def __init__(self, config: AWSCloudConfig, session: Any = None) -> None:
+        _quiet_botocore()
+        self.region = config.region
+        session = session if session is not None else boto3.session.Session()
+        retries = {"mode": "standard", "total_max_attempts": config.global_.api_max_attempts}
+        client_config = botocore.config.Config(retries=retries)
+        self.ec2 = self._client(session, config, "ec2", client_config)
+        self.elbv2 = self._client(session, config, "elbv2", client_config)
+        self._counts: Counter[str] = Counter()
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def _client(
+        session: Any, config: AWSCloudConfig, name: str, client_config: botocore.config.Config
+    ) -> Any:
+        override = config.endpoint(name)
+        kwargs: dict[str, Any] = {"region_name": config.region, "config": client_config}
+        if override is not None:
+            kwargs["endpoint_url"] = override.url
+            if override.signing_region:
+                kwargs["region_name"] = override.signing_region
+        return session.client(name, **kwargs)
+
+    def call(self, service: str, operation: str, **params: Any) -> dict[str, Any]:
+        """Call ``operation`` (boto3's snake_case name) of ``ec2`` or ``elbv2``."""
+        client = self.ec2 if service == "ec2" else self.elbv2
+        with self._lock:
+            self._counts[f"{service}:{operation}"] += 1
+        try:
+            result: dict[str, Any] = getattr(client, operation)(**params)
+        except botocore.exceptions.ClientError as err:
+            raise _mapped(service, operation, err) from err
+        except botocore.exceptions.BotoCoreError as err:
+            raise AWSAPIError(f"{service} {operation}: {err}") from err
+        return result
+
+    def pages(self, service: str, operation: str, key: str, **params: Any) -> Iterator[Any]:
+        """Every item under ``key`` across the pages of a paginated ``operation``."""
+        token_in, token_out = (
+            ("NextToken", "NextToken") if service == "ec2" else ("Marker", "NextMarker")
+        )
+        while True:
+            page = self.call(service, operation, **params)
+            yield from page.get(key, ())
+            token = page.get(token_out)
+            if not token:
+                return
+            params = {**params, token_in: token}
+
+    def counts(self) -> Mapping[str, int]:
+        """Calls made so far per ``service:operation`` (retries by botocore not included)."""
+        with self._lock:
+            return dict(self._counts)
+
+
+def _mapped(service: str, operation: str, err: botocore.exceptions.ClientError) -> Exception:
+    code = error_code(err)
+    message = str(err.response.get("Error", {}).get("Message", "")) or str(err)
+    text = f"{service} {operation}: {code}: {message}"
+    if code in THROTTLING_CODES:
+        return Throttled(f"AWS rate limit: {text}")
+    return AWSAPIError(text, code)

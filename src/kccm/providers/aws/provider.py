@@ -1,0 +1,89 @@
+"""The ``aws`` cloud provider: EC2 instances, VPC routes and NLBs through boto3."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any, TextIO
+
+from kccm.cloudprovider import ControllerClientBuilder, InstancesV2, LoadBalancer, Routes
+from kccm.providers.aws.annotations import ProbeMode
+from kccm.providers.aws.api import AWSAPI
+from kccm.providers.aws.config import AWSCloudConfig, load_aws_config
+from kccm.providers.aws.instances import EC2Instances
+from kccm.providers.aws.loadbalancer import NetworkLoadBalancers
+from kccm.providers.aws.routes import VPCRoutes
+from kccm.providers.aws.tags import ClusterTagging
+
+__all__ = ["PROVIDER_NAME", "AWSCloud", "new_aws_cloud"]
+
+log = logging.getLogger(__name__)
+
+PROVIDER_NAME = "aws"
+
+
+class AWSCloud:
+    """The provider; every method is a plain ``def`` (boto3 is synchronous), so the framework
+    runs them in its thread pool."""
+
+    def __init__(self, config: AWSCloudConfig, session: Any = None) -> None:
+        glob = config.global_
+        self.config = config
+        self.api = AWSAPI(config, session)
+        self.tagging = ClusterTagging(
+            config.cluster_id, uses_legacy_tag=bool(glob.kubernetes_cluster_tag)
+        )
+        self._instances = EC2Instances(self.api, self.tagging, config.region, config.ip_families)
+        probe = ProbeMode(
+            glob.cluster_service_load_balancer_health_probe_mode,
+            glob.cluster_service_shared_load_balancer_health_probe_port,
+            glob.cluster_service_shared_load_balancer_health_probe_path,
+        )
+        self._balancers = NetworkLoadBalancers(
+            self.api, self.tagging, vpc_id=glob.vpc, subnet_id=glob.subnet_id, probe=probe
+        )
+        self._routes = VPCRoutes(
+            self.api,
+            self.tagging,
+            self._instances,
+            route_table_id=glob.route_table_id,
+            vpc_id=glob.vpc,
+        )
+
+    def initialize(
+        self, client_builder: ControllerClientBuilder | None, stop: asyncio.Event
+    ) -> None:
+        log.info(
+            "aws provider: region %s, cluster ID %s",
+            self.config.region,
+            self.tagging.cluster_id or "(none: every resource is the cluster's)",
+        )
+
+    def load_balancer(self) -> LoadBalancer | None:
+        return self._balancers
+
+    def instances(self) -> None:
+        return None
+
+    def instances_v2(self) -> InstancesV2 | None:
+        return self._instances
+
+    def zones(self) -> None:
+        return None
+
+    def clusters(self) -> None:
+        return None
+
+    def routes(self) -> Routes | None:
+        return self._routes
+
+    def provider_name(self) -> str:
+        return PROVIDER_NAME
+
+    def has_cluster_id(self) -> bool:
+        return bool(self.tagging.cluster_id)
+
+
+def new_aws_cloud(config: TextIO | None) -> AWSCloud:
+    """The ``aws`` factory (entry point ``kccm.cloud_providers``)."""
+    return AWSCloud(load_aws_config(config))

@@ -1,0 +1,278 @@
+"""Test support for the aws provider: moto as a real HTTP server, a VPC world, a fault proxy.
+
+Imported by the unit, conformance and integration tests (the tests directories are not
+packages: the latter two load this file by path with ``load()`` of their own).
+"""
+
+from __future__ import annotations
+
+import http.client
+import logging
+import re
+import socket
+import threading
+import urllib.parse
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import boto3
+from moto.server import ThreadedMotoServer
+
+REGION = "eu-west-1"
+ZONES = ("eu-west-1a", "eu-west-1b")
+CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextmanager
+def moto_server() -> Iterator[str]:
+    """A moto server on a free loopback port; yields its URL."""
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    port = free_port()
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.stop()
+
+
+def clients(url: str) -> tuple[Any, Any]:
+    """Test-side (ec2, elbv2) clients talking to ``url`` directly."""
+    kwargs = {
+        "region_name": REGION,
+        "endpoint_url": url,
+        "aws_access_key_id": CREDENTIALS["AWS_ACCESS_KEY_ID"],
+        "aws_secret_access_key": CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
+    }
+    return boto3.client("ec2", **kwargs), boto3.client("elbv2", **kwargs)
+
+
+@dataclass
+class World:
+    """One cluster's VPC in moto: public subnets in two zones, a tagged route table, and
+    instances tagged for the cluster (``instances``: id -> private DNS name)."""
+
+    url: str
+    cluster_id: str
+    vpc_id: str
+    subnet_ids: list[str]
+    route_table_id: str
+    instances: dict[str, str] = field(default_factory=dict)
+
+    def cloud_config(self, url: str | None = None, **extra: str) -> str:
+        endpoint = url or self.url
+        lines = [
+            "[Global]",
+            f"Region = {REGION}",
+            f"VPC = {self.vpc_id}",
+            f"KubernetesClusterID = {self.cluster_id}",
+            *(f"{key} = {value}" for key, value in extra.items()),
+            "",
+            '[ServiceOverride "ec2"]',
+            "Service = ec2",
+            f"URL = {endpoint}",
+            "",
+            '[ServiceOverride "elb"]',
+            "Service = elasticloadbalancing",
+            f"URL = {endpoint}",
+            "",
+        ]
+        return "\n".join(lines)
+
+
+def cluster_tag(cluster_id: str) -> dict[str, str]:
+    return {"Key": f"kubernetes.io/cluster/{cluster_id}", "Value": "owned"}
+
+
+def build_world(url: str, cluster_id: str, instances: int = 3, cidr_octet: int = 10) -> World:
+    """Create the VPC and ``instances`` running instances (spread over the two zones)."""
+    ec2, _ = clients(url)
+    tag = [cluster_tag(cluster_id)]
+    vpc = ec2.create_vpc(CidrBlock=f"10.{cidr_octet}.0.0/16")["Vpc"]["VpcId"]
+    subnets = [
+        ec2.create_subnet(
+            VpcId=vpc,
+            CidrBlock=f"10.{cidr_octet}.{i}.0/24",
+            AvailabilityZone=zone,
+            TagSpecifications=[{"ResourceType": "subnet", "Tags": tag}],
+        )["Subnet"]["SubnetId"]
+        for i, zone in enumerate(ZONES)
+    ]
+    igw = ec2.create_internet_gateway()["InternetGateway"]["InternetGatewayId"]
+    ec2.attach_internet_gateway(InternetGatewayId=igw, VpcId=vpc)
+    main = ec2.describe_route_tables(
+        Filters=[
+            {"Name": "vpc-id", "Values": [vpc]},
+            {"Name": "association.main", "Values": ["true"]},
+        ]
+    )["RouteTables"][0]["RouteTableId"]
+    ec2.create_route(RouteTableId=main, DestinationCidrBlock="0.0.0.0/0", GatewayId=igw)
+    ec2.create_tags(Resources=[main], Tags=tag)
+    world = World(url, cluster_id, vpc, subnets, main)
+    add_instances(world, instances)
+    return world
+
+
+def add_instances(world: World, count: int, *, tagged: bool = True) -> list[str]:
+    """Start ``count`` more instances, alternating zones; returns their IDs."""
+    ec2, _ = clients(world.url)
+    started: list[str] = []
+    tags = [{"ResourceType": "instance", "Tags": [cluster_tag(world.cluster_id)]}] if tagged else []
+    for i in range(count):
+        subnet = world.subnet_ids[(len(world.instances) + i) % len(world.subnet_ids)]
+        reply = ec2.run_instances(
+            ImageId="ami-12c6146b",
+            MinCount=1,
+            MaxCount=1,
+            InstanceType="m5.large",
+            SubnetId=subnet,
+            TagSpecifications=tags,
+        )
+        instance = reply["Instances"][0]
+        started.append(instance["InstanceId"])
+        if tagged:
+            world.instances[instance["InstanceId"]] = instance["PrivateDnsName"]
+    return started
+
+
+def provider_id_of(world: World, instance_id: str) -> str:
+    ec2, _ = clients(world.url)
+    found = ec2.describe_instances(InstanceIds=[instance_id])["Reservations"][0]["Instances"][0]
+    return f"aws:///{found['Placement']['AvailabilityZone']}/{instance_id}"
+
+
+def node_for(world: World, instance_id: str, *, with_provider_id: bool = True) -> dict[str, Any]:
+    """A Node named after the instance's private DNS name (as kubelet on EC2 names it)."""
+    spec = {"providerID": provider_id_of(world, instance_id)} if with_provider_id else {}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": world.instances[instance_id], "uid": instance_id, "labels": {}},
+        "spec": spec,
+        "status": {},
+    }
+
+
+def leftovers(url: str, vpc_id: str) -> dict[str, list[str]]:
+    """What the provider could have left behind in ``vpc_id``: NLBs, target groups, routes to
+    instances."""
+    ec2, elbv2 = clients(url)
+    balancers = [
+        lb["LoadBalancerName"]
+        for lb in elbv2.describe_load_balancers()["LoadBalancers"]
+        if lb["VpcId"] == vpc_id
+    ]
+    groups = [
+        g["TargetGroupName"]
+        for g in elbv2.describe_target_groups()["TargetGroups"]
+        if g["VpcId"] == vpc_id
+    ]
+    tables = ec2.describe_route_tables(Filters=[{"Name": "vpc-id", "Values": [vpc_id]}])[
+        "RouteTables"
+    ]
+    routes = [r["DestinationCidrBlock"] for t in tables for r in t["Routes"] if r.get("InstanceId")]
+    return {"load_balancers": balancers, "target_groups": groups, "routes": routes}
+
+
+# -- the fault proxy ---------------------------------------------------------------------------
+
+_ACTION = re.compile(r"(?:^|&)Action=([A-Za-z0-9]+)")
+_SERVICE = re.compile(r"Credential=[^/]+/[^/]+/[^/]+/([a-z0-9-]+)/")
+
+THROTTLING_BODY = (
+    '<ErrorResponse xmlns="http://elasticloadbalancing.amazonaws.com/doc/2015-12-01/">'
+    "<Error><Type>Sender</Type><Code>Throttling</Code><Message>Rate exceeded</Message></Error>"
+    "<RequestId>kccm-fault-proxy</RequestId></ErrorResponse>"
+)
+EC2_THROTTLING_BODY = (
+    "<Response><Errors><Error><Code>Throttling</Code><Message>Rate exceeded</Message></Error>"
+    "</Errors><RequestID>kccm-fault-proxy</RequestID></Response>"
+)
+
+
+@dataclass
+class FaultProxy:
+    """An HTTP proxy in front of moto that answers ``Throttling`` to the requests ``throttle``
+    selects (called with service, action and the request's sequence number)."""
+
+    upstream: str
+    throttle: Callable[[str, str, int], bool] = lambda service, action, seq: False
+    requests: Counter[str] = field(default_factory=Counter)
+    throttled: Counter[str] = field(default_factory=Counter)
+    url: str = ""
+    _server: ThreadingHTTPServer | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _seq: int = 0
+
+    def decide(self, service: str, action: str) -> bool:
+        with self._lock:
+            self._seq += 1
+            self.requests[f"{service}:{action}"] += 1
+            hit = self.throttle(service, action, self._seq)
+            if hit:
+                self.throttled[f"{service}:{action}"] += 1
+            return hit
+
+    def start(self) -> FaultProxy:
+        target = urllib.parse.urlsplit(self.upstream)
+        proxy = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                match = _ACTION.search(body.decode(errors="replace"))
+                scope = _SERVICE.search(self.headers.get("Authorization", ""))
+                service = scope.group(1) if scope else "?"
+                if proxy.decide(service, match.group(1) if match else "?"):
+                    text = EC2_THROTTLING_BODY if service == "ec2" else THROTTLING_BODY
+                    self._reply(400, text.encode(), "text/xml")
+                    return
+                conn = http.client.HTTPConnection(
+                    target.hostname or "127.0.0.1", target.port, timeout=60
+                )
+                headers = {k: v for k, v in self.headers.items() if k.lower() != "host"}
+                headers["Host"] = target.netloc
+                conn.request("POST", self.path, body=body, headers=headers)
+                reply = conn.getresponse()
+                data = reply.read()
+                conn.close()
+                self._reply(reply.status, data, reply.getheader("Content-Type") or "text/xml")
+
+            def _reply(self, status: int, data: bytes, content_type: str) -> None:
+                self.send_response(status)
+                self.send_header("Content-Type", content_type)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        threading.Thread(target=self._server.serve_forever, name="fault-proxy", daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+
+def every_nth(
+    n: int, services: tuple[str, ...] = ("ec2", "elasticloadbalancing")
+) -> Callable[[str, str, int], bool]:
+    """Throttle every ``n``-th request of the given services."""
+    return lambda service, action, seq: service in services and seq % n == 0
