@@ -163,6 +163,7 @@ class FakeCloud:
         }
         self._instances: dict[NodeName, FakeInstance] = {}
         self._names_by_provider_id: dict[str, NodeName] = {}
+        self._host_lists: dict[tuple[NodeName, ...], tuple[NodeName, ...]] = {}
         self._journal: Path | None = None
         self._balancers: dict[str, FakeBalancer] = {}
         self._next_address = 0
@@ -315,7 +316,7 @@ class FakeCloud:
     async def ensure_load_balancer(
         self, cluster_name: str, service: Service, nodes: Sequence[Node]
     ) -> LoadBalancerStatus:
-        hosts = _node_names(nodes)
+        hosts = self._shared_hosts(_node_names(nodes))
         await self._enter("ensure_load_balancer", cluster_name, _service_key(service), hosts)
         name = default_load_balancer_name(service)
         with self._lock:
@@ -329,7 +330,7 @@ class FakeCloud:
     async def update_load_balancer(
         self, cluster_name: str, service: Service, nodes: Sequence[Node]
     ) -> None:
-        hosts = _node_names(nodes)
+        hosts = self._shared_hosts(_node_names(nodes))
         await self._enter("update_load_balancer", cluster_name, _service_key(service), hosts)
         name = default_load_balancer_name(service)
         with self._lock:
@@ -345,6 +346,17 @@ class FakeCloud:
         with self._lock:
             if self._balancers.pop(name, None) is not None:
                 self._record(None, deleted=name)
+
+    def _shared_hosts(self, hosts: tuple[NodeName, ...]) -> tuple[NodeName, ...]:
+        """The same tuple for the same host list: 1,000 balancers over the same 5,000 nodes
+        keep one list, not 1,000 copies (a real cloud keeps them on its side, not in kccm's
+        memory). The last few distinct lists are remembered."""
+        with self._lock:
+            shared = self._host_lists.pop(hosts, hosts)
+            self._host_lists[shared] = shared
+            while len(self._host_lists) > 8:
+                del self._host_lists[next(iter(self._host_lists))]
+        return shared
 
     # -- persistence (optional): a journal of load balancer changes --------------------------
 

@@ -43,6 +43,7 @@ __all__ = [
     "copy_obj",
     "node_provider_id",
     "object_key",
+    "slim_node",
     "slim_object",
 ]
 
@@ -65,6 +66,22 @@ def copy_obj(obj: Mapping[str, Any]) -> Obj:
     return copied
 
 
+_NODE_STATUS_BULK = (
+    "images",
+    "nodeInfo",
+    "capacity",
+    "allocatable",
+    "daemonEndpoints",
+    "config",
+    "volumesInUse",
+    "volumesAttached",
+    "runtimeHandlers",
+    "features",
+)
+"""Node status fields no cloud controller (and no provider given cached Nodes) reads: about
+a third of a kubelet's Node once the image list is gone."""
+
+
 def slim_object(obj: Obj) -> Obj:
     """Drop what no controller reads: managedFields, last-applied, a Node's image list."""
     meta = obj.get("metadata")
@@ -76,6 +93,18 @@ def slim_object(obj: Obj) -> Obj:
     status = obj.get("status")
     if obj.get("kind") in (None, "Node") and isinstance(status, dict):
         status.pop("images", None)
+    return obj
+
+
+def slim_node(obj: Obj) -> Obj:
+    """:func:`slim_object`, and a Node's capacity, node info and the like
+    (:data:`_NODE_STATUS_BULK`). Cached Nodes are handed to providers too: they see metadata,
+    spec, addresses and conditions. The default slimming of a Node informer."""
+    slim_object(obj)
+    status = obj.get("status")
+    if isinstance(status, dict):
+        for bulk in _NODE_STATUS_BULK:
+            status.pop(bulk, None)
     return obj
 
 
@@ -117,9 +146,12 @@ class Informer:
         namespace: str | None = None,
         label_selector: str | None = None,
         page_size: int = 500,
-        slim: Callable[[Obj], Obj] = slim_object,
+        slim: Callable[[Obj], Obj] | None = None,
         clock: Clock = REAL_CLOCK,
     ) -> None:
+        """``slim`` defaults to :func:`slim_node` for Nodes, else :func:`slim_object`."""
+        if slim is None:
+            slim = slim_node if resource == NODES else slim_object
         self.resource = resource
         self._client = client
         self._namespace = namespace

@@ -274,3 +274,15 @@ async def test_provider_id_lookup_follows_replaced_and_removed_instances() -> No
     assert await cloud.instance_exists_by_provider_id("fake://i-2")
     cloud.remove_instance("n1")
     assert not await cloud.instance_exists_by_provider_id("fake://i-2")
+
+
+async def test_balancers_over_the_same_nodes_share_one_host_list() -> None:
+    cloud = FakeCloud()
+    nodes = [make_node(f"n{i}") for i in range(100)]
+    services = [make_service(name) for name in ("a", "b", "c")]
+    for service in services:
+        await cloud.ensure_load_balancer("c", service, list(nodes))
+    first, *others = cloud.balancers.values()
+    assert all(b.hosts is first.hosts for b in others)
+    await cloud.update_load_balancer("c", services[0], nodes[:10])
+    assert [len(b.hosts) for b in cloud.balancers.values()] == [10, 100, 100]

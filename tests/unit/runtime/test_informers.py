@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import copy
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import pytest
@@ -10,7 +12,14 @@ import pytest
 from kccm.kube.fake import FakeKube
 from kccm.kube.interface import Obj, PatchType
 from kccm.kube.resources import NODES
-from kccm.runtime.informers import EventHandler, Informer, SharedInformerFactory, copy_obj
+from kccm.runtime.informers import (
+    EventHandler,
+    Informer,
+    SharedInformerFactory,
+    copy_obj,
+    slim_node,
+    slim_object,
+)
 from kccm.testing.faults import PartitionableKube
 from kccm.util.clock import FakeClock
 
@@ -176,3 +185,35 @@ def test_copy_obj_is_deep() -> None:
     copied = copy_obj(original)
     copied["metadata"]["labels"]["a"] = "2"
     assert original["metadata"]["labels"]["a"] == "1"
+
+
+KUBELET_STATUS: Obj = {
+    "addresses": [{"type": "InternalIP", "address": "10.0.0.1"}],
+    "conditions": [{"type": "Ready", "status": "True"}],
+    "images": [{"names": ["big"]}],
+    "nodeInfo": {"kubeletVersion": "v1.36.3"},
+    "capacity": {"cpu": "4"},
+    "allocatable": {"cpu": "3900m"},
+    "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
+}
+
+
+@pytest.mark.parametrize(
+    ("slim", "kept"),
+    [
+        pytest.param(slim_node, {"addresses", "conditions"}, id="node-keeps-addresses"),
+        pytest.param(slim_object, set(KUBELET_STATUS) - {"images"}, id="generic-drops-only-images"),
+    ],
+)  # fmt: skip
+def test_status_slimming(slim: Callable[[Obj], Obj], kept: set[str]) -> None:
+    obj: Obj = {"metadata": {"name": "x"}, "status": copy.deepcopy(KUBELET_STATUS)}
+    assert set(slim(obj)["status"]) == kept
+
+
+async def test_a_node_informer_slims_with_slim_node(clock: FakeClock) -> None:
+    kube = FakeKube()
+    await kube.create(NODES, {"metadata": {"name": "x"}, "status": KUBELET_STATUS})
+    informer = Informer(kube, NODES, clock=clock)
+    task = await _start(informer)
+    assert set(informer.items()[0]["status"]) == {"addresses", "conditions"}
+    await _stop(task)
