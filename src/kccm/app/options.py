@@ -1153,7 +1153,7 @@ class WebhookOptions:
             "is only checked.",
             type_name="int",
         )
-        unused = f"Checked, then unused: kccm serves no webhooks. {IGNORED}"
+        unused = "Checked, then ignored: kccm serves no webhooks."
         s.string(
             self, "webhook_cert_dir", "webhook-cert-dir", f"Webhook certificate directory. {unused}"
         )
@@ -1302,9 +1302,9 @@ class LogsOptions:
             self,
             "vmodule",
             "vmodule",
-            "comma-separated list of pattern=N settings for file-filtered logging (only "
-            "works for text log format). A pattern matches a source file's name without "
-            "its extension (glob syntax).",
+            "comma-separated list of pattern=N settings for file-filtered logging. A "
+            "pattern matches a source file's name without its extension (glob syntax); "
+            "kccm applies it to both log formats.",
         )
         s.boolean(
             self,
