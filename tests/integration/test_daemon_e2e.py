@@ -724,3 +724,35 @@ async def test_v4_json_logs_carry_no_transport_traces_and_true_messages(
     assert not any("localhost" in msg for msg in messages if msg.startswith("serving"))
     assert any("--configure-cloud-routes=false" in msg for msg in messages)
     assert not any("lacks the capability" in msg for msg in messages)
+
+
+async def test_delegation_kubeconfigs_are_the_identities_that_make_the_reviews(
+    cluster: Cluster, kube: KubeApiClient, kube_cleanup: KubeCleanup
+) -> None:
+    """--authentication-kubeconfig reads the authentication ConfigMap, --authorization-kubeconfig
+    makes the SubjectAccessReviews: given an identity without rights, each one fails where
+    the main identity (the shipped ServiceAccount) would have succeeded."""
+    powerless = cluster.plane.kubeconfig_for(unique_name("powerless"))
+    lookup = cluster.start(
+        cluster.cloud_config([]),
+        "--controllers=service",
+        f"--authentication-kubeconfig={powerless}",
+    )
+    code = await asyncio.to_thread(lookup.proc.wait, 60)
+    errors = _error_lines(lookup.logs())
+    assert code == 1, lookup.logs()[-3000:]
+    assert "unable to load configmap kube-system/extension-apiserver-authentication" in errors[-1]
+
+    daemon = cluster.start(
+        cluster.cloud_config([]), "--controllers=service", f"--authorization-kubeconfig={powerless}"
+    )
+    await eventually(lambda: _logged(daemon, "serving securely on"))
+    status, body = await asyncio.to_thread(daemon.get, "/metrics")
+    assert status == 500, "the SubjectAccessReview itself was refused to the powerless user"
+    assert "authorization check failed" in body
+    reader = await _sa_token(
+        kube, kube_cleanup, [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]
+    )
+    assert (await asyncio.to_thread(daemon.get, "/metrics", reader))[0] == 500
+    daemon.proc.send_signal(signal.SIGTERM)
+    assert await asyncio.to_thread(daemon.proc.wait, 60) == 0

@@ -50,7 +50,10 @@ class AuthMaterial:
             client_ca_pem=bundle,
         )
 
-    def authenticator(self, client: KubeClient, settings: ServingSettings) -> DelegatedAuth:
+    def authenticator(
+        self, client: KubeClient, settings: ServingSettings, authz: KubeClient | None = None
+    ) -> DelegatedAuth:
+        """TokenReviews through ``client``, SubjectAccessReviews through ``authz``."""
         certs = (
             ClientCertificates(load_certificates(self.client_ca_pem))
             if self.client_ca_pem
@@ -69,6 +72,7 @@ class AuthMaterial:
             )
         return DelegatedAuth(
             client,
+            authz_client=authz,
             always_allow_groups=settings.always_allow_groups,
             ttl=settings.token_cache_ttl,
             allowed_ttl=settings.authorized_cache_ttl,
