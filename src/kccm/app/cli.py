@@ -80,6 +80,9 @@ manifests start. The ones that cannot change kccm's behaviour are checked like u
 them and then ignored; when one is set to something other than its default, kccm logs a
 warning naming it and the reason at start:
 
+- `--use-service-account-credentials=true`: not supported yet (it would need rights to
+  create ServiceAccounts and tokens); kccm warns and every controller uses the main
+  credentials, each with its own client and rate limiter.
 - `--profiling`, `--contention-profiling`: kccm serves no `/debug/pprof`.
 - `--allow-untagged-cloud`: deprecated upstream; cluster tagging is the provider's business.
 - `--external-cloud-volume-plugin`, `--cidr-allocator-type`: unused by the cloud controllers

@@ -162,11 +162,6 @@ class Manager:
         self._cluster = self._cluster_config()
         for warning in cfg.warnings:
             _log.warning("%s", warning)
-        if cfg.use_service_account_credentials:
-            _log.warning(
-                "--use-service-account-credentials is not supported yet: every controller "
-                "uses the credentials of --kubeconfig (or the pod's service account)"
-            )
         cloud = init_provider(cfg)
         _log.info("cloud provider %r initialised", cloud.provider_name())
         kube = self._client("cloud-controller-manager")

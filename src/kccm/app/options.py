@@ -276,9 +276,9 @@ class KubeCloudSharedOptions:
             self,
             "use_service_account_credentials",
             "use-service-account-credentials",
-            "If true, use individual service account credentials for each controller "
-            "(tokens of kube-system service accounts named after each controller's "
-            "client).",
+            "If true, use individual service account credentials for each controller. "
+            "Not supported yet: true logs a warning at start and every controller uses the "
+            "main credentials (--kubeconfig or the pod's service account).",
         )
         s.boolean(
             self,
@@ -361,6 +361,12 @@ class KubeCloudSharedOptions:
             allocate_node_cidrs=self.allocate_node_cidrs,
             configure_cloud_routes=self.configure_cloud_routes,
         )
+        if self.use_service_account_credentials:
+            parts.warnings.append(
+                "--use-service-account-credentials=true is ignored (not supported yet): every "
+                "controller uses the main credentials (--kubeconfig or the pod's service "
+                "account)"
+            )
         if self.external_cloud_volume_plugin:
             parts.warnings.append(
                 "--external-cloud-volume-plugin is ignored: no cloud controller uses it"

@@ -574,6 +574,9 @@ def test_every_upstream_flag_is_accepted() -> None:
     ("args", "warning"),
     [
         pytest.param(["--contention-profiling"], "--contention-profiling", id="contention"),
+        pytest.param(
+            ["--use-service-account-credentials"], "--use-service-account-cred", id="sa-creds"
+        ),
         pytest.param(["--allow-untagged-cloud"], "--allow-untagged-cloud", id="untagged"),
         pytest.param(["--external-cloud-volume-plugin=x"], "--external-cloud-volume", id="volume"),
         pytest.param(["--cidr-allocator-type=CloudAllocator"], "--cidr-allocator-type", id="cidr"),
