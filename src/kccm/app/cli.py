@@ -102,8 +102,6 @@ warning naming it and the reason at start:
   kccm's log handler does not buffer.
 - `--tls-curve-preferences`: the curve IDs are checked; kccm uses OpenSSL's key-exchange
   group order (Python's `ssl` module cannot set a list).
-- `--tls-sni-cert-key`: the files are checked; kccm serves its default certificate to every
-  server name.
 - `--http2-max-streams-per-connection`, `--disable-http2-serving`: kccm serves HTTP/1.1 only.
 
 ## Secure serving, authentication and authorization
@@ -111,6 +109,9 @@ warning naming it and the reason at start:
 - `--tls-min-version` and `--tls-cipher-suites` (Go/IANA names, mapped to OpenSSL's) apply to
   the serving socket; as in Go, cipher suites only govern TLS 1.2 and older. A list that this
   OpenSSL cannot serve at all is rejected up front.
+- `--tls-sni-cert-key` pairs are served by server name (exact name, then a `*.` wildcard of
+  its parent; without names, the certificate's DNS names or CN); other clients get the
+  default certificate.
 - `--permit-port-sharing` sets `SO_REUSEPORT`; `SO_REUSEADDR` is always set on Unix (as Go).
 - `--authorization-always-allow-paths` (default `/healthz,/readyz,/livez`): those paths skip
   authentication and authorization; every other path (`/metrics` included) needs a user the

@@ -37,6 +37,7 @@ from kccm.controllers.route import parse_cluster_cidrs
 from kccm.runtime.tls import (
     CIPHER_SUITES,
     INSECURE_CIPHER_SUITES,
+    NamedCertKey,
     cipher_suite_errors,
     curve_errors,
     load_certificates,
@@ -788,7 +789,9 @@ class SecureServingOptions:
             "tls-sni-cert-key",
             "A pair of x509 certificate and private key file paths, optionally suffixed "
             'with a list of domain patterns, e.g. "example.crt,example.key:*.foo.com". '
-            "Checked, then ignored: kccm serves the default certificate to every name.",
+            "Without patterns, the certificate's DNS names (or CN) are used. A client asking "
+            "for a matching server name gets this pair; others get the default certificate. "
+            "The flag may be given several times.",
             type_name="namedCertKey",
         )
         s.integer(
@@ -879,17 +882,13 @@ class SecureServingOptions:
             tls_private_key_file=self.tls_private_key_file,
             tls_min_version=self.tls_min_version,
             tls_cipher_suites=tuple(self.tls_cipher_suites),
+            tls_sni_cert_key=tuple(self.tls_sni_cert_key),
             permit_port_sharing=self.permit_port_sharing,
             permit_address_sharing=self.permit_address_sharing,
         )
         if self.tls_curve_preferences:
             parts.warnings.append(
                 "--tls-curve-preferences is ignored: kccm uses OpenSSL's key-exchange groups"
-            )
-        if self.tls_sni_cert_key:
-            parts.warnings.append(
-                "--tls-sni-cert-key is ignored: kccm serves the default certificate "
-                "(--tls-cert-file or the generated one) to every server name"
             )
         if self.http2_max_streams_per_connection:
             parts.warnings.append(
@@ -901,14 +900,12 @@ def sni_errors(flag: str, entries: list[str]) -> list[str]:
     """``cert,key[:name,...]`` entries with readable files (cliflag NamedCertKey syntax)."""
     errors: list[str] = []
     for entry in entries:
-        files, _, _names = entry.partition(":")
-        parts = files.split(",")
-        if len(parts) != 2 or not all(part.strip() for part in parts):
-            errors.append(
-                f'--{flag}: {go_quote(entry)} is not of the form "certfile,keyfile[:name1,name2]"'
-            )
+        try:
+            pair = NamedCertKey.parse(entry)
+        except ValueError as err:
+            errors.append(f"--{flag}: {err}")
             continue
-        errors += _readable(flag, parts[0].strip()) + _readable(flag, parts[1].strip())
+        errors += _readable(flag, pair.cert_file) + _readable(flag, pair.key_file)
     return errors
 
 

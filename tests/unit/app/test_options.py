@@ -584,9 +584,6 @@ def test_every_upstream_flag_is_accepted() -> None:
         pytest.param(["--min-resync-period=1h"], "--min-resync-period", id="resync"),
         pytest.param(["--controller-start-interval=5s"], "--controller-start-int", id="interval"),
         pytest.param(["--leader-migration-config=/x"], "--leader-migration-config", id="lm"),
-        pytest.param(
-            ["--tls-sni-cert-key=/dev/null,/dev/null:example.com"], "--tls-sni-cert-key", id="sni"
-        ),
     ],
 )
 def test_ignored_flags_set_to_a_value_warn_with_a_reason(args: list[str], warning: str) -> None:
