@@ -606,6 +606,7 @@ async def test_upstream_flags_start_and_work_on_the_real_apiserver(
     judged by the real apiserver's SubjectAccessReview."""
     proxy_ca = CertificateAuthority("front-proxy-ca")
     (tmp_path / "front-proxy-ca.crt").write_bytes(proxy_ca.cert_pem)
+    sni_cert, sni_key = _write_pair(tmp_path, "sni", proxy_ca.serving(("ccm.example",)))
     cluster_ca = cluster.plane.root / "pki" / "ca.crt"
     reader = unique_name("reader")
     await _grant_debug_paths(kube, kube_cleanup, reader)
@@ -622,6 +623,7 @@ async def test_upstream_flags_start_and_work_on_the_real_apiserver(
         "--tls-cipher-suites=TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,"
         "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256",
         "--tls-curve-preferences=23,29",
+        f"--tls-sni-cert-key={sni_cert},{sni_key}:ccm.example",
         f"--client-ca-file={cluster_ca}",
         f"--requestheader-client-ca-file={tmp_path / 'front-proxy-ca.crt'}",
         "--requestheader-allowed-names=front-proxy-client",
@@ -650,6 +652,12 @@ async def test_upstream_flags_start_and_work_on_the_real_apiserver(
         await asyncio.to_thread(daemon.get, "/healthz", context=refused)
     listed = _client_context(maximum=tls12, ciphers="ECDHE-ECDSA-AES128-GCM-SHA256")
     assert (await asyncio.to_thread(daemon.get, "/healthz", context=listed))[0] == 200
+    by_name = ssl.create_default_context(cadata=proxy_ca.cert_pem.decode())
+    _, writer = await asyncio.open_connection(
+        "127.0.0.1", daemon.port, ssl=by_name, server_hostname="ccm.example"
+    )  # verified against the SNI pair's CA and name: the SNI certificate was served
+    writer.close()
+    await writer.wait_closed()
 
     anonymous = await asyncio.to_thread(daemon.get, "/debug/flags")
     assert anonymous[0] == 403, anonymous
@@ -724,3 +732,35 @@ async def test_v4_json_logs_carry_no_transport_traces_and_true_messages(
     assert not any("localhost" in msg for msg in messages if msg.startswith("serving"))
     assert any("--configure-cloud-routes=false" in msg for msg in messages)
     assert not any("lacks the capability" in msg for msg in messages)
+
+
+async def test_delegation_kubeconfigs_are_the_identities_that_make_the_reviews(
+    cluster: Cluster, kube: KubeApiClient, kube_cleanup: KubeCleanup
+) -> None:
+    """--authentication-kubeconfig reads the authentication ConfigMap, --authorization-kubeconfig
+    makes the SubjectAccessReviews: given an identity without rights, each one fails where
+    the main identity (the shipped ServiceAccount) would have succeeded."""
+    powerless = cluster.plane.kubeconfig_for(unique_name("powerless"))
+    lookup = cluster.start(
+        cluster.cloud_config([]),
+        "--controllers=service",
+        f"--authentication-kubeconfig={powerless}",
+    )
+    code = await asyncio.to_thread(lookup.proc.wait, 60)
+    errors = _error_lines(lookup.logs())
+    assert code == 1, lookup.logs()[-3000:]
+    assert "unable to load configmap kube-system/extension-apiserver-authentication" in errors[-1]
+
+    daemon = cluster.start(
+        cluster.cloud_config([]), "--controllers=service", f"--authorization-kubeconfig={powerless}"
+    )
+    await eventually(lambda: _logged(daemon, "serving securely on"))
+    status, body = await asyncio.to_thread(daemon.get, "/metrics")
+    assert status == 500, "the SubjectAccessReview itself was refused to the powerless user"
+    assert "authorization check failed" in body
+    reader = await _sa_token(
+        kube, kube_cleanup, [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]
+    )
+    assert (await asyncio.to_thread(daemon.get, "/metrics", reader))[0] == 500
+    daemon.proc.send_signal(signal.SIGTERM)
+    assert await asyncio.to_thread(daemon.proc.wait, 60) == 0

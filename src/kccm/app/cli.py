@@ -80,6 +80,9 @@ manifests start. The ones that cannot change kccm's behaviour are checked like u
 them and then ignored; when one is set to something other than its default, kccm logs a
 warning naming it and the reason at start:
 
+- `--use-service-account-credentials=true`: not supported yet (it would need rights to
+  create ServiceAccounts and tokens); kccm warns and every controller uses the main
+  credentials, each with its own client and rate limiter.
 - `--profiling`, `--contention-profiling`: kccm serves no `/debug/pprof`.
 - `--allow-untagged-cloud`: deprecated upstream; cluster tagging is the provider's business.
 - `--external-cloud-volume-plugin`, `--cidr-allocator-type`: unused by the cloud controllers
@@ -99,8 +102,6 @@ warning naming it and the reason at start:
   kccm's log handler does not buffer.
 - `--tls-curve-preferences`: the curve IDs are checked; kccm uses OpenSSL's key-exchange
   group order (Python's `ssl` module cannot set a list).
-- `--tls-sni-cert-key`: the files are checked; kccm serves its default certificate to every
-  server name.
 - `--http2-max-streams-per-connection`, `--disable-http2-serving`: kccm serves HTTP/1.1 only.
 
 ## Secure serving, authentication and authorization
@@ -108,6 +109,9 @@ warning naming it and the reason at start:
 - `--tls-min-version` and `--tls-cipher-suites` (Go/IANA names, mapped to OpenSSL's) apply to
   the serving socket; as in Go, cipher suites only govern TLS 1.2 and older. A list that this
   OpenSSL cannot serve at all is rejected up front.
+- `--tls-sni-cert-key` pairs are served by server name (exact name, then a `*.` wildcard of
+  its parent; without names, the certificate's DNS names or CN); other clients get the
+  default certificate.
 - `--permit-port-sharing` sets `SO_REUSEPORT`; `SO_REUSEADDR` is always set on Unix (as Go).
 - `--authorization-always-allow-paths` (default `/healthz,/readyz,/livez`): those paths skip
   authentication and authorization; every other path (`/metrics` included) needs a user the

@@ -81,6 +81,7 @@ class ServingSettings:
     permit_address_sharing: bool = False
     tls_min_version: str = ""
     tls_cipher_suites: tuple[str, ...] = ()
+    tls_sni_cert_key: tuple[str, ...] = ()  # cert,key[:names] entries
     client_ca_file: str = ""
     requestheader_client_ca_file: str = ""
     requestheader_allowed_names: tuple[str, ...] = ()

@@ -163,11 +163,6 @@ class Manager:
         self._cluster = self._cluster_config()
         for warning in cfg.warnings:
             _log.warning("%s", warning)
-        if cfg.use_service_account_credentials:
-            _log.warning(
-                "--use-service-account-credentials is not supported yet: every controller "
-                "uses the credentials of --kubeconfig (or the pod's service account)"
-            )
         cloud = init_provider(cfg)
         _log.info("cloud provider %r initialised", cloud.provider_name())
         kube = self._client("cloud-controller-manager")
@@ -221,12 +216,23 @@ class Manager:
                 f"--kubeconfig: {exc}" if cfg.kubeconfig else str(exc)
             ) from exc
 
-    def _client(self, name: str) -> KubeApiClient:
+    def _delegation_client(self, flag: str, path: str, kube: KubeApiClient) -> KubeApiClient:
+        """The client for --authentication-kubeconfig / --authorization-kubeconfig (the main
+        one when the flag is empty)."""
+        if not path:
+            return kube
+        try:
+            cluster = load_cluster_config(path)
+        except KubeConfigError as exc:
+            raise ConfigurationError(f"--{flag}: {exc}") from exc
+        return self._client(flag.removesuffix("-kubeconfig"), cluster)
+
+    def _client(self, name: str, cluster: ClusterConfig | None = None) -> KubeApiClient:
         cfg = self.config
         if self._cluster is None:
             self._cluster = self._cluster_config()
         client = KubeApiClient(
-            self._cluster,
+            cluster or self._cluster,
             qps=cfg.kube_api_qps,
             burst=cfg.kube_api_burst,
             user_agent=f"kccm/{__version__} cloud-controller-manager/{name}",
@@ -239,8 +245,14 @@ class Manager:
         if serving.secure_port == 0:
             _log.info("secure serving disabled (--secure-port=0)")
             return
+        authn = self._delegation_client(
+            "authentication-kubeconfig", serving.authentication_kubeconfig, kube
+        )
+        authz = self._delegation_client(
+            "authorization-kubeconfig", serving.authorization_kubeconfig, kube
+        )
         try:
-            material = await resolve_auth_material(kube, serving)
+            material = await resolve_auth_material(authn, serving)
         except AuthLookupError as exc:
             raise StartupError(str(exc)) from exc
         self.server = Server(
@@ -250,7 +262,7 @@ class Manager:
             cert_file=Path(serving.tls_cert_file) if serving.tls_cert_file else None,
             key_file=Path(serving.tls_private_key_file) if serving.tls_private_key_file else None,
             cert_dir=Path(serving.cert_dir) if serving.cert_dir else None,
-            authorizer=material.authenticator(kube, serving),
+            authorizer=material.authenticator(authn, serving, authz),
             always_allow_paths=serving.always_allow_paths,
             tls_options=material.serving_tls(serving),
             reuse_port=serving.permit_port_sharing,

@@ -38,6 +38,7 @@ from kccm.controllers.route import parse_cluster_cidrs
 from kccm.runtime.tls import (
     CIPHER_SUITES,
     INSECURE_CIPHER_SUITES,
+    NamedCertKey,
     cipher_suite_errors,
     curve_errors,
     load_certificates,
@@ -282,9 +283,9 @@ class KubeCloudSharedOptions:
             self,
             "use_service_account_credentials",
             "use-service-account-credentials",
-            "If true, use individual service account credentials for each controller "
-            "(tokens of kube-system service accounts named after each controller's "
-            "client).",
+            "If true, use individual service account credentials for each controller. "
+            "Not supported yet: true logs a warning at start and every controller uses the "
+            "main credentials (--kubeconfig or the pod's service account).",
         )
         s.boolean(
             self,
@@ -367,6 +368,12 @@ class KubeCloudSharedOptions:
             allocate_node_cidrs=self.allocate_node_cidrs,
             configure_cloud_routes=self.configure_cloud_routes,
         )
+        if self.use_service_account_credentials:
+            parts.warnings.append(
+                "--use-service-account-credentials=true is ignored (not supported yet): every "
+                "controller uses the main credentials (--kubeconfig or the pod's service "
+                "account)"
+            )
         if self.external_cloud_volume_plugin:
             parts.warnings.append(
                 "--external-cloud-volume-plugin is ignored: no cloud controller uses it"
@@ -791,7 +798,9 @@ class SecureServingOptions:
             "tls-sni-cert-key",
             "A pair of x509 certificate and private key file paths, optionally suffixed "
             'with a list of domain patterns, e.g. "example.crt,example.key:*.foo.com". '
-            "Checked, then ignored: kccm serves the default certificate to every name.",
+            "Without patterns, the certificate's DNS names (or CN) are used. A client asking "
+            "for a matching server name gets this pair; others get the default certificate. "
+            "The flag may be given several times.",
             type_name="namedCertKey",
         )
         s.integer(
@@ -882,17 +891,13 @@ class SecureServingOptions:
             tls_private_key_file=self.tls_private_key_file,
             tls_min_version=self.tls_min_version,
             tls_cipher_suites=tuple(self.tls_cipher_suites),
+            tls_sni_cert_key=tuple(self.tls_sni_cert_key),
             permit_port_sharing=self.permit_port_sharing,
             permit_address_sharing=self.permit_address_sharing,
         )
         if self.tls_curve_preferences:
             parts.warnings.append(
                 "--tls-curve-preferences is ignored: kccm uses OpenSSL's key-exchange groups"
-            )
-        if self.tls_sni_cert_key:
-            parts.warnings.append(
-                "--tls-sni-cert-key is ignored: kccm serves the default certificate "
-                "(--tls-cert-file or the generated one) to every server name"
             )
         if self.http2_max_streams_per_connection:
             parts.warnings.append(
@@ -904,14 +909,12 @@ def sni_errors(flag: str, entries: list[str]) -> list[str]:
     """``cert,key[:name,...]`` entries with readable files (cliflag NamedCertKey syntax)."""
     errors: list[str] = []
     for entry in entries:
-        files, _, _names = entry.partition(":")
-        parts = files.split(",")
-        if len(parts) != 2 or not all(part.strip() for part in parts):
-            errors.append(
-                f'--{flag}: {go_quote(entry)} is not of the form "certfile,keyfile[:name1,name2]"'
-            )
+        try:
+            pair = NamedCertKey.parse(entry)
+        except ValueError as err:
+            errors.append(f"--{flag}: {err}")
             continue
-        errors += _readable(flag, parts[0].strip()) + _readable(flag, parts[1].strip())
+        errors += _readable(flag, pair.cert_file) + _readable(flag, pair.key_file)
     return errors
 
 
@@ -1162,7 +1165,7 @@ class WebhookOptions:
             "is only checked.",
             type_name="int",
         )
-        unused = f"Checked, then unused: kccm serves no webhooks. {IGNORED}"
+        unused = "Checked, then ignored: kccm serves no webhooks."
         s.string(
             self, "webhook_cert_dir", "webhook-cert-dir", f"Webhook certificate directory. {unused}"
         )
@@ -1323,9 +1326,9 @@ class LogsOptions:
             self,
             "vmodule",
             "vmodule",
-            "comma-separated list of pattern=N settings for file-filtered logging (only "
-            "works for text log format). A pattern matches a source file's name without "
-            "its extension (glob syntax).",
+            "comma-separated list of pattern=N settings for file-filtered logging. A "
+            "pattern matches a source file's name without its extension (glob syntax); "
+            "kccm applies it to both log formats.",
         )
         s.boolean(
             self,

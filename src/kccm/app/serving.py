@@ -22,7 +22,7 @@ from kccm.kube.errors import KubeError, NotFound
 from kccm.kube.interface import KubeClient
 from kccm.kube.resources import CONFIG_MAPS
 from kccm.runtime.delegated import ClientCertificates, DelegatedAuth, RequestHeaders
-from kccm.runtime.tls import ServingTLS, load_certificates
+from kccm.runtime.tls import NamedCertKey, ServingTLS, load_certificates
 
 __all__ = ["AUTH_CONFIG_MAP", "AuthLookupError", "AuthMaterial", "resolve_auth_material"]
 
@@ -48,9 +48,13 @@ class AuthMaterial:
             min_version=settings.tls_min_version,
             cipher_suites=settings.tls_cipher_suites,
             client_ca_pem=bundle,
+            sni=tuple(NamedCertKey.parse(entry) for entry in settings.tls_sni_cert_key),
         )
 
-    def authenticator(self, client: KubeClient, settings: ServingSettings) -> DelegatedAuth:
+    def authenticator(
+        self, client: KubeClient, settings: ServingSettings, authz: KubeClient | None = None
+    ) -> DelegatedAuth:
+        """TokenReviews through ``client``, SubjectAccessReviews through ``authz``."""
         certs = (
             ClientCertificates(load_certificates(self.client_ca_pem))
             if self.client_ca_pem
@@ -69,6 +73,7 @@ class AuthMaterial:
             )
         return DelegatedAuth(
             client,
+            authz_client=authz,
             always_allow_groups=settings.always_allow_groups,
             ttl=settings.token_cache_ttl,
             allowed_ttl=settings.authorized_cache_ttl,

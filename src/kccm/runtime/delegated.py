@@ -125,7 +125,8 @@ def _extra(
 class DelegatedAuth:
     """An :data:`kccm.runtime.server.Authorizer` backed by the API server."""
 
-    client: KubeClient
+    client: KubeClient  # TokenReviews (and SubjectAccessReviews without ``authz_client``)
+    authz_client: KubeClient | None = None
     always_allow_groups: tuple[str, ...] = ("system:masters",)
     clock: Clock = REAL_CLOCK
     ttl: float = CACHE_TTL  # TokenReview answers
@@ -248,7 +249,7 @@ class DelegatedAuth:
             spec["uid"] = user.uid
         if user.extra:
             spec["extra"] = {key: list(values) for key, values in user.extra}
-        review = await self.client.create(
+        review = await (self.authz_client or self.client).create(
             SUBJECT_ACCESS_REVIEWS,
             {"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview", "spec": spec},
         )

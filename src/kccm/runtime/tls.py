@@ -21,6 +21,7 @@ __all__ = [
     "INSECURE_CIPHER_SUITES",
     "TLS13_CIPHER_SUITES",
     "TLS_VERSIONS",
+    "NamedCertKey",
     "ServingTLS",
     "apply_serving_tls",
     "cipher_suite_errors",
@@ -116,12 +117,48 @@ def curve_errors(flag: str, ids: Iterable[int]) -> list[str]:
 
 
 @dataclass(frozen=True)
+class NamedCertKey:
+    """``--tls-sni-cert-key``: a pair served to clients asking for one of ``names``."""
+
+    cert_file: str
+    key_file: str
+    names: tuple[str, ...] = ()
+
+    @classmethod
+    def parse(cls, entry: str) -> NamedCertKey:
+        """``cert,key[:name1,name2]`` (component-base ``NamedCertKey`` syntax)."""
+        files, _, names = entry.partition(":")
+        parts = [part.strip() for part in files.split(",")]
+        if len(parts) != 2 or not all(parts):
+            raise ValueError(f'{entry!r} is not of the form "certfile,keyfile[:name1,name2]"')
+        given = tuple(name.strip().lower() for name in names.split(",") if name.strip())
+        return cls(parts[0], parts[1], given)
+
+    def server_names(self) -> tuple[str, ...]:
+        """The names given, else those of the certificate (DNS SANs, or its CN)."""
+        if self.names:
+            return self.names
+        with open(self.cert_file, "rb") as stream:
+            leaf = load_certificates(stream.read())[0]
+        try:
+            sans = leaf.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+            dns = [name.lower() for name in sans.get_values_for_type(x509.DNSName)]
+        except x509.ExtensionNotFound:
+            dns = []
+        if dns:
+            return tuple(dns)
+        common = leaf.subject.get_attributes_for_oid(x509.NameOID.COMMON_NAME)
+        return tuple(str(attribute.value).lower() for attribute in common)
+
+
+@dataclass(frozen=True)
 class ServingTLS:
     """What the serving socket enforces beyond its certificate."""
 
     min_version: str = ""  # Go name; "" keeps TLS 1.2 (component-base's default)
     cipher_suites: tuple[str, ...] = ()  # IANA names; () keeps OpenSSL's defaults
     client_ca_pem: bytes = b""  # PEM bundle: client certificates are verified when sent
+    sni: tuple[NamedCertKey, ...] = ()  # extra pairs chosen by the client's server name
 
 
 def _openssl_names(names: Sequence[str]) -> list[str]:
@@ -130,9 +167,43 @@ def _openssl_names(names: Sequence[str]) -> list[str]:
 
 
 def apply_serving_tls(context: ssl.SSLContext, options: ServingTLS) -> None:
-    """Set the minimum version, TLS <= 1.2 cipher suites and client-certificate verification.
+    """Set the minimum version, TLS <= 1.2 cipher suites, client-certificate verification and
+    the SNI certificates (exact server name first, then a ``*.`` wildcard of its parent, as
+    component-base picks them; no match serves the default certificate).
 
-    Raises ``ssl.SSLError`` when the local OpenSSL supports none of the named suites."""
+    Raises ``ssl.SSLError`` when the local OpenSSL supports none of the named suites, or an
+    SNI pair does not load."""
+    _apply_options(context, options)
+    if not options.sni:
+        return
+    by_name: dict[str, ssl.SSLContext] = {}
+    for pair in options.sni:
+        named = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        named.minimum_version = ssl.TLSVersion.TLSv1_2
+        named.load_cert_chain(pair.cert_file, pair.key_file)
+        _apply_options(named, options)
+        for name in pair.server_names():
+            by_name.setdefault(name, named)  # the first pair naming a host wins
+
+    def choose(ssl_object: ssl.SSLObject, server_name: str | None, _: ssl.SSLContext) -> None:
+        chosen = _match(by_name, server_name)
+        if chosen is not None:
+            ssl_object.context = chosen
+
+    context.sni_callback = choose
+
+
+def _match(by_name: dict[str, ssl.SSLContext], server_name: str | None) -> ssl.SSLContext | None:
+    if not server_name:
+        return None
+    name = server_name.lower().rstrip(".")
+    if name in by_name:
+        return by_name[name]
+    _, dot, parent = name.partition(".")
+    return by_name.get("*." + parent) if dot else None
+
+
+def _apply_options(context: ssl.SSLContext, options: ServingTLS) -> None:
     if options.min_version:
         context.minimum_version = TLS_VERSIONS[options.min_version]
     ciphers = _openssl_names(options.cipher_suites)

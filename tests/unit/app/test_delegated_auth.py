@@ -264,3 +264,11 @@ async def test_a_certificate_from_an_unknown_ca_fails_the_handshake(
     with pytest.raises(aiohttp.ClientError):
         await _get(server, files)
     assert stub.specs == []
+
+
+async def test_access_reviews_go_through_the_authorization_client() -> None:
+    authn, authz = ReviewStub(), ReviewStub()
+    auth = DelegatedAuth(authn, authz_client=authz, clock=FakeClock())  # type: ignore[arg-type]
+    assert (await auth(_request("good"))).allowed
+    assert authn.reviews == ["TokenReview"]
+    assert authz.reviews == ["SubjectAccessReview"]

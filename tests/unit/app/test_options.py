@@ -579,6 +579,9 @@ def test_every_upstream_flag_is_accepted() -> None:
     ("args", "warning"),
     [
         pytest.param(["--contention-profiling"], "--contention-profiling", id="contention"),
+        pytest.param(
+            ["--use-service-account-credentials"], "--use-service-account-cred", id="sa-creds"
+        ),
         pytest.param(["--allow-untagged-cloud"], "--allow-untagged-cloud", id="untagged"),
         pytest.param(["--external-cloud-volume-plugin=x"], "--external-cloud-volume", id="volume"),
         pytest.param(["--cidr-allocator-type=CloudAllocator"], "--cidr-allocator-type", id="cidr"),
@@ -586,9 +589,6 @@ def test_every_upstream_flag_is_accepted() -> None:
         pytest.param(["--min-resync-period=1h"], "--min-resync-period", id="resync"),
         pytest.param(["--controller-start-interval=5s"], "--controller-start-int", id="interval"),
         pytest.param(["--leader-migration-config=/x"], "--leader-migration-config", id="lm"),
-        pytest.param(
-            ["--tls-sni-cert-key=/dev/null,/dev/null:example.com"], "--tls-sni-cert-key", id="sni"
-        ),
     ],
 )
 def test_ignored_flags_set_to_a_value_warn_with_a_reason(args: list[str], warning: str) -> None:

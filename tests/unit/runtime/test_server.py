@@ -18,8 +18,9 @@ from prometheus_client import CollectorRegistry
 from kccm.runtime.healthz import HealthCheck
 from kccm.runtime.selfsigned import generate_self_signed
 from kccm.runtime.server import Decision, Server
-from kccm.runtime.tls import ServingTLS
+from kccm.runtime.tls import NamedCertKey, ServingTLS
 from kccm.runtime.workqueue import WorkQueue
+from kccm.testing.certs import CertificateAuthority
 from kccm.util.clock import REAL_CLOCK
 
 StartServer = Callable[..., Awaitable[Server]]
@@ -370,3 +371,48 @@ async def test_a_taken_port_fails_with_address_in_use(start_server: StartServer)
     with pytest.raises(OSError, match="in use") as info:
         await start_server(port=first.port)
     assert info.value.errno == errno.EADDRINUSE
+
+
+async def _served_to(server: Server, server_name: str) -> x509.Certificate:
+    context = ssl.create_default_context()
+    context.check_hostname, context.verify_mode = False, ssl.CERT_NONE  # only look at it
+    _, writer = await asyncio.open_connection(
+        "127.0.0.1", server.port, ssl=context, server_hostname=server_name
+    )
+    der = writer.get_extra_info("ssl_object").getpeercert(binary_form=True)
+    writer.close()
+    await writer.wait_closed()
+    return x509.load_der_x509_certificate(der)
+
+
+def _cn(certificate: x509.Certificate) -> str:
+    return str(certificate.subject.get_attributes_for_oid(x509.NameOID.COMMON_NAME)[0].value)
+
+
+@pytest.mark.parametrize(
+    ("server_name", "served"),
+    [
+        pytest.param("metrics.example", "metrics.example", id="exact-name-from-the-flag"),
+        pytest.param("a.apps.example", "wild", id="wildcard-matches-one-label"),
+        pytest.param("a.b.apps.example", "localhost", id="wildcard-not-two-labels"),
+        pytest.param("san.example", "san.example", id="names-from-the-certificate-sans"),
+        pytest.param("other.example", "localhost", id="no-match-gets-the-default"),
+    ],
+)
+async def test_sni_pairs_are_chosen_by_server_name(
+    start_server: StartServer, tmp_path: Path, server_name: str, served: str
+) -> None:
+    ca = CertificateAuthority()
+    pairs = []
+    for name, hosts, names in (
+        ("metrics", ("metrics.example",), ("METRICS.example",)),
+        ("wild", ("wild",), ("*.apps.example",)),
+        ("san", ("san.example", "alt.example"), ()),
+    ):
+        pair = ca.serving(hosts)
+        (tmp_path / f"{name}.crt").write_bytes(pair.cert_pem)
+        (tmp_path / f"{name}.key").write_bytes(pair.key_pem)
+        entry = f"{tmp_path / name}.crt,{tmp_path / name}.key"
+        pairs.append(NamedCertKey.parse(entry + (":" + ",".join(names) if names else "")))
+    server = await start_server(tls_options=ServingTLS(sni=tuple(pairs)))
+    assert _cn(await _served_to(server, server_name)).split("@")[0] == served
