@@ -5,8 +5,7 @@ Usage: .venv/bin/python bench/scale.py [--nodes-init 1000] [--nodes 5000] [--ser
            [--only ceiling,init,scale,steady,restart]
 
 Each scenario runs the real ``kccm`` daemon as a subprocess at its DEFAULT settings (only
---cloud-provider=fake, --cloud-config, --kubeconfig, a loopback --secure-port and
---configure-cloud-routes=false, as the Nodes have no pod CIDRs, are given),
+--cloud-provider=fake, --cloud-config, --kubeconfig and a loopback --secure-port are given),
 the fake provider answering every call after --latency seconds, against an etcd +
 kube-apiserver built from Go modules (started here, ``--max-requests-inflight=1000``):
 
@@ -128,7 +127,9 @@ def ip_of(i: int) -> str:
 
 
 def cloud_config(path: Path, names: list[str], latency: float, state_file: Path | None) -> Path:
-    lines = ["[Global]", f"latency = {latency}"]
+    # The bench's Nodes have no pod CIDRs: a cloud without routes (the route controller is
+    # skipped, as upstream does, and needs no --cluster-cidr).
+    lines = ["[Global]", f"latency = {latency}", "disable = routes"]
     if state_file is not None:
         lines.append(f"state-file = {state_file}")
     for i, name in enumerate(names):
@@ -188,9 +189,6 @@ def start_daemon(kccm: list[str], kubeconfig: Path, config: Path, token: str, tm
         f"--kubeconfig={kubeconfig}",
         f"--secure-port={port}",
         "--bind-address=127.0.0.1",
-        # The bench's Nodes have no pod CIDRs, so no routes: without this flag kccm (like
-        # upstream) insists on --cluster-cidr for the route controller.
-        "--configure-cloud-routes=false",
         *EXTRA_ARGS,
     ]
     with log_path.open("wb") as sink:

@@ -94,7 +94,14 @@ def _route(ctx: ControllerContext, cfg: ManagerConfig) -> _Controller | None:
         cluster_cidr=cfg.cluster_cidr,
         route_reconciliation_period=cfg.route_reconciliation_period,
     )
-    return route.build(ctx, options)
+    try:
+        return route.build(ctx, options)
+    except ValueError as err:  # upstream: fatal when routes are supported and configured
+        raise ConfigurationError(
+            f"--cluster-cidr: {err} (the provider supports routes and "
+            "--configure-cloud-routes=true: set it, or pass --configure-cloud-routes=false "
+            "or --controllers=*,-route)"
+        ) from err
 
 
 def _pv_label(ctx: ControllerContext, cfg: ManagerConfig) -> _Controller | None:

@@ -1582,20 +1582,11 @@ class KccmOptions:
         return errors
 
     def _cluster_cidr_errors(self) -> list[str]:
-        if controller_errors(self.generic.controllers):
-            return []  # the route controller's state is unknown
-        routes = self.shared.configure_cloud_routes and ROUTE_CONTROLLER in resolve_controllers(
-            self.generic.controllers
-        )
+        """A given --cluster-cidr must parse. A missing one is only an error once the provider
+        turns out to support routes (upstream checks Routes() first): see app.manager."""
         cidr = self.shared.cluster_cidr
-        if not cidr.strip() and not routes:
-            return []
         if not cidr.strip():
-            return [
-                "--cluster-cidr: required when the route controller runs with "
-                "--configure-cloud-routes=true (set it, or pass --configure-cloud-routes=false "
-                "or --controllers=*,-route)"
-            ]
+            return []
         try:
             parse_cluster_cidrs(cidr)
         except ValueError as err:

@@ -64,12 +64,6 @@ BAD_INVOCATIONS: list[tuple[str, list[str], str, bool]] = [
         True,
     ),
     (
-        "missing-cidr-with-routes",
-        ["--cloud-provider=fake"],
-        "--cluster-cidr: required when the route controller runs",
-        False,
-    ),
-    (
         "unreadable-cloud-config",
         [*OK, "--cloud-config=/nonexistent/cloud.conf"],
         "--cloud-config: couldn't open cloud provider configuration /nonexistent/cloud.conf",
