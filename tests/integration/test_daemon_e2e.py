@@ -516,6 +516,34 @@ def test_connection_settings_problems_exit_2_with_one_line(
     assert "Traceback" not in proc.stderr
 
 
+@pytest.mark.parametrize(
+    ("cloud_config", "routes_flags", "code"),
+    [
+        pytest.param("", [], 2, id="provider-with-routes-needs-a-cidr"),
+        pytest.param("[Global]\ndisable = routes\n", [], 0, id="provider-without-routes-does-not"),
+        pytest.param("", ["--configure-cloud-routes=false"], 0, id="routes-switched-off"),
+    ],
+)  # fmt: skip
+async def test_cluster_cidr_is_required_only_when_the_provider_has_routes(
+    cluster: Cluster, cloud_config: str, routes_flags: list[str], code: int
+) -> None:
+    """Upstream checks Routes() before --cluster-cidr; kccm does the same, before leader
+    election, with one line and exit 2."""
+    config = cluster.tmp / f"routes-{len(cluster.daemons)}.conf"
+    config.write_text(cloud_config)
+    daemon = cluster.start(config, "--cluster-cidr=", "--controllers=*", *routes_flags)
+    if code == 2:
+        assert await asyncio.to_thread(daemon.proc.wait, 60) == 2
+        errors = _error_lines(daemon.logs())
+        assert len(errors) == 1, daemon.logs()[-3000:]
+        assert "--cluster-cidr:" in errors[0]
+        assert "provider supports routes" in errors[0]
+        assert "Traceback" not in daemon.logs()
+    else:
+        await eventually(lambda: _logged(daemon, "caches synced"))
+        assert daemon.proc.poll() is None
+
+
 async def test_a_busy_secure_port_exits_1_with_one_line(cluster: Cluster) -> None:
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))

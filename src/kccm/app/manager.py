@@ -26,6 +26,7 @@ from prometheus_client import CollectorRegistry
 
 from kccm import __version__
 from kccm.app.config import CONTROLLER_CLIENT_NAMES, ConfigurationError, ManagerConfig
+from kccm.app.options import ROUTE_CONTROLLER
 from kccm.app.serving import AuthLookupError, resolve_auth_material
 from kccm.app.shutdown import SHUTDOWN_SLACK, ExitDeadline, guard_interpreter_exit
 from kccm.cloudprovider.errors import CloudConfigError, CloudProviderInitError
@@ -88,20 +89,30 @@ def _service(ctx: ControllerContext, cfg: ManagerConfig) -> _Controller | None:
     return service.build(ctx, options)
 
 
+def check_route_settings(cfg: ManagerConfig, routes_supported: bool) -> None:
+    """Upstream ``startRouteController``'s --cluster-cidr check, made before leader election
+    so a bad setting ends the process at once (exit 2): it applies only when the route
+    controller would run against a provider that supports routes."""
+    runs = ROUTE_CONTROLLER in cfg.controllers and cfg.configure_cloud_routes
+    if not (runs and routes_supported):
+        return
+    try:
+        route.parse_cluster_cidrs(cfg.cluster_cidr)
+    except ValueError as err:
+        raise ConfigurationError(
+            f"--cluster-cidr: {err} (the provider supports routes and "
+            "--configure-cloud-routes=true: set it, or pass --configure-cloud-routes=false "
+            "or --controllers=*,-route)"
+        ) from err
+
+
 def _route(ctx: ControllerContext, cfg: ManagerConfig) -> _Controller | None:
     options = route.RouteControllerOptions(
         configure_cloud_routes=cfg.configure_cloud_routes,
         cluster_cidr=cfg.cluster_cidr,
         route_reconciliation_period=cfg.route_reconciliation_period,
     )
-    try:
-        return route.build(ctx, options)
-    except ValueError as err:  # upstream: fatal when routes are supported and configured
-        raise ConfigurationError(
-            f"--cluster-cidr: {err} (the provider supports routes and "
-            "--configure-cloud-routes=true: set it, or pass --configure-cloud-routes=false "
-            "or --controllers=*,-route)"
-        ) from err
+    return route.build(ctx, options)
 
 
 def _pv_label(ctx: ControllerContext, cfg: ManagerConfig) -> _Controller | None:
@@ -172,6 +183,7 @@ class Manager:
             _log.warning("%s", warning)
         cloud = init_provider(cfg)
         _log.info("cloud provider %r initialised", cloud.provider_name())
+        check_route_settings(cfg, cloud.routes() is not None)
         kube = self._client("cloud-controller-manager")
         gate = CallGate(_gate_config(cfg), registry=self.registry)
         gated = GatedCloud(cloud, gate)

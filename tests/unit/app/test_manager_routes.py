@@ -9,7 +9,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from kccm.app.config import ConfigurationError, ManagerConfig
-from kccm.app.manager import BUILDERS
+from kccm.app.manager import BUILDERS, check_route_settings
 from kccm.cloudprovider.gate import CallGate
 from kccm.cloudprovider.gated import GatedCloud
 from kccm.controllers.base import ControllerContext
@@ -57,9 +57,24 @@ async def test_route_controller_start_conditions(
     assert (built is not None) is started
 
 
-async def test_a_provider_with_routes_and_no_cidr_is_a_configuration_error(
-    gate: CallGate,
+@pytest.mark.parametrize(
+    ("routes", "extra", "problem"),
+    [
+        pytest.param(True, {}, "provider supports routes", id="routes-and-no-cidr-fails"),
+        pytest.param(False, {}, None, id="no-routes-no-cidr-is-fine"),
+        pytest.param(True, {"configure_cloud_routes": False}, None, id="routes-switched-off"),
+        pytest.param(True, {"controllers": frozenset({"cloud-node-controller"})}, None,
+                     id="route-controller-not-selected"),
+        pytest.param(True, {"cluster_cidr": "10.244.0.0/16"}, None, id="routes-and-a-cidr"),
+    ],
+)  # fmt: skip
+def test_cluster_cidr_is_checked_before_leader_election(
+    routes: bool, extra: dict[str, object], problem: str | None
 ) -> None:
-    config = ManagerConfig(cloud_provider="fake", cluster_cidr="")
-    with pytest.raises(ConfigurationError, match=r"--cluster-cidr: .*provider supports routes"):
-        BUILDERS[ROUTE](context(FakeCloud(), gate), config)
+    fields: dict[str, object] = {"controllers": frozenset({ROUTE}), **extra}
+    config = ManagerConfig(cloud_provider="fake", **fields)  # type: ignore[arg-type]
+    if problem is None:
+        check_route_settings(config, routes)
+    else:
+        with pytest.raises(ConfigurationError, match=problem):
+            check_route_settings(config, routes)
