@@ -60,10 +60,17 @@ Every invalid flag is reported at once and the process exits with status 2.
 - `--kube-api-content-type` accepts `application/json` and
   `application/vnd.kubernetes.protobuf`; kccm always speaks JSON, so the default is shown as
   `application/json` (upstream: protobuf).
-- `--cluster-cidr` is checked up front: when the route controller is enabled and
-  `--configure-cloud-routes=true` it must be set and valid (upstream fails the same way, but
-  only once the provider is found to support routes). Providers without routes need
-  `--configure-cloud-routes=false` or `--controllers=*,-route`.
+- `--cluster-cidr` is checked as soon as the provider is built, before leader election: when
+  the route controller is enabled, `--configure-cloud-routes=true` and the provider supports
+  routes, it must be set and valid (upstream checks the same in the same order, but only when
+  the route controller starts, after the lease is taken). A provider without routes needs no
+  CIDR.
+- `--kube-api-qps` / `--kube-api-burst` default to 1000 / 2000 (upstream 20 / 30): 20 qps caps
+  node initialisation near 10 nodes/s. The apiserver's priority and fairness protects it, and
+  kccm retries answers carrying Retry-After as client-go does.
+- `--node-metadata-refresh-period` (kccm's own, default `1h0m0s`): a node's metadata is read
+  from the cloud at most once per period in the periodic status loop; `0` is upstream's
+  behaviour (every node at every `--node-status-update-frequency` tick).
 - `--cloud-provider` is checked up front against the installed providers (or imported, for a
   `module:factory` reference); `--cloud-config` must be readable. When the provider's factory
   declares a cloud-config schema (a `config_schema` attribute holding its dataclass), the file
@@ -84,7 +91,6 @@ warning naming it and the reason at start:
   create ServiceAccounts and tokens); kccm warns and every controller uses the main
   credentials, each with its own client and rate limiter.
 - `--profiling`, `--contention-profiling`: kccm serves no `/debug/pprof`.
-- `--allow-untagged-cloud`: deprecated upstream; cluster tagging is the provider's business.
 - `--external-cloud-volume-plugin`, `--cidr-allocator-type`: unused by the cloud controllers
   upstream too.
 - `--node-sync-period`: a no-op upstream too.

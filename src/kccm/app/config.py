@@ -128,6 +128,7 @@ class ManagerConfig:
     cluster_cidr: str = ""
     allocate_node_cidrs: bool = False
     configure_cloud_routes: bool = True
+    allow_untagged_cloud: bool = False
     route_reconciliation_period: float = 10.0
     node_monitor_period: float = 5.0
     node_status_update_frequency: float = 300.0

@@ -89,6 +89,23 @@ def _service(ctx: ControllerContext, cfg: ManagerConfig) -> _Controller | None:
     return service.build(ctx, options)
 
 
+def check_cluster_id(cfg: ManagerConfig, has_cluster_id: bool) -> None:
+    """Upstream's cloud initializer: a provider without a cluster ID stops the process unless
+    --allow-untagged-cloud, which turns it into a warning."""
+    if has_cluster_id:
+        return
+    if cfg.allow_untagged_cloud:
+        _log.warning(
+            "detected a cluster without a ClusterID.  A ClusterID will be required in the "
+            "future.  Please tag your cluster to avoid any future issues"
+        )
+        return
+    raise ConfigurationError(
+        "no ClusterID found.  A ClusterID is required for the cloud provider to function "
+        "properly.  This check can be bypassed by setting the allow-untagged-cloud option"
+    )
+
+
 def check_route_settings(cfg: ManagerConfig, routes_supported: bool) -> None:
     """Upstream ``startRouteController``'s --cluster-cidr check, made before leader election
     so a bad setting ends the process at once (exit 2): it applies only when the route
@@ -183,6 +200,7 @@ class Manager:
             _log.warning("%s", warning)
         cloud = init_provider(cfg)
         _log.info("cloud provider %r initialised", cloud.provider_name())
+        check_cluster_id(cfg, cloud.has_cluster_id())
         check_route_settings(cfg, cloud.routes() is not None)
         kube = self._client("cloud-controller-manager")
         gate = CallGate(_gate_config(cfg), registry=self.registry)

@@ -291,8 +291,9 @@ class KubeCloudSharedOptions:
             self,
             "allow_untagged_cloud",
             "allow-untagged-cloud",
-            f"Allow the cluster to run without the cluster-id on cloud instances. "
-            f"Deprecated upstream. {IGNORED}",
+            "Allow the cluster to run without the cluster-id on cloud instances: a provider "
+            "whose has_cluster_id() is false then only gets a warning instead of stopping "
+            "kccm. Deprecated upstream.",
         )
         s.duration(
             self,
@@ -367,6 +368,7 @@ class KubeCloudSharedOptions:
             cluster_cidr=self.cluster_cidr,
             allocate_node_cidrs=self.allocate_node_cidrs,
             configure_cloud_routes=self.configure_cloud_routes,
+            allow_untagged_cloud=self.allow_untagged_cloud,
         )
         if self.use_service_account_credentials:
             parts.warnings.append(
@@ -377,11 +379,6 @@ class KubeCloudSharedOptions:
         if self.external_cloud_volume_plugin:
             parts.warnings.append(
                 "--external-cloud-volume-plugin is ignored: no cloud controller uses it"
-            )
-        if self.allow_untagged_cloud:
-            parts.warnings.append(
-                "--allow-untagged-cloud is ignored (deprecated upstream): cluster tagging is "
-                "the provider's business"
             )
         if self.cidr_allocator_type != "RangeAllocator":
             parts.warnings.append("--cidr-allocator-type is ignored: kccm allocates no CIDRs")

@@ -582,7 +582,6 @@ def test_every_upstream_flag_is_accepted() -> None:
         pytest.param(
             ["--use-service-account-credentials"], "--use-service-account-cred", id="sa-creds"
         ),
-        pytest.param(["--allow-untagged-cloud"], "--allow-untagged-cloud", id="untagged"),
         pytest.param(["--external-cloud-volume-plugin=x"], "--external-cloud-volume", id="volume"),
         pytest.param(["--cidr-allocator-type=CloudAllocator"], "--cidr-allocator-type", id="cidr"),
         pytest.param(["--node-sync-period=1m"], "--node-sync-period", id="node-sync"),

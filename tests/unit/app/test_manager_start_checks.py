@@ -1,5 +1,5 @@
-"""The route controller's --cluster-cidr check happens where upstream's does: only once the
-provider is known to support routes (startRouteController checks Routes() first)."""
+"""Start-up checks made once the provider is known, where upstream makes them: the cluster ID
+(sample cloud initializer) and --cluster-cidr (only when the provider supports routes)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from kccm.app.config import ConfigurationError, ManagerConfig
-from kccm.app.manager import BUILDERS, check_route_settings
+from kccm.app.manager import BUILDERS, check_cluster_id, check_route_settings
 from kccm.cloudprovider.gate import CallGate
 from kccm.cloudprovider.gated import GatedCloud
 from kccm.controllers.base import ControllerContext
@@ -78,3 +78,24 @@ def test_cluster_cidr_is_checked_before_leader_election(
     else:
         with pytest.raises(ConfigurationError, match=problem):
             check_route_settings(config, routes)
+
+
+@pytest.mark.parametrize(
+    ("has_cluster_id", "allow_untagged", "stops"),
+    [
+        pytest.param(True, False, False, id="tagged-cloud-starts"),
+        pytest.param(False, False, True, id="untagged-cloud-stops"),
+        pytest.param(False, True, False, id="untagged-cloud-allowed-warns"),
+    ],
+)
+def test_cluster_id_check_like_upstreams_cloud_initializer(
+    has_cluster_id: bool, allow_untagged: bool, stops: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    config = ManagerConfig(cloud_provider="fake", allow_untagged_cloud=allow_untagged)
+    if stops:
+        with pytest.raises(ConfigurationError, match="no ClusterID found"):
+            check_cluster_id(config, has_cluster_id)
+    else:
+        check_cluster_id(config, has_cluster_id)
+    warned = any("without a ClusterID" in r.getMessage() for r in caplog.records)
+    assert warned is (not has_cluster_id and allow_untagged)
