@@ -1652,7 +1652,8 @@ async def test_node_sync_keeps_the_hash_current_and_drops_it_on_failure(harness:
     await h.settle()
     assert await controller.sync_nodes() == set()
     second = await hash_of(h, "s1")
-    assert second is not None and second != first
+    assert second is not None
+    assert second != first
     await h.settle()
     assert len(controller.service_queue) == 0, "the hash write does not re-enqueue"
     # After that update, a restart still finds nothing to do.

@@ -277,7 +277,11 @@ TWO_PORTS = [
             id="annotation-value-changed",
         ),
         pytest.param(
-            BASE, with_meta(BASE, uid="uid-2"), True, "Service default/s UID changed from uid-1 to uid-2", id="uid-changed"
+            BASE,
+            with_meta(BASE, uid="uid-2"),
+            True,
+            "Service default/s UID changed from uid-1 to uid-2",
+            id="uid-changed",
         ),
         pytest.param(
             BASE,
