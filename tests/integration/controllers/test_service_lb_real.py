@@ -8,6 +8,7 @@ Events (by ``involvedObject.name``), and the Service's disappearance after delet
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -84,11 +85,13 @@ class Running:
         )
 
 
-@pytest.fixture
-async def running(kube: KubeApiClient) -> AsyncIterator[Running]:
+@contextlib.asynccontextmanager
+async def controller_process(
+    kube: KubeApiClient, cloud: SpyingCloud, options: ServiceControllerOptions | None = None
+) -> AsyncIterator[Running]:
+    """One run of the controller as the daemon runs it (own informers, recorder, gate)."""
     registry = CollectorRegistry()
     gate = CallGate(registry=registry)
-    cloud = SpyingCloud(kube)
     factory = SharedInformerFactory(kube)
     events = EventBroadcaster(kube, registry=registry)
     events.start()
@@ -99,7 +102,7 @@ async def running(kube: KubeApiClient) -> AsyncIterator[Running]:
         events=events,
         registry=registry,
     )
-    controller = build(context, ServiceControllerOptions())
+    controller = build(context, options or ServiceControllerOptions())
     assert controller is not None
     factory.start()
     task = asyncio.create_task(controller.run())
@@ -111,6 +114,12 @@ async def running(kube: KubeApiClient) -> AsyncIterator[Running]:
         await events.shutdown()
         await factory.stop()
         gate.close()
+
+
+@pytest.fixture
+async def running(kube: KubeApiClient) -> AsyncIterator[Running]:
+    async with controller_process(kube, SpyingCloud(kube)) as run:
+        yield run
 
 
 async def create_node(kube: KubeApiClient, cleanup: KubeCleanup, name: str) -> Obj:
@@ -345,3 +354,152 @@ async def test_excluded_node_updates_only_load_balancer_services(
         ) in events
     assert await events_of(kube, ns, classed) == []
     assert await events_of(kube, ns, plain) == []
+
+
+# -- issue 11: fidelity with v0.36.3 ----------------------------------------------------------
+
+MUTATING = frozenset(
+    {"ensure_load_balancer", "update_load_balancer", "ensure_load_balancer_deleted"}
+)
+HASH = "service.kccm.io/load-balancer-spec-hash"
+
+
+def calls_in(cloud: FakeCloud, namespace: str) -> list[tuple[str, str]]:
+    """(method, service key) of the cloud calls about services of ``namespace``."""
+    return [
+        (c.method, str(c.args[1]))
+        for c in cloud.call_log
+        if len(c.args) > 1 and str(c.args[1]).startswith(f"{namespace}/")
+    ]
+
+
+async def test_needs_update_reasons_are_not_events(
+    running: Running, kube: KubeApiClient, kube_namespace: str, kube_cleanup: KubeCleanup
+) -> None:
+    """v0.36.3 only logs (V(2)) why a Service update needs a sync; it records no Event."""
+    ns, name = kube_namespace, unique_name("svc")
+    await create_node(kube, kube_cleanup, unique_name("node"))
+    await kube.create(SERVICES, lb_service(name, ns, externalTrafficPolicy="Local"))
+    await wait_events(kube, ns, name, "EnsuredLoadBalancer")
+    await kube.patch(
+        SERVICES,
+        name,
+        {
+            "spec": {
+                "externalTrafficPolicy": "Cluster",
+                "loadBalancerSourceRanges": ["10.0.0.0/8"],
+            }
+        },
+        namespace=ns,
+    )
+
+    async def ensured_twice() -> bool:
+        return running.ensures(f"{ns}/{name}") >= 2
+
+    await eventually(ensured_twice)
+    await kube.patch(
+        SERVICES,
+        name,
+        {
+            "spec": {
+                "type": "ClusterIP",
+                "allocateLoadBalancerNodePorts": None,
+                "loadBalancerSourceRanges": None,
+                "externalTrafficPolicy": None,
+            }
+        },
+        namespace=ns,
+    )
+    events = await wait_events(kube, ns, name, "DeletedLoadBalancer")
+    reasons = {e[1] for e in events}
+    assert reasons <= {
+        "EnsuringLoadBalancer",
+        "EnsuredLoadBalancer",
+        "DeletingLoadBalancer",
+        "DeletedLoadBalancer",
+    }, reasons
+    await kube.patch(SERVICES, name, {"metadata": {"finalizers": None}}, namespace=ns)
+
+
+async def test_services_present_at_start_are_ensured_before_any_node_sync_update(
+    kube: KubeApiClient, kube_namespace: str, kube_cleanup: KubeCleanup
+) -> None:
+    """LoadBalancer Services exist before the controller starts and nodes initialise while
+    it ensures them (50 ms per cloud call): no update_load_balancer before a service's
+    ensure, no UpdateLoadBalancerFailed, and the late node reaches every load balancer."""
+    ns = kube_namespace
+    first = unique_name("node-a")
+    await create_node(kube, kube_cleanup, first)
+    names = [unique_name(f"s{i}") for i in range(5)]
+    for name in names:
+        await kube.create(SERVICES, lb_service(name, ns))
+    cloud = SpyingCloud(kube)
+    cloud.set_latency("*", 0.05)
+    late = unique_name("node-b")
+    async with controller_process(kube, cloud) as run:
+        await create_node(kube, kube_cleanup, late)  # registers while ensures are in flight
+        await kube.patch(NODES, late, {"spec": {"providerID": f"fake://{late}"}})
+
+        async def all_have_the_late_node() -> bool:
+            ours = [b for b in run.cloud.balancers.values() if b.service.startswith(f"{ns}/")]
+            return len(ours) == len(names) and all(late in b.hosts for b in ours)
+
+        await eventually(all_have_the_late_node)
+        for name in names:
+            await wait_events(kube, ns, name, "EnsuredLoadBalancer")
+    calls = calls_in(cloud, ns)
+    for name in names:
+        mine = [method for method, key in calls if key == f"{ns}/{name}"]
+        assert mine[0] == "ensure_load_balancer", (name, mine)
+        assert mine.count("ensure_load_balancer") == 1, (name, mine)
+    for name in names:
+        assert not any(e[1] == "UpdateLoadBalancerFailed" for e in await events_of(kube, ns, name))
+
+
+async def test_restart_with_unchanged_load_balancers_makes_no_mutating_cloud_call(
+    kube: KubeApiClient, kube_namespace: str, kube_cleanup: KubeCleanup
+) -> None:
+    ns = kube_namespace
+    await create_node(kube, kube_cleanup, unique_name("node"))
+    names = [unique_name(f"s{i}") for i in range(3)]
+    for name in names:
+        await kube.create(SERVICES, lb_service(name, ns))
+    cloud = SpyingCloud(kube)
+    async with controller_process(kube, cloud):
+        for name in names:
+            await eventually(lambda name=name: ingress_of(kube, ns, name))  # type: ignore[misc]
+
+        async def hashes() -> list[str] | None:
+            stored = [await kube.get(SERVICES, n, namespace=ns) for n in names]
+            found = [s["metadata"].get("annotations", {}).get(HASH) for s in stored]
+            return found if all(found) else None
+
+        recorded = await eventually(hashes)
+    assert all(h.startswith("v1-") for h in recorded)
+    before = {n: await events_of(kube, ns, n) for n in names}
+    cloud.clear_calls()
+
+    async with controller_process(kube, cloud) as run:
+
+        async def all_checked() -> bool:
+            checked = {key for method, key in calls_in(cloud, ns) if method == "get_load_balancer"}
+            return checked >= {f"{ns}/{n}" for n in names}
+
+        await eventually(all_checked)
+        await asyncio.sleep(1.0)  # anything else the restart would do has happened by now
+        assert run.controller.ensured >= {f"{ns}/{n}" for n in names}
+    calls = calls_in(cloud, ns)
+    assert [m for m, _ in calls if m in MUTATING] == [], calls
+    assert sorted(calls) == sorted(("get_load_balancer", f"{ns}/{n}") for n in names)
+    assert {n: await events_of(kube, ns, n) for n in names} == before, "no new events"
+
+    # Upstream's behaviour stays reachable: every load balancer is re-ensured.
+    cloud.clear_calls()
+    upstream = ServiceControllerOptions(reuse_unchanged_load_balancers=False)
+    async with controller_process(kube, cloud, upstream):
+
+        async def all_ensured() -> bool:
+            ensured = {key for m, key in calls_in(cloud, ns) if m == "ensure_load_balancer"}
+            return ensured >= {f"{ns}/{n}" for n in names}
+
+        await eventually(all_ensured)
