@@ -19,14 +19,15 @@ from prometheus_client import CollectorRegistry
 from kccm.api.wellknown import FINALIZER_LB_CLEANUP, TAINT_UNINITIALIZED
 from kccm.cloudprovider.gate import CallGate
 from kccm.cloudprovider.gated import GatedCloud
-from kccm.cloudprovider.types import LoadBalancerStatus, Node, Service
+from kccm.cloudprovider.types import LoadBalancerStatus, Node, NodeAddress, Service
 from kccm.controllers.base import ControllerContext
+from kccm.controllers.node import build as build_node_controller
 from kccm.controllers.service import ServiceController, ServiceControllerOptions, build
 from kccm.kube.client import KubeApiClient
 from kccm.kube.errors import NotFound
 from kccm.kube.interface import Obj
 from kccm.kube.resources import EVENTS, NODES, SERVICES
-from kccm.providers.fake import FakeCloud
+from kccm.providers.fake import FakeCloud, FakeInstance
 from kccm.runtime.events import EventBroadcaster
 from kccm.runtime.informers import SharedInformerFactory
 from kccm.testing.pytest_plugin import KubeCleanup, unique_name
@@ -52,6 +53,19 @@ class SpyingCloud(FakeCloud):
         super().__init__()
         self.kube = kube
         self.finalizers_at_ensure: list[list[str]] = []
+        self.backends: dict[str, dict[str, list[str]]] = {}
+        """Per service key: the backends last given, node name → InternalIPs."""
+
+    def _note_backends(self, service: Service, nodes: Sequence[Node]) -> None:
+        meta = service["metadata"]
+        self.backends[f"{meta['namespace']}/{meta['name']}"] = {
+            node["metadata"]["name"]: [
+                a["address"]
+                for a in (node.get("status") or {}).get("addresses") or ()
+                if a["type"] == "InternalIP"
+            ]
+            for node in nodes
+        }
 
     async def ensure_load_balancer(
         self, cluster_name: str, service: Service, nodes: Sequence[Node]
@@ -59,7 +73,15 @@ class SpyingCloud(FakeCloud):
         meta = service["metadata"]
         stored = await self.kube.get(SERVICES, meta["name"], namespace=meta["namespace"])
         self.finalizers_at_ensure.append(list(stored["metadata"].get("finalizers") or []))
-        return await super().ensure_load_balancer(cluster_name, service, nodes)
+        status = await super().ensure_load_balancer(cluster_name, service, nodes)
+        self._note_backends(service, nodes)
+        return status
+
+    async def update_load_balancer(
+        self, cluster_name: str, service: Service, nodes: Sequence[Node]
+    ) -> None:
+        await super().update_load_balancer(cluster_name, service, nodes)
+        self._note_backends(service, nodes)
 
 
 @dataclass
@@ -503,3 +525,61 @@ async def test_restart_with_unchanged_load_balancers_makes_no_mutating_cloud_cal
             return ensured >= {f"{ns}/{n}" for n in names}
 
         await eventually(all_ensured)
+
+
+# -- issue 13.3: a node initialised after it registered becomes a backend -----------------------
+
+
+async def test_node_registered_without_addresses_becomes_a_backend_once_initialised(
+    kube: KubeApiClient, kube_namespace: str, kube_cleanup: KubeCleanup
+) -> None:
+    """The kubelet registers a Node with no addresses; the cloud-node controller sets its
+    providerID, then its addresses: the load balancer ends up with the node's address."""
+    ns, name = kube_namespace, unique_name("svc")
+    await create_node(kube, kube_cleanup, unique_name("node-a"))
+    await kube.create(SERVICES, lb_service(name, ns))
+    cloud = SpyingCloud(kube)
+    late = unique_name("node-late")
+    cloud.add_instance(FakeInstance(name=late, addresses=(NodeAddress("InternalIP", "10.9.0.2"),)))
+    async with controller_process(kube, cloud):
+        await eventually(lambda: ingress_of(kube, ns, name))
+        kube_cleanup.add(NODES, late)
+        await kube.create(
+            NODES,
+            {
+                "metadata": {"name": late},
+                "spec": {
+                    "taints": [
+                        {"key": TAINT_UNINITIALIZED, "value": "true", "effect": "NoSchedule"}
+                    ]
+                },
+            },
+        )
+        registry = CollectorRegistry()
+        gate = CallGate(registry=registry)
+        factory = SharedInformerFactory(kube)
+        events = EventBroadcaster(kube, registry=registry)
+        events.start()
+        context = ControllerContext(
+            kube=kube,
+            informers=factory,
+            cloud=GatedCloud(cloud, gate),
+            events=events,
+            registry=registry,
+        )
+        node_controller = build_node_controller(context)
+        assert node_controller is not None
+        factory.start()
+        task = asyncio.create_task(node_controller.run())
+        try:
+
+            async def late_node_has_its_address() -> bool:
+                return cloud.backends.get(f"{ns}/{name}", {}).get(late) == ["10.9.0.2"]
+
+            await eventually(late_node_has_its_address)
+        finally:
+            await node_controller.stop(grace=5.0)
+            await asyncio.wait_for(task, 10)
+            await events.shutdown()
+            await factory.stop()
+            gate.close()
