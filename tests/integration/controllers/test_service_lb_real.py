@@ -8,6 +8,7 @@ Events (by ``involvedObject.name``), and the Service's disappearance after delet
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -18,14 +19,15 @@ from prometheus_client import CollectorRegistry
 from kccm.api.wellknown import FINALIZER_LB_CLEANUP, TAINT_UNINITIALIZED
 from kccm.cloudprovider.gate import CallGate
 from kccm.cloudprovider.gated import GatedCloud
-from kccm.cloudprovider.types import LoadBalancerStatus, Node, Service
+from kccm.cloudprovider.types import LoadBalancerStatus, Node, NodeAddress, Service
 from kccm.controllers.base import ControllerContext
+from kccm.controllers.node import build as build_node_controller
 from kccm.controllers.service import ServiceController, ServiceControllerOptions, build
 from kccm.kube.client import KubeApiClient
 from kccm.kube.errors import NotFound
 from kccm.kube.interface import Obj
 from kccm.kube.resources import EVENTS, NODES, SERVICES
-from kccm.providers.fake import FakeCloud
+from kccm.providers.fake import FakeCloud, FakeInstance
 from kccm.runtime.events import EventBroadcaster
 from kccm.runtime.informers import SharedInformerFactory
 from kccm.testing.pytest_plugin import KubeCleanup, unique_name
@@ -51,6 +53,19 @@ class SpyingCloud(FakeCloud):
         super().__init__()
         self.kube = kube
         self.finalizers_at_ensure: list[list[str]] = []
+        self.backends: dict[str, dict[str, list[str]]] = {}
+        """Per service key: the backends last given, node name → InternalIPs."""
+
+    def _note_backends(self, service: Service, nodes: Sequence[Node]) -> None:
+        meta = service["metadata"]
+        self.backends[f"{meta['namespace']}/{meta['name']}"] = {
+            node["metadata"]["name"]: [
+                a["address"]
+                for a in (node.get("status") or {}).get("addresses") or ()
+                if a["type"] == "InternalIP"
+            ]
+            for node in nodes
+        }
 
     async def ensure_load_balancer(
         self, cluster_name: str, service: Service, nodes: Sequence[Node]
@@ -58,7 +73,15 @@ class SpyingCloud(FakeCloud):
         meta = service["metadata"]
         stored = await self.kube.get(SERVICES, meta["name"], namespace=meta["namespace"])
         self.finalizers_at_ensure.append(list(stored["metadata"].get("finalizers") or []))
-        return await super().ensure_load_balancer(cluster_name, service, nodes)
+        status = await super().ensure_load_balancer(cluster_name, service, nodes)
+        self._note_backends(service, nodes)
+        return status
+
+    async def update_load_balancer(
+        self, cluster_name: str, service: Service, nodes: Sequence[Node]
+    ) -> None:
+        await super().update_load_balancer(cluster_name, service, nodes)
+        self._note_backends(service, nodes)
 
 
 @dataclass
@@ -84,11 +107,13 @@ class Running:
         )
 
 
-@pytest.fixture
-async def running(kube: KubeApiClient) -> AsyncIterator[Running]:
+@contextlib.asynccontextmanager
+async def controller_process(
+    kube: KubeApiClient, cloud: SpyingCloud, options: ServiceControllerOptions | None = None
+) -> AsyncIterator[Running]:
+    """One run of the controller as the daemon runs it (own informers, recorder, gate)."""
     registry = CollectorRegistry()
     gate = CallGate(registry=registry)
-    cloud = SpyingCloud(kube)
     factory = SharedInformerFactory(kube)
     events = EventBroadcaster(kube, registry=registry)
     events.start()
@@ -99,7 +124,7 @@ async def running(kube: KubeApiClient) -> AsyncIterator[Running]:
         events=events,
         registry=registry,
     )
-    controller = build(context, ServiceControllerOptions())
+    controller = build(context, options or ServiceControllerOptions())
     assert controller is not None
     factory.start()
     task = asyncio.create_task(controller.run())
@@ -111,6 +136,12 @@ async def running(kube: KubeApiClient) -> AsyncIterator[Running]:
         await events.shutdown()
         await factory.stop()
         gate.close()
+
+
+@pytest.fixture
+async def running(kube: KubeApiClient) -> AsyncIterator[Running]:
+    async with controller_process(kube, SpyingCloud(kube)) as run:
+        yield run
 
 
 async def create_node(kube: KubeApiClient, cleanup: KubeCleanup, name: str) -> Obj:
@@ -345,3 +376,210 @@ async def test_excluded_node_updates_only_load_balancer_services(
         ) in events
     assert await events_of(kube, ns, classed) == []
     assert await events_of(kube, ns, plain) == []
+
+
+# -- issue 11: fidelity with v0.36.3 ----------------------------------------------------------
+
+MUTATING = frozenset(
+    {"ensure_load_balancer", "update_load_balancer", "ensure_load_balancer_deleted"}
+)
+HASH = "service.kccm.io/load-balancer-spec-hash"
+
+
+def calls_in(cloud: FakeCloud, namespace: str) -> list[tuple[str, str]]:
+    """(method, service key) of the cloud calls about services of ``namespace``."""
+    return [
+        (c.method, str(c.args[1]))
+        for c in cloud.call_log
+        if len(c.args) > 1 and str(c.args[1]).startswith(f"{namespace}/")
+    ]
+
+
+async def test_needs_update_reasons_are_not_events(
+    running: Running, kube: KubeApiClient, kube_namespace: str, kube_cleanup: KubeCleanup
+) -> None:
+    """v0.36.3 only logs (V(2)) why a Service update needs a sync; it records no Event."""
+    ns, name = kube_namespace, unique_name("svc")
+    await create_node(kube, kube_cleanup, unique_name("node"))
+    await kube.create(SERVICES, lb_service(name, ns, externalTrafficPolicy="Local"))
+    await wait_events(kube, ns, name, "EnsuredLoadBalancer")
+    await kube.patch(
+        SERVICES,
+        name,
+        {
+            "spec": {
+                "externalTrafficPolicy": "Cluster",
+                "loadBalancerSourceRanges": ["10.0.0.0/8"],
+            }
+        },
+        namespace=ns,
+    )
+
+    async def ensured_twice() -> bool:
+        return running.ensures(f"{ns}/{name}") >= 2
+
+    await eventually(ensured_twice)
+    await kube.patch(
+        SERVICES,
+        name,
+        {
+            "spec": {
+                "type": "ClusterIP",
+                "allocateLoadBalancerNodePorts": None,
+                "loadBalancerSourceRanges": None,
+                "externalTrafficPolicy": None,
+            }
+        },
+        namespace=ns,
+    )
+    events = await wait_events(kube, ns, name, "DeletedLoadBalancer")
+    reasons = {e[1] for e in events}
+    assert reasons <= {
+        "EnsuringLoadBalancer",
+        "EnsuredLoadBalancer",
+        "DeletingLoadBalancer",
+        "DeletedLoadBalancer",
+    }, reasons
+    await kube.patch(SERVICES, name, {"metadata": {"finalizers": None}}, namespace=ns)
+
+
+async def test_services_present_at_start_are_ensured_before_any_node_sync_update(
+    kube: KubeApiClient, kube_namespace: str, kube_cleanup: KubeCleanup
+) -> None:
+    """LoadBalancer Services exist before the controller starts and nodes initialise while
+    it ensures them (50 ms per cloud call): no update_load_balancer before a service's
+    ensure, no UpdateLoadBalancerFailed, and the late node reaches every load balancer."""
+    ns = kube_namespace
+    first = unique_name("node-a")
+    await create_node(kube, kube_cleanup, first)
+    names = [unique_name(f"s{i}") for i in range(5)]
+    for name in names:
+        await kube.create(SERVICES, lb_service(name, ns))
+    cloud = SpyingCloud(kube)
+    cloud.set_latency("*", 0.05)
+    late = unique_name("node-b")
+    async with controller_process(kube, cloud) as run:
+        await create_node(kube, kube_cleanup, late)  # registers while ensures are in flight
+        await kube.patch(NODES, late, {"spec": {"providerID": f"fake://{late}"}})
+
+        async def all_have_the_late_node() -> bool:
+            ours = [b for b in run.cloud.balancers.values() if b.service.startswith(f"{ns}/")]
+            return len(ours) == len(names) and all(late in b.hosts for b in ours)
+
+        await eventually(all_have_the_late_node)
+        for name in names:
+            await wait_events(kube, ns, name, "EnsuredLoadBalancer")
+    calls = calls_in(cloud, ns)
+    for name in names:
+        mine = [method for method, key in calls if key == f"{ns}/{name}"]
+        assert mine[0] == "ensure_load_balancer", (name, mine)
+        assert mine.count("ensure_load_balancer") == 1, (name, mine)
+    for name in names:
+        assert not any(e[1] == "UpdateLoadBalancerFailed" for e in await events_of(kube, ns, name))
+
+
+async def test_restart_with_unchanged_load_balancers_makes_no_mutating_cloud_call(
+    kube: KubeApiClient, kube_namespace: str, kube_cleanup: KubeCleanup
+) -> None:
+    ns = kube_namespace
+    await create_node(kube, kube_cleanup, unique_name("node"))
+    names = [unique_name(f"s{i}") for i in range(3)]
+    for name in names:
+        await kube.create(SERVICES, lb_service(name, ns))
+    cloud = SpyingCloud(kube)
+    async with controller_process(kube, cloud):
+        for name in names:
+            await eventually(lambda name=name: ingress_of(kube, ns, name))  # type: ignore[misc]
+
+        async def hashes() -> list[str] | None:
+            stored = [await kube.get(SERVICES, n, namespace=ns) for n in names]
+            found = [s["metadata"].get("annotations", {}).get(HASH) for s in stored]
+            return found if all(found) else None
+
+        recorded = await eventually(hashes)
+    assert all(h.startswith("v1-") for h in recorded)
+    before = {n: await events_of(kube, ns, n) for n in names}
+    cloud.clear_calls()
+
+    async with controller_process(kube, cloud) as run:
+
+        async def all_checked() -> bool:
+            checked = {key for method, key in calls_in(cloud, ns) if method == "get_load_balancer"}
+            return checked >= {f"{ns}/{n}" for n in names}
+
+        await eventually(all_checked)
+        await asyncio.sleep(1.0)  # anything else the restart would do has happened by now
+        assert run.controller.ensured >= {f"{ns}/{n}" for n in names}
+    calls = calls_in(cloud, ns)
+    assert [m for m, _ in calls if m in MUTATING] == [], calls
+    assert sorted(calls) == sorted(("get_load_balancer", f"{ns}/{n}") for n in names)
+    assert {n: await events_of(kube, ns, n) for n in names} == before, "no new events"
+
+    # Upstream's behaviour stays reachable: every load balancer is re-ensured.
+    cloud.clear_calls()
+    upstream = ServiceControllerOptions(reuse_unchanged_load_balancers=False)
+    async with controller_process(kube, cloud, upstream):
+
+        async def all_ensured() -> bool:
+            ensured = {key for m, key in calls_in(cloud, ns) if m == "ensure_load_balancer"}
+            return ensured >= {f"{ns}/{n}" for n in names}
+
+        await eventually(all_ensured)
+
+
+# -- issue 13.3: a node initialised after it registered becomes a backend -----------------------
+
+
+async def test_node_registered_without_addresses_becomes_a_backend_once_initialised(
+    kube: KubeApiClient, kube_namespace: str, kube_cleanup: KubeCleanup
+) -> None:
+    """The kubelet registers a Node with no addresses; the cloud-node controller sets its
+    providerID, then its addresses: the load balancer ends up with the node's address."""
+    ns, name = kube_namespace, unique_name("svc")
+    await create_node(kube, kube_cleanup, unique_name("node-a"))
+    await kube.create(SERVICES, lb_service(name, ns))
+    cloud = SpyingCloud(kube)
+    late = unique_name("node-late")
+    cloud.add_instance(FakeInstance(name=late, addresses=(NodeAddress("InternalIP", "10.9.0.2"),)))
+    async with controller_process(kube, cloud):
+        await eventually(lambda: ingress_of(kube, ns, name))
+        kube_cleanup.add(NODES, late)
+        await kube.create(
+            NODES,
+            {
+                "metadata": {"name": late},
+                "spec": {
+                    "taints": [
+                        {"key": TAINT_UNINITIALIZED, "value": "true", "effect": "NoSchedule"}
+                    ]
+                },
+            },
+        )
+        registry = CollectorRegistry()
+        gate = CallGate(registry=registry)
+        factory = SharedInformerFactory(kube)
+        events = EventBroadcaster(kube, registry=registry)
+        events.start()
+        context = ControllerContext(
+            kube=kube,
+            informers=factory,
+            cloud=GatedCloud(cloud, gate),
+            events=events,
+            registry=registry,
+        )
+        node_controller = build_node_controller(context)
+        assert node_controller is not None
+        factory.start()
+        task = asyncio.create_task(node_controller.run())
+        try:
+
+            async def late_node_has_its_address() -> bool:
+                return cloud.backends.get(f"{ns}/{name}", {}).get(late) == ["10.9.0.2"]
+
+            await eventually(late_node_has_its_address)
+        finally:
+            await node_controller.stop(grace=5.0)
+            await asyncio.wait_for(task, 10)
+            await events.shutdown()
+            await factory.stop()
+            gate.close()

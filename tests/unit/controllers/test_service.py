@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -1270,3 +1270,399 @@ async def test_latency_histograms_use_exponential_buckets_1_2_15(harness: Harnes
         if sample.name.endswith("_bucket")
     ]
     assert bounds == [str(float(2**i)) for i in range(15)] + ["+Inf"]
+
+
+# -- issue 11.3 / 10.3: node sync only touches ensured services, coalesced, cheap ----------------
+
+
+def calls_for(h: Harness, name: str) -> list[str]:
+    return [c.method for c in h.cloud.call_log if c.args[1:2] == (key(name),)]
+
+
+async def run_until_quiet(h: Harness, controller: ServiceController) -> None:
+    """Let the running controller work until nothing is queued, delayed or in flight."""
+    quiet = 0
+    for _ in range(2000):
+        await h.clock.advance(0)
+        busy = (
+            len(controller.service_queue)
+            or len(controller.node_queue)
+            or controller.service_queue.processing
+            or controller.node_queue.processing
+            or controller.service_queue.waiting
+        )
+        quiet = 0 if busy else quiet + 1
+        if quiet >= 5:
+            return
+    raise AssertionError("the controller never went quiet")
+
+
+async def test_node_sync_leaves_services_not_yet_ensured_alone(harness: Harness) -> None:
+    h = harness
+    await create_node(h, "a")
+    await create_service(h, "s1")
+    controller = await start(h)
+    controller.cache[key("s1")] = await h.service("s1")  # known, not ensured yet
+    assert await controller.sync_nodes() == set()
+    assert h.cloud.calls == []
+    assert controller.ensured == set()
+
+
+async def test_nodes_arriving_while_services_are_first_ensured_never_update_them_early(
+    harness: Harness,
+) -> None:
+    """Services exist before the controller starts; nodes register and initialise while the
+    first ensures are in flight: every service is ensured before any update, no spurious
+    UpdateLoadBalancerFailed, and the late nodes still reach every load balancer."""
+    h = harness
+    await create_node(h, "a", provider_id="fake://a")
+    names = ["s1", "s2", "s3"]
+    for name in names:
+        await create_service(h, name)
+    h.cloud.set_latency("ensure_load_balancer", 5.0)
+    controller = await start(h, workers=3)
+    task = asyncio.create_task(controller.run())
+    await h.clock.advance(0)
+    assert h.cloud.calls.count("ensure_load_balancer") == 3, "all three ensures in flight"
+    await create_node(h, "b")
+    await h.settle()
+    await h.kube.patch(NODES, "b", {"spec": {"providerID": "fake://b"}})
+    await h.settle()
+    assert "update_load_balancer" not in h.cloud.calls
+    await h.clock.advance(5.0)
+    for _ in range(20):
+        await h.clock.advance(0)
+    for name in names:
+        assert calls_for(h, name) == ["ensure_load_balancer", "update_load_balancer"], name
+    assert set(update_calls(h)) == {(key(n), ("a", "b")) for n in names}
+    assert "UpdateLoadBalancerFailed" not in h.events.reasons()
+    assert {b.hosts for b in h.cloud.balancers.values()} == {("a", "b")}
+    assert await controller.stop(grace=1.0)
+    await asyncio.wait_for(task, 5)
+
+
+async def test_a_burst_of_node_events_is_one_node_sync(harness: Harness) -> None:
+    h = harness
+    await create_node(h, "a")
+    await create_service(h, "s1")
+    controller = await start(h)
+    await ensure_all(h, controller, ["s1"])
+    while len(controller.node_queue):
+        await controller._node_loop.process_next()
+    syncs, builds = controller.node_syncs, controller.backends.recomputations
+    for i in range(50):
+        await create_node(h, f"burst-{i:02d}")
+    await h.settle()
+    assert len(controller.node_queue) == 1, "fifty node events, one queued node sync"
+    while len(controller.node_queue):
+        await controller._node_loop.process_next()
+    assert controller.node_syncs - syncs == 1
+    assert controller.backends.recomputations - builds == 1, "one node-set build per burst"
+    assert len(update_calls(h)) == 1
+    assert len(update_calls(h)[0][1]) == 51
+
+
+async def test_start_up_with_existing_nodes_and_services_builds_the_node_set_once(
+    harness: Harness,
+) -> None:
+    h = harness
+    for i in range(200):
+        await create_node(h, f"n{i:03d}", provider_id=f"fake://n{i:03d}")
+    names = [f"s{i:02d}" for i in range(40)]
+    for name in names:
+        await create_service(h, name)
+    controller = await start(h, workers=4)
+    task = asyncio.create_task(controller.run())
+    await run_until_quiet(h, controller)
+    assert h.cloud.calls.count("ensure_load_balancer") == 40
+    assert "update_load_balancer" not in h.cloud.calls
+    assert controller.backends.recomputations == 1, "every ensure shares one node set"
+    assert controller.node_syncs == 1, "the start-up burst of node adds is one node sync"
+    assert await controller.stop(grace=1.0)
+    await asyncio.wait_for(task, 5)
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        pytest.param({"metadata": {"labels": {"x": "y"}}}, id="other-label"),
+        pytest.param(
+            {"spec": {"taints": [{"key": "example.com/t", "effect": "NoSchedule"}]}},
+            id="other-taint",
+        ),
+        pytest.param({"metadata": {"labels": {EXCLUDE: "false"}}}, id="exclude-false"),
+    ],
+)
+async def test_node_changes_that_keep_the_backends_cost_nothing(
+    harness: Harness, change: dict[str, Any]
+) -> None:
+    h = harness
+    await create_node(h, "a", provider_id="fake://a")
+    await create_service(h, "s1")
+    controller = await start(h)
+    await ensure_all(h, controller, ["s1"])
+    version, builds = controller.backends.version, controller.backends.recomputations
+    await h.kube.patch(NODES, "a", change)
+    await h.settle()
+    assert await controller.sync_nodes() == set()
+    assert h.cloud.calls == []
+    assert controller.backends.version == version
+    assert controller.backends.recomputations == builds
+    # ... yet the next ensure is given the newest node object.
+    current = controller.backends.snapshot().nodes[0]
+    assert current == await h.kube.get(NODES, "a")
+
+
+async def test_node_sync_gives_the_event_loop_a_turn(harness: Harness) -> None:
+    h = harness
+    await create_node(h, "a")
+    controller = await start(h)
+    old = controller.backends.snapshot()
+    for i in range(1000):
+        name = f"s{i}"
+        controller.cache[key(name)] = {
+            "metadata": {"name": name, "namespace": NS},
+            "spec": lb_spec(),
+        }
+        controller.ensured.add(key(name))
+        controller.last_synced[key(name)] = old
+    await create_node(h, "b")
+    await create_node(h, "c")
+    await h.kube.delete(NODES, "c")  # a new version, but the same backends as... not quite
+    await h.kube.delete(NODES, "b")  # ... now the same backends as `old`
+    await h.settle()
+    ticks = 0
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while True:
+            ticks += 1
+            await asyncio.sleep(0)
+
+    other = asyncio.create_task(ticker())
+    await asyncio.sleep(0)
+    before = ticks
+    assert await controller.sync_nodes() == set()
+    other.cancel()
+    assert h.cloud.calls == [], "same backends: no cloud call"
+    assert ticks - before >= 1000 // 256, "the pass over 1000 services yields regularly"
+    assert {s.version for s in controller.last_synced.values()} == {controller.backends.version}
+
+
+# -- issue 13.3: addresses arriving after initialisation reach the load balancers ---------------
+
+
+async def test_addresses_arriving_after_initialisation_resync_backends(harness: Harness) -> None:
+    h = harness
+    await create_node(h, "a", provider_id="fake://a")
+    await create_service(h, "s1")
+    controller = await start(h)
+    await ensure_all(h, controller, ["s1"])
+    seen: list[list[Any]] = []
+    original = h.cloud.update_load_balancer
+
+    async def spy(cluster: str, service: Obj, nodes: Any) -> None:
+        seen.append([(n["metadata"]["name"], n.get("status", {}).get("addresses")) for n in nodes])
+        await original(cluster, service, nodes)
+
+    h.cloud.update_load_balancer = spy  # type: ignore[method-assign]
+    # A node registers without addresses; the cloud-node controller sets its providerID,
+    # then patches its addresses.
+    await create_node(h, "b")
+    await h.settle()
+    await h.kube.patch(NODES, "b", {"spec": {"providerID": "fake://b"}})
+    await h.settle()
+    while len(controller.node_queue):
+        await controller._node_loop.process_next()
+    assert seen[-1] == [("a", None), ("b", None)]
+    address = [{"type": "InternalIP", "address": "10.0.0.2"}]
+    await h.kube.patch(NODES, "b", {"status": {"addresses": address}}, subresource="status")
+    await h.settle()
+    assert len(controller.node_queue) == 1
+    while len(controller.node_queue):
+        await controller._node_loop.process_next()
+    assert seen[-1] == [("a", None), ("b", address)]
+
+
+# -- issue 10.4: the spec-hash annotation; a restart with unchanged LBs makes no cloud write -----
+
+HASH = "service.kccm.io/load-balancer-spec-hash"
+MUTATING = {"ensure_load_balancer", "update_load_balancer", "ensure_load_balancer_deleted"}
+
+
+async def restart(h: Harness, *, reuse: bool = True) -> ServiceController:
+    """A new controller process: fresh informers and caches, the same apiserver and cloud."""
+    await h.factory.stop()
+    h.factory = SharedInformerFactory(h.kube, clock=h.clock)
+    h.cloud.clear_calls()
+    h.events.recorded.clear()
+    h.kube.patches.clear()
+    return await start(h, reuse=reuse)
+
+
+async def hash_of(h: Harness, name: str) -> str | None:
+    value = (await h.service(name))["metadata"].get("annotations", {}).get(HASH)
+    return None if value is None else str(value)
+
+
+async def first_run(h: Harness, names: list[str]) -> ServiceController:
+    await create_node(h, "a", provider_id="fake://a")
+    await create_node(h, "b", provider_id="fake://b")
+    for name in names:
+        await create_service(h, name)
+    controller = await start(h, reuse=True)
+    await ensure_all(h, controller, names)
+    return controller
+
+
+async def test_ensure_records_the_spec_hash_in_the_status_patch(harness: Harness) -> None:
+    h = harness
+    await create_node(h, "a")
+    await create_service(h, "s1")
+    controller = await start(h, reuse=True)
+    assert await controller.service_queue.get() == key("s1")
+    controller.service_queue.done(key("s1"))
+    h.kube.patches.clear()
+    await controller.sync_service(key("s1"))
+    status_patches = [p for p in h.kube.patches if "status" in p.body]
+    assert len(status_patches) == 1, "status and hash in one write"
+    assert status_patches[0].subresource == "status"
+    assert status_patches[0].body["metadata"]["annotations"][HASH].startswith("v1-")
+    assert await hash_of(h, "s1") == status_patches[0].body["metadata"]["annotations"][HASH]
+    await h.settle()
+    assert len(controller.service_queue) == 0, "our own annotation is not a reason to sync"
+
+
+async def test_restart_with_unchanged_load_balancers_makes_no_mutating_call(
+    harness: Harness,
+) -> None:
+    h = harness
+    names = ["s1", "s2", "s3"]
+    await first_run(h, names)
+    controller = await restart(h)
+    task = asyncio.create_task(controller.run())
+    await run_until_quiet(h, controller)
+    assert sorted(h.cloud.calls) == ["get_load_balancer"] * 3
+    assert not MUTATING & set(h.cloud.calls)
+    assert h.kube.patches == [], "nothing to write either"
+    assert h.events.recorded == []
+    assert controller.ensured == {key(n) for n in names}
+    # Those services are now ensured by this process: node changes reach them.
+    await create_node(h, "c", provider_id="fake://c")
+    await run_until_quiet(h, controller)
+    assert sorted(update_calls(h)) == [(key(n), ("a", "b", "c")) for n in names]
+    assert await controller.stop(grace=1.0)
+    await asyncio.wait_for(task, 5)
+
+
+async def _lose_the_balancer(h: Harness) -> None:
+    await h.cloud.ensure_load_balancer_deleted("kubernetes", await h.service("s1"))
+
+
+async def _break_the_check(h: Harness) -> None:
+    h.cloud.fail("get_load_balancer", FakeCloudError("api down"), times=1)
+
+
+async def _annotate(h: Harness) -> None:
+    await h.kube.patch(SERVICES, "s1", {"metadata": {"annotations": {"x": "1"}}}, namespace=NS)
+
+
+async def _change_ports(h: Harness) -> None:
+    ports = [{"name": "p", "protocol": "TCP", "port": 8080, "targetPort": 80}]
+    await h.kube.patch(SERVICES, "s1", {"spec": {"ports": ports}}, namespace=NS)
+
+
+async def _add_node(h: Harness) -> None:
+    await create_node(h, "c", provider_id="fake://c")
+
+
+async def _readdress_node(h: Harness) -> None:
+    address = {"addresses": [{"type": "InternalIP", "address": "10.0.0.9"}]}
+    await h.kube.patch(NODES, "a", {"status": address}, subresource="status")
+
+
+async def _drop_the_hash(h: Harness) -> None:
+    await h.kube.patch(SERVICES, "s1", {"metadata": {"annotations": {HASH: None}}}, namespace=NS)
+
+
+async def _relabel_service(h: Harness) -> None:
+    await h.kube.patch(SERVICES, "s1", {"metadata": {"labels": {"team": "x"}}}, namespace=NS)
+
+
+async def _change_selector(h: Harness) -> None:
+    await h.kube.patch(SERVICES, "s1", {"spec": {"selector": {"app": "y"}}}, namespace=NS)
+
+
+async def _nothing(h: Harness) -> None:
+    return None
+
+
+@pytest.mark.parametrize(
+    ("while_down", "reuse", "calls"),
+    [
+        pytest.param(_nothing, True, ["get_load_balancer"], id="nothing-changed-no-write"),
+        pytest.param(_relabel_service, True, ["get_load_balancer"], id="labels-do-not-count"),
+        pytest.param(_change_selector, True, ["get_load_balancer"], id="selector-does-not-count"),
+        pytest.param(_annotate, True, ["ensure_load_balancer"], id="annotation-changed-ensures"),
+        pytest.param(_change_ports, True, ["ensure_load_balancer"], id="ports-changed-ensures"),
+        pytest.param(_add_node, True, ["ensure_load_balancer"], id="node-added-ensures"),
+        pytest.param(_readdress_node, True, ["ensure_load_balancer"], id="node-address-ensures"),
+        pytest.param(_drop_the_hash, True, ["ensure_load_balancer"], id="no-hash-ensures"),
+        pytest.param(
+            _lose_the_balancer,
+            True,
+            ["get_load_balancer", "ensure_load_balancer"],
+            id="balancer-gone-from-the-cloud-ensures",
+        ),
+        pytest.param(
+            _break_the_check,
+            True,
+            ["get_load_balancer", "ensure_load_balancer"],
+            id="failed-check-ensures",
+        ),
+        pytest.param(_nothing, False, ["ensure_load_balancer"], id="upstream-mode-always-ensures"),
+    ],
+)
+async def test_restart_reuses_a_load_balancer_only_when_nothing_changed(
+    harness: Harness,
+    while_down: Callable[[Harness], Awaitable[None]],
+    reuse: bool,
+    calls: list[str],
+) -> None:
+    h = harness
+    await first_run(h, ["s1"])
+    await while_down(h)
+    controller = await restart(h, reuse=reuse)
+    h.cloud.clear_calls()
+    await controller.sync_service(key("s1"))
+    assert h.cloud.calls == calls
+    ensured = "ensure_load_balancer" in calls
+    assert h.events.reasons() == (ENSURED if ensured else [])
+    if reuse:
+        assert await hash_of(h, "s1") == controller._spec_hash(
+            await h.service("s1"), controller.backends.snapshot()
+        )
+
+
+async def test_node_sync_keeps_the_hash_current_and_drops_it_on_failure(harness: Harness) -> None:
+    h = harness
+    controller = await first_run(h, ["s1"])
+    first = await hash_of(h, "s1")
+    await create_node(h, "c", provider_id="fake://c")
+    await h.settle()
+    assert await controller.sync_nodes() == set()
+    second = await hash_of(h, "s1")
+    assert second is not None
+    assert second != first
+    await h.settle()
+    assert len(controller.service_queue) == 0, "the hash write does not re-enqueue"
+    # After that update, a restart still finds nothing to do.
+    controller = await restart(h)
+    await controller.sync_service(key("s1"))
+    assert h.cloud.calls == ["get_load_balancer"]
+    # A failed update leaves the load balancer in an unknown state: the hash goes.
+    h.cloud.fail("update_load_balancer", FakeCloudError("busy"))
+    await create_node(h, "d", provider_id="fake://d")
+    await h.settle()
+    assert await controller.sync_nodes() == {key("s1")}
+    assert await hash_of(h, "s1") is None

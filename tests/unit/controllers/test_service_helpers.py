@@ -10,15 +10,20 @@ from typing import Any
 
 import pytest
 
-from kccm.api.wellknown import FINALIZER_LB_CLEANUP
+from kccm.api.wellknown import ANNOTATION_LB_SPEC_HASH, FINALIZER_LB_CLEANUP
 from kccm.cloudprovider.types import LoadBalancerIngress, LoadBalancerStatus, PortStatus
 from kccm.controllers.service_helpers import (
+    EMPTY_NODE_SET,
     STABLE_NODE_SET_PREDICATES,
+    BackendNodeSet,
     finalizer_patch,
+    load_balancer_spec_hash,
     load_balancer_status_equal,
     loggable_node_names,
     needs_cleanup,
     needs_update,
+    node_identities,
+    node_set_digest,
     nodes_sufficiently_equal,
     parse_go_bool,
     respects_predicates,
@@ -59,6 +64,7 @@ def node(
     provider_id: str = "",
     deleting: bool = False,
     ready: str = "True",
+    addresses: tuple[str, ...] = (),
 ) -> dict[str, Any]:
     meta: dict[str, Any] = {"name": name, "labels": labels or {}}
     if deleting:
@@ -69,7 +75,10 @@ def node(
     return {
         "metadata": meta,
         "spec": spec,
-        "status": {"conditions": [{"type": "Ready", "status": ready}]},
+        "status": {
+            "conditions": [{"type": "Ready", "status": ready}],
+            "addresses": [{"type": "InternalIP", "address": a} for a in addresses],
+        },
     }
 
 
@@ -448,6 +457,13 @@ def test_parse_go_bool_rejects_what_go_rejects() -> None:
             True,
             id="provider-id-changed",
         ),
+        pytest.param(node(), node(addresses=("10.0.0.1",)), True, id="addresses-set-kccm"),
+        pytest.param(
+            node(addresses=("10.0.0.1",)),
+            node(addresses=("10.0.0.2",)),
+            True,
+            id="address-changed-kccm",
+        ),
         pytest.param(node(), node(ready="False"), False, id="readiness-change-ignored"),
         pytest.param(node(), node(taints=[CA_TAINT]), False, id="autoscaler-taint-ignored"),
         pytest.param(node(), node(deleting=True), False, id="deletion-timestamp-ignored"),
@@ -479,6 +495,9 @@ def test_should_sync_updated_node(old: dict[str, Any], new: dict[str, Any], sync
             [node("a", ready="True")], [node("a", ready="False")], True, id="readiness-ignored"
         ),
         pytest.param([node("a", labels={"x": "1"})], [node("a")], True, id="labels-ignored-here"),
+        pytest.param(
+            [node("a")], [node("a", addresses=("10.0.0.1",))], False, id="addresses-differ-kccm"
+        ),
     ],
 )
 def test_nodes_sufficiently_equal(
@@ -594,3 +613,102 @@ def test_load_balancer_status_equal(
     previous: dict[str, Any], new: LoadBalancerStatus, equal: bool
 ) -> None:
     assert load_balancer_status_equal(previous, new) is equal
+
+
+# -- kccm: the backend node set maintained from events, and the spec hash ----------------------
+
+
+def test_backend_node_set_versions_only_on_backend_changes() -> None:
+    backends = BackendNodeSet()
+    backends.apply(None, node("a", provider_id="p-a"))
+    backends.apply(None, node("b"))
+    first = backends.snapshot()
+    assert [n["metadata"]["name"] for n in first.nodes] == ["a", "b"]
+    assert backends.recomputations == 1
+    assert backends.snapshot() is first, "no change, no rebuild"
+    # A label or readiness change keeps the version but refreshes the objects.
+    backends.apply(node("a", provider_id="p-a"), node("a", provider_id="p-a", ready="False"))
+    refreshed = backends.snapshot()
+    assert refreshed.version == first.version
+    assert backends.recomputations == 1
+    assert refreshed.nodes[0]["status"]["conditions"][0]["status"] == "False"
+    assert refreshed.same_backends(first)
+    # Identity changes and eligibility changes bump the version.
+    backends.apply(node("b"), node("b", addresses=("10.0.0.2",)))
+    assert not backends.snapshot().same_backends(first)
+    backends.apply(node("b"), node("b", taints=[CA_TAINT]))
+    assert [n["metadata"]["name"] for n in backends.snapshot().nodes] == ["a"]
+    backends.apply(node("a"), None)
+    assert backends.snapshot().nodes == ()
+    assert backends.recomputations == 4
+
+
+def test_same_backends_compares_content_across_versions() -> None:
+    backends = BackendNodeSet()
+    backends.apply(None, node("a"))
+    first = backends.snapshot()
+    backends.apply(None, node("b"))
+    backends.apply(node("b"), None)
+    again = backends.snapshot()
+    assert again.version != first.version
+    assert again.same_backends(first)
+    assert not again.same_backends(None)
+    assert not again.same_backends(EMPTY_NODE_SET)
+
+
+HASHED = with_meta(BASE, annotations={"a": "1"}, labels={"team": "x"})
+
+
+@pytest.mark.parametrize(
+    ("changed", "cluster", "digest", "same"),
+    [
+        pytest.param(HASHED, "kubernetes", "d1", True, id="identical"),
+        pytest.param(
+            with_meta(HASHED, labels={"team": "y"}), "kubernetes", "d1", True, id="labels-ignored"
+        ),
+        pytest.param(
+            {**HASHED, "spec": {**HASHED["spec"], "selector": {"app": "z"}}},
+            "kubernetes",
+            "d1",
+            True,
+            id="selector-ignored",
+        ),
+        pytest.param(
+            with_meta(HASHED, annotations={"a": "1", ANNOTATION_LB_SPEC_HASH: "old"}),
+            "kubernetes",
+            "d1",
+            True,
+            id="own-annotation-ignored",
+        ),
+        pytest.param(
+            with_meta(HASHED, annotations={"a": "2"}),
+            "kubernetes",
+            "d1",
+            False,
+            id="annotation-counts",
+        ),
+        pytest.param(
+            {**HASHED, "spec": {**HASHED["spec"], "allocateLoadBalancerNodePorts": False}},
+            "kubernetes",
+            "d1",
+            False,
+            id="any-other-spec-field-counts",
+        ),
+        pytest.param(with_meta(HASHED, uid="uid-2"), "kubernetes", "d1", False, id="uid-counts"),
+        pytest.param(HASHED, "other-cluster", "d1", False, id="cluster-name-counts"),
+        pytest.param(HASHED, "kubernetes", "d2", False, id="node-set-counts"),
+    ],
+)
+def test_load_balancer_spec_hash(
+    changed: dict[str, Any], cluster: str, digest: str, same: bool
+) -> None:
+    reference = load_balancer_spec_hash(HASHED, "kubernetes", "d1")
+    assert reference.startswith("v1-")
+    assert (load_balancer_spec_hash(changed, cluster, digest) == reference) is same
+
+
+def test_node_set_digest_ignores_order_but_not_addresses() -> None:
+    a, b = node("a", provider_id="p-a"), node("b", addresses=("10.0.0.2",))
+    assert node_set_digest(node_identities([a, b])) == node_set_digest(node_identities([b, a]))
+    moved = node("b", addresses=("10.0.0.3",))
+    assert node_set_digest(node_identities([a, b])) != node_set_digest(node_identities([a, moved]))
