@@ -23,6 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TextIO
 
 from kccm.app.dataplane_cli import run_dataplane_cli
+from kccm.providers.local.dataplane import live_dataplane
 from kccm.providers.local.store import (
     BackendHealth,
     InstanceRecord,
@@ -255,7 +256,11 @@ def _instances(store: LocalStore, args: argparse.Namespace) -> Rows | str:
 
 
 def _lbs(store: LocalStore) -> Rows:
-    health = {(h.load_balancer, h.node): h for h in store.list_backend_health()}
+    """Backends with their last verdict, or ``unknown`` when no data plane heartbeats (the
+    verdicts of a dead data plane are stale)."""
+    serving = live_dataplane(store.path) is not None
+    found = store.list_backend_health() if serving else []
+    health = {(h.load_balancer, h.node): h for h in found}
     return [_lb_row(lb, health) for lb in store.list_load_balancers()]
 
 

@@ -8,6 +8,7 @@ import os
 import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -82,7 +83,7 @@ def test_a_future_state_file_is_a_runtime_error(state: Path) -> None:
     assert "newer kccm" in err
 
 
-def _seed(state: Path) -> None:
+def _seed(state: Path, dataplane_alive: bool = True) -> None:
     with LocalStore(state) as store:
         store.ensure_load_balancer(
             LoadBalancerRecord(
@@ -104,6 +105,38 @@ def _seed(state: Path) -> None:
         )
         store.put_route(RouteRecord("k-n1-10.244.1.0/24", "k", "n1", "10.244.1.0/24"))
         store._conn.execute("INSERT INTO backend_health VALUES ('aweb', 'n1', 1, 0, 'HTTP 200')")
+        if dataplane_alive:  # this process stands in for a data plane that heartbeats
+            store._conn.execute(
+                "INSERT INTO dataplane VALUES (1, ?, ?)", (os.getpid(), time.time())
+            )
+
+
+@pytest.mark.parametrize(
+    "heartbeat",
+    [
+        pytest.param(None, id="no-data-plane-ever"),
+        pytest.param("dead-pid", id="its-process-died"),
+        pytest.param("stale", id="heartbeat-older-than-5s"),
+    ],
+)
+def test_lbs_shows_unknown_health_without_a_live_data_plane(
+    state: Path, heartbeat: str | None
+) -> None:
+    _seed(state, dataplane_alive=False)
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)  # fmt: skip
+    rows = {
+        None: None,
+        "dead-pid": (int(dead.stdout), time.time()),
+        "stale": (os.getpid(), time.time() - 60),
+    }
+    row = rows[heartbeat]
+    if row is not None:
+        with sqlite3.connect(state) as raw:
+            raw.execute("INSERT INTO dataplane VALUES (1, ?, ?)", row)
+        raw.close()
+    (lb,) = as_json(state, "lbs", "list")
+    assert [b["health"] for b in lb["backends"]] == ["unknown", "unknown"]
 
 
 def test_lbs_ips_and_routes_tables(state: Path) -> None:

@@ -8,6 +8,7 @@ gcfg example::
     health-check-mode = kube-proxy        ; or tcp
     auto-adopt = true
     start-dataplane = true                ; initialize() starts `kccm local dataplane` if none runs
+    dataplane-check-interval = 2          ; seconds between supervisor checks (restart if dead)
     zone = local-zone-a
     region = local
 """
@@ -17,6 +18,7 @@ gcfg example::
 from __future__ import annotations
 
 import ipaddress
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TextIO
@@ -34,6 +36,7 @@ __all__ = [
 ]
 
 DEFAULT_VIP_RANGE = "127.0.20.0/24"
+MIN_CHECK_INTERVAL, MAX_CHECK_INTERVAL = 0.1, 3600.0
 HEALTH_CHECK_MODES = ("kube-proxy", "tcp")
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
@@ -53,6 +56,9 @@ class LocalGlobalConfig:
     start_dataplane: bool = True
     """The provider starts the data plane (detached) at initialization unless one is running;
     ``false`` when it runs separately (e.g. as a systemd unit)."""
+    dataplane_check_interval: float = 2.0
+    """Seconds between the provider's checks that the data plane it started still runs (a
+    dead one is started again)."""
     zone: str = "local-zone-a"
     region: str = "local"
     instance_type: str = "local.standard"
@@ -118,6 +124,12 @@ def _validate(config: LocalCloudConfig) -> list[str]:
         VipPool.parse(glob.vip_range)
     except ValueError as err:
         issues.append(f"[Global] vip-range: {err}")
+    interval = glob.dataplane_check_interval
+    if not (math.isfinite(interval) and MIN_CHECK_INTERVAL <= interval <= MAX_CHECK_INTERVAL):
+        issues.append(
+            f"[Global] dataplane-check-interval: {interval} is not a number of seconds from "
+            f"{MIN_CHECK_INTERVAL} to {MAX_CHECK_INTERVAL}"
+        )
     if glob.health_check_mode not in HEALTH_CHECK_MODES:
         issues.append(
             f"[Global] health-check-mode: {glob.health_check_mode!r} is not one of "

@@ -324,13 +324,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     return asyncio.run(_serve(state_file, _settings(ns)))
 
 
-def live_dataplane(state_file: Path, stale_after: float = 5.0) -> Heartbeat | None:
-    """The data plane heartbeating in ``state_file``, if one is alive."""
+def live_dataplane(
+    state_file: Path, stale_after: float = 5.0, *, now: float | None = None
+) -> Heartbeat | None:
+    """The data plane heartbeating in ``state_file``, if one is alive: its row is younger
+    than ``stale_after`` seconds at ``now`` (epoch seconds; default the system time) and its
+    pid is a live process (not a zombie)."""
+    _reap()
     try:
         beat = read_heartbeat(state_file)
     except sqlite3.Error:
         return None
-    if beat is None or time.time() - beat.heartbeat_at > stale_after:
+    at = time.time() if now is None else now
+    if beat is None or at - beat.heartbeat_at > stale_after:
         return None
     return beat if pid_alive(beat.pid) else None
 

@@ -389,3 +389,48 @@ def test_routes(cloud: LocalCloud) -> None:
     cloud.delete_route(CLUSTER, route)
     assert cloud.list_routes(CLUSTER) == []
     assert len(cloud.list_routes("other")) == 1
+
+
+@pytest.mark.parametrize(
+    ("ports", "spec", "message"),
+    [
+        pytest.param(
+            [{"name": "assoc", "protocol": "SCTP", "port": 9000, "nodePort": 30900}],
+            {},
+            r"port assoc \(9000/SCTP\): the local data plane serves TCP and UDP only, not SCTP",
+            id="sctp",
+        ),
+        pytest.param(
+            [
+                {"name": "http", "protocol": "TCP", "port": 80, "nodePort": 30080},
+                {"name": "assoc", "protocol": "SCTP", "port": 9000, "nodePort": 30900},
+            ],
+            {},
+            "serves TCP and UDP only, not SCTP",
+            id="sctp-next-to-tcp",
+        ),
+        pytest.param(
+            [{"name": "http", "protocol": "TCP", "port": 80}],
+            {"allocateLoadBalancerNodePorts": False},
+            r"port http \(80/TCP\) has no nodePort \(spec.allocateLoadBalancerNodePorts is false\)",
+            id="no-node-ports-allocated",
+        ),
+        pytest.param(
+            [{"port": 53, "protocol": "UDP"}],
+            {},
+            r"port 53 \(53/UDP\) has no nodePort: the local data plane forwards to nodePorts",
+            id="no-node-port",
+        ),
+    ],
+)
+def test_a_service_nothing_would_serve_gets_no_vip(
+    cloud: LocalCloud, ports: list[dict[str, Any]], spec: dict[str, Any], message: str
+) -> None:
+    """Ensure fails naming the reason (a Warning event), and nothing is claimed or written,
+    so no status claims a VIP that nothing serves."""
+    svc = service(ports=ports, **spec)
+    with pytest.raises(LocalLoadBalancerError, match=message):
+        cloud.ensure_load_balancer(CLUSTER, svc, [node("n1")])
+    assert cloud.store.list_load_balancers() == []
+    assert cloud.store.list_ip_claims() == []
+    assert cloud.get_load_balancer(CLUSTER, svc) == (None, False)
