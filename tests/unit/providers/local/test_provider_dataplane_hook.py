@@ -222,6 +222,13 @@ def test_check_interval_must_be_sensible(value: str, message: str) -> None:
         load_local_config(io.StringIO(f"[Global]\ndataplane-check-interval = {value}\n"))
 
 
+def _wait_dead(pid: int) -> None:
+    """A signal is delivered asynchronously: wait (bounded) until the process is gone."""
+    deadline = time.monotonic() + 10
+    while pid_alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
 async def test_a_sigkilled_dataplane_is_replaced(store: LocalStore) -> None:
     """The real starter and probe: SIGKILL the data plane, the next check starts another."""
     made, stop = cloud(store, ""), asyncio.Event()
@@ -230,9 +237,7 @@ async def test_a_sigkilled_dataplane_is_replaced(store: LocalStore) -> None:
     first = made.dataplane_pid
     assert first is not None
     os.kill(first, signal.SIGKILL)
-    deadline = time.monotonic() + 10
-    while pid_alive(first) and time.monotonic() < deadline:  # the signal is delivered async
-        time.sleep(0.01)
+    await asyncio.to_thread(_wait_dead, first)
     try:
         assert await made.check_dataplane() is True
         second = made.dataplane_pid
