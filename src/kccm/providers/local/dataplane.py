@@ -383,7 +383,8 @@ def _spawn(path: Path, extra_args: Sequence[str]) -> subprocess.Popen[bytes]:
     command = [sys.executable, "-m", "kccm.providers.local.dataplane_main"]
     command += ["--state-file", str(path), *extra_args]
     log_path = path.with_name("dataplane.log")
-    with open(log_path, "ab") as out:
+    fd = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    with open(fd, "ab") as out:
         child = subprocess.Popen(
             command,
             stdin=subprocess.DEVNULL,
