@@ -12,7 +12,12 @@ import pytest
 from kccm.cloudprovider import CloudConfigError, InstanceNotFound, Route
 from kccm.cloudprovider.registry import default_registry
 from kccm.providers.local import LocalCloud, new_local_cloud
-from kccm.providers.local.config import LocalCloudConfig, VipPool, load_local_config
+from kccm.providers.local.config import (
+    LocalCloudConfig,
+    VipPool,
+    load_local_config,
+    pool_problems,
+)
 from kccm.providers.local.provider import (
     ForeignProviderID,
     LocalLoadBalancerError,
@@ -90,11 +95,43 @@ def test_config_defaults() -> None:
         pytest.param("[Global]\nhealth-check-mode = http\n", "health-check-mode", id="bad-mode"),
         pytest.param("[Global]\nauto-adopt = maybe\n", "auto-adopt", id="bad-bool"),
         pytest.param("[Global]\nvip-pool = 1\n", "unknown key", id="typo"),
+        pytest.param(
+            "[Global]\nvip-range = 0.0.0.0\n",
+            "vip-range '0.0.0.0': 0.0.0.0 is the unspecified address",
+            id="unspecified",
+        ),
+        pytest.param(
+            "[Global]\nvip-range = 224.0.0.0/28\n",
+            "224.0.0.1 is a multicast address",
+            id="multicast",
+        ),
+        pytest.param(
+            "[Global]\nvip-range = ::/0\n",
+            "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff is a multicast address",
+            id="all-of-ipv6",
+        ),
+        pytest.param(
+            "[Global]\nvip-range = 0.0.0.0/0\n",
+            "4294967294 addresses; a pool has at most 65536",
+            id="all-of-ipv4",
+        ),
+        pytest.param(
+            "[Global]\nvip-range = 192.0.2.0/24\n",
+            "192.0.2.1, 192.0.2.254 is not an address of this machine",
+            id="not-local",
+        ),
     ],
 )
 def test_config_errors(text: str, message: str) -> None:
     with pytest.raises(CloudConfigError, match=message):
         config(text)
+
+
+def test_a_range_of_this_machines_addresses_is_accepted() -> None:
+    """Locality is decided by binding: a range whose ends bind is fine, loopback always is."""
+    pool = VipPool.parse("198.51.100.1-198.51.100.3")
+    assert pool_problems(pool, bindable=lambda ip: True) == []
+    assert pool_problems(VipPool.parse("127.0.20.0/24"), bindable=lambda ip: False) == []
 
 
 @pytest.mark.parametrize(
