@@ -88,6 +88,8 @@ def latency_problem(seconds: object) -> str:
     if not 0 <= seconds <= MAX_LATENCY:
         return f"{seconds} s is outside 0 to {MAX_LATENCY:g} s"
     return ""
+
+
 _FIRST_LB_ADDRESS = ipaddress.IPv4Address("192.0.2.1")
 
 

@@ -28,6 +28,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import logging
+import math
 import os
 import signal
 import sqlite3
@@ -256,18 +257,40 @@ class DataPlane:
 
 
 # the process ----------------------------------------------------------------------------
+def _seconds(text: str) -> float:
+    """An argparse type: a finite number of seconds from 0.01 to 3600."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not (math.isfinite(value) and 0.01 <= value <= 3600):
+        raise argparse.ArgumentTypeError(f"{text} is not from 0.01 to 3600 seconds")
+    return value
+
+
+def _count(text: str) -> int:
+    """An argparse type: a whole number from 1 to 100."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if not 1 <= value <= 100:
+        raise argparse.ArgumentTypeError(f"{text} is not from 1 to 100")
+    return value
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="kccm local dataplane",
         description="Run the local provider's L4 data plane until SIGTERM.",
     )
     parser.add_argument("--state-file", type=Path, default=None, help="the local state file")
-    parser.add_argument("--poll-interval", type=float, default=0.5, help="seconds")
-    parser.add_argument("--health-interval", type=float, default=2.0, help="seconds")
-    parser.add_argument("--health-timeout", type=float, default=3.0, help="seconds")
-    parser.add_argument("--unhealthy-threshold", type=int, default=2)
-    parser.add_argument("--healthy-threshold", type=int, default=1)
-    parser.add_argument("--udp-idle-timeout", type=float, default=30.0, help="seconds")
+    parser.add_argument("--poll-interval", type=_seconds, default=0.5, help="seconds")
+    parser.add_argument("--health-interval", type=_seconds, default=2.0, help="seconds")
+    parser.add_argument("--health-timeout", type=_seconds, default=3.0, help="seconds")
+    parser.add_argument("--unhealthy-threshold", type=_count, default=2)
+    parser.add_argument("--healthy-threshold", type=_count, default=1)
+    parser.add_argument("--udp-idle-timeout", type=_seconds, default=30.0, help="seconds")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     return parser
 
