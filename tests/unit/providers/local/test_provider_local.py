@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import io
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -471,3 +473,17 @@ def test_a_service_nothing_would_serve_gets_no_vip(
     assert cloud.store.list_load_balancers() == []
     assert cloud.store.list_ip_claims() == []
     assert cloud.get_load_balancer(CLUSTER, svc) == (None, False)
+
+
+def test_the_daemon_refuses_a_bad_vip_range_with_exit_2(tmp_path: Path) -> None:
+    """Daemon level: the bad range is named, every problem at once, nothing starts."""
+    conf, kubeconfig = tmp_path / "cloud.conf", tmp_path / "kubeconfig"
+    conf.write_text("[Global]\nvip-range = 0.0.0.0/0\n")
+    kubeconfig.write_text("")
+    done = subprocess.run(
+        [sys.executable, "-m", "kccm", "--cloud-provider=local", f"--cloud-config={conf}",
+         f"--kubeconfig={kubeconfig}", "--controllers=*,-route"],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert "[Global] vip-range '0.0.0.0/0': 4294967294 addresses" in done.stderr
