@@ -5,13 +5,14 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: help venv controlplane helm lint format typecheck unit integration test demo clean
+.PHONY: help venv controlplane helm lint format typecheck unit integration test demo clean test-py313
 
 help:
 	@echo "make demo          the local provider end to end: control plane, 3 nodes, kccm, a LoadBalancer"
 	@echo "make test          lint, types, unit and integration tests (builds the control plane)"
 	@echo "make controlplane  build etcd + kube-apiserver from Go modules (cached)"
 	@echo "make helm          build helm from Go modules (cached; the chart tests use it)"
+	@echo "make test-py313    unit tests + the demo on Python 3.13 too (in .venv313)"
 	@echo "make lint | format | typecheck | unit | integration"
 
 $(STAMP): pyproject.toml
@@ -54,8 +55,24 @@ test: lint typecheck controlplane helm
 demo: venv controlplane
 	$(PY) -m kccm dev demo
 
+# The newest supported Python: pyenv's 3.13.0 if installed, else python3.13 on PATH.
+PY313 ?= $(firstword $(wildcard /root/.pyenv/versions/3.13.0/bin/python) $(shell command -v python3.13 2>/dev/null))
+VENV313 ?= .venv313
+STAMP313 := $(VENV313)/.installed-stamp
+
+$(STAMP313): pyproject.toml
+	@test -n "$(PY313)" || { echo "error: no Python 3.13 (python3.13 on PATH or /root/.pyenv/versions/3.13.0)" >&2; exit 1; }
+	@echo "== creating $(VENV313) with $(PY313)"
+	$(PY313) -m venv $(VENV313)
+	$(VENV313)/bin/python -m pip install --quiet --upgrade pip
+	$(VENV313)/bin/python -m pip install --quiet -e '.[dev]' -e examples/external-provider
+	@touch $@
+
+test-py313: $(STAMP313) controlplane
+	$(VENV313)/bin/python -m pytest tests/unit tests/integration/test_demo.py
+
 clean:
-	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(VENV313) .mypy_cache .pytest_cache .ruff_cache
 
 flags-doc: venv  ## regenerate docs/flags.md from the flag definitions
 	$(PY) -m kccm --print-flags-markdown > docs/flags.md

@@ -26,7 +26,9 @@ from kccm.testing.controlplane import ControlPlane, free_port
 from kccm.testing.pytest_plugin import KubeCleanup, unique_name
 
 TCP_NODE_PORT, UDP_NODE_PORT, HEALTH_PORT = 31081, 31082, 10256
+DP_NODE_PORT = 31083
 TCP_CONNECTIONS, UDP_DATAGRAMS = 1000, 1000
+STARTED = "serves "  # the provider's "data plane pid N serves <state file>" log line
 
 
 class _Echo(asyncio.DatagramProtocol):
@@ -42,7 +44,7 @@ class _Echo(asyncio.DatagramProtocol):
         self.transport.sendto(self.name + b":" + data, addr)
 
 
-async def _node_servers(name: str, address: str) -> list[Any]:
+async def _node_servers(name: str, address: str, tcp_port: int = TCP_NODE_PORT) -> list[Any]:
     async def tcp(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         writer.write(name.encode() + b"\n")
         await writer.drain()
@@ -60,7 +62,7 @@ async def _node_servers(name: str, address: str) -> list[Any]:
         lambda: _Echo(name), local_addr=(address, UDP_NODE_PORT)
     )
     return [
-        await asyncio.start_server(tcp, address, TCP_NODE_PORT),
+        await asyncio.start_server(tcp, address, tcp_port),
         await asyncio.start_server(health, address, HEALTH_PORT),
         udp,
     ]
@@ -193,8 +195,8 @@ async def test_traffic_survives_daemon_sigkill_and_restart(
         async def killer() -> None:
             nonlocal daemon, kills
             while not stop.is_set():
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(stop.wait(), 1.0)
+                # kill each incarnation once it is up (it logged its data plane), not on a timer
+                await _eventually(lambda count=kills + 1: _started(log, count))
                 daemon.send_signal(signal.SIGKILL)
                 await asyncio.to_thread(daemon.wait)
                 kills += 1
@@ -225,6 +227,12 @@ async def test_traffic_survives_daemon_sigkill_and_restart(
             server.close()
 
 
+async def _started(log: Path, count: int) -> bool:
+    """At least ``count`` daemons have initialised the provider (each logs its data plane)."""
+    text = await asyncio.to_thread(log.read_text, errors="replace")
+    return text.count(STARTED) >= count
+
+
 async def _tcp_once_or_none(vip: str) -> str | None:
     try:
         return await _tcp_once(vip)
@@ -238,3 +246,68 @@ async def _tcp_batch(vip: str, count: int) -> int:
         with contextlib.suppress(OSError, TimeoutError):
             ok += bool(await _tcp_once(vip))
     return ok
+
+
+async def test_a_dead_data_plane_is_restarted_while_kccm_runs(
+    control_plane: ControlPlane,
+    kube: KubeApiClient,
+    kube_namespace: str,
+    kube_cleanup: KubeCleanup,
+    tmp_path: Path,
+    dataplane_stopper: Path,
+) -> None:
+    """Issue 13, point 4: SIGKILL the data plane the daemon started; the provider's supervisor
+    starts a new one (another pid) and the VIP serves again, without restarting kccm."""
+    net = f"127.{random.randint(91, 140)}.{random.randint(1, 250)}"
+    name, address = unique_name("dp"), f"{net}.1"
+    store = LocalStore(dataplane_stopper)
+    store.add_instance(InstanceRecord(name, (("InternalIP", address),)))
+    store.close()
+    servers = await _node_servers(name, address, DP_NODE_PORT)
+    cloud_config = tmp_path / "cloud.conf"
+    cloud_config.write_text(
+        f"[Global]\nstate-file = {dataplane_stopper}\nvip-range = {net}.200-{net}.250\n"
+        "dataplane-check-interval = 0.5\n"
+    )
+    log = tmp_path / "kccm.log"
+    daemon = _daemon(control_plane.admin_kubeconfig, cloud_config, log)
+    try:
+        kube_cleanup.add(NODES, name)
+        await kube.create(NODES, kubelet_node(name, address, "10.246.0.0/24"))
+        svc = unique_name("dp-lb")
+        port = {"name": "tcp", "protocol": "TCP", "port": 80, "nodePort": DP_NODE_PORT}
+        await kube.create(
+            SERVICES,
+            {
+                "metadata": {"name": svc, "namespace": kube_namespace},
+                "spec": {"type": "LoadBalancer", "ports": [port]},
+            },
+        )
+
+        async def vip() -> str | None:
+            got = await kube.get(SERVICES, svc, namespace=kube_namespace)
+            ingress = (got.get("status") or {}).get("loadBalancer", {}).get("ingress") or []
+            return str(ingress[0]["ip"]) if ingress else None
+
+        address_vip = await _eventually(vip)
+        assert await _eventually(lambda: _tcp_once_or_none(address_vip)) == name
+        first = live_dataplane(dataplane_stopper)
+        assert first is not None
+        os.kill(first.pid, signal.SIGKILL)
+
+        async def replaced() -> int | None:
+            beat = live_dataplane(dataplane_stopper)
+            return beat.pid if beat is not None and beat.pid != first.pid else None
+
+        second = await _eventually(replaced, budget=30)
+        assert second != first.pid
+        assert await _eventually(lambda: _tcp_once_or_none(address_vip), budget=30) == name
+        assert daemon.poll() is None  # kccm itself was never restarted
+        text = await asyncio.to_thread(log.read_text, errors="replace")
+        assert f"is not running (last pid {first.pid}): starting a new one" in text
+    finally:
+        daemon.send_signal(signal.SIGTERM)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            await asyncio.to_thread(daemon.wait, 30)
+        for server in servers:
+            server.close()

@@ -233,3 +233,91 @@ async def test_an_unavailable_load_balancer_ip_is_a_warning_event_and_no_lb(
     assert not any(
         lb.service == f"{kube_namespace}/{svc}" for lb in running.store.list_load_balancers()
     )
+
+
+async def test_another_providers_node_is_not_deleted(running: Running) -> None:
+    """A NotReady Node with an aws:// providerID is not the local provider's: instance_exists
+    raises, so the lifecycle controller leaves it alone. Control Nodes (local:// without an
+    instance) created after it are deleted, which proves monitor passes ran over it."""
+    foreign = unique_name(PREFIX)
+    running.cleanup.add(NODES, foreign)
+    await running.kube.create(
+        NODES,
+        {
+            "metadata": {"name": foreign},
+            "spec": {"providerID": "aws:///us-east-1a/i-0123456789abcdef0"},
+            "status": {"addresses": [{"type": "InternalIP", "address": "127.0.10.44"}]},
+        },
+    )
+    condition = {"type": "Ready", "status": "False", "reason": "Kubelet"}
+    await running.kube.patch(
+        NODES, foreign, {"status": {"conditions": [condition]}}, subresource="status"
+    )
+    for _ in range(2):  # the second control starts after a full pass that saw the foreign Node
+        control = unique_name(PREFIX)
+        await running.node(control, "127.0.10.45", "False")  # no instance: does not exist
+
+        async def gone(name: str = control) -> bool:
+            try:
+                await running.kube.get(NODES, name)
+            except NotFound:
+                return True
+            return False
+
+        assert await eventually(gone)
+    assert (await running.kube.get(NODES, foreign))["spec"]["providerID"].startswith("aws://")
+
+
+@pytest.mark.parametrize(
+    ("ports", "spec", "reason"),
+    [
+        pytest.param(
+            [{"name": "assoc", "port": 9000, "protocol": "SCTP"}],
+            {},
+            "serves TCP and UDP only, not SCTP",
+            id="sctp",
+        ),
+        pytest.param(
+            [{"name": "http", "port": 80, "protocol": "TCP"}],
+            {"allocateLoadBalancerNodePorts": False},
+            "has no nodePort (spec.allocateLoadBalancerNodePorts is false)",
+            id="no-node-ports",
+        ),
+    ],
+)
+async def test_a_service_nothing_serves_gets_a_warning_and_no_status(
+    running: Running,
+    kube: KubeApiClient,
+    kube_namespace: str,
+    ports: list[dict[str, Any]],
+    spec: dict[str, Any],
+    reason: str,
+) -> None:
+    svc = unique_name("unservable")
+    await kube.create(
+        SERVICES,
+        {
+            "metadata": {"name": svc, "namespace": kube_namespace},
+            "spec": {"type": "LoadBalancer", "ports": ports, **spec},
+        },
+    )
+
+    async def warnings() -> list[str]:
+        listed = await kube.list(
+            EVENTS, namespace=kube_namespace, field_selector=f"involvedObject.name={svc}"
+        )
+        return [
+            e["message"]
+            for e in listed.items
+            if (e["type"], e["reason"]) == ("Warning", "SyncLoadBalancerFailed")
+        ]
+
+    (message, *_) = await eventually(warnings)
+    assert reason in message
+    stored = await kube.get(SERVICES, svc, namespace=kube_namespace)
+    assert not (stored.get("status") or {}).get("loadBalancer", {}).get("ingress")
+    listed = await kube.list(
+        EVENTS, namespace=kube_namespace, field_selector=f"involvedObject.name={svc}"
+    )
+    assert not [e for e in listed.items if e["reason"] == "EnsuredLoadBalancer"]
+    assert not [c for c in running.store.list_ip_claims() if c.owner.endswith(f"/{svc}")]

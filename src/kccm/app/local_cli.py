@@ -1,21 +1,14 @@
 """``kccm local ...``: look at and change the local provider's state file.
 
-    kccm local instances add NAME --address InternalIP=127.0.10.1 [--type T] [--zone Z]
-    kccm local instances stop|start|delete NAME
-    kccm local instances list
-    kccm local lbs list          VIP, ports, backends with their health (from the data plane)
-    kccm local ips list          VIP claims (owner, retained)
-    kccm local routes list
-
-``--state-file`` (else ``$KCCM_LOCAL_STATE``, else the user's data directory) and
-``-o table|json`` go before or after the subcommand. Exit status: 0, 1 for a runtime error
-(unknown instance, unreadable state file), 2 for a usage error.
+See :data:`DESCRIPTION` for the commands (it is also the ``--help`` text).
 """
 
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import json
+import re
 import sqlite3
 import sys
 import time
@@ -23,6 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TextIO
 
 from kccm.app.dataplane_cli import run_dataplane_cli
+from kccm.providers.local.dataplane import live_dataplane
 from kccm.providers.local.store import (
     BackendHealth,
     InstanceRecord,
@@ -32,7 +26,27 @@ from kccm.providers.local.store import (
     resolve_state_path,
 )
 
-__all__ = ["COMMANDS", "EXIT_ERROR", "EXIT_USAGE", "run_local"]
+__all__ = ["COMMANDS", "DESCRIPTION", "EXIT_ERROR", "EXIT_USAGE", "run_local"]
+
+DESCRIPTION = """\
+Look at and change the local provider's state file.
+
+  kccm local instances add NAME --address InternalIP=127.0.10.1 [--type T] [--zone Z]
+  kccm local instances stop|start|delete NAME
+  kccm local instances list
+  kccm local lbs list          VIP, ports, backends with their health (from the data plane)
+  kccm local ips list          VIP claims (owner, retained)
+  kccm local ips release IP    free a retained VIP claim nobody uses any more
+  kccm local routes list
+  kccm local dataplane ...     run the data plane in the foreground (see its --help)
+
+--state-file PATH (else $KCCM_LOCAL_STATE, else the user's data directory) and
+-o table|json go before or after the subcommand. Only "instances add" creates a missing
+state file; every other command reports it missing. Exit status: 0; 1 for a runtime error
+(unknown instance or IP, missing or unreadable state file); 2 for a usage error.
+"""
+NODE_ADDRESS_TYPES = ("InternalIP", "ExternalIP", "Hostname", "InternalDNS", "ExternalDNS")
+_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 
 EXIT_ERROR = 1
 EXIT_USAGE = 2
@@ -63,7 +77,7 @@ def _common() -> _Parser:
 
 def _parser() -> argparse.ArgumentParser:
     common = _common()
-    parser = _Parser(prog="kccm local", parents=[common], description=__doc__,
+    parser = _Parser(prog="kccm local", parents=[common], description=DESCRIPTION,
                      formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
     groups = parser.add_subparsers(dest="group", required=True, parser_class=_Parser)
     instances = groups.add_parser("instances", help="local machines (Nodes)", parents=[common])
@@ -80,9 +94,13 @@ def _parser() -> argparse.ArgumentParser:
     verbs.add_parser("list", help="list instances", parents=[common])
     for group, text in (("lbs", "load balancers"), ("ips", "VIP claims"), ("routes", "routes")):
         sub = groups.add_parser(group, help=text, parents=[common])
-        sub.add_subparsers(dest="verb", required=True, parser_class=_Parser).add_parser(
-            "list", help=f"list {text}", parents=[common]
-        )
+        actions = sub.add_subparsers(dest="verb", required=True, parser_class=_Parser)
+        actions.add_parser("list", help=f"list {text}", parents=[common])
+        if group == "ips":
+            release = actions.add_parser(
+                "release", help="free a VIP claim no load balancer uses", parents=[common]
+            )
+            release.add_argument("ip")
     return parser
 
 
@@ -231,18 +249,62 @@ def _print_routes(rows: Rows, out: TextIO) -> None:
 # -- commands --------------------------------------------------------------------------------
 
 
+def _usage(message: str) -> _UsageError:
+    return _UsageError(f"kccm local instances add: {message}")
+
+
+def _check_name(name: str) -> None:
+    """A Node name: a DNS subdomain (RFC 1123), lowercase, at most 253 characters."""
+    if len(name) > 253 or not _DNS_SUBDOMAIN.fullmatch(name):
+        raise _usage(
+            f"{name!r} is not a valid Node name (lowercase letters, digits, '-' and '.', "
+            "starting and ending with a letter or digit, at most 253 characters)"
+        )
+
+
 def _parse_address(text: str) -> tuple[str, str]:
-    kind, sep, address = text.partition("=")
-    if not sep or not kind.strip() or not address.strip():
-        raise _UsageError(f"kccm local instances add: --address {text!r} is not TYPE=ADDRESS")
-    return kind.strip(), address.strip()
+    kind, sep, address = (part.strip() for part in text.partition("="))
+    if not sep or not kind or not address:
+        raise _usage(f"--address {text!r} is not TYPE=ADDRESS")
+    if kind not in NODE_ADDRESS_TYPES:
+        raise _usage(
+            f"--address {text!r}: type {kind!r} is not one of {', '.join(NODE_ADDRESS_TYPES)}"
+        )
+    if kind.endswith("IP"):
+        try:
+            address = str(ipaddress.ip_address(address))
+        except ValueError:
+            raise _usage(f"--address {text!r}: {address!r} is not an IP address") from None
+    elif len(address) > 253 or not _DNS_SUBDOMAIN.fullmatch(address.lower()):
+        raise _usage(f"--address {text!r}: {address!r} is not a DNS name")
+    return kind, address
+
+
+def _addresses(texts: Sequence[str]) -> tuple[tuple[str, str], ...]:
+    parsed = tuple(_parse_address(text) for text in texts)
+    repeated = sorted({f"{k}={a}" for k, a in parsed if parsed.count((k, a)) > 1})
+    if repeated:
+        raise _usage(f"--address {', '.join(repeated)} given more than once")
+    return parsed
+
+
+def _check_unique_ips(store: LocalStore, name: str, addresses: Sequence[tuple[str, str]]) -> None:
+    """An IP address belongs to one instance: two would make their backends ambiguous."""
+    mine = {a for k, a in addresses if k.endswith("IP")}
+    for other in store.list_instances():
+        taken = mine & {a for k, a in other.addresses if k.endswith("IP")}
+        if taken and other.name != name:
+            raise StoreError(
+                f"address {', '.join(sorted(taken))} already belongs to instance {other.name!r}"
+            )
 
 
 def _instances(store: LocalStore, args: argparse.Namespace) -> Rows | str:
     if args.verb == "list":
         return [_instance_row(i) for i in store.list_instances()]
     if args.verb == "add":
-        addresses = tuple(_parse_address(a) for a in args.address)
+        addresses = args.parsed_addresses
+        _check_unique_ips(store, args.name, addresses)
         record = InstanceRecord(
             args.name, addresses, instance_type=args.type, zone=args.zone, region=args.region
         )
@@ -255,15 +317,36 @@ def _instances(store: LocalStore, args: argparse.Namespace) -> Rows | str:
 
 
 def _lbs(store: LocalStore) -> Rows:
-    health = {(h.load_balancer, h.node): h for h in store.list_backend_health()}
+    """Backends with their last verdict, or ``unknown`` when no data plane heartbeats (the
+    verdicts of a dead data plane are stale)."""
+    serving = live_dataplane(store.path) is not None
+    found = store.list_backend_health() if serving else []
+    health = {(h.load_balancer, h.node): h for h in found}
     return [_lb_row(lb, health) for lb in store.list_load_balancers()]
 
 
-def _ips(store: LocalStore) -> Rows:
+def _ips(store: LocalStore, args: argparse.Namespace) -> Rows | str:
+    if args.verb == "release":
+        return _release(store, args.ip)
     return [
         {"ip": c.ip, "owner": c.owner, "retain": c.retain, "claimed_at": c.claimed_at}
         for c in store.list_ip_claims()
     ]
+
+
+def _release(store: LocalStore, ip: str) -> str:
+    """Free a claim that no load balancer uses (typically a retained one)."""
+    claims = {c.ip: c for c in store.list_ip_claims()}
+    if ip not in claims:
+        raise StoreError(f"no VIP claim for {ip!r} (see kccm local ips list)")
+    users = [lb.service for lb in store.list_load_balancers() if lb.vip == ip]
+    if users:
+        raise StoreError(
+            f"{ip} is in use by the load balancer of {users[0]}: delete that Service "
+            "(without the retain-ip annotation) to free it"
+        )
+    store.release_ip(ip)
+    return f"VIP {ip} released (was claimed by {claims[ip].owner})"
 
 
 def _routes(store: LocalStore) -> Rows:
@@ -291,11 +374,9 @@ _PRINTERS: dict[str, Callable[[Rows, TextIO], None]] = {
 def _execute(store: LocalStore, args: argparse.Namespace) -> Rows | str:
     if args.group == "instances":
         return _instances(store, args)
-    listers: dict[str, Callable[[LocalStore], Rows]] = {
-        "lbs": _lbs,
-        "ips": _ips,
-        "routes": _routes,
-    }
+    if args.group == "ips":
+        return _ips(store, args)
+    listers: dict[str, Callable[[LocalStore], Rows]] = {"lbs": _lbs, "routes": _routes}
     return listers[args.group](store)
 
 
@@ -320,7 +401,15 @@ def run_local(
         return COMMANDS[argv[0]](list(argv[1:]))
     try:
         args = _parse(argv)
+        if (args.group, args.verb) == ("instances", "add"):  # before the file is touched
+            _check_name(args.name)
+            args.parsed_addresses = _addresses(args.address)
         path = resolve_state_path(args.state_file)
+        if not path.exists() and (args.group, args.verb) != ("instances", "add"):
+            raise StoreError(
+                f"no state file at {path} (check --state-file or $KCCM_LOCAL_STATE; "
+                "'kccm local instances add' creates one)"
+            )
         with LocalStore(path) as store:
             result = _execute(store, args)
     except _UsageError as exc:

@@ -24,7 +24,8 @@ Names match case-insensitively, ignoring ``-`` and ``_`` (``load_balancer`` matc
 ``[LoadBalancer]``, ``node-ip`` matches ``node_ip``); ``setting(key=...)`` names a key
 explicitly. Value types: ``str``, ``int``, ``float``, ``bool``, ``list[...]`` of those, and
 ``X | None``. gcfg rules: a bare variable is ``true``; in a list, an empty value clears what
-came before; a repeated single-valued variable keeps the last value.
+came before; a repeated single-valued variable keeps the last value. YAML: a list for a
+single-valued key is an error (naming the key), never "the last item wins".
 
 Every problem is collected and reported at once in one :class:`CloudConfigError`, each issue
 naming ``file:line``, the section and the key.
@@ -95,6 +96,8 @@ class ConfigEntry:
     name: str
     value: str | None
     line: int
+    in_list: bool = False
+    """Written as an item of a YAML list (a list for a single-valued key is an error)."""
 
 
 @dataclass(frozen=True)
@@ -351,7 +354,8 @@ def _yaml_values(
     node: yaml.Node,
     issues: list[str],
 ) -> Iterator[ConfigEntry]:
-    items = node.value if isinstance(node, yaml.SequenceNode) else [node]
+    in_list = isinstance(node, yaml.SequenceNode)
+    items = node.value if in_list else [node]
     for item in items:
         if not isinstance(item, yaml.ScalarNode):
             issues.append(
@@ -359,7 +363,7 @@ def _yaml_values(
                 "expected a scalar value or a list of scalars"
             )
         elif item.tag != "tag:yaml.org,2002:null":
-            yield ConfigEntry(section, subsection, name, str(item.value), _line(item))
+            yield ConfigEntry(section, subsection, name, str(item.value), _line(item), in_list)
 
 
 # -- the schema ------------------------------------------------------------------------------------
@@ -547,7 +551,13 @@ class _Binder:
                 self.issue(entry.line, f'{where}: key "{entry.name}": unknown key')
             return
         target = self.values.setdefault(section.key, {}).setdefault(entry.subsection, {})
-        self.attempted.add((section.key, entry.subsection, field.name))
+        attempt = (section.key, entry.subsection, field.name)
+        if entry.in_list and not field.is_list:
+            if attempt not in self.attempted:  # one issue per list, not one per item
+                self.issue(entry.line, f'{where}: key "{entry.name}": takes one value, not a list')
+            self.attempted.add(attempt)
+            return
+        self.attempted.add(attempt)
         try:
             _assign(target, field, entry.value)
         except ValueError as err:

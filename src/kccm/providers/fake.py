@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
+import math
 import threading
 from collections import deque
 from collections.abc import Mapping, Sequence
@@ -64,6 +65,7 @@ from kccm.cloudprovider.config import load_cloud_config, setting
 from kccm.util.clock import REAL_CLOCK, Clock
 
 __all__ = [
+    "MAX_LATENCY",
     "FakeBalancer",
     "FakeCall",
     "FakeCloud",
@@ -76,6 +78,21 @@ __all__ = [
 ]
 
 PROVIDER_NAME = "fake"
+MAX_LATENCY = 300.0
+"""The longest latency that may be injected (seconds): longer looks like a hang, not a cloud."""
+
+
+def latency_problem(seconds: object) -> str:
+    """Why ``seconds`` is not an injectable latency ("" when it is)."""
+    if isinstance(seconds, bool) or not isinstance(seconds, int | float):
+        return f"{seconds!r} is not a number of seconds"
+    if not math.isfinite(seconds):
+        return f"{seconds} is not a finite number of seconds"
+    if not 0 <= seconds <= MAX_LATENCY:
+        return f"{seconds} s is outside 0 to {MAX_LATENCY:g} s"
+    return ""
+
+
 _FIRST_LB_ADDRESS = ipaddress.IPv4Address("192.0.2.1")
 
 
@@ -208,7 +225,11 @@ class FakeCloud:
             self._errors.clear()
 
     def set_latency(self, method: str, seconds: float) -> None:
-        """Make ``method`` (``"*"``: every method) take ``seconds`` on the clock."""
+        """Make ``method`` (``"*"``: every method) take ``seconds`` on the clock; ``seconds``
+        is from 0 to :data:`MAX_LATENCY` (ValueError otherwise)."""
+        problem = latency_problem(seconds)
+        if problem:
+            raise ValueError(f"latency of {method!r}: {problem}")
         with self._lock:
             self._latency[method] = seconds
 
@@ -683,6 +704,9 @@ def fake_cloud_from_config(config: FakeCloudConfig) -> FakeCloud:
                 for u in unknown
             ]
         )
+    problem = latency_problem(glob.latency)
+    if problem:
+        raise CloudConfigError([f"[Global] latency: {problem}"])
     off = set(glob.disable)
     cloud = FakeCloud(
         enable_load_balancers="load_balancer" not in off,

@@ -1,4 +1,12 @@
-"""Throw-away PKI for a test control plane: a CA, serving and client certificates, SA keys."""
+"""Throw-away PKI for a test control plane: a CA, serving and client certificates, SA keys.
+
+The certificates pass OpenSSL's strict verification (``VERIFY_X509_STRICT``, on by default in
+Python 3.13's ``ssl.create_default_context``): the CA has a critical basicConstraints
+(CA:TRUE), a critical keyUsage (certSign, cRLSign, digitalSignature) and a Subject Key
+Identifier; every issued certificate has an Authority Key Identifier naming the CA's key, its
+own Subject Key Identifier, a critical keyUsage (digitalSignature for ECDSA), an
+extendedKeyUsage and critical basicConstraints CA:FALSE.
+"""
 
 from __future__ import annotations
 
@@ -45,6 +53,28 @@ def _name(common_name: str, organizations: tuple[str, ...] = ()) -> x509.Name:
     return x509.Name(attrs)
 
 
+def _key_usage(*, ca: bool) -> x509.KeyUsage:
+    return x509.KeyUsage(
+        digital_signature=True,
+        key_cert_sign=ca,
+        crl_sign=ca,
+        content_commitment=False,
+        key_encipherment=False,
+        data_encipherment=False,
+        key_agreement=False,
+        encipher_only=False,
+        decipher_only=False,
+    )
+
+
+def _subject_key_id(public: ec.EllipticCurvePublicKey) -> x509.SubjectKeyIdentifier:
+    return x509.SubjectKeyIdentifier.from_public_key(public)
+
+
+def _authority_key_id(issuer: ec.EllipticCurvePublicKey) -> x509.AuthorityKeyIdentifier:
+    return x509.AuthorityKeyIdentifier.from_issuer_public_key(issuer)
+
+
 class CertificateAuthority:
     """A self-signed ECDSA P-256 CA that issues serving and client certificates."""
 
@@ -61,20 +91,9 @@ class CertificateAuthority:
             .not_valid_before(now - dt.timedelta(minutes=5))
             .not_valid_after(now + _VALIDITY)
             .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-            .add_extension(
-                x509.KeyUsage(
-                    digital_signature=True,
-                    key_cert_sign=True,
-                    crl_sign=True,
-                    content_commitment=False,
-                    key_encipherment=False,
-                    data_encipherment=False,
-                    key_agreement=False,
-                    encipher_only=False,
-                    decipher_only=False,
-                ),
-                critical=True,
-            )
+            .add_extension(_key_usage(ca=True), critical=True)
+            .add_extension(_subject_key_id(self._key.public_key()), critical=False)
+            .add_extension(_authority_key_id(self._key.public_key()), critical=False)
             .sign(self._key, hashes.SHA256())
         )
 
@@ -100,6 +119,9 @@ class CertificateAuthority:
             .not_valid_after(now + _VALIDITY)
             .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
             .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+            .add_extension(_key_usage(ca=False), critical=True)
+            .add_extension(_subject_key_id(key.public_key()), critical=False)
+            .add_extension(_authority_key_id(self._key.public_key()), critical=False)
         )
         if sans:
             builder = builder.add_extension(x509.SubjectAlternativeName(sans), critical=False)

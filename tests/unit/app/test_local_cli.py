@@ -8,6 +8,7 @@ import os
 import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -82,7 +83,7 @@ def test_a_future_state_file_is_a_runtime_error(state: Path) -> None:
     assert "newer kccm" in err
 
 
-def _seed(state: Path) -> None:
+def _seed(state: Path, dataplane_alive: bool = True) -> None:
     with LocalStore(state) as store:
         store.ensure_load_balancer(
             LoadBalancerRecord(
@@ -104,6 +105,38 @@ def _seed(state: Path) -> None:
         )
         store.put_route(RouteRecord("k-n1-10.244.1.0/24", "k", "n1", "10.244.1.0/24"))
         store._conn.execute("INSERT INTO backend_health VALUES ('aweb', 'n1', 1, 0, 'HTTP 200')")
+        if dataplane_alive:  # this process stands in for a data plane that heartbeats
+            store._conn.execute(
+                "INSERT INTO dataplane VALUES (1, ?, ?)", (os.getpid(), time.time())
+            )
+
+
+@pytest.mark.parametrize(
+    "heartbeat",
+    [
+        pytest.param(None, id="no-data-plane-ever"),
+        pytest.param("dead-pid", id="its-process-died"),
+        pytest.param("stale", id="heartbeat-older-than-5s"),
+    ],
+)
+def test_lbs_shows_unknown_health_without_a_live_data_plane(
+    state: Path, heartbeat: str | None
+) -> None:
+    _seed(state, dataplane_alive=False)
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)  # fmt: skip
+    rows = {
+        None: None,
+        "dead-pid": (int(dead.stdout), time.time()),
+        "stale": (os.getpid(), time.time() - 60),
+    }
+    row = rows[heartbeat]
+    if row is not None:
+        with sqlite3.connect(state) as raw:
+            raw.execute("INSERT INTO dataplane VALUES (1, ?, ?)", row)
+        raw.close()
+    (lb,) = as_json(state, "lbs", "list")
+    assert [b["health"] for b in lb["backends"]] == ["unknown", "unknown"]
 
 
 def test_lbs_ips_and_routes_tables(state: Path) -> None:
@@ -186,3 +219,105 @@ def test_the_real_command_exit_status(state: Path, argv: tuple[str, ...], code: 
     done = kccm(state, *argv)
     assert done.returncode == code
     assert done.stderr.startswith("error: ")
+
+
+# -- issue 13: validation, release, help ------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        pytest.param(("Bad_Name",), "'Bad_Name' is not a valid Node name", id="uppercase-name"),
+        pytest.param(("n1-",), "'n1-' is not a valid Node name", id="dash-at-the-end"),
+        pytest.param(("n" * 254,), "is not a valid Node name", id="name-too-long"),
+        pytest.param(
+            ("n1", "--address", "InternalIP=not-an-ip"),
+            "'not-an-ip' is not an IP address",
+            id="garbage-ip",
+        ),
+        pytest.param(
+            ("n1", "--address", "InternalIP=127.0.10.300"),
+            "'127.0.10.300' is not an IP address",
+            id="octet-out-of-range",
+        ),
+        pytest.param(
+            ("n1", "--address", "Internal=127.0.10.1"),
+            "type 'Internal' is not one of InternalIP, ExternalIP, Hostname",
+            id="unknown-type",
+        ),
+        pytest.param(
+            ("n1", "--address", "Hostname=no spaces!"),
+            "'no spaces!' is not a DNS name",
+            id="bad-hostname",
+        ),
+        pytest.param(
+            ("n1", "--address", "InternalIP=127.0.10.1", "--address", "InternalIP=127.0.10.1"),
+            "--address InternalIP=127.0.10.1 given more than once",
+            id="duplicate-address",
+        ),
+    ],
+)
+def test_instances_add_rejects_bad_input(state: Path, argv: tuple[str, ...], message: str) -> None:
+    code, out, err = run(state, "instances", "add", *argv)
+    assert (code, out) == (2, "")
+    assert message in err
+    assert not state.exists()  # nothing written, not even an empty file
+
+
+def test_an_ip_belongs_to_one_instance(state: Path) -> None:
+    assert run(state, "instances", "add", "n1", "--address", "InternalIP=127.0.10.1")[0] == 0
+    code, _, err = run(state, "instances", "add", "n2", "--address", "ExternalIP=127.0.10.1")
+    assert code == 1
+    assert "address 127.0.10.1 already belongs to instance 'n1'" in err
+    assert [i["name"] for i in as_json(state, "instances", "list")] == ["n1"]
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        pytest.param(("instances", "list"), id="instances-list"),
+        pytest.param(("instances", "stop", "n1"), id="instances-stop"),
+        pytest.param(("lbs", "list"), id="lbs-list"),
+        pytest.param(("ips", "release", "127.0.20.1"), id="ips-release"),
+        pytest.param(("routes", "list"), id="routes-list"),
+    ],
+)
+def test_a_mistyped_state_file_is_reported_not_created(state: Path, argv: tuple[str, ...]) -> None:
+    typo = state.with_name("stat.db")
+    code, out, err = run(typo, *argv)
+    assert (code, out) == (1, "")
+    assert f"no state file at {typo}" in err
+    assert not typo.exists()
+
+
+def _retained(state: Path, *, in_use: bool) -> None:
+    _seed(state)  # ns/web holds 127.0.20.1, retained
+    if not in_use:
+        with LocalStore(state) as store:
+            store.delete_load_balancer("aweb", "ns/web", keep_claim=True)
+
+
+@pytest.mark.parametrize(
+    ("ip", "in_use", "code", "message"),
+    [
+        pytest.param("127.0.20.1", False, 0, "VIP 127.0.20.1 released (was claimed by ns/web)",
+                     id="retained-claim-is-freed"),
+        pytest.param("127.0.20.1", True, 1, "in use by the load balancer of ns/web",
+                     id="claim-in-use-is-kept"),
+        pytest.param("127.0.20.9", False, 1, "no VIP claim for '127.0.20.9'", id="unknown-ip"),
+    ],
+)  # fmt: skip
+def test_ips_release(state: Path, ip: str, in_use: bool, code: int, message: str) -> None:
+    _retained(state, in_use=in_use)
+    got, out, err = run(state, "ips", "release", ip)
+    assert got == code
+    assert message in (out if code == 0 else err)
+    claimed = [c["ip"] for c in as_json(state, "ips", "list")]
+    assert claimed == ([] if code == 0 else ["127.0.20.1"])
+
+
+def test_help_has_no_raw_markup(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run_local(["--help"]) == 0
+    text = capsys.readouterr().out
+    assert "`" not in text
+    assert "kccm local ips release IP" in text

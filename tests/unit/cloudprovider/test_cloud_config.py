@@ -202,6 +202,27 @@ def test_yaml_is_an_alternative_format() -> None:
         ),
         pytest.param("- a\n", "c.yaml:1: the document must be a mapping", id="yaml-list-document"),
         pytest.param(
+            "global:\n  zone: [a, b]\n",
+            'c.yaml:2: section "global": key "zone": takes one value, not a list',
+            id="yaml-flow-list-for-a-string-key",
+        ),
+        pytest.param(
+            "global:\n  zone: z\n  retries:\n    - 1\n    - 2\n",
+            'c.yaml:4: section "global": key "retries": takes one value, not a list',
+            id="yaml-block-list-for-an-int-key",
+        ),
+        pytest.param(
+            "global:\n  zone: z\n  debug: [true]\n",
+            'c.yaml:3: section "global": key "debug": takes one value, not a list',
+            id="yaml-one-item-list-for-a-bool-key",
+        ),
+        pytest.param(
+            "global:\n  zone: z\nload-balancer:\n  x:\n    scheme: [a, b]\n",
+            'c.yaml:5: section "load-balancer" subsection "x": key "scheme": '
+            "takes one value, not a list",
+            id="yaml-list-in-a-named-section",
+        ),
+        pytest.param(
             "global:\n  zone: [\n",
             "c.yaml:3: YAML syntax error: expected the node content, but found '<stream end>'",
             id="yaml-syntax",

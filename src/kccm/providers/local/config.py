@@ -8,6 +8,7 @@ gcfg example::
     health-check-mode = kube-proxy        ; or tcp
     auto-adopt = true
     start-dataplane = true                ; initialize() starts `kccm local dataplane` if none runs
+    dataplane-check-interval = 2          ; seconds between supervisor checks (restart if dead)
     zone = local-zone-a
     region = local
 """
@@ -17,7 +18,9 @@ gcfg example::
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Iterator
+import math
+import socket
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TextIO
 
@@ -31,9 +34,12 @@ __all__ = [
     "LocalGlobalConfig",
     "VipPool",
     "load_local_config",
+    "pool_problems",
 ]
 
 DEFAULT_VIP_RANGE = "127.0.20.0/24"
+MIN_CHECK_INTERVAL, MAX_CHECK_INTERVAL = 0.1, 3600.0
+MAX_POOL_SIZE = 65536
 HEALTH_CHECK_MODES = ("kube-proxy", "tcp")
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
@@ -53,6 +59,9 @@ class LocalGlobalConfig:
     start_dataplane: bool = True
     """The provider starts the data plane (detached) at initialization unless one is running;
     ``false`` when it runs separately (e.g. as a systemd unit)."""
+    dataplane_check_interval: float = 2.0
+    """Seconds between the provider's checks that the data plane it started still runs (a
+    dead one is started again)."""
     zone: str = "local-zone-a"
     region: str = "local"
     instance_type: str = "local.standard"
@@ -111,13 +120,55 @@ def _ends(network: ipaddress.IPv4Network | ipaddress.IPv6Network) -> Iterator[IP
     yield network[-2] if network.version == 4 else network[-1]
 
 
+def _bindable(ip: IPAddress) -> bool:
+    family = socket.AF_INET if ip.version == 4 else socket.AF_INET6
+    try:
+        with socket.socket(family, socket.SOCK_STREAM) as sock:
+            sock.bind((str(ip), 0))
+    except OSError:
+        return False
+    return True
+
+
+def pool_problems(pool: VipPool, bindable: Callable[[IPAddress], bool] = _bindable) -> list[str]:
+    """Why ``pool`` cannot serve as VIPs: unspecified or multicast ends, too many addresses,
+    or addresses this machine does not have (loopback ranges are always local)."""
+    problems = []
+    for ip in dict.fromkeys((pool.first, pool.last)):
+        if ip.is_unspecified:
+            problems.append(f"{ip} is the unspecified address (it means every address)")
+        elif ip.is_multicast:
+            problems.append(f"{ip} is a multicast address")
+    size = int(pool.last) - int(pool.first) + 1
+    if size > MAX_POOL_SIZE:
+        problems.append(f"{size} addresses; a pool has at most {MAX_POOL_SIZE}")
+    if problems or (pool.first.is_loopback and pool.last.is_loopback):
+        return problems
+    foreign = [str(ip) for ip in dict.fromkeys((pool.first, pool.last)) if not bindable(ip)]
+    if foreign:
+        problems.append(
+            f"{', '.join(foreign)} is not an address of this machine (it cannot be bound); "
+            f"use local addresses, e.g. the default {DEFAULT_VIP_RANGE}"
+        )
+    return problems
+
+
 def _validate(config: LocalCloudConfig) -> list[str]:
     glob = config.global_
     issues = []
     try:
-        VipPool.parse(glob.vip_range)
+        pool = VipPool.parse(glob.vip_range)
     except ValueError as err:
         issues.append(f"[Global] vip-range: {err}")
+    else:
+        shown = glob.vip_range.strip()
+        issues += [f"[Global] vip-range {shown!r}: {p}" for p in pool_problems(pool)]
+    interval = glob.dataplane_check_interval
+    if not (math.isfinite(interval) and MIN_CHECK_INTERVAL <= interval <= MAX_CHECK_INTERVAL):
+        issues.append(
+            f"[Global] dataplane-check-interval: {interval} is not a number of seconds from "
+            f"{MIN_CHECK_INTERVAL} to {MAX_CHECK_INTERVAL}"
+        )
     if glob.health_check_mode not in HEALTH_CHECK_MODES:
         issues.append(
             f"[Global] health-check-mode: {glob.health_check_mode!r} is not one of "

@@ -28,6 +28,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import logging
+import math
 import os
 import signal
 import sqlite3
@@ -256,18 +257,40 @@ class DataPlane:
 
 
 # the process ----------------------------------------------------------------------------
+def _seconds(text: str) -> float:
+    """An argparse type: a finite number of seconds from 0.01 to 3600."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not (math.isfinite(value) and 0.01 <= value <= 3600):
+        raise argparse.ArgumentTypeError(f"{text} is not from 0.01 to 3600 seconds")
+    return value
+
+
+def _count(text: str) -> int:
+    """An argparse type: a whole number from 1 to 100."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if not 1 <= value <= 100:
+        raise argparse.ArgumentTypeError(f"{text} is not from 1 to 100")
+    return value
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="kccm local dataplane",
         description="Run the local provider's L4 data plane until SIGTERM.",
     )
     parser.add_argument("--state-file", type=Path, default=None, help="the local state file")
-    parser.add_argument("--poll-interval", type=float, default=0.5, help="seconds")
-    parser.add_argument("--health-interval", type=float, default=2.0, help="seconds")
-    parser.add_argument("--health-timeout", type=float, default=3.0, help="seconds")
-    parser.add_argument("--unhealthy-threshold", type=int, default=2)
-    parser.add_argument("--healthy-threshold", type=int, default=1)
-    parser.add_argument("--udp-idle-timeout", type=float, default=30.0, help="seconds")
+    parser.add_argument("--poll-interval", type=_seconds, default=0.5, help="seconds")
+    parser.add_argument("--health-interval", type=_seconds, default=2.0, help="seconds")
+    parser.add_argument("--health-timeout", type=_seconds, default=3.0, help="seconds")
+    parser.add_argument("--unhealthy-threshold", type=_count, default=2)
+    parser.add_argument("--healthy-threshold", type=_count, default=1)
+    parser.add_argument("--udp-idle-timeout", type=_seconds, default=30.0, help="seconds")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     return parser
 
@@ -324,13 +347,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     return asyncio.run(_serve(state_file, _settings(ns)))
 
 
-def live_dataplane(state_file: Path, stale_after: float = 5.0) -> Heartbeat | None:
-    """The data plane heartbeating in ``state_file``, if one is alive."""
+def live_dataplane(
+    state_file: Path, stale_after: float = 5.0, *, now: float | None = None
+) -> Heartbeat | None:
+    """The data plane heartbeating in ``state_file``, if one is alive: its row is younger
+    than ``stale_after`` seconds at ``now`` (epoch seconds; default the system time) and its
+    pid is a live process (not a zombie)."""
+    _reap()
     try:
         beat = read_heartbeat(state_file)
     except sqlite3.Error:
         return None
-    if beat is None or time.time() - beat.heartbeat_at > stale_after:
+    at = time.time() if now is None else now
+    if beat is None or at - beat.heartbeat_at > stale_after:
         return None
     return beat if pid_alive(beat.pid) else None
 
@@ -377,7 +406,8 @@ def _spawn(path: Path, extra_args: Sequence[str]) -> subprocess.Popen[bytes]:
     command = [sys.executable, "-m", "kccm.providers.local.dataplane_main"]
     command += ["--state-file", str(path), *extra_args]
     log_path = path.with_name("dataplane.log")
-    with open(log_path, "ab") as out:
+    fd = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    with open(fd, "ab") as out:
         child = subprocess.Popen(
             command,
             stdin=subprocess.DEVNULL,

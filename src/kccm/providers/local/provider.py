@@ -8,8 +8,10 @@
   source ranges, session affinity) for the data plane to serve; status ip=VIP, ipMode Proxy.
 - Routes: the ``routes`` table.
 
-Every method is a plain ``def``: the framework runs them in its thread pool, and the SQLite
-calls block only that thread.
+Every method but :meth:`LocalCloud.initialize` is a plain ``def``: the framework runs them in
+its thread pool, and the SQLite calls block only that thread. ``initialize`` is ``async``: it
+starts the data plane and then supervises it (a task on the daemon's loop checks its heartbeat
+every ``dataplane-check-interval`` on the clock and starts a new one when it has died).
 """
 
 from __future__ import annotations
@@ -52,18 +54,21 @@ from kccm.providers.local.store import (
     RouteRecord,
     resolve_state_path,
 )
+from kccm.util.clock import REAL_CLOCK, Clock
 
 __all__ = [
     "ANNOTATION_RETAIN_IP",
     "ANNOTATION_SOURCE_RANGES",
     "KUBE_PROXY_HEALTH_PORT",
     "PROVIDER_NAME",
+    "DataplaneProbe",
     "DataplaneStarter",
     "ForeignProviderID",
     "LocalCloud",
     "LocalLoadBalancerError",
     "desired_load_balancer",
     "new_local_cloud",
+    "probe_dataplane",
     "start_dataplane",
 ]
 
@@ -78,12 +83,25 @@ DataplaneStarter = Callable[[Path], int]
 """Given the state file, make sure a data plane serves it; returns its pid."""
 
 
+DataplaneProbe = Callable[[Path, float], int | None]
+"""Given the state file and the time now (epoch seconds): the pid of the data plane whose
+heartbeat is fresh and whose process lives, else None."""
+
+
 def start_dataplane(state_file: Path) -> int:
     """The default :data:`DataplaneStarter`: the live data plane's pid, starting one if none
     heartbeats (imported here so the provider's import stays light)."""
     from kccm.providers.local.dataplane import ensure_dataplane_running
 
     return ensure_dataplane_running(state_file)
+
+
+def probe_dataplane(state_file: Path, now: float) -> int | None:
+    """The default :data:`DataplaneProbe`: the heartbeat row of the state file."""
+    from kccm.providers.local.dataplane import live_dataplane
+
+    beat = live_dataplane(state_file, now=now)
+    return None if beat is None else beat.pid
 
 
 class LocalLoadBalancerError(CloudProviderError):
@@ -151,16 +169,43 @@ def _own(provider_id: str, node: str = "") -> str:
 # -- the desired load balancer -----------------------------------------------------------------
 
 
+SERVED_PROTOCOLS = ("TCP", "UDP")
+
+
 def _ports(service: Service) -> tuple[dict[str, Any], ...]:
-    return tuple(
+    ports = tuple(
         {
             "name": str(port.get("name", "")),
             "protocol": str(port.get("protocol", "TCP")),
             "port": int(port.get("port", 0)),
-            "node_port": int(port.get("nodePort", 0)),
+            "node_port": int(port.get("nodePort", 0) or 0),
         }
         for port in _spec(service).get("ports") or ()
     )
+    for port in ports:
+        _check_servable(service, port)
+    return ports
+
+
+def _check_servable(service: Service, port: Mapping[str, Any]) -> None:
+    """The data plane proxies TCP and UDP to nodePorts: anything else would get a VIP (and an
+    "Ensured" event) that nothing serves, so the ensure fails with the reason instead."""
+    shown = f"port {port['name'] or port['port']} ({port['port']}/{port['protocol']})"
+    if port["protocol"] not in SERVED_PROTOCOLS:
+        raise LocalLoadBalancerError(
+            f"{shown}: the local data plane serves TCP and UDP only, not {port['protocol']}; "
+            "no load balancer is created for this Service"
+        )
+    if port["node_port"] <= 0:
+        why = (
+            " (spec.allocateLoadBalancerNodePorts is false)"
+            if _spec(service).get("allocateLoadBalancerNodePorts") is False
+            else ""
+        )
+        raise LocalLoadBalancerError(
+            f"{shown} has no nodePort{why}: the local data plane forwards to nodePorts, so "
+            "no load balancer is created for this Service"
+        )
 
 
 def _backends(nodes: Sequence[Node]) -> tuple[dict[str, str], ...]:
@@ -234,33 +279,91 @@ class LocalCloud:
         config: LocalCloudConfig | None = None,
         *,
         dataplane_starter: DataplaneStarter = start_dataplane,
+        dataplane_probe: DataplaneProbe = probe_dataplane,
+        clock: Clock = REAL_CLOCK,
     ) -> None:
         self.store = store
         self.config = config or LocalCloudConfig()
         self.pool = VipPool.parse(self.config.global_.vip_range)
         self._start_dataplane = dataplane_starter
+        self._probe_dataplane = dataplane_probe
+        self._clock = clock
         self.dataplane_pid: int | None = None
-        """The data plane found or started by :meth:`initialize` (None: not asked, or failed)."""
+        """The data plane found or started last (None: not asked, or failed)."""
+        self.dataplane_restarts = 0
+        """How many times the supervisor started a data plane after the first one died."""
+        self.dataplane_checks = 0
+        self._checked = asyncio.Condition()
+        self._supervisor: asyncio.Task[None] | None = None
 
     # -- Interface -----------------------------------------------------------------------
 
-    def initialize(
+    async def initialize(
         self, client_builder: ControllerClientBuilder | None, stop: asyncio.Event
     ) -> None:
-        """Start the data plane unless one heartbeats or ``start-dataplane = false``.
+        """Start the data plane unless one heartbeats or ``start-dataplane = false``, then
+        supervise it until ``stop`` is set.
 
         A data plane that cannot start is logged, not fatal: the load balancers are still
-        recorded, and a data plane started later (or separately) serves them.
+        recorded, the supervisor tries again at its next check, and a data plane started
+        separately serves them too.
         """
         if not self.config.global_.start_dataplane:
             log.info("start-dataplane = false: not starting the data plane")
             return
+        pid = await self._start()
+        if pid is not None:
+            log.info("data plane pid %d serves %s", pid, self.store.path)
+        self._supervisor = asyncio.get_running_loop().create_task(
+            self._supervise(stop), name="kccm-local-dataplane-supervisor"
+        )
+
+    async def _start(self) -> int | None:
         try:
-            self.dataplane_pid = self._start_dataplane(self.store.path)
+            self.dataplane_pid = await asyncio.to_thread(self._start_dataplane, self.store.path)
         except (OSError, RuntimeError) as err:
             log.error("the data plane for %s did not start: %s", self.store.path, err)
-            return
-        log.info("data plane pid %d serves %s", self.dataplane_pid, self.store.path)
+            self.dataplane_pid = None
+        return self.dataplane_pid
+
+    async def _supervise(self, stop: asyncio.Event) -> None:
+        interval = self.config.global_.dataplane_check_interval
+        while not stop.is_set():
+            await self._clock.sleep(interval)
+            if stop.is_set():
+                return
+            await self.check_dataplane()
+
+    async def check_dataplane(self) -> bool:
+        """One supervisor check: when no data plane heartbeats (its process died, or its
+        heartbeat is older than the staleness limit on the clock), start one. Returns whether
+        a data plane was started."""
+        now = self._clock.now().timestamp()
+        pid = await asyncio.to_thread(self._probe_dataplane, self.store.path, now)
+        started = False
+        if pid is None:
+            log.warning(
+                "the data plane for %s is not running (last pid %s): starting a new one",
+                self.store.path,
+                self.dataplane_pid,
+            )
+            started = await self._start() is not None
+            if started:
+                self.dataplane_restarts += 1
+                log.info(
+                    "data plane restarted: pid %s serves %s", self.dataplane_pid, self.store.path
+                )
+        else:
+            self.dataplane_pid = pid
+        async with self._checked:
+            self.dataplane_checks += 1
+            self._checked.notify_all()
+        return started
+
+    async def wait_dataplane_checks(self, count: int) -> None:
+        """Wait until the supervisor has made ``count`` checks (for tests)."""
+        async with self._checked:
+            await self._checked.wait_for(lambda: self.dataplane_checks >= count)
 
     def load_balancer(self) -> LoadBalancer | None:
         return self

@@ -39,6 +39,7 @@ __all__ = [
     "ENV_STATE_FILE",
     "MIGRATIONS",
     "SCHEMA_VERSION",
+    "STATE_FILE_MODE",
     "BackendHealth",
     "DataplaneHeartbeat",
     "IPClaim",
@@ -52,6 +53,7 @@ __all__ = [
     "StoreError",
     "UnknownInstance",
     "default_state_path",
+    "private_file",
     "resolve_state_path",
 ]
 
@@ -78,6 +80,23 @@ class InstanceExists(StoreError):
 
 class IPUnavailable(StoreError):
     """A VIP cannot be claimed: taken by another Service, outside the pool, or pool empty."""
+
+
+STATE_FILE_MODE = 0o600
+
+
+def private_file(path: Path) -> None:
+    """Create ``path`` (and missing parent directories, 0700) readable by its owner only, or
+    tighten an existing one of ours to 0600: the state names every machine and Service.
+    SQLite gives its -wal and -shm files the database file's mode."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, STATE_FILE_MODE)
+    try:
+        info = os.fstat(fd)
+        if info.st_uid == os.getuid() and info.st_mode & 0o077:
+            os.fchmod(fd, STATE_FILE_MODE)
+    finally:
+        os.close(fd)
 
 
 def default_state_path() -> Path:
@@ -337,7 +356,7 @@ class LocalStore:
         self.path = Path(path)
         self._now = clock
         self._lock = threading.RLock()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        private_file(self.path)
         self._conn = sqlite3.connect(
             self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
             check_same_thread=False,

@@ -1,4 +1,6 @@
-"""The local provider starts the data plane at initialize() unless told not to or one runs."""
+"""The local provider starts the data plane at initialize() unless told not to or one runs,
+then supervises it: a data plane that died (or stopped heartbeating, on the clock) is started
+again."""
 
 from __future__ import annotations
 
@@ -7,16 +9,21 @@ import io
 import logging
 import os
 import signal
+import sqlite3
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from kccm.cloudprovider import CloudConfigError
 from kccm.providers.local import LocalCloud
 from kccm.providers.local.config import load_local_config
 from kccm.providers.local.dataplane import live_dataplane
+from kccm.providers.local.dataplane_store import pid_alive
+from kccm.providers.local.provider import probe_dataplane
 from kccm.providers.local.store import LocalStore
+from kccm.util.clock import FakeClock
 
 
 class Starter:
@@ -54,29 +61,29 @@ def test_start_dataplane_defaults_to_true() -> None:
     assert load_local_config(io.StringIO(text)).global_.start_dataplane is False
 
 
-def test_false_does_not_start(store: LocalStore) -> None:
+async def test_false_does_not_start(store: LocalStore) -> None:
     starter = Starter()
     made = cloud(store, "[Global]\nstart-dataplane = false\n", starter)
-    made.initialize(None, asyncio.Event())
+    await made.initialize(None, asyncio.Event())
     assert starter.calls == []
     assert made.dataplane_pid is None
 
 
-def test_true_starts_once_with_the_state_file(store: LocalStore) -> None:
+async def test_true_starts_once_with_the_state_file(store: LocalStore) -> None:
     starter = Starter()
     made = cloud(store, "[Global]\nstart-dataplane = true\n", starter)
-    made.initialize(None, asyncio.Event())
+    await made.initialize(None, asyncio.Event())
     assert starter.calls == [store.path]
     assert made.dataplane_pid == starter.pid
 
 
-def test_a_failed_start_is_logged_not_fatal(
+async def test_a_failed_start_is_logged_not_fatal(
     store: LocalStore, caplog: pytest.LogCaptureFixture
 ) -> None:
     starter = Starter(error=RuntimeError("the data plane did not start"))
     made = cloud(store, "", starter)
     with caplog.at_level(logging.ERROR, logger="kccm.providers.local"):
-        made.initialize(None, asyncio.Event())
+        await made.initialize(None, asyncio.Event())
     assert made.dataplane_pid is None
     assert "did not start" in caplog.text
 
@@ -88,11 +95,11 @@ def _stop(pid: int, state_file: Path) -> None:
         time.sleep(0.05)
 
 
-def test_real_start_then_live_heartbeat_is_reused(store: LocalStore) -> None:
+async def test_real_start_then_live_heartbeat_is_reused(store: LocalStore) -> None:
     """The real starter: the first initialize() starts a data plane; a second provider sees
     its heartbeat and does not start another."""
-    first = cloud(store, "")
-    first.initialize(None, asyncio.Event())
+    first, stop = cloud(store, ""), asyncio.Event()
+    await first.initialize(None, stop)
     pid = first.dataplane_pid
     assert pid is not None
     try:
@@ -100,8 +107,145 @@ def test_real_start_then_live_heartbeat_is_reused(store: LocalStore) -> None:
         assert beat is not None
         assert beat.pid == pid
         second = cloud(store, "")
-        second.initialize(None, asyncio.Event())
+        await second.initialize(None, stop)
         assert second.dataplane_pid == pid
     finally:
+        stop.set()  # no supervisor restarts the data plane stopped below
         _stop(pid, store.path)
     assert live_dataplane(store.path) is None
+
+
+# -- supervision -----------------------------------------------------------------------------
+
+
+class Probe:
+    """An injected probe: answers ``pid`` (None: no live data plane) and records the times."""
+
+    def __init__(self, pid: int | None) -> None:
+        self.pid = pid
+        self.asked_at: list[float] = []
+
+    def __call__(self, state_file: Path, now: float) -> int | None:
+        self.asked_at.append(now)
+        return self.pid
+
+
+def supervised(
+    store: LocalStore, starter: Starter, probe: object, clock: FakeClock, text: str = ""
+) -> LocalCloud:
+    config = load_local_config(io.StringIO(text))
+    return LocalCloud(
+        store,
+        config,
+        dataplane_starter=starter,
+        dataplane_probe=probe,
+        clock=clock,  # type: ignore[arg-type]
+    )
+
+
+async def test_a_dead_dataplane_is_started_again_at_the_next_check(
+    store: LocalStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    clock, starter, probe, stop = FakeClock(), Starter(pid=11), Probe(pid=11), asyncio.Event()
+    made = supervised(store, starter, probe, clock, "[Global]\ndataplane-check-interval = 3\n")
+    await made.initialize(None, stop)
+    await clock.advance(3)
+    await asyncio.wait_for(made.wait_dataplane_checks(1), 10)
+    assert (len(starter.calls), made.dataplane_restarts) == (1, 0)  # alive: left alone
+    probe.pid, starter.pid = None, 12  # the data plane dies
+    with caplog.at_level(logging.WARNING, logger="kccm.providers.local"):
+        await clock.advance(3)
+        await asyncio.wait_for(made.wait_dataplane_checks(2), 10)
+    assert (len(starter.calls), made.dataplane_restarts, made.dataplane_pid) == (2, 1, 12)
+    assert "is not running (last pid 11): starting a new one" in caplog.text
+    assert [round(t - probe.asked_at[0]) for t in probe.asked_at] == [0, 3]  # the clock's time
+    stop.set()
+
+
+async def test_a_failed_restart_is_tried_again_at_the_next_check(store: LocalStore) -> None:
+    clock, stop = FakeClock(), asyncio.Event()
+    starter, probe = Starter(error=RuntimeError("no")), Probe(pid=None)
+    made = supervised(store, starter, probe, clock)
+    await made.initialize(None, stop)
+    for checks in (1, 2):
+        await clock.advance(2)
+        await asyncio.wait_for(made.wait_dataplane_checks(checks), 10)
+    assert (len(starter.calls), made.dataplane_restarts, made.dataplane_pid) == (3, 0, None)
+    stop.set()
+
+
+def _beat(state_file: Path, pid: int, at: float) -> None:
+    with sqlite3.connect(state_file) as conn:
+        conn.execute(
+            "INSERT OR REPLACE INTO dataplane (id, pid, heartbeat_at) VALUES (1, ?, ?)", (pid, at)
+        )
+
+
+async def test_a_stale_heartbeat_is_dead_on_the_clock(store: LocalStore) -> None:
+    """The real probe: a heartbeat from a live pid is fresh for 5 s of the clock's wall time,
+    then the data plane counts as dead and is started again."""
+    clock, starter, stop = FakeClock(), Starter(pid=os.getpid()), asyncio.Event()
+    made = supervised(store, starter, probe_dataplane, clock)
+    _beat(store.path, os.getpid(), clock.now().timestamp())
+    await made.initialize(None, stop)
+    for checks in (1, 2):  # at 2 s and 4 s the heartbeat is fresh
+        await clock.advance(2)
+        await asyncio.wait_for(made.wait_dataplane_checks(checks), 10)
+    assert made.dataplane_restarts == 0
+    await clock.advance(2)  # at 6 s it is stale
+    await asyncio.wait_for(made.wait_dataplane_checks(3), 10)
+    assert made.dataplane_restarts == 1
+    stop.set()
+
+
+async def test_stop_ends_the_supervision(store: LocalStore) -> None:
+    clock, starter, probe, stop = FakeClock(), Starter(), Probe(pid=None), asyncio.Event()
+    made = supervised(store, starter, probe, clock)
+    await made.initialize(None, stop)
+    stop.set()
+    await clock.advance(10)
+    assert probe.asked_at == []
+    assert len(starter.calls) == 1
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        pytest.param("0", "0.0 is not a number of seconds from 0.1 to 3600", id="zero"),
+        pytest.param("-1", "-1.0 is not a number", id="negative"),
+        pytest.param("nan", "nan is not a number", id="nan"),
+        pytest.param("1e9", "1000000000.0 is not a number", id="huge"),
+    ],
+)
+def test_check_interval_must_be_sensible(value: str, message: str) -> None:
+    with pytest.raises(CloudConfigError, match=f"dataplane-check-interval: {message}"):
+        load_local_config(io.StringIO(f"[Global]\ndataplane-check-interval = {value}\n"))
+
+
+def _wait_dead(pid: int) -> None:
+    """A signal is delivered asynchronously: wait (bounded) until the process is gone."""
+    deadline = time.monotonic() + 10
+    while pid_alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
+async def test_a_sigkilled_dataplane_is_replaced(store: LocalStore) -> None:
+    """The real starter and probe: SIGKILL the data plane, the next check starts another."""
+    made, stop = cloud(store, ""), asyncio.Event()
+    await made.initialize(None, stop)
+    stop.set()
+    first = made.dataplane_pid
+    assert first is not None
+    os.kill(first, signal.SIGKILL)
+    await asyncio.to_thread(_wait_dead, first)
+    try:
+        assert await made.check_dataplane() is True
+        second = made.dataplane_pid
+        assert second is not None
+        assert second != first
+        beat = live_dataplane(store.path)
+        assert beat is not None
+        assert beat.pid == second
+    finally:
+        if made.dataplane_pid not in (None, first):
+            _stop(made.dataplane_pid, store.path)  # type: ignore[arg-type]

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import io
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -12,7 +14,12 @@ import pytest
 from kccm.cloudprovider import CloudConfigError, InstanceNotFound, Route
 from kccm.cloudprovider.registry import default_registry
 from kccm.providers.local import LocalCloud, new_local_cloud
-from kccm.providers.local.config import LocalCloudConfig, VipPool, load_local_config
+from kccm.providers.local.config import (
+    LocalCloudConfig,
+    VipPool,
+    load_local_config,
+    pool_problems,
+)
 from kccm.providers.local.provider import (
     ForeignProviderID,
     LocalLoadBalancerError,
@@ -90,11 +97,43 @@ def test_config_defaults() -> None:
         pytest.param("[Global]\nhealth-check-mode = http\n", "health-check-mode", id="bad-mode"),
         pytest.param("[Global]\nauto-adopt = maybe\n", "auto-adopt", id="bad-bool"),
         pytest.param("[Global]\nvip-pool = 1\n", "unknown key", id="typo"),
+        pytest.param(
+            "[Global]\nvip-range = 0.0.0.0\n",
+            "vip-range '0.0.0.0': 0.0.0.0 is the unspecified address",
+            id="unspecified",
+        ),
+        pytest.param(
+            "[Global]\nvip-range = 224.0.0.0/28\n",
+            "224.0.0.1 is a multicast address",
+            id="multicast",
+        ),
+        pytest.param(
+            "[Global]\nvip-range = ::/0\n",
+            "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff is a multicast address",
+            id="all-of-ipv6",
+        ),
+        pytest.param(
+            "[Global]\nvip-range = 0.0.0.0/0\n",
+            "4294967294 addresses; a pool has at most 65536",
+            id="all-of-ipv4",
+        ),
+        pytest.param(
+            "[Global]\nvip-range = 192.0.2.0/24\n",
+            "192.0.2.1, 192.0.2.254 is not an address of this machine",
+            id="not-local",
+        ),
     ],
 )
 def test_config_errors(text: str, message: str) -> None:
     with pytest.raises(CloudConfigError, match=message):
         config(text)
+
+
+def test_a_range_of_this_machines_addresses_is_accepted() -> None:
+    """Locality is decided by binding: a range whose ends bind is fine, loopback always is."""
+    pool = VipPool.parse("198.51.100.1-198.51.100.3")
+    assert pool_problems(pool, bindable=lambda ip: True) == []
+    assert pool_problems(VipPool.parse("127.0.20.0/24"), bindable=lambda ip: False) == []
 
 
 @pytest.mark.parametrize(
@@ -389,3 +428,62 @@ def test_routes(cloud: LocalCloud) -> None:
     cloud.delete_route(CLUSTER, route)
     assert cloud.list_routes(CLUSTER) == []
     assert len(cloud.list_routes("other")) == 1
+
+
+@pytest.mark.parametrize(
+    ("ports", "spec", "message"),
+    [
+        pytest.param(
+            [{"name": "assoc", "protocol": "SCTP", "port": 9000, "nodePort": 30900}],
+            {},
+            r"port assoc \(9000/SCTP\): the local data plane serves TCP and UDP only, not SCTP",
+            id="sctp",
+        ),
+        pytest.param(
+            [
+                {"name": "http", "protocol": "TCP", "port": 80, "nodePort": 30080},
+                {"name": "assoc", "protocol": "SCTP", "port": 9000, "nodePort": 30900},
+            ],
+            {},
+            "serves TCP and UDP only, not SCTP",
+            id="sctp-next-to-tcp",
+        ),
+        pytest.param(
+            [{"name": "http", "protocol": "TCP", "port": 80}],
+            {"allocateLoadBalancerNodePorts": False},
+            r"port http \(80/TCP\) has no nodePort \(spec.allocateLoadBalancerNodePorts is false\)",
+            id="no-node-ports-allocated",
+        ),
+        pytest.param(
+            [{"port": 53, "protocol": "UDP"}],
+            {},
+            r"port 53 \(53/UDP\) has no nodePort: the local data plane forwards to nodePorts",
+            id="no-node-port",
+        ),
+    ],
+)
+def test_a_service_nothing_would_serve_gets_no_vip(
+    cloud: LocalCloud, ports: list[dict[str, Any]], spec: dict[str, Any], message: str
+) -> None:
+    """Ensure fails naming the reason (a Warning event), and nothing is claimed or written,
+    so no status claims a VIP that nothing serves."""
+    svc = service(ports=ports, **spec)
+    with pytest.raises(LocalLoadBalancerError, match=message):
+        cloud.ensure_load_balancer(CLUSTER, svc, [node("n1")])
+    assert cloud.store.list_load_balancers() == []
+    assert cloud.store.list_ip_claims() == []
+    assert cloud.get_load_balancer(CLUSTER, svc) == (None, False)
+
+
+def test_the_daemon_refuses_a_bad_vip_range_with_exit_2(tmp_path: Path) -> None:
+    """Daemon level: the bad range is named, every problem at once, nothing starts."""
+    conf, kubeconfig = tmp_path / "cloud.conf", tmp_path / "kubeconfig"
+    conf.write_text("[Global]\nvip-range = 0.0.0.0/0\n")
+    kubeconfig.write_text("")
+    done = subprocess.run(
+        [sys.executable, "-m", "kccm", "--cloud-provider=local", f"--cloud-config={conf}",
+         f"--kubeconfig={kubeconfig}", "--controllers=*,-route"],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert "[Global] vip-range '0.0.0.0/0': 4294967294 addresses" in done.stderr

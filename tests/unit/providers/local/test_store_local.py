@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 import sqlite3
+import stat
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
@@ -304,3 +305,24 @@ def test_routes_round_trip(store: LocalStore) -> None:
 def test_nothing_from_the_data_plane_yet(store: LocalStore) -> None:
     assert store.list_backend_health() == []
     assert store.dataplane_heartbeat() is None
+
+
+@pytest.mark.parametrize(
+    "before",
+    [
+        pytest.param(None, id="new-file"),
+        pytest.param(0o644, id="existing-world-readable-file-is-tightened"),
+    ],
+)
+def test_the_state_file_is_private(tmp_path: Path, before: int | None) -> None:
+    path = tmp_path / "deeper" / "state.db"
+    if before is not None:
+        path.parent.mkdir()
+        path.touch()
+        path.chmod(before)
+    with LocalStore(path) as store:
+        store.add_instance(InstanceRecord("n1"))  # writes the WAL
+        modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in path.parent.iterdir()}
+    assert modes == {"state.db": 0o600, "state.db-wal": 0o600, "state.db-shm": 0o600}
+    if before is None:
+        assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
