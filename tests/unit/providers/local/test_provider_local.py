@@ -479,7 +479,11 @@ def test_the_daemon_refuses_a_bad_vip_range_with_exit_2(tmp_path: Path) -> None:
     """Daemon level: the bad range is named, every problem at once, nothing starts."""
     conf, kubeconfig = tmp_path / "cloud.conf", tmp_path / "kubeconfig"
     conf.write_text("[Global]\nvip-range = 0.0.0.0/0\n")
-    kubeconfig.write_text("")
+    kubeconfig.write_text(  # valid, pointing nowhere: the range is refused before any contact
+        "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: "
+        "'https://127.0.0.1:1'}}]\ncontexts: [{name: c, context: {cluster: c, user: u}}]\n"
+        "users: [{name: u, user: {}}]\ncurrent-context: c\n"
+    )
     done = subprocess.run(
         [sys.executable, "-m", "kccm", "--cloud-provider=local", f"--cloud-config={conf}",
          f"--kubeconfig={kubeconfig}", "--controllers=*,-route"],
