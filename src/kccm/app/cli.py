@@ -68,6 +68,9 @@ Every invalid flag is reported at once and the process exits with status 2.
 - `--kube-api-qps` / `--kube-api-burst` default to 1000 / 2000 (upstream 20 / 30): 20 qps caps
   node initialisation near 10 nodes/s. The apiserver's priority and fairness protects it, and
   kccm retries answers carrying Retry-After as client-go does.
+- `--reuse-unchanged-load-balancers` (kccm's own, default true): a sync whose load balancer
+  still matches the spec hash kccm recorded on the Service, and exists, skips
+  `ensure_load_balancer`; `false` ensures on every sync, as upstream does.
 - `--node-metadata-refresh-period` (kccm's own, default `1h0m0s`): a node's metadata is read
   from the cloud at most once per period in the periodic status loop; `0` is upstream's
   behaviour (every node at every `--node-status-update-frequency` tick).

@@ -136,6 +136,7 @@ class ManagerConfig:
     concurrent_node_syncs: int = 32
     concurrent_node_status_updates: int = 0
     concurrent_service_syncs: int = 10
+    reuse_unchanged_load_balancers: bool = True
     shutdown_grace: float = 30.0
     leader_election: LeaderElectionSettings = field(default_factory=LeaderElectionSettings)
     serving: ServingSettings = field(default_factory=ServingSettings)

@@ -653,6 +653,7 @@ class ServiceControllerOptions:
     """Section "service-lb-controller"."""
 
     concurrent_service_syncs: int = 10
+    reuse_unchanged_load_balancers: bool = True
 
     def add_flags(self, fs: FlagSet) -> None:
         s = fs.section("service-lb-controller")
@@ -664,12 +665,23 @@ class ServiceControllerOptions:
             "default 10; upstream 1). Larger number = more responsive service "
             "management, but more CPU and cloud API load.",
         )
+        s.boolean(
+            self,
+            "reuse_unchanged_load_balancers",
+            "reuse-unchanged-load-balancers",
+            "kccm: keep a hash of each load balancer's last ensured spec in the Service "
+            "annotation service.kccm.io/load-balancer-spec-hash and skip ensure_load_balancer "
+            "when it still matches and the balancer exists (a restart with unchanged load "
+            "balancers then makes no mutating cloud call). false: ensure on every sync, as "
+            "upstream does.",
+        )
 
     def validate(self) -> list[str]:
         return _positive("concurrent-service-syncs", self.concurrent_service_syncs)
 
     def apply_to(self, parts: ConfigParts) -> None:
         parts.fields["concurrent_service_syncs"] = self.concurrent_service_syncs
+        parts.fields["reuse_unchanged_load_balancers"] = self.reuse_unchanged_load_balancers
 
 
 @dataclass

@@ -145,6 +145,7 @@ KCCM_OWN: dict[str, Any] = {
     "cloud-call-group-qps": {},
     "provider-threads": 16,
     "node-metadata-refresh-period": 3600.0,
+    "reuse-unchanged-load-balancers": True,
 }
 
 
@@ -361,6 +362,13 @@ APPLIED: list[tuple[str, list[str], str, Any]] = [
     ),
     ("qps", ["--kube-api-qps=5.5"], "kube_api_qps", 5.5),
     ("burst", ["--kube-api-burst=7"], "kube_api_burst", 7),
+    (
+        "lb-reuse-off",
+        ["--reuse-unchanged-load-balancers=false"],
+        "reuse_unchanged_load_balancers",
+        False,
+    ),
+    ("metadata-refresh", ["--node-metadata-refresh-period=0"], "node_metadata_refresh_period", 0),
     (
         "protobuf-means-json",
         ["--kube-api-content-type=application/vnd.kubernetes.protobuf"],
