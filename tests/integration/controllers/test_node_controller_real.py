@@ -282,7 +282,9 @@ async def test_beta_labels_reconciled_to_ga_on_update(
 async def test_periodic_refresh_updates_addresses_only(
     running: Callable[..., Awaitable[Running]],
 ) -> None:
-    env = await running(NodeControllerOptions(node_status_update_frequency=0.3))
+    env = await running(
+        NodeControllerOptions(node_status_update_frequency=0.3, node_metadata_refresh_period=0)
+    )
     name = unique_name("node")
     env.instance(name)
     await env.create(kubelet_node(name))
