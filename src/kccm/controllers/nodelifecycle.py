@@ -13,8 +13,8 @@ Every ``node-monitor-period`` (5 s, sliding) ``monitor_nodes`` walks the node ca
   next period.
 
 Upstream checks nodes one after the other; kccm checks the not-Ready ones concurrently, at most
-``concurrent_node_monitors`` at a time (upstream parallelised MonitorNodes after the spec's
-snapshot, k/k PR #137964). Cloud calls use ``Priority.PERIODIC``.
+``concurrent_node_monitors`` at a time (v0.36.3's MonitorNodes is serial; see
+docs/behaviour.md). Cloud calls use ``Priority.PERIODIC``.
 """
 
 from __future__ import annotations

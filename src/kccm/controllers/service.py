@@ -271,7 +271,9 @@ class ServiceController:
     async def _resync_services(self) -> None:
         """The 30 s resync of the service handler: update(x, x) only enqueues services that
         need cleanup."""
-        for service in self.services.items():
+        for i, service in enumerate(self.services.items()):
+            if i and i % YIELD_EVERY == 0:
+                await asyncio.sleep(0)
             if needs_cleanup(service):
                 self.service_queue.add(object_key(service))
 
@@ -380,7 +382,7 @@ class ServiceController:
             return LoadBalancerOperation.DELETE
         nodes = self.backends.snapshot()
         wanted_hash = self._spec_hash(service, nodes)
-        status = await self._unchanged_status(service, key, wanted_hash)
+        status = await self._unchanged_status(service, key, nodes, wanted_hash)
         if status is None:
             status = await self._ensure_branch(service, key, nodes)
         self.ensured.add(key)
@@ -394,7 +396,7 @@ class ServiceController:
         return load_balancer_spec_hash(service, self.cluster_name, nodes.digest)
 
     async def _unchanged_status(
-        self, service: Obj, key: str, wanted_hash: str | None
+        self, service: Obj, key: str, nodes: NodeSetSnapshot, wanted_hash: str | None
     ) -> LoadBalancerStatus | None:
         """kccm: the status of a load balancer that needs no ensure (same spec hash, finalizer
         present, and the provider says it exists), else None. A failed check means ensure."""
@@ -412,7 +414,7 @@ class ServiceController:
         if not exists or status is None:
             return None
         _log.info("Load balancer for service %s is unchanged since it was ensured", key)
-        self.last_synced[key] = self.backends.snapshot()
+        self.last_synced[key] = nodes  # what the hash says the balancer has
         return status
 
     async def _delete_load_balancer(self, service: Obj, key: str) -> None:

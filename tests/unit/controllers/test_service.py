@@ -1666,3 +1666,23 @@ async def test_node_sync_keeps_the_hash_current_and_drops_it_on_failure(harness:
     await h.settle()
     assert await controller.sync_nodes() == {key("s1")}
     assert await hash_of(h, "s1") is None
+
+
+async def test_a_node_change_during_the_restart_check_still_reaches_the_balancer(
+    harness: Harness,
+) -> None:
+    h = harness
+    await first_run(h, ["s1"])
+    controller = await restart(h)
+    h.cloud.set_latency("get_load_balancer", 5.0)
+    sync = asyncio.create_task(controller.sync_service(key("s1")))
+    await h.clock.advance(0)
+    await create_node(h, "c", provider_id="fake://c")  # arrives while the check is in flight
+    await h.settle()
+    await h.clock.advance(5.0)
+    await sync
+    assert h.cloud.calls == ["get_load_balancer"]
+    assert len(controller.node_queue) == 1, "the balancer has {a, b}: a node sync follows"
+    while len(controller.node_queue):
+        await controller._node_loop.process_next()
+    assert update_calls(h) == [(key("s1"), ("a", "b", "c"))]
