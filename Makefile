@@ -12,7 +12,7 @@ help:
 	@echo "make test          lint, types, unit and integration tests (builds the control plane)"
 	@echo "make controlplane  build etcd + kube-apiserver from Go modules (cached)"
 	@echo "make helm          build helm from Go modules (cached; the chart tests use it)"
-	@echo "make test-py313    unit tests + the demo on Python 3.13 too (in .venv313)"
+	@echo "make test-py313    unit + conformance tests and the demo on Python 3.13 (in .venv313)"
 	@echo "make lint | format | typecheck | unit | integration"
 
 $(STAMP): pyproject.toml
@@ -69,7 +69,7 @@ $(STAMP313): pyproject.toml
 	@touch $@
 
 test-py313: $(STAMP313) controlplane
-	$(VENV313)/bin/python -m pytest tests/unit tests/integration/test_demo.py
+	$(VENV313)/bin/python -m pytest tests/unit tests/conformance tests/integration/test_demo.py
 
 clean:
 	rm -rf $(VENV) $(VENV313) .mypy_cache .pytest_cache .ruff_cache

@@ -116,6 +116,10 @@ def _ca_certificate(cn: str, key: ec.EllipticCurvePrivateKey, now: datetime) -> 
         _base_builder(_name(cn), _name(cn), key.public_key(), now)
         .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
         .add_extension(usage, critical=True)
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
+        .add_extension(
+            x509.AuthorityKeyIdentifier.from_issuer_public_key(key.public_key()), critical=False
+        )
         .sign(key, hashes.SHA256())
     )
 
@@ -139,6 +143,14 @@ def _leaf_builder(
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
         .add_extension(usage, critical=True)
         .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        # Python 3.13 verifies strictly (VERIFY_X509_STRICT): the issuer's key must be named
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
+        .add_extension(
+            x509.AuthorityKeyIdentifier.from_issuer_public_key(
+                ca.public_key()  # type: ignore[arg-type]
+            ),
+            critical=False,
+        )
     )
 
 

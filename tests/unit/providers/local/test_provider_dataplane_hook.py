@@ -175,10 +175,12 @@ async def test_a_failed_restart_is_tried_again_at_the_next_check(store: LocalSto
 
 
 def _beat(state_file: Path, pid: int, at: float) -> None:
-    with sqlite3.connect(state_file) as conn:
+    conn = sqlite3.connect(state_file)
+    with conn:
         conn.execute(
             "INSERT OR REPLACE INTO dataplane (id, pid, heartbeat_at) VALUES (1, ?, ?)", (pid, at)
         )
+    conn.close()
 
 
 async def test_a_stale_heartbeat_is_dead_on_the_clock(store: LocalStore) -> None:

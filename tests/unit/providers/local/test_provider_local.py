@@ -34,8 +34,21 @@ def config(text: str) -> LocalCloudConfig:
     return load_local_config(io.StringIO(text))
 
 
+_OPENED: list[LocalStore] = []
+
+
 def make_cloud(tmp_path: Path, text: str = "") -> LocalCloud:
-    return LocalCloud(LocalStore(tmp_path / "state.db"), config(text))
+    store = LocalStore(tmp_path / "state.db")
+    _OPENED.append(store)
+    return LocalCloud(store, config(text))
+
+
+@pytest.fixture(autouse=True)
+def _close_stores() -> Iterator[None]:
+    """Every store a test opened is closed (Python 3.13 warns about unclosed connections)."""
+    yield
+    while _OPENED:
+        _OPENED.pop().close()
 
 
 @pytest.fixture

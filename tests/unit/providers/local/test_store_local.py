@@ -83,11 +83,17 @@ def test_a_new_file_gets_the_current_schema_in_wal_mode(tmp_path: Path) -> None:
     raw.close()
 
 
+def _empty_db(path: Path) -> None:
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA user_version=0")
+    conn.close()
+
+
 @pytest.mark.parametrize(
     "prepare",
     [
         pytest.param(lambda p: p.write_bytes(b""), id="zero-byte-file"),
-        pytest.param(lambda p: sqlite3.connect(p).execute("PRAGMA user_version=0"), id="empty-db"),
+        pytest.param(_empty_db, id="empty-db"),
     ],
 )
 def test_a_v0_file_is_migrated(tmp_path: Path, prepare: Callable[[Path], object]) -> None:
