@@ -5,13 +5,14 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: help venv controlplane helm lint format typecheck unit integration test demo clean
+.PHONY: help venv controlplane helm lint format typecheck unit integration test test-aws demo clean
 
 help:
 	@echo "make demo          the local provider end to end: control plane, 3 nodes, kccm, a LoadBalancer"
 	@echo "make test          lint, types, unit and integration tests (builds the control plane)"
 	@echo "make controlplane  build etcd + kube-apiserver from Go modules (cached)"
 	@echo "make helm          build helm from Go modules (cached; the chart tests use it)"
+	@echo "make test-aws      the aws provider's tests (unit, conformance, daemon e2e) against moto"
 	@echo "make lint | format | typecheck | unit | integration"
 
 $(STAMP): pyproject.toml
@@ -50,6 +51,10 @@ integration: venv controlplane
 
 test: lint typecheck controlplane helm
 	$(PY) -m pytest
+
+# The aws provider's whole suite: moto runs in-process as a real HTTP server (dev extra).
+test-aws: venv controlplane
+	$(PY) -m pytest tests/unit/providers/aws tests/conformance/test_aws.py tests/integration/test_aws_daemon.py
 
 demo: venv controlplane
 	$(PY) -m kccm dev demo
