@@ -336,8 +336,15 @@ async def test_daemon_runs_nodes_routes_and_nlbs_on_moto_absorbing_throttling(
     )
     env.figures["services_updated_s"] = round(time.monotonic() - phase, 1)
 
-    # -- targets follow nodes: an instance terminated, its NotReady Node deleted ---------------
+    # -- targets follow nodes: a new instance joins; an instance terminated, its Node deleted ---
     phase = time.monotonic()
+    [joined] = await asyncio.to_thread(support.add_instances, world, 1)
+    names[joined] = kube_cleanup.add(NODES, world.instances[joined])
+    await kube.create(NODES, kubelet_node(names[joined], f"10.244.{len(names) - 1}.0/24"))
+    everyone = set(names)
+    await eventually(
+        lambda: _lbs_where(env, lambda lbs: all(lb["targets"] == everyone for lb in lbs.values()))
+    )
     gone = next(iter(names))
     ec2, _ = support.clients(world.url)
     await asyncio.to_thread(ec2.terminate_instances, InstanceIds=[gone])
@@ -358,7 +365,7 @@ async def test_daemon_runs_nodes_routes_and_nlbs_on_moto_absorbing_throttling(
         lambda: _lbs_where(env, lambda lbs: all(lb["targets"] == left for lb in lbs.values()))
     )
     await eventually(lambda: _routes(env, len(left)))
-    env.figures["targets_followed_node_deletion_s"] = round(time.monotonic() - phase, 1)
+    env.figures["targets_followed_node_changes_s"] = round(time.monotonic() - phase, 1)
 
     # -- deletion leaves nothing in moto ------------------------------------------------------
     phase = time.monotonic()
@@ -382,7 +389,7 @@ async def test_daemon_runs_nodes_routes_and_nlbs_on_moto_absorbing_throttling(
     throttled = sum(env.proxy.throttled.values())
     assert throttled > 0
     env.figures.update(
-        nodes=len(names),
+        nodes=NODES_WANTED,
         services=len(services),
         aws_requests=sum(env.proxy.requests.values()),
         aws_requests_throttled=throttled,
