@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: help venv controlplane helm lint format typecheck unit integration test demo clean test-py313
+.PHONY: help venv controlplane helm lint format typecheck unit integration test test-aws demo clean test-py313
 
 help:
 	@echo "make demo          the local provider end to end: control plane, 3 nodes, kccm, a LoadBalancer"
@@ -13,6 +13,7 @@ help:
 	@echo "make controlplane  build etcd + kube-apiserver from Go modules (cached)"
 	@echo "make helm          build helm from Go modules (cached; the chart tests use it)"
 	@echo "make test-py313    unit + conformance tests and the demo on Python 3.13 (in .venv313)"
+	@echo "make test-aws      the aws provider's tests (unit, conformance, daemon e2e) against moto"
 	@echo "make lint | format | typecheck | unit | integration"
 
 $(STAMP): pyproject.toml
@@ -51,6 +52,10 @@ integration: venv controlplane
 
 test: lint typecheck controlplane helm
 	$(PY) -m pytest
+
+# The aws provider's whole suite: moto runs in-process as a real HTTP server (dev extra).
+test-aws: venv controlplane
+	$(PY) -m pytest tests/unit/providers/aws tests/conformance/test_aws.py tests/integration/test_aws_daemon.py
 
 demo: venv controlplane
 	$(PY) -m kccm dev demo

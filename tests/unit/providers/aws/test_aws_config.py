@@ -7,7 +7,8 @@ import io
 import pytest
 
 from kccm.cloudprovider import CloudConfigError
-from kccm.providers.aws import new_aws_cloud
+from kccm.cloudprovider.registry import get_cloud_provider, known_cloud_providers
+from kccm.providers.aws import AWSCloud, new_aws_cloud
 from kccm.providers.aws.config import load_aws_config
 
 FULL = """
@@ -122,3 +123,10 @@ def test_without_a_cluster_id_the_provider_says_so() -> None:
     cloud = new_aws_cloud(io.StringIO("[Global]\nRegion = us-east-1\n"))
     assert not cloud.has_cluster_id()
     assert cloud.tagging.owns([])  # upstream: an untagged cloud considers every resource
+
+
+def test_the_provider_is_registered_as_aws() -> None:
+    assert "aws" in known_cloud_providers()
+    cloud = get_cloud_provider("aws", io.StringIO("[Global]\nZone = us-east-1a\n"))
+    assert isinstance(cloud, AWSCloud)
+    assert cloud.provider_name() == "aws"

@@ -290,3 +290,36 @@ def test_subnets_by_annotation(cloud: AWSCloud, world: World) -> None:
         _lb(cloud).ensure_load_balancer(
             "k", service(annotations={P + "subnets": "nope"}), nodes(world)
         )
+
+
+def _private_subnet(world: World, zone: str, octet: int, roles: tuple[str, ...]) -> str:
+    """A subnet with its own route table (no internet gateway), with these role tags."""
+    ec2, _ = clients(world.url)
+    tags = [{"Key": f"kubernetes.io/cluster/{world.cluster_id}", "Value": "shared"}]
+    tags += [{"Key": role, "Value": "1"} for role in roles]
+    vpc_cidr = ec2.describe_vpcs(VpcIds=[world.vpc_id])["Vpcs"][0]["CidrBlock"]
+    first, second = vpc_cidr.split(".")[:2]
+    cidr = f"{first}.{second}.{octet}.0/24"
+    subnet = ec2.create_subnet(
+        VpcId=world.vpc_id,
+        CidrBlock=cidr,
+        AvailabilityZone=zone,
+        TagSpecifications=[{"ResourceType": "subnet", "Tags": tags}],
+    )["Subnet"]["SubnetId"]
+    table = ec2.create_route_table(VpcId=world.vpc_id)["RouteTable"]["RouteTableId"]
+    ec2.associate_route_table(RouteTableId=table, SubnetId=subnet)
+    return str(subnet)
+
+
+def test_subnet_discovery_follows_upstreams_rules(cloud: AWSCloud, world: World) -> None:
+    # tagged for both roles: only its being private keeps it from internet-facing balancers
+    roles = ("kubernetes.io/role/elb", "kubernetes.io/role/internal-elb")
+    private = _private_subnet(world, "eu-west-1a", 50, roles)
+    public = service()
+    _lb(cloud).ensure_load_balancer("k", public, nodes(world))
+    zones = {z["SubnetId"] for z in state(world, public)["lb"]["AvailabilityZones"]}
+    assert zones == set(world.subnet_ids)  # internet-facing: public subnets only
+    internal = service(annotations={P + "internal": "true"})
+    _lb(cloud).ensure_load_balancer("k", internal, nodes(world))
+    zones = {z["SubnetId"] for z in state(world, internal)["lb"]["AvailabilityZones"]}
+    assert zones == {private, world.subnet_ids[1]}  # the role tag wins zone a
