@@ -167,9 +167,7 @@ class Transport:
 
     def _http(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
-            connector = aiohttp.TCPConnector(
-                ssl=self._ssl, limit=256, keepalive_timeout=90, enable_cleanup_closed=True
-            )
+            connector = aiohttp.TCPConnector(ssl=self._ssl, limit=256, keepalive_timeout=90)
             self._session = aiohttp.ClientSession(
                 connector=connector,
                 headers=self._headers,
