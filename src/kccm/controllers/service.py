@@ -364,9 +364,18 @@ class ServiceController:
         except Exception as err:
             message = f"Error syncing load balancer: {err}"
             self._event(service, EVENT_TYPE_WARNING, "SyncLoadBalancerFailed", message)
+            await self._forget_failed_ensure(service, key)
             raise
         if op is LoadBalancerOperation.DELETE:
             self._forget(key)
+
+    async def _forget_failed_ensure(self, service: Obj, key: str) -> None:
+        """After a failed sync the balancer's state is unknown: node syncs leave the service
+        alone until its retry succeeds (the retry ensures with the current nodes), and the
+        spec hash goes, so neither a node sync nor a revert of the spec can stand for the
+        ensure that failed."""
+        self.ensured.discard(key)
+        await self._write_spec_hash(service, None)
 
     def _forget(self, key: str) -> None:
         self.cache.pop(key, None)
@@ -385,9 +394,11 @@ class ServiceController:
         status = await self._unchanged_status(service, key, nodes, wanted_hash)
         if status is None:
             status = await self._ensure_branch(service, key, nodes)
+        if status is None:  # implemented elsewhere: not ours to update or annotate
+            self.ensured.discard(key)
+            return LoadBalancerOperation.ENSURE
         self.ensured.add(key)
-        if status is not None:
-            await self._patch_status(service, previous, status, wanted_hash)
+        await self._patch_status(service, previous, status, wanted_hash)
         return LoadBalancerOperation.ENSURE
 
     def _spec_hash(self, service: Obj, nodes: NodeSetSnapshot) -> str | None:

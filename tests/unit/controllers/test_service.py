@@ -1686,3 +1686,64 @@ async def test_a_node_change_during_the_restart_check_still_reaches_the_balancer
     while len(controller.node_queue):
         await controller._node_loop.process_next()
     assert update_calls(h) == [(key("s1"), ("a", "b", "c"))]
+
+
+# -- a failed ensure leaves no hash behind ---------------------------------------------------
+
+EXTRA_PORT = {"name": "q", "protocol": "TCP", "port": 81, "targetPort": 81}
+
+
+async def _fail_ensure_of_a_new_port(h: Harness, controller: ServiceController) -> None:
+    ports = [*lb_spec()["ports"], EXTRA_PORT]
+    await h.kube.patch(SERVICES, "s1", {"spec": {"ports": ports}}, namespace=NS)
+    await h.settle()
+    h.cloud.fail("ensure_load_balancer", FakeCloudError("half-applied"), times=1)
+    with pytest.raises(ServiceSyncError):
+        await controller.sync_service(key("s1"))
+
+
+async def _node_joins(h: Harness, controller: ServiceController) -> None:
+    await create_node(h, "late", provider_id="fake://late")
+    await h.settle()
+    await controller.sync_nodes()
+
+
+async def _spec_reverted(h: Harness, controller: ServiceController) -> None:
+    patch = {"spec": {"ports": lb_spec()["ports"]}}
+    await h.kube.patch(SERVICES, "s1", patch, namespace=NS, patch_type=PatchType.MERGE)
+    await h.settle()
+
+
+@pytest.mark.parametrize(
+    "then",
+    [
+        pytest.param(_node_joins, id="a-node-sync-cannot-stand-for-the-failed-ensure"),
+        pytest.param(_spec_reverted, id="reverting-the-spec-still-ensures"),
+    ],
+)
+async def test_after_a_failed_ensure_the_retry_really_ensures(
+    then: Callable[[Harness, ServiceController], Awaitable[None]], harness: Harness
+) -> None:
+    controller = await first_run(harness, ["s1"])
+    await _fail_ensure_of_a_new_port(harness, controller)
+    assert await hash_of(harness, "s1") is None, "the hash goes with the failed ensure"
+    await then(harness, controller)
+    harness.cloud.clear_calls()
+    await controller.sync_service(key("s1"))
+    assert "ensure_load_balancer" in harness.cloud.calls
+    assert await hash_of(harness, "s1") is not None
+
+
+async def test_a_load_balancer_implemented_elsewhere_is_not_node_synced_or_annotated(
+    harness: Harness,
+) -> None:
+    h = harness
+    await create_node(h, "a", provider_id="fake://a")
+    await create_service(h, "s1")
+    h.cloud.fail("ensure_load_balancer", ImplementedElsewhere())
+    controller = await start(h, reuse=True)
+    await ensure_all(h, controller, ["s1"])
+    assert key("s1") not in controller.ensured
+    await _node_joins(h, controller)
+    assert "update_load_balancer" not in h.cloud.calls
+    assert await hash_of(h, "s1") is None
