@@ -176,7 +176,9 @@ class KubeApiClient:
         await self._limiter.acquire()
         if self._on_request is not None:
             self._on_request("GET", path)
-        async for item in self._transport.stream_lines(path, params):
+        # A watch silent for its whole timeout and a minute more has lost its peer.
+        silence = None if timeout_seconds is None else timeout_seconds + 60.0
+        async for item in self._transport.stream_lines(path, params, read_timeout=silence):
             if isinstance(item, HttpResponse):
                 _raise_for_status(item)
             else:

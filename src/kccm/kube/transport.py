@@ -50,13 +50,15 @@ class HttpResponse:
 
 
 class Credentials:
-    """The ``Authorization`` header for a request; ``refresh`` after a 401 says whether a
-    retry may help (a token file or exec plugin may have a newer token)."""
+    """The ``Authorization`` header for a request. After a 401, ``refresh(used)`` is told the
+    header that failed and says whether a retry may help (client-go's ``maybeRefreshCreds``):
+    true at once when another request already moved on to a newer token, else after reading
+    the token file again / running the exec plugin again."""
 
     async def header(self) -> str | None:
         return None
 
-    async def refresh(self) -> bool:
+    async def refresh(self, used: str | None) -> bool:
         return False
 
 
@@ -84,11 +86,11 @@ class _TokenFile(Credentials):
             self._value = self._read()
         return self._value
 
-    async def refresh(self) -> bool:
-        fresh = self._read()
-        changed = fresh != self._value
-        self._value = fresh
-        return changed
+    async def refresh(self, used: str | None) -> bool:
+        if self._value != used:
+            return True
+        self._value = self._read()
+        return self._value != used
 
 
 class _ExecPlugin(Credentials):
@@ -116,10 +118,11 @@ class _ExecPlugin(Credentials):
                 self._value = await self._run()
             return self._value
 
-    async def refresh(self) -> bool:
+    async def refresh(self, used: str | None) -> bool:
         async with self._lock:
-            self._value = await self._run()
-        return True
+            if self._value == used:  # one plugin run for a burst of 401s
+                self._value = await self._run()
+            return self._value != used
 
 
 def credentials_for(user: User | None) -> Credentials:
@@ -177,9 +180,9 @@ class Transport:
             )
         return self._session
 
-    async def _headers_for(self, content_type: str | None) -> dict[str, str]:
+    @staticmethod
+    def _headers_for(auth: str | None, content_type: str | None) -> dict[str, str]:
         headers: dict[str, str] = {}
-        auth = await self._credentials.header()
         if auth:
             headers["Authorization"] = auth
         if content_type:
@@ -196,9 +199,11 @@ class Transport:
         content_type: str | None = None,
     ) -> HttpResponse:
         """Send and read the whole answer; a 401 is retried once with fresh credentials."""
-        response = await self._once(method, path, params, content, content_type)
-        if response.status == 401 and await self._credentials.refresh():
-            response = await self._once(method, path, params, content, content_type)
+        auth = await self._credentials.header()
+        response = await self._once(method, path, params, content, content_type, auth)
+        if response.status == 401 and await self._credentials.refresh(auth):
+            auth = await self._credentials.header()
+            response = await self._once(method, path, params, content, content_type, auth)
         return response
 
     async def _once(
@@ -208,8 +213,9 @@ class Transport:
         params: Mapping[str, str] | None,
         content: bytes | None,
         content_type: str | None,
+        auth: str | None,
     ) -> HttpResponse:
-        headers = await self._headers_for(content_type)
+        headers = self._headers_for(auth, content_type)
         try:
             async with self._http().request(
                 method,
@@ -230,28 +236,45 @@ class Transport:
             raise TransportError(f"{method} {path}: {_describe(exc)}") from exc
 
     async def stream_lines(
-        self, path: str, params: Mapping[str, str]
+        self, path: str, params: Mapping[str, str], *, read_timeout: float | None = None
     ) -> AsyncIterator[bytes | HttpResponse]:
         """GET a streaming path: yields an :class:`HttpResponse` (and stops) when the answer
-        is a failure, else each non-empty line of the body as it arrives."""
-        headers = await self._headers_for(None)
-        try:
-            async with self._http().get(
-                self._base + path, params=params, headers=headers, timeout=self._stream_timeout
-            ) as response:
-                if response.status >= 400:
-                    body = await response.read()
-                    yield HttpResponse(
-                        response.status,
-                        response.reason or "",
-                        body,
-                        response.headers.get("Retry-After"),
-                    )
-                    return
-                async for line in _lines(response.content):
-                    yield line
-        except (aiohttp.ClientError, TimeoutError, OSError) as exc:
-            raise TransportError(f"watch {path} broke: {_describe(exc)}") from exc
+        is a failure, else each non-empty line of the body as it arrives. A 401 is retried
+        once with fresh credentials (a watch must survive token rotation). ``read_timeout``
+        ends a stream that stays silent that long (a peer gone without a FIN)."""
+        timeout = aiohttp.ClientTimeout(
+            total=None,
+            connect=self._stream_timeout.connect,
+            sock_connect=self._stream_timeout.sock_connect,
+            sock_read=read_timeout,
+        )
+        auth = await self._credentials.header()
+        for attempt in range(2):
+            try:
+                async with self._http().get(
+                    self._base + path,
+                    params=params,
+                    headers=self._headers_for(auth, None),
+                    timeout=timeout,
+                ) as response:
+                    if response.status >= 400:
+                        failure = HttpResponse(
+                            response.status,
+                            response.reason or "",
+                            await response.read(),
+                            response.headers.get("Retry-After"),
+                        )
+                    else:
+                        async for line in _lines(response.content):
+                            yield line
+                        return
+            except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+                raise TransportError(f"watch {path} broke: {_describe(exc)}") from exc
+            if failure.status == 401 and attempt == 0 and await self._credentials.refresh(auth):
+                auth = await self._credentials.header()
+                continue
+            yield failure
+            return
 
     async def close(self) -> None:
         if self._session is not None:

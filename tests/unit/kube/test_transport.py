@@ -3,6 +3,7 @@ client-go's retry on Retry-After, token-file rotation on 401, watch lines of any
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
@@ -159,3 +160,57 @@ async def test_a_refused_connection_is_a_transport_error() -> None:
             await client.get(CONFIG_MAPS, "x", namespace="default")
     finally:
         await client.close()
+
+
+def rotating_server(seen: list[str], *, watch: bool) -> Handler:
+    """Accepts only ``Bearer new``; a GET with watch=1 answers one bookmark line."""
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        seen.append(request.headers.get("Authorization", ""))
+        if request.headers.get("Authorization") != "Bearer new":
+            return web.json_response({"kind": "Status", "code": 401}, status=401)
+        if watch:
+            bookmark = b'{"type":"BOOKMARK","object":{"metadata":{"resourceVersion":"7"}}}\n'
+            return web.Response(body=bookmark)
+        return web.json_response(CM)
+
+    return handler
+
+
+async def test_a_watch_survives_token_rotation(
+    tmp_path: Path, serve: Callable[[Handler], Awaitable[str]]
+) -> None:
+    token_file = tmp_path / "token"
+    token_file.write_text("old\n")
+    seen: list[str] = []
+    url = await serve(rotating_server(seen, watch=True))
+    client = KubeApiClient(load_cluster_config(token_kubeconfig(tmp_path, url, token_file)))
+    try:
+        with pytest.raises(Unauthorized):
+            [e async for e in client.watch(CONFIG_MAPS, resource_version="1")]
+        token_file.write_text("new\n")
+        events = [e async for e in client.watch(CONFIG_MAPS, resource_version="1")]
+    finally:
+        await client.close()
+    assert [e.resource_version for e in events] == ["7"]
+    assert seen == ["Bearer old", "Bearer old", "Bearer new"]
+
+
+async def test_requests_caught_by_one_rotation_all_retry(
+    tmp_path: Path, serve: Callable[[Handler], Awaitable[str]]
+) -> None:
+    token_file = tmp_path / "token"
+    token_file.write_text("old\n")
+    seen: list[str] = []
+    url = await serve(rotating_server(seen, watch=False))
+    client = KubeApiClient(load_cluster_config(token_kubeconfig(tmp_path, url, token_file)))
+    try:
+        with pytest.raises(Unauthorized):  # caches "old"
+            await client.get(CONFIG_MAPS, "x", namespace="default")
+        token_file.write_text("new\n")
+        answers = await asyncio.gather(
+            *(client.get(CONFIG_MAPS, "x", namespace="default") for _ in range(5))
+        )
+    finally:
+        await client.close()
+    assert answers == [CM] * 5
