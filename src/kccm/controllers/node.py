@@ -567,9 +567,13 @@ class CloudNodeController:
             if last is None:
                 last = self._refreshed[name] = now - period * _spread(name)
             if now - last >= period:
-                self._refreshed[name] = now
                 due.append(node)
         return due
+
+    def _read(self, node: Mapping[str, Any]) -> None:
+        """The cloud answered for ``node``: its next periodic read is a period away (a
+        failed read leaves it due at the next tick, as upstream retries every tick)."""
+        self._refreshed[_name(node)] = self._clock.monotonic()
 
     async def _update_listed_status(self, v2: GatedInstancesV2, nodes: list[Obj]) -> None:
         try:
@@ -578,6 +582,7 @@ class CloudNodeController:
             _log.error("Error listing instance metadata for node addresses: %s", err)
             return
         for node in nodes:
+            self._read(node)
             meta = found.get(_name(node))
             if meta is not None:
                 await self.update_node_address(node, meta)
@@ -590,6 +595,7 @@ class CloudNodeController:
         except Exception as err:
             _log.error("Error getting instance metadata for node addresses: %s", err)
             return
+        self._read(node)
         if meta is None:
             return
         await self.update_node_address(node, meta)

@@ -1064,3 +1064,41 @@ async def test_build_skips_without_instances(clock: FakeClock) -> None:
         is not None
     )
     gate.close()
+
+
+@pytest.mark.parametrize(
+    ("cloud_type", "method", "failures"),
+    [
+        pytest.param(FakeCloud, "list_instance_metadata", 1, id="failed-list-call"),
+        pytest.param(PerNodeCloud, "instance_metadata", 3, id="failed-per-node-calls"),
+    ],
+)
+async def test_a_failed_periodic_read_is_retried_at_the_next_tick(
+    cloud_type: type[FakeCloud],
+    method: str,
+    failures: int,
+    env_factory: Callable[..., Any],
+    clock: FakeClock,
+) -> None:
+    cloud = cloud_type(clock=clock)
+    nodes = many_nodes(cloud, 3, INTERNAL2)
+    options = NodeControllerOptions(node_metadata_refresh_period=3600)
+    env: Env = await env_factory(cloud, nodes, options=options)
+    cloud.fail(method, RuntimeError("throttled"), times=failures)
+    run = asyncio.create_task(env.ctrl.run())
+    env.tasks.append(run)
+    for _ in range(12):  # tick until the reads of the first due nodes have failed
+        await clock.advance(300)
+        if cloud.calls.count(method) >= failures:
+            break
+    failed: set[str] = set()
+    for call in cloud.call_log:
+        if call.method == method:
+            names = call.args[0]
+            failed |= set(names) if isinstance(names, tuple) else {names}
+    assert failed, "some reads failed"
+    assert all(not n["status"]["addresses"] for n in env.kube.objects(NODES))
+    await clock.advance(300)  # the next tick, not a period (1 h) later, reads them again
+    await env.ctrl.stop(grace=1)
+    done = {n["metadata"]["name"]: n["status"]["addresses"] for n in env.kube.objects(NODES)}
+    assert all(done[name] == [INTERNAL2] for name in failed)
