@@ -389,10 +389,16 @@ _HASH_IGNORED_SPEC_FIELDS = frozenset({"selector", "publishNotReadyAddresses"})
 """Spec fields that only concern endpoints, never a load balancer."""
 
 
-def node_set_digest(identities: Mapping[str, NodeIdentity]) -> str:
-    """A digest of a backend node set (names, providerIDs, addresses), order-independent."""
+def node_set_digest(
+    identities: Mapping[str, NodeIdentity],
+    labels: Mapping[str, Mapping[str, Any]] | None = None,
+) -> str:
+    """A digest of a backend node set (names, providerIDs, addresses and, when given, each
+    node's labels: a provider may choose targets by label), order-independent."""
+    labels = labels or {}
     canonical = sorted(
-        (name, pid, [list(a) for a in addrs]) for name, (pid, addrs) in identities.items()
+        (name, pid, [list(a) for a in addrs], sorted((labels.get(name) or {}).items()))
+        for name, (pid, addrs) in identities.items()
     )
     return hashlib.sha256(_canonical_json(canonical)).hexdigest()
 
@@ -483,7 +489,10 @@ class NodeSetSnapshot:
 
     @cached_property
     def digest(self) -> str:
-        return node_set_digest(self.identities)
+        """What the spec hash records of the nodes: identities and labels (labels do not make
+        a node sync, as upstream, but a restart after a label change re-ensures)."""
+        labels = {_meta(n).get("name", ""): _meta(n).get("labels") or {} for n in self.nodes}
+        return node_set_digest(self.identities, labels)
 
     def same_backends(self, other: NodeSetSnapshot | None) -> bool:
         """``nodesSufficientlyEqual`` of two snapshots: O(1) for the same version."""

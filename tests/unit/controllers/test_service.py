@@ -1581,6 +1581,10 @@ async def _readdress_node(h: Harness) -> None:
     await h.kube.patch(NODES, "a", {"status": address}, subresource="status")
 
 
+async def _relabel_node(h: Harness) -> None:
+    await h.kube.patch(NODES, "a", {"metadata": {"labels": {"pool": "gpu"}}})
+
+
 async def _drop_the_hash(h: Harness) -> None:
     await h.kube.patch(SERVICES, "s1", {"metadata": {"annotations": {HASH: None}}}, namespace=NS)
 
@@ -1607,6 +1611,7 @@ async def _nothing(h: Harness) -> None:
         pytest.param(_change_ports, True, ["ensure_load_balancer"], id="ports-changed-ensures"),
         pytest.param(_add_node, True, ["ensure_load_balancer"], id="node-added-ensures"),
         pytest.param(_readdress_node, True, ["ensure_load_balancer"], id="node-address-ensures"),
+        pytest.param(_relabel_node, True, ["ensure_load_balancer"], id="node-labels-ensure"),
         pytest.param(_drop_the_hash, True, ["ensure_load_balancer"], id="no-hash-ensures"),
         pytest.param(
             _lose_the_balancer,
