@@ -26,7 +26,9 @@ from __future__ import annotations
 import logging
 import ssl
 import urllib.parse
+from collections.abc import Hashable
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from aiohttp import web
 from cryptography import x509
@@ -121,6 +123,27 @@ def _extra(
     return tuple((key, tuple(values)) for key, values in sorted(found.items()))
 
 
+CACHE_LIMIT = 4096
+"""Entries each review cache keeps at most: random bearer tokens or paths sent to the server
+must not grow memory without bound."""
+
+_K = TypeVar("_K", bound=Hashable)
+_V = TypeVar("_V")
+
+
+def _remember(
+    cache: dict[_K, tuple[float, _V]], key: _K, entry: tuple[float, _V], clock: Clock
+) -> None:
+    """Store ``entry``; a full cache first drops what expired, then its oldest entries."""
+    if key not in cache and len(cache) >= CACHE_LIMIT:
+        now = clock.monotonic()
+        for stale in [k for k, (expires, _) in cache.items() if expires <= now]:
+            del cache[stale]
+        while len(cache) >= CACHE_LIMIT:
+            del cache[next(iter(cache))]
+    cache[key] = entry
+
+
 @dataclass
 class DelegatedAuth:
     """An :data:`kccm.runtime.server.Authorizer` backed by the API server."""
@@ -168,7 +191,7 @@ class DelegatedAuth:
             return cached[1]
         user = await self._token_review(token)
         if self.ttl > 0:
-            self._tokens[token] = (self.clock.monotonic() + self.ttl, user)
+            _remember(self._tokens, token, (self.clock.monotonic() + self.ttl, user), self.clock)
         return user
 
     def _from_certificate(
@@ -236,7 +259,7 @@ class DelegatedAuth:
         allowed = await self._access_review(user, path, verb)
         ttl = self.allowed_ttl if allowed else self.denied_ttl
         if ttl > 0:
-            self._access[key] = (self.clock.monotonic() + ttl, allowed)
+            _remember(self._access, key, (self.clock.monotonic() + ttl, allowed), self.clock)
         return allowed
 
     async def _access_review(self, user: UserInfo, path: str, verb: str) -> bool:

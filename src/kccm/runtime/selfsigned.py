@@ -70,7 +70,8 @@ def server_ssl_context(
     *, cert_file: Path | None = None, key_file: Path | None = None, pair: CertKey | None = None
 ) -> ssl.SSLContext:
     """A TLS server context (TLS 1.2+) from files or from an in-memory pair."""
-    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    # No system CAs: client certificates are judged against --client-ca-file alone.
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.minimum_version = ssl.TLSVersion.TLSv1_2
     if pair is not None:
         _load_pair(context, pair)

@@ -178,7 +178,8 @@ def apply_serving_tls(context: ssl.SSLContext, options: ServingTLS) -> None:
         return
     by_name: dict[str, ssl.SSLContext] = {}
     for pair in options.sni:
-        named = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        # No system CAs: client certificates are judged against --client-ca-file alone.
+        named = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         named.minimum_version = ssl.TLSVersion.TLSv1_2
         named.load_cert_chain(pair.cert_file, pair.key_file)
         _apply_options(named, options)

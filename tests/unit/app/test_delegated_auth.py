@@ -14,7 +14,12 @@ from aiohttp.test_utils import make_mocked_request
 from cryptography import x509
 from prometheus_client import CollectorRegistry
 
-from kccm.runtime.delegated import ClientCertificates, DelegatedAuth, RequestHeaders
+from kccm.runtime.delegated import (
+    CACHE_LIMIT,
+    ClientCertificates,
+    DelegatedAuth,
+    RequestHeaders,
+)
 from kccm.runtime.server import Server
 from kccm.runtime.tls import ServingTLS
 from kccm.testing.certs import CertificateAuthority, KeyPair
@@ -272,3 +277,16 @@ async def test_access_reviews_go_through_the_authorization_client() -> None:
     assert (await auth(_request("good"))).allowed
     assert authn.reviews == ["TokenReview"]
     assert authz.reviews == ["SubjectAccessReview"]
+
+
+async def test_random_tokens_and_paths_cannot_grow_the_caches_without_bound() -> None:
+    stub = ReviewStub()
+    auth = DelegatedAuth(stub, clock=FakeClock())  # type: ignore[arg-type]
+    for i in range(CACHE_LIMIT + 50):
+        await auth(_request(f"random-{i}"))
+        await auth(_request(None, path=f"/metrics/{i}"))
+    assert len(auth._tokens) <= CACHE_LIMIT
+    assert len(auth._access) <= CACHE_LIMIT
+    before = len(stub.reviews)
+    await auth(_request(f"random-{CACHE_LIMIT + 49}"))  # the newest answers stay cached
+    assert len(stub.reviews) == before
