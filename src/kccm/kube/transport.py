@@ -22,6 +22,7 @@ import ssl
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 from lightkube.config.client_adapter import async_check_output, verify_cluster
@@ -217,23 +218,29 @@ class Transport:
     ) -> HttpResponse:
         headers = self._headers_for(auth, content_type)
         try:
-            async with self._http().request(
-                method,
-                self._base + path,
-                params=params,
-                data=content,
-                headers=headers,
-                timeout=self._timeout,
-            ) as response:
+            response = await self._open(
+                method, path, params=params, data=content, headers=headers, timeout=self._timeout
+            )
+            try:
                 body = await response.read()
-                return HttpResponse(
-                    response.status,
-                    response.reason or "",
-                    body,
-                    response.headers.get("Retry-After"),
-                )
+            finally:
+                response.release()
         except (aiohttp.ClientError, TimeoutError, OSError) as exc:
             raise TransportError(f"{method} {path}: {_describe(exc)}") from exc
+        return HttpResponse(
+            response.status, response.reason or "", body, response.headers.get("Retry-After")
+        )
+
+    async def _open(self, method: str, path: str, **kwargs: Any) -> aiohttp.ClientResponse:
+        """Send a request and wait for the answer's head. Cancellation cannot strand a
+        half-open connection: the request finishes aside and its connection is closed
+        (a TLS connection dropped mid-handshake would otherwise leak its socket)."""
+        sending = asyncio.ensure_future(self._http().request(method, self._base + path, **kwargs))
+        try:
+            return await asyncio.shield(sending)
+        except asyncio.CancelledError:
+            sending.add_done_callback(_close_abandoned)
+            raise
 
     async def stream_lines(
         self, path: str, params: Mapping[str, str], *, read_timeout: float | None = None
@@ -251,23 +258,26 @@ class Transport:
         auth = await self._credentials.header()
         for attempt in range(2):
             try:
-                async with self._http().get(
-                    self._base + path,
+                response = await self._open(
+                    "GET",
+                    path,
                     params=params,
                     headers=self._headers_for(auth, None),
                     timeout=timeout,
-                ) as response:
-                    if response.status >= 400:
-                        failure = HttpResponse(
-                            response.status,
-                            response.reason or "",
-                            await response.read(),
-                            response.headers.get("Retry-After"),
-                        )
-                    else:
+                )
+                try:
+                    if response.status < 400:
                         async for line in _lines(response.content):
                             yield line
                         return
+                    failure = HttpResponse(
+                        response.status,
+                        response.reason or "",
+                        await response.read(),
+                        response.headers.get("Retry-After"),
+                    )
+                finally:
+                    response.release()  # back to the pool at EOF, else the connection closes
             except (aiohttp.ClientError, TimeoutError, OSError) as exc:
                 raise TransportError(f"watch {path} broke: {_describe(exc)}") from exc
             if failure.status == 401 and attempt == 0 and await self._credentials.refresh(auth):
@@ -280,6 +290,11 @@ class Transport:
         if self._session is not None:
             await self._session.close()
             self._session = None
+
+
+def _close_abandoned(sending: asyncio.Future[aiohttp.ClientResponse]) -> None:
+    if not sending.cancelled() and sending.exception() is None:
+        sending.result().close()
 
 
 async def _lines(content: aiohttp.StreamReader) -> AsyncIterator[bytes]:

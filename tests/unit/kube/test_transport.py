@@ -214,3 +214,31 @@ async def test_requests_caught_by_one_rotation_all_retry(
     finally:
         await client.close()
     assert answers == [CM] * 5
+
+
+async def test_a_request_cancelled_before_its_answer_leaves_no_connection_behind(
+    serve: Callable[[Handler], Awaitable[str]],
+) -> None:
+    answer = asyncio.Event()
+    arrived = asyncio.Event()
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        arrived.set()
+        await answer.wait()
+        return web.json_response(CM)
+
+    url = await serve(handler)
+    client = KubeApiClient(load_cluster_config(master=url), qps=0, burst=0)
+    try:
+        pending = asyncio.create_task(client.get(CONFIG_MAPS, "x", namespace="default"))
+        await arrived.wait()
+        pending.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await pending
+        answer.set()  # the abandoned request completes aside and is closed
+        assert (await client.get(CONFIG_MAPS, "x", namespace="default")) == CM
+        connector = client._transport._http().connector
+        assert connector is not None
+        assert not connector._acquired, "no connection is held by the abandoned request"
+    finally:
+        await client.close()
