@@ -19,6 +19,7 @@ import base64
 import json
 import os
 import ssl
+import sys
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +33,12 @@ from kccm.kube.config import ClusterConfig
 from kccm.kube.errors import KubeError, TransportError
 
 __all__ = ["Credentials", "HttpResponse", "Transport", "credentials_for"]
+
+_FIXED_IN = ((3, 12, 8), (3, 13, 1))
+_NEEDS_CLEANUP_CLOSED = (
+    sys.version_info < _FIXED_IN[0] or (3, 13) <= sys.version_info < _FIXED_IN[1]
+)
+"""aiohttp's own test (``connector.NEEDS_CLEANUP_CLOSED``) for the CPython TLS-close leak."""
 
 _EXEC_API_VERSIONS = (
     "client.authentication.k8s.io/v1",
@@ -171,7 +178,15 @@ class Transport:
 
     def _http(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
-            connector = aiohttp.TCPConnector(ssl=self._ssl, limit=256, keepalive_timeout=90)
+            connector = aiohttp.TCPConnector(
+                ssl=self._ssl,
+                limit=256,
+                keepalive_timeout=90,
+                # Pythons without the asyncio fix leak TLS transports whose shutdown the peer
+                # never completes; aiohttp aborts them when asked (and warns when asked on a
+                # Python that has the fix, so ask only where it is needed).
+                enable_cleanup_closed=_NEEDS_CLEANUP_CLOSED,
+            )
             self._session = aiohttp.ClientSession(
                 connector=connector,
                 headers=self._headers,
