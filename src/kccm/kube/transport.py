@@ -242,9 +242,7 @@ class Transport:
                 response.release()
         except (aiohttp.ClientError, TimeoutError, OSError) as exc:
             raise TransportError(f"{method} {path}: {_describe(exc)}") from exc
-        return HttpResponse(
-            response.status, response.reason or "", body, response.headers.get("Retry-After")
-        )
+        return _answer(response, body)
 
     async def _open(self, method: str, path: str, **kwargs: Any) -> aiohttp.ClientResponse:
         """Send a request and wait for the answer's head. Cancellation cannot strand a
@@ -285,12 +283,7 @@ class Transport:
                         async for line in _lines(response.content):
                             yield line
                         return
-                    failure = HttpResponse(
-                        response.status,
-                        response.reason or "",
-                        await response.read(),
-                        response.headers.get("Retry-After"),
-                    )
+                    failure = _answer(response, await response.read())
                 finally:
                     response.release()  # back to the pool at EOF, else the connection closes
             except (aiohttp.ClientError, TimeoutError, OSError) as exc:
@@ -305,6 +298,12 @@ class Transport:
         if self._session is not None:
             await self._session.close()
             self._session = None
+
+
+def _answer(response: aiohttp.ClientResponse, body: bytes) -> HttpResponse:
+    return HttpResponse(
+        response.status, response.reason or "", body, response.headers.get("Retry-After")
+    )
 
 
 def _close_abandoned(sending: asyncio.Future[aiohttp.ClientResponse]) -> None:
