@@ -16,12 +16,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import time
 import uuid
-from typing import Any
 
 from prometheus_client import CollectorRegistry
+from scale import Completion, bounded, delete_quietly, kubelet_node, untainted  # bench/ on path
 
 from kccm.cloudprovider import NodeAddress
 from kccm.cloudprovider.gate import CallGate
@@ -31,56 +30,11 @@ from kccm.controllers.base import ControllerContext
 from kccm.controllers.node import NodeControllerOptions
 from kccm.kube.client import KubeApiClient
 from kccm.kube.config import load_cluster_config
-from kccm.kube.errors import NotFound
 from kccm.kube.resources import NODES
 from kccm.providers.fake import FakeCloud, FakeInstance
 from kccm.runtime.events import EventBroadcaster
-from kccm.runtime.informers import EventHandler, Informer, SharedInformerFactory
+from kccm.runtime.informers import SharedInformerFactory
 from kccm.testing.controlplane import ControlPlane
-
-UNINIT = "node.cloudprovider.kubernetes.io/uninitialized"
-
-
-def kubelet_node(name: str, run: str, i: int) -> dict[str, Any]:
-    return {
-        "metadata": {"name": name, "labels": {"bench-run": run, "kubernetes.io/hostname": name}},
-        "spec": {"taints": [{"key": UNINIT, "value": "true", "effect": "NoSchedule"}]},
-        "status": {
-            "addresses": [
-                {"type": "InternalIP", "address": f"192.168.{i // 256}.{i % 256}"},
-                {"type": "Hostname", "address": name},
-            ]
-        },
-    }
-
-
-async def gather_bounded(limit: int, coros: list[Any]) -> None:
-    sem = asyncio.Semaphore(limit)
-
-    async def one(coro: Any) -> None:
-        async with sem:
-            await coro
-
-    await asyncio.gather(*(one(c) for c in coros))
-
-
-class Completion:
-    """Watches the run's Nodes and fires once every one of them has lost the taint."""
-
-    def __init__(self, admin: KubeApiClient, run: str, total: int) -> None:
-        self.total = total
-        self.done: set[str] = set()
-        self.finished = asyncio.Event()
-        self.informer = Informer(admin, NODES, label_selector=f"bench-run={run}")
-        self.informer.add_event_handler(
-            EventHandler(on_add=self._seen, on_update=lambda _old, new: self._seen(new))
-        )
-
-    def _seen(self, node: dict[str, Any]) -> None:
-        if not any(t.get("key") == UNINIT for t in node["spec"].get("taints") or ()):
-            self.done.add(node["metadata"]["name"])
-            if len(self.done) >= self.total:
-                self.finished.set()
 
 
 async def one_run(
@@ -111,34 +65,28 @@ async def one_run(
     assert ctrl is not None
     task = asyncio.create_task(ctrl.run())
     await informers.wait_for_sync()
-    completion = Completion(admin, run, nodes)
-    watcher = asyncio.create_task(completion.informer.run())
-    await completion.informer.wait_for_sync()
     try:
-        start = time.perf_counter()
-        await gather_bounded(
-            200, [admin.create(NODES, kubelet_node(n, run, i)) for i, n in enumerate(names)]
-        )
-        created = time.perf_counter() - start
-        await completion.finished.wait()
-        elapsed = time.perf_counter() - start
+        async with Completion(
+            admin, NODES, nodes, untainted, label_selector=f"bench-run={run}"
+        ) as completion:
+            start = time.perf_counter()
+            await bounded(
+                200, [admin.create(NODES, kubelet_node(n, run, i)) for i, n in enumerate(names)]
+            )
+            created = time.perf_counter() - start
+            await completion.finished.wait()
+            elapsed = time.perf_counter() - start
     finally:
         await ctrl.stop(grace=5)
         task.cancel()
-        watcher.cancel()
-        await asyncio.gather(task, watcher, return_exceptions=True)
+        await asyncio.gather(task, return_exceptions=True)
         await events.shutdown(grace=1)
         await informers.stop()
         gate.close()
-        await gather_bounded(200, [_delete(admin, n) for n in names])
+        await bounded(200, [delete_quietly(admin, NODES, n) for n in names])
         await ctrl_client.close()
         await admin.close()
     return elapsed, created
-
-
-async def _delete(client: KubeApiClient, name: str) -> None:
-    with contextlib.suppress(NotFound):
-        await client.delete(NODES, name)
 
 
 def main() -> None:
