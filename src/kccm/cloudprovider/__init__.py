@@ -10,7 +10,8 @@
 - :mod:`.registry`: provider selection by name (entry points ``kccm.cloud_providers``);
 - :mod:`.config`: cloud config files (gcfg or YAML) bound to a provider's dataclass schema;
 - :mod:`.adapter`: running sync provider methods in a bounded thread pool;
-- :mod:`.gate` and :mod:`.gated`: the call gate every framework call goes through.
+- :mod:`.gate` and :mod:`.gated`: the call gate every framework call goes through;
+- :mod:`.apicalls`: a provider's own cloud requests, counted as reads or writes.
 """
 
 from kccm.cloudprovider.adapter import (
@@ -18,6 +19,13 @@ from kccm.cloudprovider.adapter import (
     ProviderCaller,
     ThreadPoolAdapter,
     is_async_callable,
+)
+from kccm.cloudprovider.apicalls import (
+    APICallCounts,
+    APICallReporter,
+    CloudAPICalls,
+    as_api_call_reporter,
+    classify_by_verb,
 )
 from kccm.cloudprovider.config import (
     ConfigEntry,
@@ -100,6 +108,9 @@ __all__ = [
     "ENTRY_POINT_GROUP",
     "EXTERNAL",
     "MAX_DEFAULT_LOAD_BALANCER_NAME",
+    "APICallCounts",
+    "APICallReporter",
+    "CloudAPICalls",
     "CloudConfigError",
     "CloudProviderError",
     "CloudProviderInitError",
@@ -143,9 +154,11 @@ __all__ = [
     "UnknownCloudProvider",
     "Zone",
     "Zones",
+    "as_api_call_reporter",
     "as_informer_user",
     "as_instance_metadata_lister",
     "as_pv_labeler",
+    "classify_by_verb",
     "default_load_balancer_name",
     "default_registry",
     "find_error",
