@@ -1,4 +1,4 @@
-"""The AWS API as the provider uses it: two boto3 clients, error mapping and call counts.
+"""The AWS API as the provider uses it: the boto3 clients, error mapping and the call ledger.
 
 boto3 is synchronous; every provider method is a plain ``def`` so the framework runs it in its
 thread pool (boto3 clients are thread-safe). botocore retries transient errors itself
@@ -8,6 +8,12 @@ thread pool (boto3 clients are thread-safe). botocore retries transient errors i
   method group for everyone;
 - anything else -> :class:`AWSAPIError` naming the operation, the code and AWS's message.
 
+Every request goes through :meth:`AWSAPI.call`, the single choke point: it records the
+request in a :class:`~kccm.cloudprovider.apicalls.CloudAPICalls` ledger, as a read or a write
+by its verb (``describe_*`` reads; ``create_*``, ``modify_*``, ``register_*``, ... write: see
+:func:`~kccm.cloudprovider.apicalls.classify_by_verb`), so tests and benchmarks can assert that
+an ensure with nothing changed makes no mutating call.
+
 Credentials come from boto3's standard chain and are never logged: botocore's own loggers are
 capped at INFO (its DEBUG output includes signed request headers).
 """
@@ -15,8 +21,6 @@ capped at INFO (its DEBUG output includes signed request headers).
 from __future__ import annotations
 
 import logging
-import threading
-from collections import Counter
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -25,9 +29,10 @@ import botocore.config
 import botocore.exceptions
 
 from kccm.cloudprovider import CloudProviderError, Throttled
+from kccm.cloudprovider.apicalls import CloudAPICalls, classify_by_verb
 from kccm.providers.aws.config import AWSCloudConfig
 
-__all__ = ["AWSAPI", "THROTTLING_CODES", "AWSAPIError", "error_code"]
+__all__ = ["AWSAPI", "CLIENTS", "THROTTLING_CODES", "AWSAPIError", "error_code"]
 
 log = logging.getLogger(__name__)
 
@@ -70,8 +75,13 @@ def _quiet_botocore() -> None:
             logger.setLevel(logging.INFO)
 
 
+CLIENTS = ("ec2", "elb", "elbv2")
+"""The boto3 clients the provider uses: EC2, Classic ELB and ELBv2 (upstream's ``ec2``,
+``elb`` and ``elbv2`` services)."""
+
+
 class AWSAPI:
-    """The EC2 and ELBv2 clients of one region, with per-operation call counts."""
+    """The EC2, ELB and ELBv2 clients of one region, with the ledger of every request."""
 
     def __init__(self, config: AWSCloudConfig, session: Any = None) -> None:
         _quiet_botocore()
@@ -79,10 +89,13 @@ class AWSAPI:
         session = session if session is not None else boto3.session.Session()
         retries = {"mode": "standard", "total_max_attempts": config.global_.api_max_attempts}
         client_config = botocore.config.Config(retries=retries)
-        self.ec2 = self._client(session, config, "ec2", client_config)
-        self.elbv2 = self._client(session, config, "elbv2", client_config)
-        self._counts: Counter[str] = Counter()
-        self._lock = threading.Lock()
+        self._clients = {
+            name: self._client(session, config, name, client_config) for name in CLIENTS
+        }
+        self.ec2 = self._clients["ec2"]
+        self.elb = self._clients["elb"]
+        self.elbv2 = self._clients["elbv2"]
+        self.ledger = CloudAPICalls()
 
     @staticmethod
     def _client(
@@ -97,10 +110,9 @@ class AWSAPI:
         return session.client(name, **kwargs)
 
     def call(self, service: str, operation: str, **params: Any) -> dict[str, Any]:
-        """Call ``operation`` (boto3's snake_case name) of ``ec2`` or ``elbv2``."""
-        client = self.ec2 if service == "ec2" else self.elbv2
-        with self._lock:
-            self._counts[f"{service}:{operation}"] += 1
+        """Call ``operation`` (boto3's snake_case name) of ``ec2``, ``elb`` or ``elbv2``."""
+        client = self._clients[service]
+        self.ledger.record(f"{service}:{operation}", mutating=classify_by_verb(operation))
         try:
             result: dict[str, Any] = getattr(client, operation)(**params)
         except botocore.exceptions.ClientError as err:
@@ -124,8 +136,8 @@ class AWSAPI:
 
     def counts(self) -> Mapping[str, int]:
         """Calls made so far per ``service:operation`` (retries by botocore not included)."""
-        with self._lock:
-            return dict(self._counts)
+        snap = self.ledger.snapshot()
+        return {**snap.reads, **snap.writes}
 
 
 def _mapped(service: str, operation: str, err: botocore.exceptions.ClientError) -> Exception:

@@ -10,11 +10,25 @@ gcfg example (the format upstream uses; YAML with the same names works too)::
     RouteTableID = rtb-0123456789abcdef0
     KubernetesClusterID = prod
 
-    [ServiceOverride "ec2"]
-    Service = ec2
+    [ServiceOverride "1"]
+    Service = EC2
     Region = eu-west-1
     URL = https://ec2.example.internal
     SigningRegion = eu-west-1
+
+    [ServiceOverride "2"]
+    Service = Elastic Load Balancing v2
+    Region = eu-west-1
+    URL = https://elasticloadbalancing.example.internal
+    SigningRegion = eu-west-1
+
+``Service`` takes upstream v1.37's SDK service IDs (``EC2``, ``Elastic Load Balancing``,
+``Elastic Load Balancing v2``; ``KMS`` is accepted and unused) with ``Region``, ``URL`` and
+``SigningRegion`` all required, as upstream's ``CloudConfig.ValidateOverrides``
+(``pkg/providers/v1/config/config.go``) requires them; an override applies to the clients of its
+``Region`` only. kccm's earlier spellings (``ec2``, ``elb``, ``elbv2``, ``elasticloadbalancing``:
+the latter configures both ELB clients, which share one endpoint in AWS) keep working and may
+leave ``Region`` (any region) and ``SigningRegion`` empty.
 
 Credentials never appear here: they come from the standard AWS chain (environment, shared
 config and credentials files, web identity, container and instance metadata).
@@ -24,9 +38,13 @@ config and credentials files, web identity, container and instance metadata).
 
 from __future__ import annotations
 
+import logging
 import re
 from dataclasses import dataclass
+from functools import cache
 from typing import TextIO
+
+import botocore.session
 
 from kccm.cloudprovider import CloudConfigError
 from kccm.cloudprovider.config import load_cloud_config, setting
@@ -39,8 +57,26 @@ __all__ = [
     "load_aws_config",
 ]
 
-SERVICE_NAMES = {"ec2": "ec2", "elasticloadbalancing": "elbv2", "elbv2": "elbv2"}
-"""``ServiceOverride`` ``Service`` values and the boto3 client each one configures."""
+log = logging.getLogger(__name__)
+
+UPSTREAM_SERVICE_IDS: dict[str, tuple[str, ...]] = {
+    "EC2": ("ec2",),
+    "Elastic Load Balancing": ("elb",),
+    "Elastic Load Balancing v2": ("elbv2",),
+    "KMS": (),
+}
+"""Upstream's ``Service`` values kccm uses (the AWS SDK v2 ``ServiceID`` of each client,
+matched exactly as upstream does) and the boto3 clients each one configures (KMS: none, kccm
+uses no KMS)."""
+KCCM_SERVICE_NAMES: dict[str, tuple[str, ...]] = {
+    "ec2": ("ec2",),
+    "elb": ("elb",),
+    "elbv2": ("elbv2",),
+    "elasticloadbalancing": ("elb", "elbv2"),
+}
+"""kccm's earlier spellings (case-insensitive)."""
+SERVICE_NAMES = (*UPSTREAM_SERVICE_IDS, *KCCM_SERVICE_NAMES)
+"""Every accepted ``Service`` value."""
 HEALTH_PROBE_MODES = ("", "ServiceNodePort", "Shared")
 _ZONE = re.compile(r"^[a-z]{2}(-[a-z]+)+-\d+[a-z]$")
 
@@ -110,17 +146,52 @@ class AWSCloudConfig:
         return tuple(self.global_.node_ip_families) or ("ipv4",)
 
     def endpoint(self, client: str) -> ServiceOverride | None:
-        """The override for a boto3 client name (``ec2``/``elbv2``) in this region, if any."""
+        """The override for a boto3 client name (``ec2``/``elb``/``elbv2``) in this region
+        (upstream ``GetEC2EndpointOpts`` and its siblings: Service and Region must match)."""
         for override in self.service_override.values():
-            region_ok = override.region in ("", self.region)
-            if SERVICE_NAMES.get(override.service.lower()) == client and region_ok:
+            region_ok = override.region.strip() in ("", self.region)
+            if client in clients_of(override.service) and region_ok:
                 return override
         return None
+
+
+def clients_of(service: str) -> tuple[str, ...]:
+    """The boto3 clients a ``[ServiceOverride]`` ``Service`` value configures."""
+    name = service.strip()
+    if name in UPSTREAM_SERVICE_IDS:
+        return UPSTREAM_SERVICE_IDS[name]
+    return KCCM_SERVICE_NAMES.get(name.lower(), ())
+
+
+@cache
+def known_regions() -> frozenset[str]:
+    """Every region botocore's endpoint data names, in every partition (aws, aws-cn, ...)."""
+    session = botocore.session.get_session()
+    return frozenset(
+        region
+        for partition in session.get_available_partitions()
+        for region in session.get_available_regions("ec2", partition_name=partition)
+    )
 
 
 def region_of_zone(zone: str) -> str:
     """``eu-west-1a`` -> ``eu-west-1`` (upstream's azToRegion); empty for an empty zone."""
     return zone[:-1] if zone else ""
+
+
+def _check_region(config: AWSCloudConfig) -> list[str]:
+    """An unknown region stops kccm at start (boto3 would send every request to a host that
+    does not exist); a region whose EC2 and ELBv2 endpoints are both overridden is trusted."""
+    region = config.region
+    if not region or region in known_regions():
+        return []
+    if config.endpoint("ec2") is not None and config.endpoint("elbv2") is not None:
+        return []
+    return [
+        f"[Global] Region: {region!r} is not an AWS region known to botocore "
+        "(e.g. eu-west-1; a private region needs [ServiceOverride] URLs for EC2 and "
+        "Elastic Load Balancing v2)"
+    ]
 
 
 def _check_global(glob: AWSGlobalConfig) -> list[str]:
@@ -166,17 +237,45 @@ def _check_global(glob: AWSGlobalConfig) -> list[str]:
     return issues
 
 
+def _check_override(where: str, override: ServiceOverride) -> list[str]:
+    """Upstream ``ValidateOverrides``: Service, Region, URL and SigningRegion are required;
+    kccm's own spellings (``ec2``, ``elasticloadbalancing``, ...) keep their optional Region
+    and SigningRegion. A Service kccm has no client for (``S3``, ``KMS``) is accepted as
+    upstream accepts it, and unused (logged)."""
+    issues = []
+    service = override.service.strip()
+    kccm_form = service not in UPSTREAM_SERVICE_IDS and service.lower() in KCCM_SERVICE_NAMES
+    if not service:
+        issues.append(f"{where} Service: is required")
+    elif not clients_of(service):
+        log.warning("%s Service: %r is not a service kccm uses; ignored", where, service)
+    url = override.url.strip()
+    if not url:
+        issues.append(f"{where} URL: is required")
+    elif not url.startswith(("http://", "https://")):
+        issues.append(f"{where} URL: {override.url!r} is not an http(s) URL")
+    if not kccm_form:
+        if not override.region.strip():
+            issues.append(f"{where} Region: is required (as upstream requires it)")
+        if not override.signing_region.strip():
+            issues.append(f"{where} SigningRegion: is required (as upstream requires it)")
+    return issues
+
+
 def _check_overrides(config: AWSCloudConfig) -> list[str]:
     issues = []
+    seen: dict[tuple[str, str], str] = {}
     for name, override in config.service_override.items():
         where = f'[ServiceOverride "{name}"]'
-        if override.service.lower() not in SERVICE_NAMES:
-            known = ", ".join(sorted(SERVICE_NAMES))
-            issues.append(f"{where} Service: {override.service!r} is not one of {known}")
-        if not override.url:
-            issues.append(f"{where} URL: is required")
-        elif not override.url.startswith(("http://", "https://")):
-            issues.append(f"{where} URL: {override.url!r} is not an http(s) URL")
+        issues += _check_override(where, override)
+        for client in clients_of(override.service):
+            key = (client, override.region.strip())
+            if key in seen:
+                issues.append(
+                    f"{where}: duplicate override of {override.service.strip()!r} in region "
+                    f"{key[1] or '(any)'} (also in [ServiceOverride \"{seen[key]}\"])"
+                )
+            seen[key] = name
     return issues
 
 
@@ -184,6 +283,8 @@ def load_aws_config(stream: TextIO | str | None) -> AWSCloudConfig:
     """Parse and check the cloud config; every problem is reported at once."""
     config = load_cloud_config(stream, AWSCloudConfig)
     issues = _check_global(config.global_) + _check_overrides(config)
+    if not issues:
+        issues = _check_region(config)
     if issues:
         raise CloudConfigError(issues)
     return config

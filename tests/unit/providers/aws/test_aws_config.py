@@ -86,8 +86,25 @@ def test_the_legacy_cluster_tag_is_the_cluster_id_when_alone() -> None:
         ),
         pytest.param(
             '[Global]\nRegion = us-east-1\n[ServiceOverride "x"]\nService = s3\nURL = http://h\n',
-            "Service: 's3' is not one of",
-            id="override-of-an-unused-service",
+            '[ServiceOverride "x"] Region: is required',
+            id="override-in-upstream-form-without-region",
+        ),
+        pytest.param(
+            '[Global]\nRegion = us-east-1\n[ServiceOverride "x"]\nService = EC2\nURL = http://h\n'
+            "Region = us-east-1\n",
+            '[ServiceOverride "x"] SigningRegion: is required',
+            id="upstream-service-id-without-signing-region",
+        ),
+        pytest.param(
+            '[Global]\nRegion = us-east-1\n[ServiceOverride "a"]\nService = ec2\nURL = http://h\n'
+            '[ServiceOverride "b"]\nService = ec2\nURL = http://i\n',
+            "duplicate override of 'ec2' in region (any)",
+            id="duplicate-override",
+        ),
+        pytest.param(
+            "[Global]\nRegion = mars-north-1\n",
+            "'mars-north-1' is not an AWS region known to botocore",
+            id="unknown-region",
         ),
         pytest.param(
             '[Global]\nRegion = us-east-1\n[ServiceOverride "x"]\nService = ec2\nURL = ftp://h\n',
@@ -111,6 +128,63 @@ def test_a_bad_config_is_refused_naming_the_problem(text: str, message: str) -> 
     with pytest.raises(CloudConfigError) as caught:
         load_aws_config(text)
     assert message in str(caught.value)
+
+
+UPSTREAM_FORM = """
+[Global]
+Region = eu-west-1
+
+[ServiceOverride "1"]
+Service = EC2
+Region = eu-west-1
+URL = https://ec2.example.internal
+SigningRegion = eu-west-1
+
+[ServiceOverride "2"]
+Service = Elastic Load Balancing
+Region = eu-west-1
+URL = https://elb.example.internal
+SigningRegion = eu-west-1
+
+[ServiceOverride "3"]
+Service = Elastic Load Balancing v2
+Region = eu-west-1
+URL = https://elbv2.example.internal
+SigningRegion = eu-central-1
+
+[ServiceOverride "4"]
+Service = EC2
+Region = us-east-1
+URL = https://elsewhere.example.internal
+SigningRegion = us-east-1
+
+[ServiceOverride "5"]
+Service = S3
+Region = eu-west-1
+URL = https://s3.example.internal
+SigningRegion = eu-west-1
+"""
+
+
+def test_upstream_service_ids_configure_the_clients_of_their_region() -> None:
+    config = load_aws_config(UPSTREAM_FORM)
+    found = {client: config.endpoint(client) for client in ("ec2", "elb", "elbv2")}
+    assert {c: o.url if o else None for c, o in found.items()} == {
+        "ec2": "https://ec2.example.internal",
+        "elb": "https://elb.example.internal",
+        "elbv2": "https://elbv2.example.internal",
+    }
+    cloud = AWSCloud(config)
+    assert cloud.api.elbv2.meta.region_name == "eu-central-1"  # the SigningRegion
+
+
+def test_a_private_region_is_accepted_when_its_endpoints_are_overridden() -> None:
+    text = (
+        "[Global]\nRegion = private-1\n"
+        '[ServiceOverride "a"]\nService = ec2\nURL = http://h\n'
+        '[ServiceOverride "b"]\nService = elasticloadbalancing\nURL = http://h\n'
+    )
+    assert load_aws_config(text).region == "private-1"
 
 
 def test_every_problem_is_reported_at_once() -> None:
