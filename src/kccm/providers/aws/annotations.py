@@ -12,7 +12,27 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kccm.cloudprovider import CloudProviderError, Service
+from kccm.cloudprovider import Service
+from kccm.providers.aws.nlboptions import (
+    ACCESS_LOG_BUCKET,
+    ACCESS_LOG_ENABLED,
+    ACCESS_LOG_PREFIX,
+    BACKEND_PROTOCOL,
+    EIP_ALLOCATIONS,
+    PRIVATE_IPV4,
+    PROXY_PROTOCOL,
+    SSL_CERT,
+    SSL_POLICY,
+    SSL_PORTS,
+    TARGET_GROUP_ATTRIBUTES,
+    NLBOptions,
+    ServiceAnnotationError,
+    TLSListener,
+    key_value_list,
+    nlb_options,
+    parse_bool,
+    tls_listener,
+)
 
 __all__ = [
     "ANNOTATION_PREFIX",
@@ -55,20 +75,24 @@ SUPPORTED = (
     CROSS_ZONE,
     SUBNETS,
     TARGET_NODE_LABELS,
+    SSL_CERT,
+    SSL_PORTS,
+    SSL_POLICY,
+    BACKEND_PROTOCOL,
+    EIP_ALLOCATIONS,
+    PRIVATE_IPV4,
+    PROXY_PROTOCOL,
+    ACCESS_LOG_ENABLED,
+    ACCESS_LOG_BUCKET,
+    ACCESS_LOG_PREFIX,
+    TARGET_GROUP_ATTRIBUTES,
 )
 """Every annotation the provider reads."""
 UNSUPPORTED = tuple(
     ANNOTATION_PREFIX + name
     for name in (
-        "ssl-cert",
-        "ssl-ports",
-        "ssl-negotiation-policy",
-        "backend-protocol",
-        "eip-allocations",
-        "proxy-protocol",
         "security-groups",
         "extra-security-groups",
-        "access-log-enabled",
     )
 )
 """Upstream annotations that change an NLB's behaviour and that kccm refuses (a Service
@@ -79,10 +103,6 @@ ELSEWHERE_TYPES = ("external", "nlb-ip")
 KUBE_PROXY_HEALTH_PORT = 10256
 KUBE_PROXY_HEALTH_PATH = "/healthz"
 _NAME_CHARS = re.compile(r"[^A-Za-z0-9]")
-
-
-class ServiceAnnotationError(CloudProviderError):
-    """A Service asks for something invalid or unsupported; the message says what."""
 
 
 @dataclass(frozen=True)
@@ -99,12 +119,20 @@ class HealthCheck:
 
 @dataclass(frozen=True)
 class PortMapping:
-    """One listener: frontend port and protocol to the node port (upstream ``nlbPortMapping``)."""
+    """One listener: frontend port and protocol to the node port (upstream ``nlbPortMapping``).
+
+    ``protocol`` is the target group's (upstream ``TrafficProtocol``); the listener's is
+    ``listener_protocol`` (``TLS`` with a certificate, else the same)."""
 
     port: int
     protocol: str
     node_port: int
     health: HealthCheck
+    tls: TLSListener | None = None
+
+    @property
+    def listener_protocol(self) -> str:
+        return "TLS" if self.tls is not None else self.protocol
 
 
 @dataclass(frozen=True)
@@ -117,6 +145,7 @@ class LoadBalancerSpec:
     subnets: tuple[str, ...] = ()
     target_labels: Mapping[str, str] = field(default_factory=dict)
     extra_tags: Mapping[str, str] = field(default_factory=dict)
+    options: NLBOptions = field(default_factory=NLBOptions)
 
     @property
     def service_key(self) -> str:
@@ -132,17 +161,17 @@ def handled_elsewhere(service: Service) -> bool:
     return _annotations(service).get(TYPE, "") in ELSEWHERE_TYPES
 
 
-def key_value_list(text: str) -> dict[str, str]:
-    """``"k1=v1,k2=v2,k3"`` -> ``{"k1": "v1", "k2": "v2", "k3": ""}`` (upstream's parser)."""
-    result: dict[str, str] = {}
-    for item in text.strip().split(","):
-        key, _, value = item.strip().partition("=")
-        if key:
-            result[key] = value
-    return result
+HC_INTERVAL_RANGE = (5, 300)
+"""AWS's range for a target group's ``HealthCheckIntervalSeconds``."""
+HC_THRESHOLD_RANGE = (2, 10)
+"""AWS's range for ``HealthyThresholdCount`` and ``UnhealthyThresholdCount``."""
 
 
-def _int(annotations: Mapping[str, str], key: str, default: int) -> int:
+def _int(
+    annotations: Mapping[str, str], key: str, default: int, allowed: tuple[int, int] = (1, 2**31)
+) -> int:
+    """An integer annotation within AWS's range (checked here, so a bad value is a Warning
+    naming the annotation instead of an AWS ValidationError after half an ensure)."""
     raw = annotations.get(key)
     if raw is None:
         return default
@@ -150,18 +179,16 @@ def _int(annotations: Mapping[str, str], key: str, default: int) -> int:
         value = int(raw)
     except ValueError:
         raise ServiceAnnotationError(f"annotation {key}: {raw!r} is not an integer") from None
-    if value < 1:
-        raise ServiceAnnotationError(f"annotation {key}: {raw!r} must be positive")
+    low, high = allowed
+    if not low <= value <= high:
+        raise ServiceAnnotationError(
+            f"annotation {key}: {raw!r} is out of AWS's range {low}-{high}"
+        )
     return value
 
 
 def _bool(annotations: Mapping[str, str], key: str) -> bool:
-    raw = annotations.get(key, "").strip().lower()
-    if raw in ("", "false", "0", "f"):
-        return False
-    if raw in ("true", "1", "t"):
-        return True
-    raise ServiceAnnotationError(f"annotation {key}: {raw!r} is not a boolean")
+    return parse_bool(annotations, key)
 
 
 @dataclass(frozen=True)
@@ -202,13 +229,14 @@ def health_check(service: Service, probe: ProbeMode = ProbeMode()) -> HealthChec
         port=port,
         path=path,
         protocol=protocol,
-        interval=_int(annotations, HC_INTERVAL, hc.interval),
-        healthy=_int(annotations, HC_HEALTHY, hc.healthy),
-        unhealthy=_int(annotations, HC_UNHEALTHY, hc.unhealthy),
+        interval=_int(annotations, HC_INTERVAL, hc.interval, HC_INTERVAL_RANGE),
+        healthy=_int(annotations, HC_HEALTHY, hc.healthy, HC_THRESHOLD_RANGE),
+        unhealthy=_int(annotations, HC_UNHEALTHY, hc.unhealthy, HC_THRESHOLD_RANGE),
     )
 
 
 def _mappings(service: Service, hc: HealthCheck) -> tuple[PortMapping, ...]:
+    annotations = _annotations(service)
     ports = (service.get("spec") or {}).get("ports") or []
     if not ports:
         raise ServiceAnnotationError("requested load balancer with no ports")
@@ -221,8 +249,11 @@ def _mappings(service: Service, hc: HealthCheck) -> tuple[PortMapping, ...]:
         if protocol not in ("TCP", "UDP"):
             raise ServiceAnnotationError(f"Protocol {protocol} not supported by LoadBalancer")
         node_port = int(port.get("nodePort") or 0)
-        if node_port:  # upstream ignores ports without a node port
-            mappings.append(PortMapping(int(port["port"]), protocol, node_port, hc))
+        if not node_port:  # upstream ignores ports without a node port
+            continue
+        tls = tls_listener(annotations, port)
+        target = "TLS" if tls is not None and tls.backend_tls else protocol
+        mappings.append(PortMapping(int(port["port"]), target, node_port, hc, tls))
     if not mappings:
         raise ServiceAnnotationError("no port of the Service has a nodePort yet")
     return tuple(mappings)
@@ -260,6 +291,7 @@ def load_balancer_spec(service: Service, probe: ProbeMode = ProbeMode()) -> Load
         subnets=tuple(s.strip() for s in annotations.get(SUBNETS, "").split(",") if s.strip()),
         target_labels=key_value_list(annotations.get(TARGET_NODE_LABELS, "")),
         extra_tags=key_value_list(annotations.get(ADDITIONAL_TAGS, "")),
+        options=nlb_options(annotations, spec.get("ports") or []),
     )
 
 

@@ -273,7 +273,7 @@ def _check_overrides(config: AWSCloudConfig) -> list[str]:
             if key in seen:
                 issues.append(
                     f"{where}: duplicate override of {override.service.strip()!r} in region "
-                    f"{key[1] or '(any)'} (also in [ServiceOverride \"{seen[key]}\"])"
+                    f'{key[1] or "(any)"} (also in [ServiceOverride "{seen[key]}"])'
                 )
             seen[key] = name
     return issues

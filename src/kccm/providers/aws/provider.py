@@ -7,6 +7,7 @@ import logging
 from typing import Any, TextIO
 
 from kccm.cloudprovider import ControllerClientBuilder, InstancesV2, LoadBalancer, Routes
+from kccm.cloudprovider.apicalls import CloudAPICalls
 from kccm.providers.aws.annotations import ProbeMode
 from kccm.providers.aws.api import AWSAPI
 from kccm.providers.aws.config import AWSCloudConfig, load_aws_config
@@ -82,6 +83,10 @@ class AWSCloud:
 
     def has_cluster_id(self) -> bool:
         return bool(self.tagging.cluster_id)
+
+    def cloud_api_calls(self) -> CloudAPICalls:
+        """Every AWS request the provider sent, as reads and writes (``AWSAPI.call``)."""
+        return self.api.ledger
 
 
 def new_aws_cloud(config: TextIO | None) -> AWSCloud:
