@@ -195,7 +195,11 @@ class TargetGroups:
         arn = group["TargetGroupArn"]
         found = self._api.call("elbv2", "describe_target_group_attributes", TargetGroupArn=arn)
         current = {a["Key"]: a["Value"] for a in found.get("Attributes", ())}
-        change = [{"Key": k, "Value": v} for k, v in sorted(wanted.items()) if current.get(k) != v]
+        change = [  # an attribute AWS does not report for this group is skipped, as upstream
+            {"Key": k, "Value": v}
+            for k, v in sorted(wanted.items())
+            if k in current and current[k] != v
+        ]
         if change:
             self._api.call(
                 "elbv2", "modify_target_group_attributes", TargetGroupArn=arn, Attributes=change
