@@ -1,9 +1,15 @@
-"""InstancesV2 from EC2 (upstream ``instances_v2.go`` and the instance parts of ``aws.go``)."""
+"""InstancesV2 from EC2 (upstream ``instances_v2.go`` and the instance parts of ``aws.go``).
+
+Besides upstream's methods, ``list_instance_metadata`` answers the node controller's periodic
+address refresh for many Nodes at once: one ``DescribeInstances`` per 1,000 instance IDs
+(EC2 pages the answer), so refreshing 1,000 Nodes costs one or two calls instead of 1,000.
+"""
 
 from __future__ import annotations
 
 import ipaddress
 import logging
+import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -13,11 +19,12 @@ from kccm.cloudprovider import (
     InstanceNotFound,
     Node,
     NodeAddress,
+    NodeName,
 )
 from kccm.providers.aws.api import AWSAPI
 from kccm.providers.aws.tags import ClusterTagging, InstanceRef, parse_provider_id, provider_id
 
-__all__ = ["ALIVE_STATES", "EC2Instances", "node_addresses"]
+__all__ = ["ALIVE_STATES", "LABEL_ZONE_ID", "EC2Instances", "ZoneIDs", "node_addresses"]
 
 log = logging.getLogger(__name__)
 
@@ -25,6 +32,13 @@ ALIVE_STATES = ("pending", "running", "shutting-down", "stopping", "stopped")
 """Instance states a node-name lookup considers (upstream's aliveFilter)."""
 SHUTDOWN_STATES = frozenset({"stopping", "stopped"})
 GONE_STATES = frozenset({"terminated"})
+LABEL_ZONE_ID = "topology.k8s.aws/zone-id"
+"""Upstream ``LabelZoneID`` (``well_known_labels.go``): the zone's ID (``euw1-az1``), the same
+in every account, unlike its name."""
+IDS_PER_FILTER = 200
+"""At most this many nodes are looked up by an ``instance-id`` filter (EC2's limit on filter
+values); more are found by listing the cluster's instances, 1,000 a page."""
+PAGE_SIZE = 1000
 
 Instance = Mapping[str, Any]
 
@@ -80,6 +94,30 @@ def _state(instance: Instance) -> str:
     return str((instance.get("State") or {}).get("Name", ""))
 
 
+class ZoneIDs:
+    """Zone name -> zone ID, from one ``DescribeAvailabilityZones`` (upstream ``zoneCache``:
+    zones never change, so it is read again only for a zone it does not know)."""
+
+    def __init__(self, api: AWSAPI) -> None:
+        self._api = api
+        self._ids: dict[str, str] = {}
+        self._lock = threading.Lock()
+
+    def of(self, zone: str) -> str:
+        with self._lock:
+            if zone in self._ids or not zone:
+                return self._ids.get(zone, "")
+            found = self._api.call("ec2", "describe_availability_zones")
+            self._ids = {
+                str(z["ZoneName"]): str(z["ZoneId"])
+                for z in found.get("AvailabilityZones", ())
+                if z.get("ZoneName") and z.get("ZoneId")
+            }
+            if zone not in self._ids:
+                raise CloudProviderError(f"could not get the zone ID of zone {zone!r}")
+            return self._ids[zone]
+
+
 class EC2Instances:
     """Looks nodes up by providerID (instance ID), else by private DNS name (the node name)."""
 
@@ -90,6 +128,7 @@ class EC2Instances:
         self._tagging = tagging
         self._region = region
         self._families = tuple(families)
+        self.zone_ids = ZoneIDs(api)
 
     # -- lookups -------------------------------------------------------------------------------
 
@@ -128,10 +167,12 @@ class EC2Instances:
             raise CloudProviderError(f"several EC2 instances are named {name!r}: {ids}")
         return found[0]
 
-    def _find(self, filters: list[dict[str, Any]]) -> list[Instance]:
+    def _find(self, filters: list[dict[str, Any]], **params: Any) -> list[Instance]:
         if self._tagging.cluster_id:
             filters = [*filters, {"Name": "tag-key", "Values": [self._tagging.cluster_tag_key]}]
-        reservations = self._api.pages("ec2", "describe_instances", "Reservations", Filters=filters)
+        reservations = self._api.pages(
+            "ec2", "describe_instances", "Reservations", Filters=filters, **params
+        )
         return [
             instance
             for reservation in reservations
@@ -156,15 +197,22 @@ class EC2Instances:
 
     # -- InstancesV2 -----------------------------------------------------------------------------
 
-    # A node without providerID whose name matches no instance raises InstanceNotFound from
-    # exists/shutdown, as upstream does: only a providerID proves an instance gone.
+    # A node without providerID whose name matches no instance of the cluster does not exist
+    # (upstream v1.37 maps InstanceNotFound to "does not exist"): the lifecycle controller
+    # deletes such a Node instead of failing on it forever.
 
     def instance_exists(self, node: Node) -> bool:
-        instance = self._lookup(node)
+        try:
+            instance = self._lookup(node)
+        except InstanceNotFound:
+            return False
         return instance is not None and _state(instance) not in GONE_STATES
 
     def instance_shutdown(self, node: Node) -> bool:
-        instance = self._lookup(node)
+        try:
+            instance = self._lookup(node)
+        except InstanceNotFound:
+            return False
         return instance is not None and _state(instance) in SHUTDOWN_STATES
 
     def instance_metadata(self, node: Node) -> InstanceMetadata:
@@ -177,12 +225,50 @@ class EC2Instances:
                 f"EC2 instance {instance['InstanceId']} of node {name!r} is not tagged "
                 f"{self._tagging.cluster_tag_key} (it belongs to another cluster)"
             )
+        return self._metadata(node, instance, with_labels=True)
+
+    def _metadata(self, node: Node, instance: Instance, *, with_labels: bool) -> InstanceMetadata:
+        """Upstream ``InstanceMetadata``; ``additional_labels`` (upstream
+        ``getAdditionalLabels``: the zone ID, unless the Node has it) only when asked, as the
+        node controller applies them at initialisation only."""
         zone = str((instance.get("Placement") or {}).get("AvailabilityZone", ""))
         given = str((node.get("spec") or {}).get("providerID", ""))
+        labels = (node.get("metadata") or {}).get("labels") or {}
+        extra = {}
+        if with_labels and LABEL_ZONE_ID not in labels and zone:
+            extra[LABEL_ZONE_ID] = self.zone_ids.of(zone)
         return InstanceMetadata(
             provider_id=given or provider_id(zone, str(instance["InstanceId"])),
             instance_type=str(instance.get("InstanceType", "")),
             node_addresses=node_addresses(instance, self._families),
             zone=zone,
             region=self._region,
+            additional_labels=extra,
         )
+
+    def list_instance_metadata(self, nodes: Sequence[Node]) -> Mapping[NodeName, InstanceMetadata]:
+        """Metadata of the nodes with an EC2 providerID, by node name: one paged
+        ``DescribeInstances`` per 1,000 IDs; instances EC2 does not know, terminated ones and
+        other clusters' are left out (the lifecycle controller decides about those)."""
+        wanted: dict[str, list[Node]] = {}
+        for node in nodes:
+            try:
+                ref = parse_provider_id(str((node.get("spec") or {}).get("providerID", "")))
+            except ValueError:
+                continue
+            if ref is not None:
+                wanted.setdefault(ref.instance_id, []).append(node)
+        if not wanted:
+            return {}
+        if len(wanted) <= IDS_PER_FILTER:
+            instances = list(self.by_ids(sorted(wanted)).values())
+        else:
+            instances = self._find([], MaxResults=PAGE_SIZE)
+        found: dict[NodeName, InstanceMetadata] = {}
+        for instance in instances:
+            if _state(instance) in GONE_STATES:
+                continue
+            for node in wanted.get(str(instance["InstanceId"]), ()):
+                name = str(node["metadata"]["name"])
+                found[name] = self._metadata(node, instance, with_labels=False)
+        return found

@@ -9,7 +9,7 @@ from aws_moto import REGION, World, add_instances, clients, node_for
 
 from kccm.cloudprovider import CloudProviderError, InstanceNotFound, NodeAddress
 from kccm.providers.aws import AWSCloud
-from kccm.providers.aws.instances import node_addresses
+from kccm.providers.aws.instances import LABEL_ZONE_ID, node_addresses
 
 
 def _v2(cloud: AWSCloud) -> Any:
@@ -42,6 +42,25 @@ def test_metadata_of_a_running_instance(
     assert NodeAddress("InternalIP", described["PrivateIpAddress"]) in meta.node_addresses
     assert NodeAddress("InternalDNS", described["PrivateDnsName"]) in meta.node_addresses
     assert NodeAddress("Hostname", described["PrivateDnsName"]) in meta.node_addresses
+    zone_ids = {
+        z["ZoneName"]: z["ZoneId"] for z in ec2.describe_availability_zones()["AvailabilityZones"]
+    }
+    assert meta.additional_labels == {LABEL_ZONE_ID: zone_ids[zone]}
+
+
+def test_zone_ids_are_read_once_and_an_existing_label_is_kept(
+    cloud: AWSCloud, world: World
+) -> None:
+    first, second = list(world.instances)[:2]
+    _v2(cloud).instance_metadata(node_for(world, first))
+    before = cloud.cloud_api_calls().snapshot()
+    meta = _v2(cloud).instance_metadata(node_for(world, second))
+    labelled = node_for(world, second)
+    labelled["metadata"]["labels"] = {LABEL_ZONE_ID: "mine"}
+    assert _v2(cloud).instance_metadata(labelled).additional_labels == {}
+    calls = cloud.cloud_api_calls().snapshot().since(before)
+    assert LABEL_ZONE_ID in meta.additional_labels
+    assert "ec2:describe_availability_zones" not in calls.reads
 
 
 @pytest.mark.parametrize(
@@ -85,9 +104,40 @@ def test_a_foreign_provider_id_is_an_error_never_absent(cloud: AWSCloud, provide
         _v2(cloud).instance_exists(node)
 
 
-def test_a_name_matching_no_instance_is_instance_not_found(cloud: AWSCloud) -> None:
+def test_a_name_matching_no_instance_does_not_exist(cloud: AWSCloud) -> None:
+    """Upstream v1.37 maps InstanceNotFound to "does not exist": the Node gets deleted."""
+    node = {"metadata": {"name": "ip-1-2-3-4.nowhere"}, "spec": {}}
     with pytest.raises(InstanceNotFound):
-        _v2(cloud).instance_metadata({"metadata": {"name": "ip-1-2-3-4.nowhere"}, "spec": {}})
+        _v2(cloud).instance_metadata(node)
+    assert _v2(cloud).instance_exists(node) is False
+    assert _v2(cloud).instance_shutdown(node) is False
+
+
+@pytest.mark.parametrize(
+    ("count", "max_calls"),
+    [
+        pytest.param(3, 1, id="few-nodes-one-filtered-call"),
+        pytest.param(205, 1, id="many-nodes-one-listing"),
+    ],
+)
+def test_list_instance_metadata_answers_for_many_nodes_in_few_calls(
+    cloud: AWSCloud, world: World, count: int, max_calls: int
+) -> None:
+    add_instances(world, max(0, count - len(world.instances)))
+    nodes = [node_for(world, i) for i in list(world.instances)[:count]]
+    ghost = {
+        "metadata": {"name": "ghost"},
+        "spec": {"providerID": "aws:///eu-west-1a/i-0123456789abcdef0"},
+    }
+    foreign = {"metadata": {"name": "gce"}, "spec": {"providerID": "gce://p/z/vm"}}
+    before = cloud.cloud_api_calls().snapshot()
+    found = _v2(cloud).list_instance_metadata([*nodes, ghost, foreign])
+    calls = cloud.cloud_api_calls().snapshot().since(before)
+    assert set(found) == {n["metadata"]["name"] for n in nodes}
+    first = nodes[0]
+    assert found[first["metadata"]["name"]].provider_id == first["spec"]["providerID"]
+    assert calls.writes == {}
+    assert calls.reads == {"ec2:describe_instances": max_calls}
 
 
 def test_another_clusters_instance_is_not_found_by_name(cloud: AWSCloud, world: World) -> None:
