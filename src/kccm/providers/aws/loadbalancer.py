@@ -306,29 +306,27 @@ class NetworkLoadBalancers:
         listeners = self._listeners(lb)
         groups = self.groups.of_listeners(listeners)
         by_port = {int(li["Port"]): li for li in listeners}
-        attributes = spec.options.tg_attributes
+        names = {
+            m.port: target_group_name(self._tagging.cluster_id, spec.namespace, spec.name, m)
+            for m in spec.mappings
+        }
+        unused = {arn for arn, g in groups.items() if g["TargetGroupName"] not in names.values()}
         for mapping in spec.mappings:
             listener = by_port.pop(mapping.port, None)
-            group_name = target_group_name(
-                self._tagging.cluster_id, spec.namespace, spec.name, mapping
-            )
             current = groups.get(forward_arn(listener)) if listener is not None else None
-            if current is not None and current.get("TargetGroupName") == group_name:
-                self.groups.sync(current, mapping, instances, attributes)
+            if current is not None and current.get("TargetGroupName") == names[mapping.port]:
+                self.groups.sync(current, mapping, instances, spec.options.tg_attributes)
                 if not _listener_matches(listener, mapping):
                     self._point(lb, listener, mapping, current, tags)
                 continue
-            group = self.groups.create(lb["VpcId"], group_name, mapping, tags)
-            self.groups.sync(group, mapping, instances, attributes)
+            group = self.groups.create(lb["VpcId"], names[mapping.port], mapping, tags)
+            self.groups.sync(group, mapping, instances, spec.options.tg_attributes)
             self._point(lb, listener, mapping, group, tags)
-            if current is not None:
-                self.groups.delete(current["TargetGroupArn"])
         for port, listener in by_port.items():
             log.info("deleting listener %s of %s", port, spec.service_key)
             self._api.call("elbv2", "delete_listener", ListenerArn=listener["ListenerArn"])
-            arn = forward_arn(listener)
-            if arn:
-                self.groups.delete(arn)
+        for arn in sorted(unused):  # no listener forwards to them any more
+            self.groups.delete(arn)
 
     def _point(
         self,

@@ -195,10 +195,10 @@ class TargetGroups:
         arn = group["TargetGroupArn"]
         found = self._api.call("elbv2", "describe_target_group_attributes", TargetGroupArn=arn)
         current = {a["Key"]: a["Value"] for a in found.get("Attributes", ())}
-        change = [  # an attribute AWS does not report for this group is skipped, as upstream
-            {"Key": k, "Value": v}
-            for k, v in sorted(wanted.items())
-            if k in current and current[k] != v
+        # Upstream skips an attribute AWS does not report; AWS reports both supported ones for
+        # every NLB group, moto only once set: a missing one is written (once).
+        change = [
+            {"Key": k, "Value": v} for k, v in sorted(wanted.items()) if current.get(k) != v
         ]
         if change:
             self._api.call(

@@ -177,9 +177,49 @@ def test_health_checks_like_upstream(
             _service({P + "type": "clb"}), "'clb' is not supported", id="classic-elb-type"
         ),
         pytest.param(
-            _service({P + "ssl-cert": "arn:x"}),
-            "ssl-cert is not supported",
-            id="tls-refused-not-dropped",
+            _service({P + "security-groups": "sg-1"}),
+            "security-groups is not supported",
+            id="refused-not-dropped",
+        ),
+        pytest.param(
+            _service({P + "healthcheck-healthy-threshold": "11"}),
+            "'11' is out of AWS's range 2-10",
+            id="threshold-above-range",
+        ),
+        pytest.param(
+            _service({P + "healthcheck-unhealthy-threshold": "1"}),
+            "'1' is out of AWS's range 2-10",
+            id="threshold-below-range",
+        ),
+        pytest.param(
+            _service({P + "healthcheck-interval": "301"}),
+            "'301' is out of AWS's range 5-300",
+            id="interval-above-range",
+        ),
+        pytest.param(
+            _service({P + "eip-allocations": "1.2.3.4"}),
+            "'1.2.3.4' is not an EIP allocation ID",
+            id="eip-not-an-allocation",
+        ),
+        pytest.param(
+            _service({P + "private-ipv4-addresses": "10.0.0"}),
+            "'10.0.0' is not an IPv4 address",
+            id="private-ip-not-an-address",
+        ),
+        pytest.param(
+            _service({P + "proxy-protocol": "yes"}),
+            "the only value supported is '*'",
+            id="proxy-protocol-not-star",
+        ),
+        pytest.param(
+            _service({P + "access-log-enabled": "true"}),
+            "access-log-s3-bucket-name is required",
+            id="access-log-without-bucket",
+        ),
+        pytest.param(
+            _service({P + "target-group-attributes": "stickiness.enabled=true"}),
+            "'stickiness.enabled' is not supported",
+            id="unsupported-target-group-attribute",
         ),
         pytest.param(
             _service({P + "healthcheck-interval": "often"}),
@@ -249,3 +289,39 @@ def test_supported_annotations_are_read() -> None:
     assert spec.target_labels == {"pool": "edge"}
     assert spec.extra_tags == {"team": "web", "cost": "1"}
     assert spec.service_key == "shop/web"
+
+
+@pytest.mark.parametrize(
+    ("annotations", "tls_ports", "target_protocol"),
+    [
+        pytest.param(
+            {P + "ssl-cert": "arn:c"}, {80, 443}, "TCP", id="every-port-without-ssl-ports"
+        ),
+        pytest.param({P + "ssl-cert": "arn:c", P + "ssl-ports": "*"}, {80, 443}, "TCP", id="star"),
+        pytest.param(
+            {P + "ssl-cert": "arn:c", P + "ssl-ports": "443"}, {443}, "TCP", id="by-number"
+        ),
+        pytest.param(
+            {P + "ssl-cert": "arn:c", P + "ssl-ports": "https"}, {443}, "TCP", id="by-name"
+        ),
+        pytest.param(
+            {P + "ssl-cert": "arn:c", P + "ssl-ports": "443", P + "backend-protocol": "ssl"},
+            {443},
+            "TLS",
+            id="tls-to-the-backend",
+        ),
+        pytest.param({P + "ssl-ports": "443"}, set(), "TCP", id="no-certificate-no-tls"),
+    ],
+)
+def test_tls_listeners_like_upstream(
+    annotations: dict[str, str], tls_ports: set[int], target_protocol: str
+) -> None:
+    ports = [
+        {"name": "http", "port": 80, "protocol": "TCP", "nodePort": 30080},
+        {"name": "https", "port": 443, "protocol": "TCP", "nodePort": 30443},
+    ]
+    spec = load_balancer_spec(_service(annotations, ports=ports))
+    tls = {m.port: m for m in spec.mappings if m.tls is not None}
+    assert set(tls) == tls_ports
+    assert all(m.listener_protocol == "TLS" and m.tls.certificate == "arn:c" for m in tls.values())  # type: ignore[union-attr]
+    assert all(m.protocol == target_protocol for m in tls.values())
