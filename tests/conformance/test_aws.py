@@ -5,14 +5,15 @@ from __future__ import annotations
 import importlib.util
 import sys
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
 
-from kccm.cloudprovider import Node
+from kccm.cloudprovider import Interface, Node, Service, default_load_balancer_name
 from kccm.providers.aws import AWSCloud
 from kccm.providers.aws.config import load_aws_config
 from kccm.testing.conformance import CloudProviderConformance
@@ -41,6 +42,68 @@ def moto_world() -> Iterator[Any]:
         yield support.build_world(url, f"conf{uuid.uuid4().hex[:6]}", instances=3)
 
 
+@dataclass
+class MotoTamper:
+    """Changes and deletes an NLB in moto directly, as an operator in the AWS console would
+    (the conformance kit's ``LoadBalancerTamper``)."""
+
+    url: str
+
+    def _balancer(self, service: Service) -> dict[str, Any] | None:
+        _, elbv2 = support.clients(self.url)
+        try:
+            found = elbv2.describe_load_balancers(Names=[default_load_balancer_name(service)])
+        except elbv2.exceptions.LoadBalancerNotFoundException:
+            return None
+        return dict(found["LoadBalancers"][0])
+
+    def change(self, cloud: Interface, cluster_name: str, service: Service) -> None:
+        """Drop the first listener and deregister every target of the other groups."""
+        _, elbv2 = support.clients(self.url)
+        lb = self._balancer(service)
+        assert lb is not None
+        listeners = elbv2.describe_listeners(LoadBalancerArn=lb["LoadBalancerArn"])["Listeners"]
+        elbv2.delete_listener(ListenerArn=listeners[0]["ListenerArn"])
+        for listener in listeners[1:]:
+            arn = listener["DefaultActions"][0]["TargetGroupArn"]
+            targets = elbv2.describe_target_health(TargetGroupArn=arn)["TargetHealthDescriptions"]
+            if targets:
+                elbv2.deregister_targets(TargetGroupArn=arn, Targets=[t["Target"] for t in targets])
+
+    def delete(self, cloud: Interface, cluster_name: str, service: Service) -> None:
+        _, elbv2 = support.clients(self.url)
+        lb = self._balancer(service)
+        assert lb is not None
+        listeners = elbv2.describe_listeners(LoadBalancerArn=lb["LoadBalancerArn"])["Listeners"]
+        elbv2.delete_load_balancer(LoadBalancerArn=lb["LoadBalancerArn"])
+        for listener in listeners:
+            elbv2.delete_target_group(
+                TargetGroupArn=listener["DefaultActions"][0]["TargetGroupArn"]
+            )
+
+    def is_intact(
+        self, cloud: Interface, cluster_name: str, service: Service, nodes: Sequence[Node]
+    ) -> bool:
+        """Every Service port has a listener forwarding to a group on its node port, whose
+        targets are exactly the nodes' instances."""
+        _, elbv2 = support.clients(self.url)
+        lb = self._balancer(service)
+        if lb is None:
+            return False
+        listeners = elbv2.describe_listeners(LoadBalancerArn=lb["LoadBalancerArn"])["Listeners"]
+        by_port = {li["Port"]: li["DefaultActions"][0]["TargetGroupArn"] for li in listeners}
+        instances = {n["spec"]["providerID"].rsplit("/", 1)[-1] for n in nodes}
+        for port in service["spec"]["ports"]:
+            arn = by_port.get(port["port"])
+            if arn is None:
+                return False
+            health = elbv2.describe_target_health(TargetGroupArn=arn)["TargetHealthDescriptions"]
+            found = {(t["Target"]["Id"], t["Target"]["Port"]) for t in health}
+            if found != {(i, port["nodePort"]) for i in instances}:
+                return False
+        return len(by_port) == len(service["spec"]["ports"])
+
+
 class TestAWSCloud(CloudProviderConformance):
     @pytest.fixture
     def cloud(self, moto_world: Any, monkeypatch: pytest.MonkeyPatch) -> AWSCloud:
@@ -51,6 +114,10 @@ class TestAWSCloud(CloudProviderConformance):
     @pytest.fixture
     def lb_nodes(self, moto_world: Any) -> list[Node]:
         return [support.node_for(moto_world, i) for i in moto_world.instances]
+
+    @pytest.fixture
+    def load_balancer_tamper(self, moto_world: Any) -> MotoTamper:
+        return MotoTamper(moto_world.url)
 
     @pytest.fixture
     def known_node(self, moto_world: Any) -> Node:
