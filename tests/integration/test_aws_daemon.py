@@ -112,10 +112,12 @@ class Env:
     procs: list[subprocess.Popen[str]] = field(default_factory=list)
     figures: dict[str, Any] = field(default_factory=dict)
 
-    def start(self) -> Path:
+    def start(self, *flags: str, **config_keys: str) -> Path:
         config = self.tmp / "aws.conf"
-        config.write_text(self.world.cloud_config(self.proxy.url, APIMaxAttempts="6"))
-        log = self.tmp / "kccm.log"
+        config.write_text(
+            self.world.cloud_config(self.proxy.url, APIMaxAttempts="6", **config_keys)
+        )
+        log = self.tmp / f"kccm-{len(self.procs)}.log"
         args = [
             sys.executable,
             "-m",
@@ -131,6 +133,7 @@ class Env:
             "--node-monitor-period=1s",
             "--route-reconciliation-period=2s",
             "--v=2",
+            *flags,
         ]
         env = {**os.environ, **support.CREDENTIALS, "PYTHONUNBUFFERED": "1"}
         env.pop("AWS_PROFILE", None)
