@@ -22,7 +22,7 @@ from kccm.cloudprovider import (
     NodeName,
 )
 from kccm.providers.aws.api import AWSAPI
-from kccm.providers.aws.tags import ClusterTagging, InstanceRef, parse_provider_id, provider_id
+from kccm.providers.aws.tags import ClusterTagging, parse_provider_id, provider_id
 
 __all__ = ["ALIVE_STATES", "LABEL_ZONE_ID", "EC2Instances", "ZoneIDs", "node_addresses"]
 
@@ -180,17 +180,14 @@ class EC2Instances:
             if self._tagging.owns(instance.get("Tags"))
         ]
 
-    def _ref(self, node: Node) -> InstanceRef | None:
-        pid = str((node.get("spec") or {}).get("providerID", ""))
-        if pid:
-            return parse_provider_id(pid)
-        instance = self.by_node_name(str(node["metadata"]["name"]))
-        zone = str((instance.get("Placement") or {}).get("AvailabilityZone", ""))
-        return InstanceRef(str(instance["InstanceId"]), zone)
-
     def _lookup(self, node: Node) -> Instance | None:
+        """The node's instance: by providerID, else by name (one DescribeInstances either way;
+        upstream describes the instance found by name a second time)."""
+        pid = str((node.get("spec") or {}).get("providerID", ""))
+        if not pid:
+            return self.by_node_name(str(node["metadata"]["name"]))
         try:
-            ref = self._ref(node)
+            ref = parse_provider_id(pid)
         except ValueError as err:
             raise CloudProviderError(str(err)) from err
         return None if ref is None else self.describe(ref.instance_id)
