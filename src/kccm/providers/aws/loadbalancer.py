@@ -18,7 +18,7 @@ after everything else has been brought in line.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from kccm.cloudprovider import (
@@ -33,6 +33,7 @@ from kccm.cloudprovider import (
 from kccm.providers.aws.annotations import (
     INTERNAL,
     SUBNETS,
+    TYPE,
     LoadBalancerSpec,
     PortMapping,
     ProbeMode,
@@ -134,6 +135,11 @@ class NetworkLoadBalancers:
         self._probe = probe
         self.subnets = SubnetFinder(api, tagging, vpc_id=vpc_id, subnet_id=subnet_id)
         self.groups = TargetGroups(api, tagging)
+        self.classic_exists: Callable[[str], bool] | None = None
+        """Hook for the Classic ELB side: whether a Classic ELB of this name exists. Set, an
+        NLB is never created where a Classic ELB serves the Service: the type change is
+        reported naming ``aws-load-balancer-type`` (upstream ``validateServiceAnnotations``
+        refuses it too). The classic side checks :meth:`describe` the other way round."""
 
     def vpc_id(self) -> str:
         return self.subnets.vpc_id()
@@ -182,6 +188,7 @@ class NetworkLoadBalancers:
         lb = self.describe(name)
         problems: list[str] = []
         if lb is None:
+            self._refuse_type_change(name, spec)
             lb = self._create(name, spec, tags)
         else:
             problems = self._immutable_differences(lb, spec)
@@ -264,6 +271,14 @@ class NetworkLoadBalancers:
         )
         lb: LB = created["LoadBalancers"][0]
         return lb
+
+    def _refuse_type_change(self, name: str, spec: LoadBalancerSpec) -> None:
+        if self.classic_exists is not None and self.classic_exists(name):
+            raise ImmutableChange(
+                f"annotation {TYPE}: {spec.service_key} is served by the Classic ELB {name}; "
+                "AWS cannot turn it into an NLB: delete and re-create the Service to change "
+                "the type, or revert the annotation"
+            )
 
     def _immutable_differences(self, lb: LB, spec: LoadBalancerSpec) -> list[str]:
         """What the Service asks that the existing NLB differs in and AWS cannot change

@@ -197,9 +197,7 @@ class TargetGroups:
         current = {a["Key"]: a["Value"] for a in found.get("Attributes", ())}
         # Upstream skips an attribute AWS does not report; AWS reports both supported ones for
         # every NLB group, moto only once set: a missing one is written (once).
-        change = [
-            {"Key": k, "Value": v} for k, v in sorted(wanted.items()) if current.get(k) != v
-        ]
+        change = [{"Key": k, "Value": v} for k, v in sorted(wanted.items()) if current.get(k) != v]
         if change:
             self._api.call(
                 "elbv2", "modify_target_group_attributes", TargetGroupArn=arn, Attributes=change

@@ -153,3 +153,18 @@ def test_changes_aws_cannot_make_are_reported_naming_the_annotation(
     found = state(world, svc)
     assert found["lb"]["Scheme"] == "internet-facing"
     assert found["groups"][0]["HealthyThresholdCount"] == 6  # the rest was applied
+
+
+def test_no_nlb_is_created_where_a_classic_elb_serves_the_service(
+    cloud: AWSCloud, world: World
+) -> None:
+    svc = service(annotations={P + "type": "nlb"})
+    lb = _lb(cloud)
+    lb.classic_exists = lambda name: name == default_load_balancer_name(svc)
+    with pytest.raises(
+        Exception, match="annotation service.beta.kubernetes.io/aws-load-balancer-type"
+    ):
+        lb.ensure_load_balancer("k", svc, nodes(world))
+    _, elbv2 = clients(world.url)
+    names = [b["LoadBalancerName"] for b in elbv2.describe_load_balancers()["LoadBalancers"]]
+    assert default_load_balancer_name(svc) not in names
