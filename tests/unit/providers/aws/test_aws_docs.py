@@ -45,8 +45,8 @@ def test_the_iam_policy_lists_exactly_the_calls_made() -> None:
 
 
 def test_the_annotation_tables_match_the_code() -> None:
-    documented = set(re.findall(r"`(aws-load-balancer-[a-z-]+)`", DOC))
+    documented = set(re.findall(r"`(aws-load-balancer-[a-z0-9-]+)`", DOC))
     suffixes = {a.removeprefix(ANNOTATION_PREFIX) for a in SUPPORTED + UNSUPPORTED}
-    mentioned_short = set(re.findall(r"`-([a-z-]+)`", DOC))
+    mentioned_short = set(re.findall(r"`-([a-z0-9-]+)`", DOC))
     full = {d.removeprefix("aws-load-balancer-") for d in documented} | mentioned_short
     assert suffixes <= full

@@ -162,7 +162,7 @@ def test_no_nlb_is_created_where_a_classic_elb_serves_the_service(
     lb = _lb(cloud)
     lb.classic_exists = lambda name: name == default_load_balancer_name(svc)
     with pytest.raises(
-        Exception, match="annotation service.beta.kubernetes.io/aws-load-balancer-type"
+        Exception, match=r"annotation service\.beta\.kubernetes\.io/aws-load-balancer-type"
     ):
         lb.ensure_load_balancer("k", svc, nodes(world))
     _, elbv2 = clients(world.url)
