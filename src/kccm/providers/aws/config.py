@@ -279,12 +279,27 @@ def _check_overrides(config: AWSCloudConfig) -> list[str]:
     return issues
 
 
+def _issues(config: AWSCloudConfig) -> list[str]:
+    issues = _check_global(config.global_) + _check_overrides(config)
+    return issues or _check_region(config)
+
+
+@dataclass(frozen=True)
+class CheckedAWSCloudConfig(AWSCloudConfig):
+    """The schema kccm validates ``--cloud-config`` against before start-up (the factory's
+    ``config_schema``): built only when every check above passes, so a bad file (an unknown
+    region, ...) stops kccm at once with exit code 2 and one line per problem."""
+
+    def __post_init__(self) -> None:
+        issues = _issues(self)
+        if issues:
+            raise CloudConfigError(issues)
+
+
 def load_aws_config(stream: TextIO | str | None) -> AWSCloudConfig:
     """Parse and check the cloud config; every problem is reported at once."""
     config = load_cloud_config(stream, AWSCloudConfig)
-    issues = _check_global(config.global_) + _check_overrides(config)
-    if not issues:
-        issues = _check_region(config)
+    issues = _issues(config)
     if issues:
         raise CloudConfigError(issues)
     return config

@@ -10,7 +10,7 @@ from kccm.cloudprovider import ControllerClientBuilder, InstancesV2, LoadBalance
 from kccm.cloudprovider.apicalls import CloudAPICalls
 from kccm.providers.aws.annotations import ProbeMode
 from kccm.providers.aws.api import AWSAPI
-from kccm.providers.aws.config import AWSCloudConfig, load_aws_config
+from kccm.providers.aws.config import AWSCloudConfig, CheckedAWSCloudConfig, load_aws_config
 from kccm.providers.aws.instances import EC2Instances
 from kccm.providers.aws.loadbalancer import NetworkLoadBalancers
 from kccm.providers.aws.routes import VPCRoutes
@@ -92,3 +92,6 @@ class AWSCloud:
 def new_aws_cloud(config: TextIO | None) -> AWSCloud:
     """The ``aws`` factory (entry point ``kccm.cloud_providers``)."""
     return AWSCloud(load_aws_config(config))
+
+
+new_aws_cloud.config_schema = CheckedAWSCloudConfig  # type: ignore[attr-defined]  # checked before start-up

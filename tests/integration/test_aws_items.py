@@ -1,0 +1,153 @@
+"""Issue 19's node, annotation and config items through the real daemon (``--cloud-provider=aws``,
+real apiserver, moto behind the fault proxy): the zone-id label, a Node whose instance EC2 does
+not know is deleted, TLS listeners from annotations, changes AWS cannot make reported as a
+Warning naming the annotation, an unknown region refused at start."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import boto3
+from test_aws_daemon import (  # the daemon module's environment (fixtures included)
+    Env,
+    _all_initialised,
+    _hostnames,
+    _ready,
+    env,
+    eventually,
+    kubelet_node,
+    lb_service,
+    moto_url,
+    support,
+)
+
+from kccm.kube.client import KubeApiClient
+from kccm.kube.errors import NotFound
+from kccm.kube.resources import EVENTS, NODES, SERVICES
+from kccm.testing.pytest_plugin import KubeCleanup
+
+__all__ = ["env", "moto_url"]  # fixtures re-exported for this module
+
+P = "service.beta.kubernetes.io/aws-load-balancer-"
+ZONE_ID = "topology.k8s.aws/zone-id"
+
+
+def test_an_unknown_region_stops_kccm_with_one_line_and_exit_2(tmp_path: Path) -> None:
+    config = tmp_path / "aws.conf"
+    config.write_text("[Global]\nRegion = eu-middle-9\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "kccm", "--cloud-provider=aws", f"--cloud-config={config}"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(lines) == 2, done.stderr  # the problem, then the CLI's usage hint
+    assert lines[0].startswith("Error: --cloud-config: [Global] Region: 'eu-middle-9' is not")
+    assert lines[1] == "Run 'kccm --help' for usage."
+
+
+def _certificate(url: str) -> str:
+    acm = boto3.client(
+        "acm",
+        region_name=support.REGION,
+        endpoint_url=url,
+        aws_access_key_id=support.CREDENTIALS["AWS_ACCESS_KEY_ID"],
+        aws_secret_access_key=support.CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
+    )
+    return str(acm.request_certificate(DomainName="shop.example.com")["CertificateArn"])
+
+
+def _listeners(env: Env) -> dict[int, tuple[str, list[str]]]:
+    _, elbv2 = support.clients(env.world.url)
+    found: dict[int, tuple[str, list[str]]] = {}
+    for lb in elbv2.describe_load_balancers()["LoadBalancers"]:
+        if lb["VpcId"] == env.world.vpc_id:
+            for li in elbv2.describe_listeners(LoadBalancerArn=lb["LoadBalancerArn"])["Listeners"]:
+                certs = [c["CertificateArn"] for c in li.get("Certificates") or ()]
+                found[li["Port"]] = (li["Protocol"], certs)
+    return found
+
+
+async def _events(kube: KubeApiClient, ns: str, name: str) -> list[dict[str, Any]]:
+    events = await kube.list(EVENTS, namespace=ns)
+    return [e for e in events.items if (e.get("involvedObject") or {}).get("name") == name]
+
+
+async def test_zone_id_ghost_nodes_tls_and_changes_aws_cannot_make(
+    env: Env, kube: KubeApiClient, kube_namespace: str, kube_cleanup: KubeCleanup
+) -> None:
+    ns = kube_namespace
+    env.start()
+    names = [kube_cleanup.add(NODES, dns) for dns in env.world.instances.values()]
+    ghost = kube_cleanup.add(NODES, "ip-10-99-0-1.eu-west-1.compute.internal")
+    for i, name in enumerate([*names, ghost]):
+        await kube.create(NODES, kubelet_node(name, f"10.244.{i}.0/24"))
+
+    # -- zone-id label; a Node no instance of the cluster answers to is deleted ---------------
+    nodes = await eventually(lambda: _all_initialised(kube, names))
+    ec2, _ = support.clients(env.world.url)
+    zone_ids = {
+        z["ZoneName"]: z["ZoneId"] for z in ec2.describe_availability_zones()["AvailabilityZones"]
+    }
+    for node in nodes:
+        labels = node["metadata"]["labels"]
+        assert labels[ZONE_ID] == zone_ids[labels["topology.kubernetes.io/zone"]]
+    node = await kube.get(NODES, ghost)
+    node["status"]["conditions"] = [_ready("Unknown")]
+    await kube.replace(NODES, node, subresource="status")
+
+    async def ghost_deleted() -> bool:
+        try:
+            await kube.get(NODES, ghost)
+        except NotFound:
+            return True
+        return False
+
+    await eventually(ghost_deleted)
+
+    # -- TLS listeners from the annotations ---------------------------------------------------
+    cert = await asyncio.to_thread(_certificate, env.world.url)
+    svc = lb_service("tls")
+    svc["metadata"]["annotations"] = {P + "ssl-cert": cert, P + "ssl-ports": "443"}
+    svc["spec"]["ports"].append({"name": "https", "port": 443, "protocol": "TCP"})
+    await kube.create(SERVICES, svc, namespace=ns)
+    await eventually(lambda: _hostnames(kube, ns, ["tls"]))
+
+    async def tls_listener() -> bool:
+        found = await asyncio.to_thread(_listeners, env)
+        return found == {80: ("TCP", []), 443: ("TLS", [cert])}
+
+    await eventually(tls_listener)
+
+    # -- a change AWS cannot make: a Warning naming the annotation, never "Ensured" -----------
+    ensured_before = sum(
+        int(e.get("count") or 1)
+        for e in await _events(kube, ns, "tls")
+        if e["reason"] == "EnsuredLoadBalancer"
+    )
+    current = await kube.get(SERVICES, "tls", namespace=ns)
+    current["metadata"]["annotations"][P + "internal"] = "true"
+    await kube.replace(SERVICES, current)
+
+    async def warned() -> list[dict[str, Any]] | None:
+        found = [
+            e
+            for e in await _events(kube, ns, "tls")
+            if e.get("type") == "Warning" and P + "internal" in e.get("message", "")
+        ]
+        return found or None
+
+    [warning] = await eventually(warned)
+    assert warning["reason"] == "SyncLoadBalancerFailed"
+    ensured_after = sum(
+        int(e.get("count") or 1)
+        for e in await _events(kube, ns, "tls")
+        if e["reason"] == "EnsuredLoadBalancer"
+    )
+    assert ensured_after == ensured_before
