@@ -275,6 +275,24 @@ async def _failures(kube: KubeApiClient, ns: str) -> list[str]:
     ]
 
 
+async def delete_services(kube: KubeApiClient, ns: str, names: list[str]) -> None:
+    """Delete the Services and wait until kccm has removed their load-balancer finalizer:
+    a Service left terminating would be seen by the next test's daemon on this apiserver."""
+    for name in names:
+        await kube.delete(SERVICES, name, namespace=ns)
+
+    async def gone() -> bool:
+        for name in names:
+            try:
+                await kube.get(SERVICES, name, namespace=ns)
+            except NotFound:
+                continue
+            return False
+        return True
+
+    await eventually(gone)
+
+
 async def _lbs_where(
     env: Env, check: Callable[[dict[str, dict[str, Any]]], bool]
 ) -> dict[str, dict[str, Any]] | None:

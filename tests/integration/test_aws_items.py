@@ -17,6 +17,7 @@ from test_aws_daemon import (  # the daemon module's environment (fixtures inclu
     _all_initialised,
     _hostnames,
     _ready,
+    delete_services,
     env,
     eventually,
     kubelet_node,
@@ -151,3 +152,4 @@ async def test_zone_id_ghost_nodes_tls_and_changes_aws_cannot_make(
         if e["reason"] == "EnsuredLoadBalancer"
     )
     assert ensured_after == ensured_before
+    await delete_services(kube, ns, ["tls"])

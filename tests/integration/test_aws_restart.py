@@ -14,6 +14,7 @@ from test_aws_daemon import (  # the daemon module's environment (fixtures inclu
     _all_initialised,
     _failures,
     _hostnames,
+    delete_services,
     env,
     eventually,
     kubelet_node,
@@ -142,3 +143,4 @@ async def test_restarts_repair_drift_write_nothing_when_unchanged_and_apply_conf
     await eventually(lambda: _state_is(env, shared))
     assert await _hostnames(kube, ns, services) == hostnames
     assert await _failures(kube, ns) == []
+    await delete_services(kube, ns, services)
