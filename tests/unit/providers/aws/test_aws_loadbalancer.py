@@ -125,6 +125,10 @@ def test_ensure_is_idempotent_and_makes_no_writes_the_second_time(
 ) -> None:
     svc = service(((80, 30080), (443, 30443)), {P + "additional-resource-tags": "team=web"})
     first = _lb(cloud).ensure_load_balancer("k", svc, nodes(world))
+    created = cloud.cloud_api_calls().snapshot()
+    assert created.writes["elbv2:create_load_balancer"] == 1  # the ledger classes writes
+    assert created.writes["elbv2:create_target_group"] == 2
+    assert "elbv2:describe_load_balancers" in created.reads
     before = cloud.cloud_api_calls().snapshot()
     second = _lb(cloud).ensure_load_balancer("k", svc, nodes(world))
     _lb(cloud).update_load_balancer("k", svc, nodes(world))
