@@ -111,7 +111,9 @@ func main() {
 	// Count REST calls and apply REST faults in front of the simulator's own mux.
 	server.Config.Handler = ctl.restWrapper(server.Config.Handler)
 
-	ready := map[string]string{"url": server.URL.String()}
+	public := *server.URL
+	public.User = nil // the credentials are the caller's to know
+	ready := map[string]string{"url": public.String()}
 	if !o.insecureHTTP {
 		caFile, err := server.CertificateFile()
 		if err != nil {
