@@ -283,6 +283,13 @@ var faultTypes = map[string]simulator.FaultType{
 	"MethodNotFound":        simulator.FaultTypeMethodNotFound,
 }
 
+var systemErrors = map[string]string{
+	"":               "",
+	"Generic":        "",
+	"NetworkFailure": "Network connection failed: ",
+	"Timeout":        "Operation timed out: ",
+}
+
 type controls struct {
 	svc        *simulator.Service
 	mu         sync.Mutex
@@ -407,6 +414,16 @@ func (c *controls) faults(w http.ResponseWriter, r *http.Request) {
 		}
 		if spec.Probability > 0 {
 			rule.Probability = spec.Probability
+		}
+		if reason, ok := systemErrors[spec.Fault]; ok {
+			// vcsim sends these as "SystemErrorFault", a type name no vCenter sends (and
+			// pyvmomi cannot decode): send vmodl.fault.SystemError, as vCenter does.
+			message := spec.Message
+			if message == "" {
+				message = "Fault injected by simulator"
+			}
+			rule.FaultType = simulator.FaultTypeCustom
+			rule.Fault = &types.SystemError{Reason: reason + message}
 		}
 		c.svc.AddFaultRule(rule)
 		w.WriteHeader(http.StatusCreated)

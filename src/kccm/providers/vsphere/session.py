@@ -38,7 +38,7 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-_smart_connect: Any = connect.SmartConnect  # untyped in pyvmomi
+_smart_stub: Any = connect.SmartStubAdapter  # untyped in pyvmomi
 _disconnect: Any = connect.Disconnect
 
 READ_METHODS = frozenset(
@@ -107,7 +107,7 @@ def _describe(vc: VCenter, what: str, err: BaseException) -> VSphereAPIError:
             fault,
         )
     if isinstance(err, vmodl.MethodFault):
-        detail = getattr(err, "msg", "") or getattr(err, "reason", "") or fault
+        detail = getattr(err, "reason", "") or getattr(err, "msg", "") or fault
         return VSphereAPIError(f"vCenter {vc.server}: {what}: {fault}: {detail}", fault)
     if isinstance(err, (TimeoutError, socket.timeout)):
         return VSphereAPIError(f"vCenter {vc.server}: {what}: request timed out", "Timeout")
@@ -151,30 +151,32 @@ class VCenterSession:
 
     def _connect(self) -> Any:
         cred = self._credentials.get(self.vc)
-        # SmartConnect: the version document, RetrieveServiceContent and Login
+        # the API version negotiation reads /sdk/vimServiceVersions.xml
         self._ledger.record(f"{self.vc.tenant_ref}:vimServiceVersions", mutating=False)
-        self._record("RetrieveServiceContent")
-        self._record("Login")
+        stub: Any = None
         try:
-            si = _smart_connect(
+            stub = _smart_stub(
                 host=self.vc.server,
                 port=self.vc.port,
-                user=cred.user,
-                pwd=cred.password,
                 sslContext=_ssl_context(self.vc),
                 thumbprint=self.vc.thumbprint or None,
                 httpConnectionTimeout=self._timeout,
                 connectionPoolTimeout=-1,
             )
+            self._counting_stub(stub)
+            si = vim.ServiceInstance("ServiceInstance", stub)
+            si.content.sessionManager.Login(cred.user, cred.password, None)
         except vim.fault.InvalidLogin as err:
+            stub.DropConnections()
             raise LoginError(
                 f"vCenter {self.vc.server}:{self.vc.port}: login failed for user "
                 f"{cred.user!r}: incorrect user name or password",
                 "InvalidLogin",
             ) from err
         except (vmodl.MethodFault, OSError, http.client.HTTPException) as err:
+            if stub is not None:
+                stub.DropConnections()
             raise _describe(self.vc, "login", err) from err
-        self._counting_stub(si._stub)
         self.logins += 1
         log.info("vsphere: logged in to vCenter %s as %s", self.vc.server, cred.user)
         return si
@@ -237,6 +239,8 @@ class VCenterSession:
                 _disconnect(si)
             except Exception as err:  # best effort on shutdown
                 log.debug("vsphere: logout from %s: %s", self.vc.server, err)
+            finally:
+                si._stub.DropConnections()
 
 
 class TagClient:

@@ -37,7 +37,8 @@ def _addresses(nodes: str, families: tuple[str, ...] = ("ipv4",), **kw: object) 
     [
         ("", ["InternalIP=10.0.0.5", "ExternalIP=10.0.0.5"]),
         (
-            "internal-network-subnet-cidr = 10.0.0.0/8\nexternal-network-subnet-cidr = 192.168.0.0/16\n",
+            "internal-network-subnet-cidr = 10.0.0.0/8\n"
+            "external-network-subnet-cidr = 192.168.0.0/16\n",
             ["InternalIP=10.0.0.5", "ExternalIP=192.168.1.5"],
         ),
         ("external-vm-network-name = External\n", ["ExternalIP=192.168.1.5"]),
