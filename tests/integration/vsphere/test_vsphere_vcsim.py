@@ -12,13 +12,12 @@ from typing import Any
 
 import pytest
 from pyVmomi import vim
+from vsphere_admin import VCAdmin, start_or_skip
 
 from kccm.cloudprovider import CloudProviderError, CloudProviderInitError, InstanceNotFound
 from kccm.providers.vsphere import VSphereCloud, new_vsphere_cloud
 from kccm.providers.vsphere.config import load_vsphere_config
 from kccm.testing.vcsim import Vcsim
-
-from conftest import VCAdmin, start_or_skip  # type: ignore[import-not-found]
 
 LABELS = ("k8s-zone", "k8s-region")
 

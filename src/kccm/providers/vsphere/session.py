@@ -164,7 +164,8 @@ class VCenterSession:
                 connectionPoolTimeout=-1,
             )
             self._counting_stub(stub)
-            si = vim.ServiceInstance("ServiceInstance", stub)
+            service_instance: Any = vim.ServiceInstance
+            si = service_instance("ServiceInstance", stub)
             si.content.sessionManager.Login(cred.user, cred.password, None)
         except vim.fault.InvalidLogin as err:
             stub.DropConnections()
