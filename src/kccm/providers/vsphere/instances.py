@@ -263,6 +263,7 @@ class VSphereInstances:
         return hostname
 
     def instance_exists_by_provider_id(self, provider_id: str) -> bool:
+        self._check_provider_id(provider_id)  # never judge another provider's instance
         uuid = uuid_from_provider_id(provider_id)
         if self.by_uuid(uuid) is not None:
             return True
