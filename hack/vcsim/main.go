@@ -34,6 +34,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/vmware/govmomi/simulator"
 	_ "github.com/vmware/govmomi/vapi/simulator"
 	"github.com/vmware/govmomi/vim25/mo"
@@ -188,7 +189,12 @@ func fixVM(vm *simulator.VirtualMachine, o options, address string, ext *allocat
 		GuestId: o.guestID, HostName: hostname, IpAddress: address,
 		ToolsRunningStatus: vm.Guest.ToolsRunningStatus,
 	}
+	// vcsim derives BIOS UUIDs from VM names, so two simulators would share them; real
+	// vCenters do not. Derive them from the host name instead (prefix included).
+	biosUUID := uuid.NewSHA1(uuid.NameSpaceOID, []byte("kccm-vcsim/"+hostname)).String()
+	vm.Summary.Config.Uuid = biosUUID
 	if vm.Config != nil {
+		vm.Config.Uuid = biosUUID
 		vm.Config.GuestId = o.guestID
 		vm.Config.Hardware.NumCPU = int32(o.cpus)
 		vm.Config.Hardware.MemoryMB = int32(o.memoryMB)

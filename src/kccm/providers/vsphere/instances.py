@@ -166,7 +166,8 @@ class VSphereInstances:
         lookup = self._client(vm).zones
         if lookup is None:
             return Zone()
-        found = lookup.zones([vm])[vm.uuid]
+        neighbours = self._client(vm).inventory.snapshot().vms
+        found = lookup.zones([vm], neighbours)[vm.uuid]
         if isinstance(found, CloudProviderError):
             raise found
         return found

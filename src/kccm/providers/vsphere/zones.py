@@ -68,6 +68,10 @@ def pick_zone(
     )
 
 
+def _objects(vms: Iterable[VMInfo]) -> set[tuple[str, str]]:
+    return {(kind, moref) for vm in vms for chain in vm.chains for kind, moref in chain}
+
+
 class ZoneLookup:
     """Zones of one vCenter's VMs, with cached tag data."""
 
@@ -76,16 +80,22 @@ class ZoneLookup:
         self._labels = labels
         self._ttl = cache_seconds
         self._lock = threading.Lock()
+        self._fetching = threading.Lock()
+        """Held while asking vCenter: concurrent misses wait and then find the cache filled."""
         self._attached: dict[str, tuple[float, list[str]]] = {}
         self._names: dict[str, tuple[float, tuple[str, str]]] = {}
         self._categories: dict[str, tuple[float, str]] = {}
         self._clock: Callable[[], float] = time.monotonic
 
-    def zones(self, vms: Iterable[VMInfo]) -> dict[str, Zone | CloudProviderError]:
-        """Zone per VM UUID (or the error that VM's lookup ended with)."""
+    def zones(
+        self, vms: Iterable[VMInfo], neighbours: Iterable[VMInfo] = ()
+    ) -> dict[str, Zone | CloudProviderError]:
+        """Zone per VM UUID (or the error that VM's lookup ended with). When tags must be read,
+        those of ``neighbours``' ancestors are read in the same request (the next lookups of a
+        node-initialisation burst then cost nothing)."""
         vms = list(vms)
-        objects = {(kind, moref) for vm in vms for chain in vm.chains for kind, moref in chain}
-        attached = self._attached_tags(objects)
+        objects = _objects(vms)
+        attached = self._attached_tags(objects, _objects(neighbours))
         out: dict[str, Zone | CloudProviderError] = {}
         for vm in vms:
             try:
@@ -97,9 +107,21 @@ class ZoneLookup:
     def _fresh(self, entry: tuple[float, Any] | None) -> bool:
         return entry is not None and self._clock() - entry[0] <= self._ttl
 
-    def _attached_tags(self, objects: set[tuple[str, str]]) -> dict[str, list[str]]:
+    def _missing(self, objects: set[tuple[str, str]]) -> list[tuple[str, str]]:
         with self._lock:
-            missing = sorted(o for o in objects if not self._fresh(self._attached.get(o[1])))
+            return sorted(o for o in objects if not self._fresh(self._attached.get(o[1])))
+
+    def _attached_tags(
+        self, objects: set[tuple[str, str]], extra: set[tuple[str, str]]
+    ) -> dict[str, list[str]]:
+        if self._missing(objects):
+            with self._fetching:
+                if self._missing(objects):
+                    self._fetch_attached(self._missing(objects | extra))
+        with self._lock:
+            return {moref: list(self._attached[moref][1]) for _k, moref in objects}
+
+    def _fetch_attached(self, missing: list[tuple[str, str]]) -> None:
         if missing:
             body = {"object_ids": [{"id": moref, "type": kind} for kind, moref in missing]}
             found = self._tags.request(
@@ -113,15 +135,20 @@ class ZoneLookup:
             with self._lock:
                 for _kind, moref in missing:
                     self._attached[moref] = (now, answered.get(moref, []))
-        with self._lock:
-            return {moref: list(self._attached[moref][1]) for _k, moref in objects}
 
-    def _tag_names(self, tag_id: str) -> tuple[str, str]:
+    def _cached_names(self, tag_id: str) -> tuple[str, str] | None:
         with self._lock:
             cached = self._names.get(tag_id)
-            if self._fresh(cached):
-                assert cached is not None
-                return cached[1]
+            return cached[1] if cached is not None and self._fresh(cached) else None
+
+    def _tag_names(self, tag_id: str) -> tuple[str, str]:
+        found = self._cached_names(tag_id)
+        if found is not None:
+            return found
+        with self._fetching:
+            return self._cached_names(tag_id) or self._fetch_names(tag_id)
+
+    def _fetch_names(self, tag_id: str) -> tuple[str, str]:
         tag = self._tags.request("GET", TAG + tag_id)
         category = self._category_name(str(tag["category_id"]))
         names = (category, str(tag["name"]))
