@@ -82,7 +82,7 @@ $(STAMP313): pyproject.toml
 	$(VENV313)/bin/python -m pip install --quiet -e '.[dev]' -e examples/external-provider
 	@touch $@
 
-test-py313: $(STAMP313) controlplane
+test-py313: $(STAMP313) controlplane vcsim
 	$(VENV313)/bin/python -m pytest tests/unit tests/conformance tests/integration/test_demo.py
 
 clean:

@@ -338,4 +338,34 @@ async def test_wrong_password_at_start_is_one_line_and_exit_2(world: World) -> N
     errors = [line for line in log.read_text().splitlines() if "login failed" in line]
     assert len(errors) == 1, log.read_text()
     assert "incorrect user name or password" in errors[0]
-    assert "wrong" not in errors[0].replace("wrong password", "")
+    assert "wrong" not in errors[0]
+
+
+async def test_wrong_password_in_the_secret_is_one_line_and_exit_2(
+    world: World, kube: KubeApiClient
+) -> None:
+    sim = world.sims["vc-a"]
+    secret = unique_name("vsphere-bad-creds")
+    values = {f"{sim.host}.username": "user", f"{sim.host}.password": "not-it"}
+    await kube.create(
+        SECRETS,
+        {
+            "metadata": {"name": secret, "namespace": "kube-system"},
+            "data": {k: base64.b64encode(v.encode()).decode() for k, v in values.items()},
+        },
+    )
+    try:
+        config = (
+            f"[Global]\nsecret-name = {secret}\nsecret-namespace = kube-system\n"
+            f'[VirtualCenter "vc-a"]\nserver = {sim.host}\nport = {sim.port}\n'
+            "insecure-flag = true\n"
+        )
+        proc, log = world.start(config)
+        code = await asyncio.to_thread(proc.wait, 60)
+        text = await asyncio.to_thread(log.read_text)
+        assert code == 2, text
+        errors = [line for line in text.splitlines() if "login failed" in line]
+        assert len(errors) == 1, text
+        assert "not-it" not in text
+    finally:
+        await kube.delete(SECRETS, secret, namespace="kube-system")

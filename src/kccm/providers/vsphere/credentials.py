@@ -16,7 +16,7 @@ import contextlib
 import logging
 import os
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -113,7 +113,7 @@ class CredentialStore:
         # secret ref -> server -> credential
         self._by_ref: dict[str, dict[str, Credential]] = {}
         self._versions: dict[str, str] = {}
-        self._loaded = threading.Event()
+        self._listeners: list[Callable[[str], None]] = []
         if config.secrets_directory:
             self._by_ref[GLOBAL_SECRET_REF] = self._read_directory(config.secrets_directory)
 
@@ -141,6 +141,10 @@ class CredentialStore:
                 refs[vc.secret_ref] = (vc.secret_namespace, vc.secret_name)
         return refs
 
+    def add_listener(self, listener: Callable[[str], None]) -> None:
+        """Call ``listener(ref)`` after each new version of a Secret is taken in."""
+        self._listeners.append(listener)
+
     def update(self, ref: str, secret: Mapping[str, Any] | None) -> None:
         """A new version of a Secret (``None``: deleted; the last credentials stay, as upstream)."""
         if secret is None:
@@ -159,6 +163,8 @@ class CredentialStore:
             self._by_ref[ref] = parsed
             self._versions[ref] = version
         log.info("vsphere: read credentials secret %s (resourceVersion %s)", ref, version)
+        for listener in self._listeners:
+            listener(ref)
 
     def get(self, vc: VCenter) -> Credential:
         """The credentials to log in to ``vc`` with (CredentialError when there are none)."""
