@@ -17,6 +17,7 @@ from vsphere_admin import VCAdmin, start_or_skip
 from kccm.cloudprovider import CloudProviderError, CloudProviderInitError, InstanceNotFound
 from kccm.providers.vsphere import VSphereCloud, new_vsphere_cloud
 from kccm.providers.vsphere.config import load_vsphere_config
+from kccm.testing.controlplane import free_port
 from kccm.testing.vcsim import Vcsim
 
 LABELS = ("k8s-zone", "k8s-region")
@@ -217,3 +218,21 @@ def test_wrong_password_fails_the_start_in_one_line(vcsim: Vcsim) -> None:
     assert "login failed for user 'user': incorrect user name or password" in message
     assert "\n" not in message
     assert "wrong-pw" not in message
+
+
+def test_an_unreachable_vcenter_hides_nothing_and_proves_nothing(
+    vcsim: Vcsim, admin: VCAdmin, tagged: dict[str, str]
+) -> None:
+    """Upstream WhichVCandDCByNodeID: a VM found in one vCenter is found although another
+    cannot be read; a VM found nowhere is an error then, never "gone"."""
+    dead = vcsim.ini_section("dead").replace(f"port = {vcsim.port}", f"port = {free_port()}")
+    text = dead + "\n" + vcsim.ini_section("live") + "\n[Global]\nrequest-timeout = 2\n"
+    cloud = new_vsphere_cloud(text)
+    try:
+        meta = cloud._instances.instance_metadata(node(vcsim.hostname("DC0_C0_RP0_VM0")))
+        assert meta.provider_id == f"vsphere://{admin.vm('DC0_C0_RP0_VM0').config.uuid}"
+        ghost = node("ghost", "vsphere://00000000-0000-0000-0000-000000000000")
+        with pytest.raises(CloudProviderError, match=r"vCenter 127\.0\.0\.1"):
+            cloud._instances.instance_exists(ghost)
+    finally:
+        cloud.close()

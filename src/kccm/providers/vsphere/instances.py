@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 import socket
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from kccm.cloudprovider import (
@@ -33,8 +33,10 @@ from kccm.cloudprovider import (
 )
 from kccm.providers.vsphere.addresses import node_addresses
 from kccm.providers.vsphere.config import VSphereConfig
+from kccm.providers.vsphere.credentials import CredentialError
 from kccm.providers.vsphere.guestos import guest_os
-from kccm.providers.vsphere.inventory import Inventory, VMInfo
+from kccm.providers.vsphere.inventory import Inventory, Snapshot, VMInfo
+from kccm.providers.vsphere.session import VSphereAPIError
 from kccm.providers.vsphere.zones import ZoneLookup
 
 __all__ = [
@@ -93,13 +95,32 @@ class VSphereInstances:
 
     # -- lookups -------------------------------------------------------------------------------
 
-    def _find_uuid(self, uuid: str, max_age: float | None = None) -> VMInfo | None:
-        for candidate in (uuid, k8s_uuid_to_normal(uuid)):
-            for vc in self._vcenters:
-                found = vc.inventory.snapshot(max_age).by_uuid.get(candidate)
-                if found is not None:
-                    return found
+    def _search(
+        self, pick: Callable[[Snapshot, str], VMInfo | None], max_age: float | None
+    ) -> VMInfo | None:
+        """The first VM ``pick`` finds, vCenter by vCenter. A vCenter that cannot be read does
+        not hide a VM found in another; when none has it, its error is raised (not knowing is
+        not "absent"), as upstream ``WhichVCandDCByNodeID`` does."""
+        failures: list[CloudProviderError] = []
+        for vc in self._vcenters:
+            try:
+                found = pick(vc.inventory.snapshot(max_age), vc.inventory.tenant)
+            except (VSphereAPIError, CredentialError) as err:
+                failures.append(err)
+                continue
+            if found is not None:
+                return found
+        if failures:
+            raise failures[0]
         return None
+
+    def _find_uuid(self, uuid: str, max_age: float | None = None) -> VMInfo | None:
+        candidates = (uuid, k8s_uuid_to_normal(uuid))
+
+        def by_uuid(snap: Snapshot, _tenant: str) -> VMInfo | None:
+            return next((snap.by_uuid[c] for c in candidates if c in snap.by_uuid), None)
+
+        return self._search(by_uuid, max_age)
 
     def by_uuid(self, uuid: str) -> VMInfo | None:
         """The VM with this BIOS UUID, re-reading a snapshot older than a second on a miss."""
@@ -107,20 +128,19 @@ class VSphereInstances:
 
     def _find_name(self, name: str, max_age: float | None = None) -> VMInfo | None:
         key = name.strip().lower()
-        for vc in self._vcenters:
-            snap = vc.inventory.snapshot(max_age)
+
+        def by_dns_name(snap: Snapshot, tenant: str) -> VMInfo | None:
             matches = snap.by_name.get(key, [])
             if len(matches) > 1:
                 raise CloudProviderError(
-                    f"several VMs in vCenter {vc.inventory.tenant} report the DNS name {name!r}"
+                    f"several VMs in vCenter {tenant} report the DNS name {name!r}"
                 )
-            if matches:
-                return matches[0]
-        for vc in self._vcenters:  # upstream then tries the node name as an IP address
-            found = vc.inventory.snapshot(max_age).by_ip.get(name.strip())
-            if found is not None:
-                return found
-        return None
+            return matches[0] if matches else None
+
+        # upstream then tries the node name as an IP address
+        return self._search(by_dns_name, max_age) or self._search(
+            lambda snap, _t: snap.by_ip.get(name.strip()), max_age
+        )
 
     def by_name(self, name: str) -> VMInfo:
         found = self._find_name(name) or self._find_name(name, MISS_REFRESH_SECONDS)

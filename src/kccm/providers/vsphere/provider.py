@@ -67,6 +67,7 @@ class VSphereCloud:
             clients.append(VCenterClient(Inventory(session, max_age=inventory_max_age), zones))
         self._instances = VSphereInstances(config, clients)
         self._watch: asyncio.Task[None] | None = None
+        self._logout: asyncio.Task[None] | None = None
 
     def verify(self, *, secret_based: bool) -> None:
         """Log in to each vCenter whose credentials come from the config (``secret_based``:
@@ -101,6 +102,7 @@ class VSphereCloud:
                 self.credentials.watch(client, stop), name="vsphere-credentials-watch"
             )
         await asyncio.to_thread(self.verify, secret_based=True)
+        self._logout = asyncio.create_task(self._logout_when(stop), name="vsphere-logout")
         log.info(
             "vsphere provider: vCenter %s; zones from tag categories %s",
             ", ".join(f"{vc.server}:{vc.port}" for vc in self.config.vcenters.values()),
@@ -108,6 +110,11 @@ class VSphereCloud:
             if self.config.zones_enabled
             else "(none: [Labels] zone and region not both set)",
         )
+
+    async def _logout_when(self, stop: asyncio.Event) -> None:
+        """End the vCenter sessions when the daemon stops (upstream ``logout``)."""
+        await stop.wait()
+        await asyncio.to_thread(self.close)
 
     def close(self) -> None:
         """Log out of every vCenter (tests and tools; the daemon just exits)."""
