@@ -55,7 +55,7 @@ start_epoch=$(date +%s)
     "$(( $(date +%s) - start_epoch ))" "$(cat "$phase_file" 2>/dev/null)"; done ) &
 heartbeat=$!
 work=$(mktemp -d "$cache_root/vcsim-build.XXXXXX")
-trap 'kill $heartbeat 2>/dev/null || true; rm -rf "$work" "$phase_file"' EXIT
+trap 'pkill -P $heartbeat 2>/dev/null; kill $heartbeat 2>/dev/null || true; rm -rf "$work" "$phase_file"' EXIT
 phase() { echo "$*" >"$phase_file"; log "$*"; }
 
 phase "downloading github.com/vmware/govmomi@$GOVMOMI_VERSION metadata"
