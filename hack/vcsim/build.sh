@@ -52,7 +52,7 @@ phase_file=$(mktemp)
 echo "starting" >"$phase_file"
 start_epoch=$(date +%s)
 ( while sleep 30; do printf '[vcsim-build %4ds] ... still working: %s\n' \
-    "$(( $(date +%s) - start_epoch ))" "$(cat "$phase_file" 2>/dev/null)"; done ) &
+    "$(( $(date +%s) - start_epoch ))" "$(cat "$phase_file" 2>/dev/null)"; done ) 2>/dev/null &
 heartbeat=$!
 work=$(mktemp -d "$cache_root/vcsim-build.XXXXXX")
 trap 'pkill -P $heartbeat 2>/dev/null; kill $heartbeat 2>/dev/null || true; rm -rf "$work" "$phase_file"' EXIT
@@ -69,7 +69,7 @@ printf 'module kccm.invalid/vcsim\n\n%s\n\nrequire github.com/vmware/govmomi %s\
   "$go_line" "$GOVMOMI_VERSION" >"$work/go.mod"
 phase "resolving modules (go mod tidy)"
 (cd "$work" && go mod tidy)
-phase "compiling vcsim (cold: about 20-60 s)"
+phase "compiling vcsim (cold: about 1 min on 2 cores)"
 (cd "$work" && go build -trimpath -ldflags "-s -w" -o "$work/out/vcsim" .)
 
 phase "verifying the binary starts"
