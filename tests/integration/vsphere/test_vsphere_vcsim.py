@@ -85,9 +85,7 @@ def test_other_lookups_find_the_same_vm(
     assert meta.node_addresses[0].address == vcsim.hostname("DC0_C0_RP0_VM1")
 
 
-def test_host_tag_wins_over_cluster_and_standalone_hosts_have_zones(
-    cloud: VSphereCloud, vcsim: Vcsim
-) -> None:
+def test_a_standalone_host_has_its_own_zone(cloud: VSphereCloud, vcsim: Vcsim) -> None:
     meta = cloud._instances.instance_metadata(node(vcsim.hostname("DC0_H0_VM0")))
     assert (meta.zone, meta.region) == ("zone-h", "region-1")
 
@@ -236,3 +234,24 @@ def test_an_unreachable_vcenter_hides_nothing_and_proves_nothing(
             cloud._instances.instance_exists(ghost)
     finally:
         cloud.close()
+
+
+def test_legacy_instances_and_zones_give_the_same_answers(
+    cloud: VSphereCloud, vcsim: Vcsim, admin: VCAdmin
+) -> None:
+    name = vcsim.hostname("DC0_C0_RP0_VM0")
+    legacy, zones = cloud.instances(), cloud.zones()
+    assert legacy is not None
+    assert zones is not None
+    uuid = admin.vm("DC0_C0_RP0_VM0").config.uuid
+    assert legacy.instance_id(name) == uuid
+    pid = f"vsphere://{uuid}"
+    assert legacy.instance_type(name) == legacy.instance_type_by_provider_id(pid)
+    assert legacy.node_addresses(name) == legacy.node_addresses_by_provider_id(pid)
+    assert legacy.instance_exists_by_provider_id(pid) is True
+    assert legacy.current_node_name("anything") == "anything"
+    expected = ("zone-a", "region-1")
+    found = zones.get_zone_by_node_name(name)
+    assert (found.failure_domain, found.region) == expected
+    found = zones.get_zone_by_provider_id(pid)
+    assert (found.failure_domain, found.region) == expected
