@@ -246,8 +246,9 @@ async def _set_ready(kube: KubeApiClient, name: str, status: str) -> None:
 async def test_two_vcenters_nodes_lifecycle_and_faults(
     world: World, kube: KubeApiClient, kube_cleanup: KubeCleanup
 ) -> None:
-    # one NotAuthenticated and two NoPermission answers while the Nodes initialise
+    # NotAuthenticated then Timeout (vCenter A), NoPermission twice (B) while Nodes initialise
     world.sims["vc-a"].add_fault("RetrievePropertiesEx", "NotAuthenticated", count=1)
+    world.sims["vc-a"].add_fault("RetrievePropertiesEx", "Timeout", count=1)
     world.sims["vc-b"].add_fault("RetrievePropertiesEx", "NoPermission", count=2)
     vms = {
         (tenant, vm.name): kube_cleanup.add(NODES, world.sims[tenant].hostname(vm.name))
@@ -277,6 +278,7 @@ async def test_two_vcenters_nodes_lifecycle_and_faults(
     text = log.read_text()
     assert "session not authenticated during read the VM inventory; logging in again" in text
     assert "permission denied: the user lacks privilege System.Modify" in text
+    assert "SystemError: Operation timed out" in text
     assert "login failed" not in text
 
     # -- power off -> shutdown taint; power on -> removed (vCenter B) -------------------------
