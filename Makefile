@@ -5,13 +5,15 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: help venv controlplane helm lint format typecheck unit integration test test-aws demo clean test-py313
+.PHONY: help venv controlplane helm vcsim test-vsphere lint format typecheck unit integration test test-aws demo clean test-py313
 
 help:
 	@echo "make demo          the local provider end to end: control plane, 3 nodes, kccm, a LoadBalancer"
 	@echo "make test          lint, types, unit and integration tests (builds the control plane)"
 	@echo "make controlplane  build etcd + kube-apiserver from Go modules (cached)"
 	@echo "make helm          build helm from Go modules (cached; the chart tests use it)"
+	@echo "make vcsim         build vcsim (govmomi's vCenter simulator) from Go modules (cached)"
+	@echo "make test-vsphere  the vsphere provider's tests (unit, conformance, vcsim + apiserver)"
 	@echo "make test-py313    unit + conformance tests and the demo on Python 3.13 (in .venv313)"
 	@echo "make test-aws      the aws provider's tests (unit, conformance, daemon e2e) against moto"
 	@echo "make lint | format | typecheck | unit | integration"
@@ -32,6 +34,9 @@ controlplane:
 helm:
 	@bash hack/helm/build.sh
 
+vcsim:
+	@bash hack/vcsim/build.sh
+
 lint: venv
 	$(VENV)/bin/ruff check src tests examples bench
 	$(VENV)/bin/ruff format --check src tests examples bench
@@ -47,15 +52,19 @@ typecheck: venv
 unit: venv
 	$(PY) -m pytest tests/unit
 
-integration: venv controlplane
+integration: venv controlplane vcsim
 	$(PY) -m pytest tests/integration
 
-test: lint typecheck controlplane helm
+test: lint typecheck controlplane helm vcsim
 	$(PY) -m pytest
 
 # The aws provider's whole suite: moto runs in-process as a real HTTP server (dev extra).
 test-aws: venv controlplane
 	$(PY) -m pytest tests/unit/providers/aws tests/conformance/test_aws.py tests/integration/test_aws_*.py
+
+# The vsphere provider's whole suite against vcsim (built from govmomi, see hack/vcsim).
+test-vsphere: venv controlplane vcsim
+	$(PY) -m pytest tests/unit/providers/vsphere tests/conformance/test_vsphere.py tests/integration/vsphere
 
 demo: venv controlplane
 	$(PY) -m kccm dev demo
@@ -73,7 +82,7 @@ $(STAMP313): pyproject.toml
 	$(VENV313)/bin/python -m pip install --quiet -e '.[dev]' -e examples/external-provider
 	@touch $@
 
-test-py313: $(STAMP313) controlplane
+test-py313: $(STAMP313) controlplane vcsim
 	$(VENV313)/bin/python -m pytest tests/unit tests/conformance tests/integration/test_demo.py
 
 clean:

@@ -182,6 +182,20 @@ def init_provider(config: ManagerConfig) -> Interface:
     return cloud
 
 
+class _ClientBuilder:
+    """Upstream ``ControllerClientBuilder`` for a provider's own use (``initialize``): clients
+    of the manager's cluster, closed with the manager's."""
+
+    def __init__(self, manager: Manager) -> None:
+        self._manager = manager
+
+    def client(self, name: str) -> KubeApiClient:
+        return self._manager._client(name)
+
+    def config(self, name: str) -> ClusterConfig:
+        return self._manager._cluster_config()
+
+
 @dataclass
 class Manager:
     config: ManagerConfig
@@ -219,12 +233,17 @@ class Manager:
 
     async def _initialize(self, cloud: GatedCloud, stop: asyncio.Event) -> bool:
         """``cloud.initialize``, abandoned when a stop signal comes first (False)."""
-        init = asyncio.create_task(cloud.initialize(None, stop), name="provider-initialize")
+        builder = _ClientBuilder(self)
+        init = asyncio.create_task(cloud.initialize(builder, stop), name="provider-initialize")
         stopping = asyncio.create_task(stop.wait())
         await asyncio.wait({init, stopping}, return_when=asyncio.FIRST_COMPLETED)
         stopping.cancel()
         if init.done():
-            init.result()  # a provider error propagates
+            try:
+                init.result()  # a provider error propagates
+            except CloudProviderInitError as exc:  # e.g. refused credentials: exit 2
+                name = self.config.cloud_provider
+                raise ConfigurationError(f"--cloud-provider={name}: {exc}") from exc
             return True
         grace = self.config.shutdown_grace
         _log.info(

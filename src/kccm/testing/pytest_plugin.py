@@ -7,6 +7,7 @@ Fixtures:
 - ``kube`` (async): a :class:`~kccm.kube.client.KubeApiClient` authenticated as admin.
 - ``kube_namespace`` (async): a fresh namespace for the test, deleted afterwards.
 - ``kube_cleanup`` (async): register cluster-scoped objects (Nodes, ...) to delete afterwards.
+- ``vcsim`` (module): a vCenter simulator (:mod:`kccm.testing.vcsim`).
 
 Tests that use ``control_plane`` are marked ``integration`` automatically.
 """
@@ -27,6 +28,7 @@ from kccm.kube.config import load_cluster_config
 from kccm.kube.errors import NotFound
 from kccm.kube.resources import NAMESPACES, Resource
 from kccm.testing.controlplane import ControlPlane, ControlPlaneError, find_binaries
+from kccm.testing.vcsim import vcsim  # noqa: F401 - the fixture, registered by this plugin
 
 __all__ = ["KubeCleanup", "require_control_plane", "unique_name"]
 

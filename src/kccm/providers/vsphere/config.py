@@ -1,0 +1,334 @@
+"""The vSphere cloud config: the CPI's INI and YAML formats, same keys and defaults.
+
+Upstream: ``pkg/common/config`` (``types_ini_legacy.go``, ``types_yaml.go``,
+``config_ini_legacy.go`` ``validateConfig``, ``config_yaml.go`` ``validateConfig``) and
+``pkg/cloudprovider/vsphere/config`` (``[Nodes]``). Both formats are read by kccm's cloud-config
+loader (names match ignoring case, ``-`` and ``_``, so ``insecure-flag`` and ``insecureFlag``
+are one key); what differs between them is handled here:
+
+- INI: ``[VirtualCenter "<server>"]`` (the section name is the server unless ``server`` is
+  set, then it is only the tenant name); ``datacenters`` and ``ip-family`` are comma-separated.
+- YAML: ``vcenter: {<name>: {server: ..., ...}}`` (``server`` required); lists are lists.
+
+A ``[Global] server`` adds one vCenter with the global settings, as upstream does. Per-vCenter
+values fall back to ``[Global]``. Environment-variable overrides (``VSPHERE_*``) are not read
+(see docs/providers/vsphere.md).
+"""
+
+# ruff: noqa: RUF009 - setting() is a dataclasses.field() factory
+
+from __future__ import annotations
+
+import ipaddress
+import os
+from dataclasses import dataclass, field
+from typing import TextIO
+
+from kccm.cloudprovider import CloudConfigError
+from kccm.cloudprovider.config import load_cloud_config, setting
+
+__all__ = [
+    "DEFAULT_PORT",
+    "DEFAULT_ROUNDTRIP_COUNT",
+    "GLOBAL_SECRET_REF",
+    "NodesConfig",
+    "VCenter",
+    "VSphereConfig",
+    "load_vsphere_config",
+]
+
+DEFAULT_PORT = 443
+"""``DefaultVCenterPort``."""
+DEFAULT_ROUNDTRIP_COUNT = 3
+"""``DefaultRoundTripperCount`` (attempts of one SOAP call)."""
+DEFAULT_REQUEST_TIMEOUT = 30.0
+GLOBAL_SECRET_REF = "Global"
+"""``DefaultCredentialManager``: the vCenter's credentials come from [Global]'s Secret."""
+IP_FAMILIES = ("ipv4", "ipv6")
+DUAL_STACK_ENV = "ENABLE_ALPHA_DUAL_STACK"
+
+
+@dataclass(frozen=True)
+class _GlobalSection:
+    user: str = ""
+    password: str = setting(default="", secret=True)
+    server: str = ""
+    port: int = 0
+    insecure_flag: bool = False
+    datacenters: list[str] = setting(default_factory=list)
+    soap_roundtrip_count: int = 0
+    ca_file: str = ""
+    thumbprint: str = ""
+    secret_name: str = ""
+    secret_namespace: str = ""
+    secrets_directory: str = ""
+    api_disable: bool = True
+    api_binding: str = ""
+    ip_family: list[str] = setting(default_factory=list)
+    request_timeout: float = 0.0
+    """kccm extension: seconds one vSphere request may take (default 30)."""
+
+
+@dataclass(frozen=True)
+class _VirtualCenterSection:
+    user: str = ""
+    password: str = setting(default="", secret=True)
+    server: str = ""
+    port: int = 0
+    insecure_flag: bool = False
+    datacenters: list[str] = setting(default_factory=list)
+    soap_roundtrip_count: int = 0
+    ca_file: str = ""
+    thumbprint: str = ""
+    secret_name: str = ""
+    secret_namespace: str = ""
+    ip_family: list[str] = setting(default_factory=list)
+
+
+@dataclass(frozen=True)
+class _LabelsSection:
+    zone: str = ""
+    region: str = ""
+
+
+@dataclass(frozen=True)
+class _NodesSection:
+    internal_network_subnet_cidr: str = ""
+    external_network_subnet_cidr: str = ""
+    internal_vm_network_name: str = ""
+    external_vm_network_name: str = ""
+    exclude_internal_network_subnet_cidr: str = ""
+    exclude_external_network_subnet_cidr: str = ""
+
+
+@dataclass(frozen=True)
+class _Schema:
+    global_: _GlobalSection = setting(default_factory=_GlobalSection)
+    virtual_center: dict[str, _VirtualCenterSection] = setting(default_factory=dict)
+    """INI: ``[VirtualCenter "<server>"]``."""
+    vcenter: dict[str, _VirtualCenterSection] = setting(default_factory=dict)
+    """YAML: ``vcenter: {<name>: {...}}``."""
+    labels: _LabelsSection = setting(default_factory=_LabelsSection)
+    nodes: _NodesSection = setting(default_factory=_NodesSection)
+
+
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+
+@dataclass(frozen=True)
+class NodesConfig:
+    """``[Nodes]``: how a node's addresses are chosen among its VM's guest IPs."""
+
+    internal_subnets: tuple[Network, ...] = ()
+    external_subnets: tuple[Network, ...] = ()
+    internal_network_name: str = ""
+    external_network_name: str = ""
+    exclude_internal_subnets: tuple[Network, ...] = ()
+    exclude_external_subnets: tuple[Network, ...] = ()
+
+
+@dataclass(frozen=True)
+class VCenter:
+    """One vCenter after upstream's defaulting (``VirtualCenterConfig``)."""
+
+    tenant_ref: str
+    """The section name: the connection key (the server, unless ``server`` is set)."""
+    server: str
+    port: int = DEFAULT_PORT
+    user: str = ""
+    password: str = field(default="", repr=False)
+    insecure: bool = False
+    datacenters: tuple[str, ...] = ()
+    roundtrip_count: int = DEFAULT_ROUNDTRIP_COUNT
+    ca_file: str = ""
+    thumbprint: str = ""
+    secret_ref: str = ""
+    """Empty: credentials from the config; ``Global``: [Global]'s Secret or directory;
+    ``<namespace>/<name>``: this vCenter's own Secret."""
+    secret_name: str = ""
+    secret_namespace: str = ""
+    ip_families: tuple[str, ...] = ("ipv4",)
+
+
+@dataclass(frozen=True)
+class VSphereConfig:
+    vcenters: dict[str, VCenter]
+    """By tenant ref, in file order."""
+    zone_category: str = ""
+    region_category: str = ""
+    nodes: NodesConfig = NodesConfig()
+    secret_name: str = ""
+    secret_namespace: str = ""
+    secrets_directory: str = ""
+    request_timeout: float = DEFAULT_REQUEST_TIMEOUT
+
+    @property
+    def zones_enabled(self) -> bool:
+        """Upstream reports no zone unless both ``[Labels]`` categories are set."""
+        return bool(self.zone_category and self.region_category)
+
+
+def _split(values: list[str]) -> tuple[str, ...]:
+    """INI writes ``a,b`` in one value, YAML a list: accept both."""
+    return tuple(v.strip() for value in values for v in value.split(",") if v.strip())
+
+
+def _cidrs(text: str, key: str, issues: list[str]) -> tuple[Network, ...]:
+    nets: list[Network] = []
+    for part in (p.strip() for p in text.split(",")):
+        if not part:
+            continue
+        try:
+            nets.append(ipaddress.ip_network(part, strict=False))
+        except ValueError:
+            issues.append(f"[Nodes] {key}: {part!r} is not a CIDR")
+    return tuple(nets)
+
+
+def _nodes(section: _NodesSection, issues: list[str]) -> NodesConfig:
+    return NodesConfig(
+        internal_subnets=_cidrs(
+            section.internal_network_subnet_cidr, "internal-network-subnet-cidr", issues
+        ),
+        external_subnets=_cidrs(
+            section.external_network_subnet_cidr, "external-network-subnet-cidr", issues
+        ),
+        internal_network_name=section.internal_vm_network_name,
+        external_network_name=section.external_vm_network_name,
+        exclude_internal_subnets=_cidrs(
+            section.exclude_internal_network_subnet_cidr,
+            "exclude-internal-network-subnet-cidr",
+            issues,
+        ),
+        exclude_external_subnets=_cidrs(
+            section.exclude_external_network_subnet_cidr,
+            "exclude-external-network-subnet-cidr",
+            issues,
+        ),
+    )
+
+
+def _global_secret(glob: _GlobalSection) -> bool:
+    """Upstream ``CommonConfig*.isSecretInfoProvided``: a Secret or a directory, not both."""
+    secret = bool(glob.secret_name and glob.secret_namespace)
+    return (secret and not glob.secrets_directory) or (
+        not glob.secret_name and not glob.secret_namespace and bool(glob.secrets_directory)
+    )
+
+
+def _families(values: tuple[str, ...], where: str, issues: list[str]) -> tuple[str, ...]:
+    families = tuple(v.lower() for v in values) or ("ipv4",)
+    for family in families:
+        if family not in IP_FAMILIES:
+            issues.append(f"{where} ip-family: {family!r}: Invalid IP Family type (ipv4 or ipv6)")
+    if len(families) > 1 and DUAL_STACK_ENV not in os.environ:
+        issues.append(
+            f"{where} ip-family: multiple IP families specified but {DUAL_STACK_ENV} env var "
+            "is not set (as upstream)"
+        )
+    return families
+
+
+def _credentials(
+    vc: _VirtualCenterSection, glob: _GlobalSection, where: str, issues: list[str]
+) -> tuple[str, str, str]:
+    """``(user, password, secret_ref)`` by upstream's rules."""
+    own_secret = bool(vc.secret_name and vc.secret_namespace)
+    if own_secret:
+        return vc.user, vc.password, f"{vc.secret_namespace}/{vc.secret_name}"
+    if _global_secret(glob):
+        return vc.user, vc.password, GLOBAL_SECRET_REF
+    user, password = vc.user or glob.user, vc.password or glob.password
+    if not user:
+        issues.append(f"{where}: Username is missing (set user, or a secret-name/namespace)")
+    if not password:
+        issues.append(f"{where}: Password is missing (set password, or a secret-name/namespace)")
+    return user, password, ""
+
+
+def _vcenter(
+    name: str, vc: _VirtualCenterSection, glob: _GlobalSection, yaml: bool, issues: list[str]
+) -> VCenter:
+    where = f"vcenter {name!r}" if yaml else f'[VirtualCenter "{name}"]'
+    if yaml and not vc.server:
+        issues.append(
+            f"{where}: server: vsphere.conf does not have the VirtualCenter IP address specified"
+        )
+    user, password, secret_ref = _credentials(vc, glob, where, issues)
+    port = vc.port or glob.port or DEFAULT_PORT
+    if not 0 < port < 65536:
+        issues.append(f"{where}: port: {port} is not a TCP port")
+    return VCenter(
+        tenant_ref=name,
+        server=vc.server or name,
+        port=port,
+        user=user,
+        password=password,
+        insecure=vc.insecure_flag or glob.insecure_flag,
+        datacenters=_split(vc.datacenters) or _split(glob.datacenters),
+        roundtrip_count=vc.soap_roundtrip_count
+        or glob.soap_roundtrip_count
+        or DEFAULT_ROUNDTRIP_COUNT,
+        ca_file=vc.ca_file or glob.ca_file,
+        thumbprint=vc.thumbprint or glob.thumbprint,
+        secret_ref=secret_ref,
+        secret_name=vc.secret_name or (glob.secret_name if secret_ref == GLOBAL_SECRET_REF else ""),
+        secret_namespace=vc.secret_namespace
+        or (glob.secret_namespace if secret_ref == GLOBAL_SECRET_REF else ""),
+        ip_families=_families(_split(vc.ip_family) or _split(glob.ip_family), where, issues),
+    )
+
+
+def _global_vcenter(glob: _GlobalSection) -> _VirtualCenterSection:
+    return _VirtualCenterSection(
+        user=glob.user,
+        password=glob.password,
+        server=glob.server,
+        port=glob.port,
+        insecure_flag=glob.insecure_flag,
+        datacenters=glob.datacenters,
+        soap_roundtrip_count=glob.soap_roundtrip_count,
+        ca_file=glob.ca_file,
+        thumbprint=glob.thumbprint,
+        ip_family=glob.ip_family,
+    )
+
+
+def _build(schema: _Schema) -> VSphereConfig:
+    issues: list[str] = []
+    glob = schema.global_
+    yaml = bool(schema.vcenter)
+    if schema.vcenter and schema.virtual_center:
+        issues.append("use either [VirtualCenter] sections (INI) or vcenter: (YAML), not both")
+    sections = dict(schema.vcenter or schema.virtual_center)
+    if glob.server and glob.server not in sections:
+        sections[glob.server] = _global_vcenter(glob)
+    if not sections:
+        issues.append("No Virtual Center hosts defined ([VirtualCenter] or [Global] server)")
+    vcenters = {name: _vcenter(name, vc, glob, yaml, issues) for name, vc in sections.items()}
+    nodes = _nodes(schema.nodes, issues)
+    if glob.secret_name and glob.secrets_directory:
+        issues.append("[Global]: set secret-name/secret-namespace or secrets-directory, not both")
+    if bool(glob.secret_name) != bool(glob.secret_namespace):
+        issues.append("[Global]: secret-name and secret-namespace go together")
+    if glob.request_timeout < 0:
+        issues.append(f"[Global] request-timeout: {glob.request_timeout} must be positive")
+    if issues:
+        raise CloudConfigError(issues)
+    return VSphereConfig(
+        vcenters=vcenters,
+        zone_category=schema.labels.zone,
+        region_category=schema.labels.region,
+        nodes=nodes,
+        secret_name=glob.secret_name,
+        secret_namespace=glob.secret_namespace,
+        secrets_directory=glob.secrets_directory,
+        request_timeout=glob.request_timeout or DEFAULT_REQUEST_TIMEOUT,
+    )
+
+
+def load_vsphere_config(stream: TextIO | str | None) -> VSphereConfig:
+    """Parse and check the cloud config (INI or YAML); every problem is reported at once."""
+    if stream is None:
+        raise CloudConfigError(["no vSphere cloud provider config file given (--cloud-config)"])
+    return _build(load_cloud_config(stream, _Schema))

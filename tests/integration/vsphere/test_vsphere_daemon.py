@@ -1,0 +1,373 @@
+"""The kccm daemon with ``--cloud-provider=vsphere`` on the real apiserver and two vcsims.
+
+Two vCenters (one config, credentials in a Kubernetes Secret), zones and regions from tags.
+kubelet-style uninitialised Nodes for every VM get providerID, addresses, instance type and
+topology labels; a VM powered off gets the shutdown taint, loses it when back; a destroyed VM's
+Node is deleted; injected NotAuthenticated / NoPermission faults are absorbed and logged.
+A wrong password at start ends the process with one line and exit status 2.
+
+Size: ``KCCM_VSPHERE_E2E_VMS`` VMs per vCenter (default 4). ``KCCM_VSPHERE_E2E_REPORT=<file>``
+writes the figures (times, vSphere calls) as JSON; bench/vsphere_node_init.py drives 200.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+import yaml
+from pyVmomi import vim
+from vsphere_admin import VCAdmin, start_or_skip
+
+from kccm.kube.client import KubeApiClient
+from kccm.kube.errors import NotFound
+from kccm.kube.interface import Obj, PatchType
+from kccm.kube.resources import (
+    CLUSTER_ROLE_BINDINGS,
+    CLUSTER_ROLES,
+    NODES,
+    ROLE_BINDINGS,
+    ROLES,
+    SECRETS,
+    SERVICE_ACCOUNTS,
+    Resource,
+)
+from kccm.testing.controlplane import ControlPlane, free_port
+from kccm.testing.pytest_plugin import KubeCleanup, unique_name
+from kccm.testing.vcsim import Vcsim
+
+ROOT = Path(__file__).resolve().parents[3]
+SA_USER = "system:serviceaccount:kube-system:cloud-controller-manager"
+SA_GROUPS = ("system:serviceaccounts", "system:serviceaccounts:kube-system", "system:authenticated")
+RBAC_KINDS: dict[str, Resource] = {
+    "ServiceAccount": SERVICE_ACCOUNTS,
+    "ClusterRole": CLUSTER_ROLES,
+    "ClusterRoleBinding": CLUSTER_ROLE_BINDINGS,
+    "Role": ROLES,
+    "RoleBinding": ROLE_BINDINGS,
+}
+UNINITIALIZED = "node.cloudprovider.kubernetes.io/uninitialized"
+SHUTDOWN = "node.cloudprovider.kubernetes.io/shutdown"
+VMS = int(os.environ.get("KCCM_VSPHERE_E2E_VMS", "4"))
+BUDGET = 60.0 + 0.5 * VMS
+T = TypeVar("T")
+
+
+async def eventually(probe: Callable[[], Awaitable[T | None]], budget: float = BUDGET) -> T:
+    async with asyncio.timeout(budget):
+        while True:
+            value = await probe()
+            if value:
+                return value
+            await asyncio.sleep(0.25)
+
+
+async def apply(kube: KubeApiClient, path: Path) -> None:
+    text = await asyncio.to_thread(path.read_text)
+    for doc in yaml.safe_load_all(text):
+        if doc and doc["kind"] in RBAC_KINDS:
+            meta = doc["metadata"]
+            await kube.patch(
+                RBAC_KINDS[doc["kind"]],
+                meta["name"],
+                doc,
+                patch_type=PatchType.APPLY,
+                namespace=meta.get("namespace"),
+                field_manager="kccm-vsphere-e2e",
+                force=True,
+            )
+
+
+def kubelet_node(name: str) -> Obj:
+    """A Node as kubelet registers it with --cloud-provider=external (named after the guest's
+    host name, as on vSphere)."""
+    return {
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+        "spec": {"taints": [{"key": UNINITIALIZED, "value": "true", "effect": "NoSchedule"}]},
+        "status": {
+            "addresses": [{"type": "Hostname", "address": name}],
+            "conditions": [ready("True")],
+        },
+    }
+
+
+def ready(status: str) -> dict[str, str]:
+    return {
+        "type": "Ready",
+        "status": status,
+        "reason": "KubeletReady" if status == "True" else "NodeStatusUnknown",
+        "message": "test",
+        "lastHeartbeatTime": "2026-11-21T00:00:00Z",
+        "lastTransitionTime": "2026-11-21T00:00:00Z",
+    }
+
+
+@dataclass
+class World:
+    sims: dict[str, Vcsim]
+    admins: dict[str, VCAdmin]
+    tmp: Path
+    plane: ControlPlane
+    secret: str
+    procs: list[subprocess.Popen[str]] = field(default_factory=list)
+    figures: dict[str, Any] = field(default_factory=dict)
+
+    def config(self) -> str:
+        text = f"[Global]\nsecret-name = {self.secret}\nsecret-namespace = kube-system\n"
+        for tenant, sim in self.sims.items():
+            text += f'\n[VirtualCenter "{tenant}"]\nserver = {sim.host}\nport = {sim.port}\n'
+            text += "insecure-flag = true\n"
+        return text + "\n[Labels]\nzone = k8s-zone\nregion = k8s-region\n"
+
+    def start(self, config: str, *extra: str) -> tuple[subprocess.Popen[str], Path]:
+        path = self.tmp / f"vsphere-{len(self.procs)}.conf"
+        path.write_text(config)
+        log = self.tmp / f"kccm-{len(self.procs)}.log"
+        args = [
+            sys.executable,
+            "-m",
+            "kccm",
+            "--cloud-provider=vsphere",
+            f"--cloud-config={path}",
+            f"--kubeconfig={self.plane.kubeconfig_for(SA_USER, SA_GROUPS)}",
+            f"--secure-port={free_port()}",
+            "--bind-address=127.0.0.1",
+            "--leader-elect=false",
+            "--node-monitor-period=1s",
+            "--v=2",
+            *extra,
+        ]
+        with log.open("w") as sink:
+            proc = subprocess.Popen(
+                args,
+                stdout=sink,
+                stderr=subprocess.STDOUT,
+                text=True,
+                env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            )
+        self.procs.append(proc)
+        return proc, log
+
+    def stop(self) -> None:
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.terminate()
+                try:
+                    proc.wait(30)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait(10)
+
+    def calls(self) -> dict[str, int]:
+        """vSphere calls per method, both vCenters summed (SOAP method or REST path)."""
+        total: dict[str, int] = {}
+        for sim in self.sims.values():
+            found = sim.calls()
+            for kind in ("soap", "rest"):
+                for op, n in found[kind].items():
+                    total[op] = total.get(op, 0) + n
+        return total
+
+
+@pytest.fixture
+async def world(
+    control_plane: ControlPlane, kube: KubeApiClient, tmp_path: Path
+) -> AsyncIterator[World]:
+    await apply(kube, ROOT / "deploy" / "rbac.yaml")
+    await apply(kube, ROOT / "examples" / "vsphere" / "secret-reader-rbac.yaml")
+    sims = {
+        "vc-a": start_or_skip(vms=VMS, hosts=2, hostname_prefix="a-", ip_base="10.10.0.0"),
+        "vc-b": start_or_skip(vms=VMS, hosts=2, hostname_prefix="b-", ip_base="10.20.0.0"),
+    }
+    admins = {tenant: VCAdmin(sim) for tenant, sim in sims.items()}
+    for tenant, sim in sims.items():
+        admin = admins[tenant]
+        sim.tag("k8s-region", "region-1", [admin.moref(vim.Datacenter, "DC0")])
+        sim.tag(
+            "k8s-zone", f"zone-{tenant[-1]}", [admin.moref(vim.ClusterComputeResource, "DC0_C0")]
+        )
+    secret = unique_name("vsphere-creds")
+    host = next(iter(sims.values())).host  # both listen on 127.0.0.1: one key serves both
+    data = {f"{host}.username": "user", f"{host}.password": "pass"}
+    await kube.create(
+        SECRETS,
+        {
+            "metadata": {"name": secret, "namespace": "kube-system"},
+            "data": {k: base64.b64encode(v.encode()).decode() for k, v in data.items()},
+        },
+    )
+    env = World(sims, admins, tmp_path, control_plane, secret)
+    try:
+        yield env
+    finally:
+        env.stop()
+        for admin in admins.values():
+            admin.close()
+        for sim in sims.values():
+            sim.stop()
+        await kube.delete(SECRETS, secret, namespace="kube-system")
+
+
+async def _initialised(kube: KubeApiClient, names: list[str]) -> list[Obj] | None:
+    nodes = []
+    for name in names:
+        node = await kube.get(NODES, name)
+        taints = {t["key"] for t in node["spec"].get("taints") or []}
+        addresses = {a["type"] for a in node.get("status", {}).get("addresses") or []}
+        if not node["spec"].get("providerID") or UNINITIALIZED in taints:
+            return None
+        if "InternalIP" not in addresses:
+            return None
+        nodes.append(node)
+    return nodes
+
+
+async def _taints(kube: KubeApiClient, name: str) -> set[str]:
+    node = await kube.get(NODES, name)
+    return {t["key"] for t in node["spec"].get("taints") or []}
+
+
+async def _set_ready(kube: KubeApiClient, name: str, status: str) -> None:
+    node = await kube.get(NODES, name)
+    node["status"]["conditions"] = [ready(status)]
+    await kube.replace(NODES, node, subresource="status")
+
+
+async def test_two_vcenters_nodes_lifecycle_and_faults(
+    world: World, kube: KubeApiClient, kube_cleanup: KubeCleanup
+) -> None:
+    # NotAuthenticated then Timeout (vCenter A), NoPermission twice (B) while Nodes initialise
+    world.sims["vc-a"].add_fault("RetrievePropertiesEx", "NotAuthenticated", count=1)
+    world.sims["vc-a"].add_fault("RetrievePropertiesEx", "Timeout", count=1)
+    world.sims["vc-b"].add_fault("RetrievePropertiesEx", "NoPermission", count=2)
+    vms = {
+        (tenant, vm.name): kube_cleanup.add(NODES, world.sims[tenant].hostname(vm.name))
+        for tenant, admin in world.admins.items()
+        for vm in admin.vms()
+    }
+    for sim in world.sims.values():  # from here on, until the assertions, only kccm calls
+        sim.reset_calls()
+    _, log = world.start(world.config())
+    started = time.monotonic()
+    for name in vms.values():
+        await kube.create(NODES, kubelet_node(name))
+    nodes = await eventually(lambda: _initialised(kube, list(vms.values())))
+    world.figures["nodes"] = len(nodes)
+    world.figures["nodes_initialised_s"] = round(time.monotonic() - started, 2)
+    world.figures["vsphere_calls_for_init"] = sum(world.calls().values())
+    world.figures["vsphere_calls_by_method"] = world.calls()
+    for (tenant, vm_name), node in zip(vms, nodes, strict=True):
+        vm = world.admins[tenant].vm(vm_name)
+        assert node["spec"]["providerID"] == f"vsphere://{vm.config.uuid.lower()}"
+        labels = node["metadata"]["labels"]
+        assert labels["node.kubernetes.io/instance-type"] == "vsphere-vm.cpu-2.mem-4gb.os-ubuntu"
+        assert labels["topology.kubernetes.io/zone"] == f"zone-{tenant[-1]}"
+        assert labels["topology.kubernetes.io/region"] == "region-1"
+        addresses = {(a["type"], a["address"]) for a in node["status"]["addresses"]}
+        assert ("InternalIP", vm.guest.net[0].ipAddress[0]) in addresses
+    text = log.read_text()
+    assert "session not authenticated during read the VM inventory; logging in again" in text
+    assert "permission denied: the user lacks privilege System.Modify" in text
+    assert "SystemError: Operation timed out" in text
+    assert "login failed" not in text
+
+    # -- power off -> shutdown taint; power on -> removed (vCenter B) -------------------------
+    phase = time.monotonic()
+    off_key = ("vc-b", "DC0_C0_RP0_VM0")
+    off = vms[off_key]
+    world.admins["vc-b"].power_off(off_key[1])
+    await _set_ready(kube, off, "Unknown")  # kubelet stops posting
+    await eventually(lambda: _has(kube, off, SHUTDOWN))
+    world.figures["shutdown_taint_s"] = round(time.monotonic() - phase, 2)
+    world.admins["vc-b"].power_on(off_key[1])
+    await _set_ready(kube, off, "True")  # kubelet is back
+    await eventually(lambda: _lacks(kube, off, SHUTDOWN))
+
+    # -- destroyed VM -> Node deleted (vCenter A) ---------------------------------------------
+    phase = time.monotonic()
+    gone_key = ("vc-a", "DC0_C0_RP0_VM1")
+    world.admins["vc-a"].destroy(gone_key[1])
+    await _set_ready(kube, vms[gone_key], "Unknown")
+    await eventually(lambda: _deleted(kube, vms[gone_key]))
+    world.figures["node_deleted_s"] = round(time.monotonic() - phase, 2)
+    for key, name in vms.items():  # nobody else was touched
+        if key != gone_key:
+            assert SHUTDOWN not in await _taints(kube, name)
+    world.figures["vsphere_calls_total"] = sum(world.calls().values())
+    tasks = {op: n for op, n in world.calls().items() if op.endswith("_Task")}
+    # the test's own power-off, power-on and destroy: kccm never changes vSphere
+    assert tasks == {"PowerOffVM_Task": 2, "PowerOnVM_Task": 1, "Destroy_Task": 1}
+    world.figures["vsphere_writes_by_kccm"] = 0
+    print("\nvsphere e2e figures:", json.dumps(world.figures, indent=1))
+    if report := os.environ.get("KCCM_VSPHERE_E2E_REPORT"):
+        await asyncio.to_thread(Path(report).write_text, json.dumps(world.figures, indent=1))
+
+
+async def _has(kube: KubeApiClient, name: str, taint: str) -> bool:
+    return taint in await _taints(kube, name)
+
+
+async def _lacks(kube: KubeApiClient, name: str, taint: str) -> bool:
+    return taint not in await _taints(kube, name)
+
+
+async def _deleted(kube: KubeApiClient, name: str) -> bool:
+    try:
+        await kube.get(NODES, name)
+    except NotFound:
+        return True
+    return False
+
+
+async def test_wrong_password_at_start_is_one_line_and_exit_2(world: World) -> None:
+    sim = world.sims["vc-a"]
+    config = sim.ini_section().replace("password = pass", "password = wrong") + (
+        "\n[Labels]\nzone = k8s-zone\nregion = k8s-region\n"
+    )
+    proc, log = world.start(config)
+    code = await asyncio.to_thread(proc.wait, 60)
+    assert code == 2
+    errors = [line for line in log.read_text().splitlines() if "login failed" in line]
+    assert len(errors) == 1, log.read_text()
+    assert "incorrect user name or password" in errors[0]
+    assert "wrong" not in errors[0]
+
+
+async def test_wrong_password_in_the_secret_is_one_line_and_exit_2(
+    world: World, kube: KubeApiClient
+) -> None:
+    sim = world.sims["vc-a"]
+    secret = unique_name("vsphere-bad-creds")
+    values = {f"{sim.host}.username": "user", f"{sim.host}.password": "not-it"}
+    await kube.create(
+        SECRETS,
+        {
+            "metadata": {"name": secret, "namespace": "kube-system"},
+            "data": {k: base64.b64encode(v.encode()).decode() for k, v in values.items()},
+        },
+    )
+    try:
+        config = (
+            f"[Global]\nsecret-name = {secret}\nsecret-namespace = kube-system\n"
+            f'[VirtualCenter "vc-a"]\nserver = {sim.host}\nport = {sim.port}\n'
+            "insecure-flag = true\n"
+        )
+        proc, log = world.start(config)
+        code = await asyncio.to_thread(proc.wait, 60)
+        text = await asyncio.to_thread(log.read_text)
+        assert code == 2, text
+        errors = [line for line in text.splitlines() if "login failed" in line]
+        assert len(errors) == 1, text
+        assert "not-it" not in text
+    finally:
+        await kube.delete(SECRETS, secret, namespace="kube-system")

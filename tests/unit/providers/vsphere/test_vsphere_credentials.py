@@ -1,0 +1,87 @@
+"""Credentials Secrets read as upstream's credentialmanager parseConfig reads them."""
+
+from __future__ import annotations
+
+import base64
+
+import pytest
+
+from kccm.providers.vsphere.config import load_vsphere_config
+from kccm.providers.vsphere.credentials import (
+    Credential,
+    CredentialError,
+    CredentialStore,
+    parse_secret_data,
+)
+
+
+@pytest.mark.parametrize(
+    ("data", "expected"),
+    [
+        (
+            {"vc1.username": b"a\n", "vc1.password": b"b"},
+            {"vc1": Credential("a", "b")},
+        ),
+        (
+            {"server_x": "fd01::1", "username_x": "u", "password_x": "p"},
+            {"fd01::1": Credential("u", "p")},
+        ),
+    ],
+    ids=["dotted-keys", "ipv6-alternative-keys"],
+)
+def test_secret_formats(data: dict[str, bytes | str], expected: dict[str, Credential]) -> None:
+    assert parse_secret_data(data) == expected
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ({}, "no credentials"),
+        ({"vc1.username": b"a"}, "Username/Password is missing for server 'vc1'"),
+        ({"server_x": "h", "username_x": "u"}, "'password_x' is missing"),
+        ({"surprise": "v"}, "unknown secret key 'surprise'"),
+    ],
+    ids=["empty", "no-password", "alt-missing-password", "unknown-key"],
+)
+def test_bad_secrets_name_the_key_not_the_value(data: dict[str, bytes | str], message: str) -> None:
+    with pytest.raises(CredentialError, match=message) as err:
+        parse_secret_data(data)
+    assert "hunter" not in str(err.value)
+
+
+def _secret(version: str, password: str) -> dict[str, object]:
+    enc = base64.b64encode
+    return {
+        "metadata": {"resourceVersion": version},
+        "data": {
+            "vc.example.username": enc(b"admin").decode(),
+            "vc.example.password": enc(password.encode()).decode(),
+        },
+    }
+
+
+def test_store_follows_the_secret_and_keeps_the_last_on_delete() -> None:
+    config = load_vsphere_config(
+        '[Global]\nsecret-name = c\nsecret-namespace = ns\n[VirtualCenter "vc.example"]\n'
+    )
+    store = CredentialStore(config)
+    vc = config.vcenters["vc.example"]
+    with pytest.raises(CredentialError, match="no credentials in secret ns/c"):
+        store.get(vc)
+    store.update("Global", _secret("1", "one"))
+    assert store.get(vc).password == "one"
+    store.update("Global", _secret("2", "two"))
+    assert store.get(vc).password == "two"
+    store.update("Global", None)
+    assert store.get(vc).password == "two"
+    assert "two" not in repr(store.get(vc))
+
+
+def test_secrets_directory(tmp_path: pytest.TempPathFactory) -> None:
+    directory = tmp_path
+    (directory / "vc.example.username").write_text("admin\n")  # type: ignore[operator]
+    (directory / "vc.example.password").write_text("pw\n")  # type: ignore[operator]
+    config = load_vsphere_config(
+        f'[Global]\nsecrets-directory = {directory}\n[VirtualCenter "vc.example"]\n'
+    )
+    assert CredentialStore(config).get(config.vcenters["vc.example"]) == Credential("admin", "pw")
