@@ -81,6 +81,7 @@ class AWSAPI:
         client_config = botocore.config.Config(retries=retries)
         self.ec2 = self._client(session, config, "ec2", client_config)
         self.elbv2 = self._client(session, config, "elbv2", client_config)
+        self.elb = self._client(session, config, "elb", client_config)  # Classic ELB
         self._counts: Counter[str] = Counter()
         self._lock = threading.Lock()
 
@@ -88,7 +89,7 @@ class AWSAPI:
     def _client(
         session: Any, config: AWSCloudConfig, name: str, client_config: botocore.config.Config
     ) -> Any:
-        override = config.endpoint(name)
+        override = config.endpoint(name) or (config.endpoint("elbv2") if name == "elb" else None)
         kwargs: dict[str, Any] = {"region_name": config.region, "config": client_config}
         if override is not None:
             kwargs["endpoint_url"] = override.url
@@ -99,6 +100,7 @@ class AWSAPI:
     def call(self, service: str, operation: str, **params: Any) -> dict[str, Any]:
         """Call ``operation`` (boto3's snake_case name) of ``ec2`` or ``elbv2``."""
         client = self.ec2 if service == "ec2" else self.elbv2
+        client = self.elb if service == "elb" else client
         with self._lock:
             self._counts[f"{service}:{operation}"] += 1
         try:

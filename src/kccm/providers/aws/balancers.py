@@ -1,0 +1,213 @@
+"""The aws provider's LoadBalancer capability: upstream's dispatch between the balancer kinds.
+
+Upstream ``EnsureLoadBalancer`` (``pkg/providers/v1/aws.go``) makes a Network Load Balancer
+only for ``service.beta.kubernetes.io/aws-load-balancer-type: nlb``; ``external`` and
+``nlb-ip`` belong to the AWS Load Balancer Controller; anything else, the annotation absent
+included, gets a Classic ELB. The NLB path also opens the node security group to the NLB's
+clients and health checks (``updateInstanceSecurityGroupsForNLB``), done here around the NLB
+code so that the two stay independent.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from kccm.cloudprovider import (
+    CloudProviderError,
+    ImplementedElsewhere,
+    LoadBalancerStatus,
+    Node,
+    Service,
+    default_load_balancer_name,
+)
+from kccm.providers.aws.annotations import (
+    ANNOTATION_PREFIX,
+    TYPE,
+    LoadBalancerSpec,
+    ProbeMode,
+    ServiceAnnotationError,
+    handled_elsewhere,
+    load_balancer_spec,
+)
+from kccm.providers.aws.api import AWSAPI
+from kccm.providers.aws.classic import ClassicLoadBalancers
+from kccm.providers.aws.config import AWSGlobalConfig
+from kccm.providers.aws.loadbalancer import NetworkLoadBalancers, target_instance_ids
+from kccm.providers.aws.securitygroups import NodePorts, SecurityGroups
+from kccm.providers.aws.sgrules import source_ranges
+from kccm.providers.aws.tags import ClusterTagging
+
+__all__ = ["CLASSIC_HOST_SUFFIX", "ServiceLoadBalancers", "is_nlb", "service_load_balancers"]
+
+log = logging.getLogger(__name__)
+
+CLASSIC_HOST_SUFFIX = ".elb.amazonaws.com"
+"""Upstream ``validateServiceAnnotations``: a Classic ELB's hostname ends so; an NLB's is
+``.elb.<region>.amazonaws.com``."""
+TARGET_GROUP_ATTRIBUTES = ANNOTATION_PREFIX + "target-group-attributes"
+
+
+def _annotations(service: Service) -> Mapping[str, str]:
+    return (service.get("metadata") or {}).get("annotations") or {}
+
+
+def is_nlb(service: Service) -> bool:
+    """Upstream ``isNLB``: only the value ``nlb``."""
+    return _annotations(service).get(TYPE) == "nlb"
+
+
+def check_kind_unchanged(service: Service) -> None:
+    """Upstream ``validateServiceAnnotations``: a published balancer's kind cannot change."""
+    if TARGET_GROUP_ATTRIBUTES in _annotations(service) and not is_nlb(service):
+        raise ServiceAnnotationError("target group attributes annotation is only supported for NLB")
+    ingress = ((service.get("status") or {}).get("loadBalancer") or {}).get("ingress") or []
+    hostname = str((ingress[0] if ingress else {}).get("hostname") or "")
+    if not hostname:
+        return
+    classic_host = hostname.endswith(CLASSIC_HOST_SUFFIX)
+    if is_nlb(service) and classic_host:
+        raise ServiceAnnotationError(
+            f'cannot update Load Balancer Type annotation "{TYPE}" after creation for NLB '
+            f"(the Service is published on the Classic ELB {hostname}; recreate the Service "
+            "to change the kind)"
+        )
+    if not is_nlb(service) and not classic_host:
+        raise ServiceAnnotationError(
+            f'cannot update Load Balancer Type annotation "{TYPE}" after creation for Classic '
+            f"Load Balancer (the Service is published on the NLB {hostname}: set {TYPE}: nlb "
+            "to keep it: earlier kccm versions made NLBs without the annotation, upstream and "
+            "kccm make a Classic ELB)"
+        )
+
+
+class ServiceLoadBalancers:
+    """The LoadBalancer capability: Classic ELB by default, NLB for ``type: nlb``."""
+
+    def __init__(
+        self,
+        api: AWSAPI,
+        tagging: ClusterTagging,
+        nlb: NetworkLoadBalancers,
+        groups: SecurityGroups,
+        probe: ProbeMode = ProbeMode(),  # noqa: B008
+    ) -> None:
+        self._api = api
+        self._nlb = nlb
+        self._groups = groups
+        self._probe = probe
+        self.classic = ClassicLoadBalancers(api, tagging, groups, self._subnets, probe)
+
+    def _subnets(self, internal: bool, names: tuple[str, ...]) -> list[str]:
+        """The NLB code's subnet discovery (upstream uses the same for both kinds)."""
+        return self._nlb._subnets(LoadBalancerSpec("", "", (), internal=internal, subnets=names))
+
+    # -- LoadBalancer -------------------------------------------------------------------------
+
+    def get_load_balancer_name(self, cluster_name: str, service: Service) -> str:
+        return default_load_balancer_name(service)
+
+    def get_load_balancer(
+        self, cluster_name: str, service: Service
+    ) -> tuple[LoadBalancerStatus | None, bool]:
+        if handled_elsewhere(service):
+            return None, False
+        if is_nlb(service):
+            return self._nlb.get_load_balancer(cluster_name, service)
+        return self.classic.get(service)
+
+    def ensure_load_balancer(
+        self, cluster_name: str, service: Service, nodes: Sequence[Node]
+    ) -> LoadBalancerStatus:
+        if handled_elsewhere(service):
+            raise ImplementedElsewhere()
+        check_kind_unchanged(service)
+        if not is_nlb(service):
+            return self.classic.ensure(service, nodes)
+        status = self._nlb.ensure_load_balancer(cluster_name, service, nodes)
+        self._sync_nlb_rules(service, nodes)
+        return status
+
+    def update_load_balancer(
+        self, cluster_name: str, service: Service, nodes: Sequence[Node]
+    ) -> None:
+        if handled_elsewhere(service):
+            raise ImplementedElsewhere()
+        if not is_nlb(service):
+            self.classic.update(service, nodes)
+            return
+        self._nlb.update_load_balancer(cluster_name, service, nodes)
+        self._sync_nlb_rules(service, nodes)
+
+    def ensure_load_balancer_deleted(self, cluster_name: str, service: Service) -> None:
+        if handled_elsewhere(service):
+            return
+        if not is_nlb(service):
+            self.classic.delete(service)
+            # an NLB of this name (kccm before Classic ELB support made NLBs by default)
+            if self._nlb_of(service) is None:
+                return
+        self._nlb.ensure_load_balancer_deleted(cluster_name, service)
+        name = default_load_balancer_name(service)
+        self._groups.sync_nlb_rules(name, (), (), (), None)
+
+    # -- the NLB's node security-group rules ----------------------------------------------------
+
+    def _nlb_of(self, service: Service) -> Mapping[str, Any] | None:
+        name = default_load_balancer_name(service)
+        try:
+            found = self._api.call("elbv2", "describe_load_balancers", Names=[name])
+        except CloudProviderError as err:
+            if str(getattr(err, "code", "")) == "LoadBalancerNotFound":
+                return None
+            raise
+        balancers = found.get("LoadBalancers") or []
+        return balancers[0] if balancers else None
+
+    def _sync_nlb_rules(self, service: Service, nodes: Sequence[Node]) -> None:
+        """Upstream ``updateInstanceSecurityGroupsForNLB`` as called at the end of the NLB
+        branch of ``EnsureLoadBalancer`` (and so of ``UpdateLoadBalancer``)."""
+        if self._groups.disable_ingress:
+            return
+        spec = load_balancer_spec(service, self._probe)
+        lb = self._nlb_of(service)
+        if lb is None:
+            return
+        subnet_ids = sorted(z["SubnetId"] for z in lb.get("AvailabilityZones") or ())
+        subnets = self._api.pages("ec2", "describe_subnets", "Subnets", SubnetIds=subnet_ids)
+        cidrs = sorted({s["CidrBlock"] for s in subnets})
+        try:
+            clients = source_ranges(service)
+        except ValueError as err:
+            raise ServiceAnnotationError(str(err)) from None
+        instances = self._groups.instances(target_instance_ids(nodes, spec.target_labels))
+        ports = NodePorts(
+            traffic=frozenset(m.node_port for m in spec.mappings),
+            health=frozenset(
+                m.node_port if m.health.port == "traffic-port" else int(m.health.port)
+                for m in spec.mappings
+            ),
+            protocol="udp" if any(m.protocol == "UDP" for m in spec.mappings) else "tcp",
+        )
+        self._groups.sync_nlb_rules(
+            lb["LoadBalancerName"], instances.values(), cidrs, clients, ports
+        )
+
+
+def service_load_balancers(
+    api: AWSAPI,
+    tagging: ClusterTagging,
+    nlb: NetworkLoadBalancers,
+    glob: AWSGlobalConfig,
+    probe: ProbeMode,
+) -> ServiceLoadBalancers:
+    """The capability the provider hands out, from the cloud config's ``[Global]``."""
+    groups = SecurityGroups(
+        api,
+        tagging,
+        nlb.vpc_id,
+        disable_ingress=glob.disable_security_group_ingress,
+        elb_security_group=glob.elb_security_group,
+    )
+    return ServiceLoadBalancers(api, tagging, nlb, groups, probe)
