@@ -88,8 +88,22 @@ def classic_state(url: str, name: str) -> dict[str, Any]:
     }
 
 
-def classic_names(url: str) -> list[str]:
+def classic_names(url: str, vpc_id: str) -> list[str]:
+    """The Classic ELBs in ``vpc_id``."""
     return sorted(
         d["LoadBalancerName"]
         for d in elb_client(url).describe_load_balancers()["LoadBalancerDescriptions"]
+        if d.get("VPCId") == vpc_id
     )
+
+
+def certificate(url: str) -> str:
+    """An ACM certificate ARN moto knows (its Classic ELB refuses unknown ones)."""
+    acm = boto3.client(
+        "acm",
+        region_name=REGION,
+        endpoint_url=url,
+        aws_access_key_id=CREDENTIALS["AWS_ACCESS_KEY_ID"],
+        aws_secret_access_key=CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
+    )
+    return str(acm.request_certificate(DomainName="web.example.com")["CertificateArn"])

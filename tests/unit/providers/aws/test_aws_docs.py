@@ -12,7 +12,7 @@ from kccm.providers.aws.annotations import ANNOTATION_PREFIX, SUPPORTED, UNSUPPO
 
 ROOT = Path(__file__).resolve().parents[4]
 DOC = (ROOT / "docs" / "providers" / "aws.md").read_text()
-IAM_PREFIX = {"ec2": "ec2", "elbv2": "elasticloadbalancing"}
+IAM_PREFIX = {"ec2": "ec2", "elbv2": "elasticloadbalancing", "elb": "elasticloadbalancing"}
 TAGGING_ON_CREATE = {"elasticloadbalancing:AddTags"}
 
 
