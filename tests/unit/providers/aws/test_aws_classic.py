@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from aws_moto import World, clients, node_for
 from aws_sg_moto import (
-    classic_names,
     certificate,
+    classic_names,
     classic_state,
     elb_client,
     group_named,
