@@ -55,7 +55,7 @@ test: lint typecheck controlplane helm
 
 # The aws provider's whole suite: moto runs in-process as a real HTTP server (dev extra).
 test-aws: venv controlplane
-	$(PY) -m pytest tests/unit/providers/aws tests/conformance/test_aws.py tests/integration/test_aws_daemon.py
+	$(PY) -m pytest tests/unit/providers/aws tests/conformance/test_aws.py tests/integration/test_aws_daemon.py tests/integration/test_aws_migration.py
 
 demo: venv controlplane
 	$(PY) -m kccm dev demo

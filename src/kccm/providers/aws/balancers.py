@@ -58,28 +58,30 @@ def is_nlb(service: Service) -> bool:
     return _annotations(service).get(TYPE) == "nlb"
 
 
-def check_kind_unchanged(service: Service) -> None:
-    """Upstream ``validateServiceAnnotations``: a published balancer's kind cannot change."""
-    if TARGET_GROUP_ATTRIBUTES in _annotations(service) and not is_nlb(service):
-        raise ServiceAnnotationError("target group attributes annotation is only supported for NLB")
+def published_hostname(service: Service) -> str:
     ingress = ((service.get("status") or {}).get("loadBalancer") or {}).get("ingress") or []
-    hostname = str((ingress[0] if ingress else {}).get("hostname") or "")
-    if not hostname:
-        return
-    classic_host = hostname.endswith(CLASSIC_HOST_SUFFIX)
-    if is_nlb(service) and classic_host:
-        raise ServiceAnnotationError(
+    return str((ingress[0] if ingress else {}).get("hostname") or "")
+
+
+def kind_change_error(service: Service) -> ServiceAnnotationError | None:
+    """Upstream ``validateServiceAnnotations``: the published hostname's shape says which kind
+    of balancer serves the Service (a Classic ELB's ends ``.elb.amazonaws.com``); asking for
+    the other kind is refused. ``None`` when the kinds agree (or nothing is published)."""
+    hostname = published_hostname(service)
+    if not hostname or hostname.endswith(CLASSIC_HOST_SUFFIX) != is_nlb(service):
+        return None
+    if is_nlb(service):
+        return ServiceAnnotationError(
             f'cannot update Load Balancer Type annotation "{TYPE}" after creation for NLB '
             f"(the Service is published on the Classic ELB {hostname}; recreate the Service "
             "to change the kind)"
         )
-    if not is_nlb(service) and not classic_host:
-        raise ServiceAnnotationError(
-            f'cannot update Load Balancer Type annotation "{TYPE}" after creation for Classic '
-            f"Load Balancer (the Service is published on the NLB {hostname}: set {TYPE}: nlb "
-            "to keep it: earlier kccm versions made NLBs without the annotation, upstream and "
-            "kccm make a Classic ELB)"
-        )
+    return ServiceAnnotationError(
+        f'cannot update Load Balancer Type annotation "{TYPE}" after creation for Classic '
+        f"Load Balancer (the Service is published on the NLB {hostname}: set {TYPE}: nlb "
+        "to keep it: earlier kccm versions made NLBs without the annotation, upstream and "
+        "kccm make a Classic ELB)"
+    )
 
 
 class ServiceLoadBalancers:
@@ -122,7 +124,7 @@ class ServiceLoadBalancers:
     ) -> LoadBalancerStatus:
         if handled_elsewhere(service):
             raise ImplementedElsewhere()
-        check_kind_unchanged(service)
+        self._check_kind_unchanged(service)
         if not is_nlb(service):
             return self.classic.ensure(service, nodes)
         status = self._nlb.ensure_load_balancer(cluster_name, service, nodes)
@@ -151,6 +153,24 @@ class ServiceLoadBalancers:
         self._nlb.ensure_load_balancer_deleted(cluster_name, service)
         name = default_load_balancer_name(service)
         self._groups.sync_nlb_rules(name, (), (), (), None)
+
+    def _check_kind_unchanged(self, service: Service) -> None:
+        """Upstream's hostname check, confirmed with AWS before refusing: the balancer of the
+        kind asked for, publishing that very hostname, means the kind did not change (moto
+        names its NLBs like Classic ELBs: the shapes alone would refuse them)."""
+        if TARGET_GROUP_ATTRIBUTES in _annotations(service) and not is_nlb(service):
+            raise ServiceAnnotationError(
+                "target group attributes annotation is only supported for NLB"
+            )
+        error = kind_change_error(service)
+        if error is None:
+            return
+        if is_nlb(service):
+            lb = self._nlb_of(service)
+        else:
+            lb = self.classic.describe(default_load_balancer_name(service))
+        if lb is None or lb.get("DNSName") != published_hostname(service):
+            raise error
 
     # -- the NLB's node security-group rules ----------------------------------------------------
 
