@@ -20,6 +20,7 @@ from kccm.cloudprovider import (
     LoadBalancerIngress,
     LoadBalancerStatus,
     Node,
+    RetryError,
     Service,
     default_load_balancer_name,
 )
@@ -116,6 +117,8 @@ class ClassicLoadBalancers:
             lb = self._create(name, spec, subnets, group_ids)
         else:
             lb = self._sync(lb, spec, subnets, group_ids)
+        if not _uses_own_group(spec, self._groups.elb_security_group):
+            self._delete_leftover_group(name, (spec.security_groups, spec.extra_security_groups))
         if spec.ssl_policy is not None:
             self._ssl_policy(lb, spec.ssl_policy)
         self._sync_health(lb, spec)
@@ -224,12 +227,16 @@ class ClassicLoadBalancers:
             LoadBalancerName=name,
             SecurityGroups=wanted,
         )
-        # upstream removeOwnedSecurityGroups: the replaced groups the cluster owns go away
+        # upstream removeOwnedSecurityGroups: the replaced groups the cluster owns go away (one
+        # AWS still holds is retried by the leftover-group step of the following ensures)
         dropped = self._groups.describe(set(actual) - set(wanted))
         for gid, group in sorted(dropped.items()):
             self._groups.revoke_references(gid)
             if self._groups.is_owned(group):
-                self._groups.delete_groups([gid], name)
+                try:
+                    self._groups.delete_groups([gid], name)
+                except RetryError as err:
+                    log.info("%s", err)
         return True
 
     # -- create and sync ----------------------------------------------------------------------
@@ -462,6 +469,10 @@ class ClassicLoadBalancers:
                 LoadBalancerName=name,
                 Instances=[{"InstanceId": i} for i in remove],
             )
+
+
+def _uses_own_group(spec: ClassicSpec, elb_security_group: str) -> bool:
+    return not spec.security_groups and not elb_security_group
 
 
 def _other_policies(lb: LB) -> list[str]:

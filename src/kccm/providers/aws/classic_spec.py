@@ -135,8 +135,10 @@ class ClassicHealthCheck:
         }
 
     def matches(self, actual: Mapping[str, Any]) -> bool:
+        protocol, _, rest = str(actual.get("Target", "")).partition(":")
+        wanted_protocol, _, wanted_rest = self.target.partition(":")
         return (
-            str(actual.get("Target", "")).upper() == self.target.upper()
+            (protocol.upper(), rest) == (wanted_protocol.upper(), wanted_rest)
             and int(actual.get("HealthyThreshold", 0)) == self.healthy
             and int(actual.get("UnhealthyThreshold", 0)) == self.unhealthy
             and int(actual.get("Timeout", 0)) == self.timeout
@@ -180,6 +182,8 @@ class Attributes:
         differ on every call where AWS fills in defaults: a write each time; kccm writes
         only a real difference)."""
         wanted = self.api()
+        if not self.access_log:  # AWS keeps no bucket, prefix or interval for a disabled log
+            wanted["AccessLog"] = {"Enabled": False}
         return all(
             _normal((actual.get(section) or {}).get(key)) == _normal(value)
             for section, values in wanted.items()
