@@ -267,3 +267,74 @@ async def test_kccm_adopts_what_the_upstream_ccm_made_and_deletes_it_all(
         "security_groups": [],
         "node_group_rules": [],
     }
+
+
+async def _classic_instances(world: Any, name: str, wanted: set[str]) -> bool:
+    lb = await asyncio.to_thread(sg_support.classic_state, world.url, name)
+    return set(lb["instances"]) == wanted
+
+
+async def test_fresh_services_get_upstreams_balancers_and_node_rules(
+    kube: KubeApiClient,
+    kube_namespace: str,
+    kube_cleanup: KubeCleanup,
+    moto_url: str,
+    kccm: Callable[[Any], None],
+) -> None:
+    """kccm on its own: a Service without the type annotation gets a Classic ELB with its
+    group and the node rule, an NLB Service gets upstream's node rules; instances follow the
+    Nodes; deleting the Services leaves nothing."""
+    ns = kube_namespace
+    world = await asyncio.to_thread(
+        support.build_world, moto_url, f"new{uuid.uuid4().hex[:6]}", 2, 41
+    )
+    node_group = await asyncio.to_thread(sg_support.node_security_group, world)
+    first, second = list(world.instances)
+    kube_cleanup.add(NODES, world.instances[first])
+    await kube.create(NODES, ready_node(world, first))
+    await _make_ready(kube, world.instances[first])
+    kccm(world)
+    for body in (lb_service("classic", {}), lb_service("nlb", {TYPE: "nlb"})):
+        del body["metadata"]["finalizers"]  # new Services: kccm adds the finalizer itself
+        await kube.create(SERVICES, body, namespace=ns)
+
+    async def published() -> dict[str, Obj] | None:
+        found = {n: await kube.get(SERVICES, n, namespace=ns) for n in ("classic", "nlb")}
+        ok = all(
+            (s.get("status") or {}).get("loadBalancer", {}).get("ingress") for s in found.values()
+        )
+        return found if ok else None
+
+    services = await eventually(published)
+    classic_name = default_load_balancer_name(services["classic"])
+    nlb_name = default_load_balancer_name(services["nlb"])
+    lb = await asyncio.to_thread(sg_support.classic_state, world.url, classic_name)
+    assert services["classic"]["status"]["loadBalancer"]["ingress"] == [
+        {"hostname": lb["lb"]["DNSName"]}
+    ]
+    own = await asyncio.to_thread(
+        sg_support.group_named, world.url, world.vpc_id, f"k8s-elb-{classic_name}"
+    )
+    assert own is not None
+    node_port = services["nlb"]["spec"]["ports"][0]["nodePort"]
+    assert await asyncio.to_thread(sg_support.group_rules, world.url, node_group) == {
+        ("-1", None, None, own["GroupId"], ""),
+        ("tcp", node_port, node_port, "0.0.0.0/0", f"{layout.CLIENT}={nlb_name}"),
+        ("icmp", 3, 4, "0.0.0.0/0", layout.MTU),
+    }
+    assert await _classic_instances(world, classic_name, {first})
+
+    # a Node joins: its instance is registered with the Classic ELB
+    kube_cleanup.add(NODES, world.instances[second])
+    await kube.create(NODES, ready_node(world, second))
+    await _make_ready(kube, world.instances[second])
+    await eventually(lambda: _classic_instances(world, classic_name, {first, second}))
+
+    for name in ("classic", "nlb"):
+        await kube.delete(SERVICES, name, namespace=ns)
+
+    async def nothing_left() -> bool:
+        found = await asyncio.to_thread(_remains, world, node_group, [classic_name, nlb_name])
+        return not any(found.values())
+
+    await eventually(nothing_left)

@@ -210,9 +210,17 @@ class ServiceLoadBalancers:
             ),
             protocol="udp" if any(m.protocol == "UDP" for m in spec.mappings) else "tcp",
         )
-        self._groups.sync_nlb_rules(
-            lb["LoadBalancerName"], instances.values(), cidrs, clients, ports
-        )
+        name = lb["LoadBalancerName"]
+        if self._groups.sync_nlb_rules(name, instances.values(), cidrs, clients, ports):
+            self._undo_if_deleted(service)
+
+    def _undo_if_deleted(self, service: Service) -> None:
+        """Rules added while the Service was being deleted (an update racing the delete that
+        had already revoked them) would outlive the balancer: take them back."""
+        if self._nlb_of(service) is None:
+            name = default_load_balancer_name(service)
+            log.info("load balancer %s deleted meanwhile: revoking its rules again", name)
+            self._groups.sync_nlb_rules(name, (), (), (), None)
 
 
 def service_load_balancers(

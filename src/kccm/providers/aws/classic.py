@@ -12,7 +12,7 @@ tags, registered instances and the security-group rules (see ``securitygroups.py
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from kccm.cloudprovider import (
@@ -36,7 +36,7 @@ from kccm.providers.aws.classic_spec import (
     security_group_list,
 )
 from kccm.providers.aws.loadbalancer import target_instance_ids
-from kccm.providers.aws.securitygroups import SecurityGroups
+from kccm.providers.aws.securitygroups import Instance, SecurityGroups
 from kccm.providers.aws.tags import SERVICE_NAME_TAG, ClusterTagging, tag_dict
 
 __all__ = [
@@ -122,9 +122,7 @@ class ClassicLoadBalancers:
         if spec.ssl_policy is not None:
             self._ssl_policy(lb, spec.ssl_policy)
         self._sync_health(lb, spec)
-        self._groups.sync_elb_ingress(
-            self._balancer_group(lb, spec), instances.values(), deleting=False
-        )
+        self._sync_node_rule(lb, spec, instances.values())
         self._sync_instances(lb, set(instances))
         log.debug("load balancer %s of %s has DNS name %s", name, spec.service_key, lb["DNSName"])
         return classic_status(lb)
@@ -140,9 +138,7 @@ class ClassicLoadBalancers:
         if spec.ssl_policy is not None:
             self._ssl_policy(lb, spec.ssl_policy)
         self._sync_instances(lb, set(instances))
-        self._groups.sync_elb_ingress(
-            self._balancer_group(lb, spec), instances.values(), deleting=False
-        )
+        self._sync_node_rule(lb, spec, instances.values())
 
     def delete(self, service: Service) -> None:
         """Upstream ``EnsureLoadBalancerDeleted``: the node group rule, the balancer, then its
@@ -447,6 +443,14 @@ class ClassicLoadBalancers:
             LoadBalancerName=lb["LoadBalancerName"],
             HealthCheck=spec.health.api(),
         )
+
+    def _sync_node_rule(self, lb: LB, spec: ClassicSpec, instances: Iterable[Instance]) -> None:
+        """The node groups admit the balancer's group; a rule added while the Service was
+        being deleted (an update racing the delete) is taken back."""
+        lb_group = self._balancer_group(lb, spec)
+        added = self._groups.sync_elb_ingress(lb_group, instances, deleting=False)
+        if added and self.describe(lb["LoadBalancerName"]) is None:
+            self._groups.revoke_references(lb_group)
 
     def _sync_instances(self, lb: LB, wanted: set[str]) -> None:
         """Upstream ``ensureLoadBalancerInstances``: exactly ``wanted`` registered."""

@@ -38,7 +38,7 @@ from kccm.providers.aws.sgrules import (
 )
 from kccm.providers.aws.tags import OWNED, ClusterTagging, tag_dict
 
-__all__ = ["DELETE_RETRY_SECONDS", "NodePorts", "SecurityGroups"]
+__all__ = ["DELETE_RETRY_SECONDS", "Instance", "NodePorts", "SecurityGroups"]
 
 log = logging.getLogger(__name__)
 
@@ -288,12 +288,13 @@ class SecurityGroups:
 
     def sync_elb_ingress(
         self, lb_group: str, instances: Iterable[Instance], *, deleting: bool
-    ) -> None:
+    ) -> bool:
         """Upstream ``updateInstanceSecurityGroupsForLoadBalancer``: every node group of
         ``instances`` allows all traffic from ``lb_group``; a cluster-tagged group that no
-        longer needs it (or any group, when the balancer's group is being deleted) loses it."""
+        longer needs it (or any group, when the balancer's group is being deleted) loses it.
+        True when a rule was added."""
         if self.disable_ingress:
-            return
+            return False
         tagged = self.tagged()
         wanted = self.node_groups(instances, tagged)
         rule = Rule(ANY_PROTOCOL, group=lb_group)
@@ -306,6 +307,7 @@ class SecurityGroups:
                 self.revoke(gid, {rule})
         for gid in sorted(wanted):  # no rule of theirs names the balancer's group yet
             self.authorize(gid, {rule})
+        return bool(wanted)
 
     # -- NLB: clients, health checks and MTU discovery on the node security group -------------
 
@@ -316,11 +318,13 @@ class SecurityGroups:
         subnet_cidrs: Sequence[str],
         client_cidrs: Sequence[str],
         ports: NodePorts | None,
-    ) -> None:
+    ) -> bool:
         """Upstream ``updateInstanceSecurityGroupsForNLB``; ``ports=None`` removes the
-        balancer's rules from every cluster group (the Service is gone)."""
+        balancer's rules from every cluster group (the Service is gone). True when a rule was
+        added."""
         if self.disable_ingress:
-            return
+            return False
+        added = False
         groups = self.tagged()
         wanted = self.node_groups(instances, groups) if ports is not None else set()
         missing = wanted - groups.keys()
@@ -340,9 +344,11 @@ class SecurityGroups:
                         health_desc, "tcp", ports.health, subnet_cidrs
                     )
             for desc in (health_desc, client_desc):
+                added = added or bool(desired[desc] - rules)
                 rules = self._sync_described(gid, rules, desc, desired[desc])
             if rules != current or _descriptions(rules) != _descriptions(current):
                 self._sync_described(gid, rules, NLB_MTU_RULE, mtu_rules(rules))
+        return added
 
     def _sync_described(
         self, group_id: str, rules: set[Rule], description: str, desired: set[Rule]
