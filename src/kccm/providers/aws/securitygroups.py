@@ -17,6 +17,7 @@ Every read and write goes through ``AWSAPI.call``; a rule already present is nev
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -79,6 +80,10 @@ class SecurityGroups:
         self._vpc_id = vpc_id
         self.disable_ingress = disable_ingress
         self.elb_security_group = elb_security_group
+        self._node_rules = threading.Lock()
+        """Node-group rules are read, compared and written under this lock: two balancers'
+        syncs interleaved would each keep the MTU rule for the other's client rule and leave
+        it behind when both go (a race upstream's concurrent workers have too)."""
 
     # -- reads --------------------------------------------------------------------------------
 
@@ -295,6 +300,12 @@ class SecurityGroups:
         True when a rule was added."""
         if self.disable_ingress:
             return False
+        with self._node_rules:
+            return self._sync_elb_ingress(lb_group, instances, deleting=deleting)
+
+    def _sync_elb_ingress(
+        self, lb_group: str, instances: Iterable[Instance], *, deleting: bool
+    ) -> bool:
         tagged = self.tagged()
         wanted = self.node_groups(instances, tagged)
         rule = Rule(ANY_PROTOCOL, group=lb_group)
@@ -324,6 +335,17 @@ class SecurityGroups:
         added."""
         if self.disable_ingress:
             return False
+        with self._node_rules:
+            return self._sync_nlb_rules(lb_name, instances, subnet_cidrs, client_cidrs, ports)
+
+    def _sync_nlb_rules(
+        self,
+        lb_name: str,
+        instances: Iterable[Instance],
+        subnet_cidrs: Sequence[str],
+        client_cidrs: Sequence[str],
+        ports: NodePorts | None,
+    ) -> bool:
         added = False
         groups = self.tagged()
         wanted = self.node_groups(instances, groups) if ports is not None else set()

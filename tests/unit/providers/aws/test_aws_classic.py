@@ -453,3 +453,27 @@ def test_the_kind_of_a_published_balancer_cannot_change(
     svc["status"] = {"loadBalancer": {"ingress": [{"hostname": hostname}]}}
     with pytest.raises(ServiceAnnotationError, match="cannot update Load Balancer Type"):
         _lb(cloud).ensure_load_balancer("k", svc, nodes(world))
+
+
+def test_an_nlb_publishing_its_own_hostname_is_not_a_kind_change(
+    cloud: AWSCloud, world: World, node_group: str
+) -> None:
+    """moto names NLBs like Classic ELBs: the hostname check is confirmed with AWS."""
+    svc = service(annotations={P + "type": "nlb"})
+    status = _lb(cloud).ensure_load_balancer("k", svc, nodes(world))
+    svc["status"] = {"loadBalancer": {"ingress": [{"hostname": status.ingress[0].hostname}]}}
+    assert _lb(cloud).ensure_load_balancer("k", svc, nodes(world)) == status
+
+
+def test_deleting_a_service_removes_the_nlb_an_earlier_kccm_made_without_the_annotation(
+    cloud: AWSCloud, world: World, node_group: str
+) -> None:
+    svc = service(annotations={P + "type": "nlb"})
+    _lb(cloud).ensure_load_balancer("k", svc, nodes(world))
+    svc["metadata"]["annotations"] = {}
+    _lb(cloud).ensure_load_balancer_deleted("k", svc)
+    _, elbv2 = clients(world.url)
+    assert [
+        lb for lb in elbv2.describe_load_balancers()["LoadBalancers"] if lb["VpcId"] == world.vpc_id
+    ] == []
+    assert group_rules(world.url, node_group) == set()
