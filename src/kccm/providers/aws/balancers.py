@@ -117,7 +117,10 @@ class ServiceLoadBalancers:
             return None, False
         if is_nlb(service):
             return self._nlb.get_load_balancer(cluster_name, service)
-        return self.classic.get(service)
+        status, exists = self.classic.get(service)
+        if not exists and self._nlb_of(service) is not None:
+            return self._nlb.get_load_balancer(cluster_name, service)  # made by an older kccm
+        return status, exists
 
     def ensure_load_balancer(
         self, cluster_name: str, service: Service, nodes: Sequence[Node]
@@ -150,8 +153,11 @@ class ServiceLoadBalancers:
             # an NLB of this name (kccm before Classic ELB support made NLBs by default)
             if self._nlb_of(service) is None:
                 return
-        self._nlb.ensure_load_balancer_deleted(cluster_name, service)
+        # the node rules before the balancer (a failure leaves the balancer for the retry to
+        # find) and after it, as upstream (a rule an update racing this delete added is gone)
         name = default_load_balancer_name(service)
+        self._groups.sync_nlb_rules(name, (), (), (), None)
+        self._nlb.ensure_load_balancer_deleted(cluster_name, service)
         self._groups.sync_nlb_rules(name, (), (), (), None)
 
     def _check_kind_unchanged(self, service: Service) -> None:

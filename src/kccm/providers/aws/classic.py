@@ -103,8 +103,16 @@ class ClassicLoadBalancers:
     # -- the LoadBalancer methods (the dispatcher picks this class) -----------------------------
 
     def get(self, service: Service) -> tuple[LoadBalancerStatus | None, bool]:
-        lb = self.describe(default_load_balancer_name(service))
-        return (None, False) if lb is None else (classic_status(lb), True)
+        """The balancer's status; a balancer already deleted whose own security group AWS
+        still held counts as existing, so that the service controller calls delete again
+        (upstream waits for the group inside its delete instead)."""
+        name = default_load_balancer_name(service)
+        lb = self.describe(name)
+        if lb is not None:
+            return classic_status(lb), True
+        group = self._groups.by_name(security_group_name(name))
+        leftover = group is not None and self._tagging.owns(group.get("Tags"))
+        return None, leftover
 
     def ensure(self, service: Service, nodes: Sequence[Node]) -> LoadBalancerStatus:
         spec = classic_spec(service, self._probe)

@@ -477,3 +477,26 @@ def test_deleting_a_service_removes_the_nlb_an_earlier_kccm_made_without_the_ann
         lb for lb in elbv2.describe_load_balancers()["LoadBalancers"] if lb["VpcId"] == world.vpc_id
     ] == []
     assert group_rules(world.url, node_group) == set()
+
+
+def test_a_deleted_balancer_whose_group_remains_still_exists_for_the_controller(
+    cloud: AWSCloud, world: World, node_group: str
+) -> None:
+    """So that the service controller calls delete again (it asks first, as upstream)."""
+    svc = service()
+    lb = _lb(cloud)
+    lb.ensure_load_balancer("k", svc, nodes(world))
+    elb_client(world.url).delete_load_balancer(LoadBalancerName=default_load_balancer_name(svc))
+    assert lb.get_load_balancer("k", svc) == (None, True)
+    lb.ensure_load_balancer_deleted("k", svc)
+    assert lb.get_load_balancer("k", svc) == (None, False)
+
+
+def test_an_older_kccms_nlb_without_the_annotation_exists_for_the_controller(
+    cloud: AWSCloud, world: World
+) -> None:
+    svc = service(annotations={P + "type": "nlb"})
+    lb = _lb(cloud)
+    status = lb.ensure_load_balancer("k", svc, nodes(world))
+    svc["metadata"]["annotations"] = {}
+    assert lb.get_load_balancer("k", svc) == (status, True)
