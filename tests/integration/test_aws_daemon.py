@@ -211,7 +211,10 @@ def _ready(status: str) -> dict[str, str]:
 
 def lb_service(name: str) -> Obj:
     return {
-        "metadata": {"name": name},
+        "metadata": {
+            "name": name,
+            "annotations": {"service.beta.kubernetes.io/aws-load-balancer-type": "nlb"},
+        },
         "spec": {
             "type": "LoadBalancer",
             "ports": [{"name": "http", "port": 80, "protocol": "TCP"}],

@@ -101,7 +101,7 @@ class AWSAPI:
     def _client(
         session: Any, config: AWSCloudConfig, name: str, client_config: botocore.config.Config
     ) -> Any:
-        override = config.endpoint(name)
+        override = config.endpoint(name) or (config.endpoint("elbv2") if name == "elb" else None)
         kwargs: dict[str, Any] = {"region_name": config.region, "config": client_config}
         if override is not None:
             kwargs["endpoint_url"] = override.url

@@ -100,7 +100,9 @@ class AWSGlobalConfig:
     kubernetes_cluster_id: str = ""
     """The cluster ID: resources carry the ``kubernetes.io/cluster/<id>`` tag."""
     disable_security_group_ingress: bool = False
-    """Accepted for compatibility; kccm never edits security groups (see docs)."""
+    """Leave the nodes' security groups alone (no rules for load balancers), as upstream."""
+    elb_security_group: str = ""
+    """A security group every Classic ELB uses instead of a group of its own, as upstream."""
     node_ip_families: list[str] = setting(default_factory=list)
     """``ipv4`` and/or ``ipv6``, in order of preference (default: ``ipv4``)."""
     cluster_service_load_balancer_health_probe_mode: str = ""

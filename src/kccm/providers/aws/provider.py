@@ -1,4 +1,4 @@
-"""The ``aws`` cloud provider: EC2 instances, VPC routes and NLBs through boto3."""
+"""The ``aws`` cloud provider: EC2 instances, VPC routes, Classic ELBs and NLBs through boto3."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from kccm.cloudprovider import ControllerClientBuilder, InstancesV2, LoadBalance
 from kccm.cloudprovider.apicalls import CloudAPICalls
 from kccm.providers.aws.annotations import ProbeMode
 from kccm.providers.aws.api import AWSAPI
+from kccm.providers.aws.balancers import service_load_balancers
 from kccm.providers.aws.config import AWSCloudConfig, CheckedAWSCloudConfig, load_aws_config
 from kccm.providers.aws.instances import EC2Instances
 from kccm.providers.aws.loadbalancer import NetworkLoadBalancers
@@ -43,6 +44,9 @@ class AWSCloud:
         self._balancers = NetworkLoadBalancers(
             self.api, self.tagging, vpc_id=glob.vpc, subnet_id=glob.subnet_id, probe=probe
         )
+        self._service_balancers = service_load_balancers(
+            self.api, self.tagging, self._balancers, glob, probe
+        )
         self._routes = VPCRoutes(
             self.api,
             self.tagging,
@@ -61,7 +65,7 @@ class AWSCloud:
         )
 
     def load_balancer(self) -> LoadBalancer | None:
-        return self._balancers
+        return self._service_balancers
 
     def instances(self) -> None:
         return None

@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 
 from kccm.providers.aws.annotations import ANNOTATION_PREFIX, SUPPORTED, UNSUPPORTED
+from kccm.providers.aws.classic_spec import CLASSIC_ANNOTATIONS
 
 ROOT = Path(__file__).resolve().parents[4]
 DOC = (ROOT / "docs" / "providers" / "aws.md").read_text()
@@ -46,7 +47,8 @@ def test_the_iam_policy_lists_exactly_the_calls_made() -> None:
 
 def test_the_annotation_tables_match_the_code() -> None:
     documented = set(re.findall(r"`(aws-load-balancer-[a-z0-9-]+)`", DOC))
-    suffixes = {a.removeprefix(ANNOTATION_PREFIX) for a in SUPPORTED + UNSUPPORTED}
+    code = SUPPORTED + UNSUPPORTED + CLASSIC_ANNOTATIONS
+    suffixes = {a.removeprefix(ANNOTATION_PREFIX) for a in code}
     mentioned_short = set(re.findall(r"`-([a-z0-9-]+)`", DOC))
     full = {d.removeprefix("aws-load-balancer-") for d in documented} | mentioned_short
     assert suffixes <= full

@@ -31,7 +31,7 @@ def service(
             "name": "web",
             "namespace": "shop",
             "uid": str(uuid.uuid4()),
-            "annotations": annotations or {},
+            "annotations": {P + "type": "nlb", **(annotations or {})},
         },
         "spec": {
             "type": "LoadBalancer",

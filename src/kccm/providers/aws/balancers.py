@@ -1,0 +1,249 @@
+"""The aws provider's LoadBalancer capability: upstream's dispatch between the balancer kinds.
+
+Upstream ``EnsureLoadBalancer`` (``pkg/providers/v1/aws.go``) makes a Network Load Balancer
+only for ``service.beta.kubernetes.io/aws-load-balancer-type: nlb``; ``external`` and
+``nlb-ip`` belong to the AWS Load Balancer Controller; anything else, the annotation absent
+included, gets a Classic ELB. The NLB path also opens the node security group to the NLB's
+clients and health checks (``updateInstanceSecurityGroupsForNLB``), done here around the NLB
+code so that the two stay independent.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from kccm.cloudprovider import (
+    CloudProviderError,
+    ImplementedElsewhere,
+    LoadBalancerStatus,
+    Node,
+    Service,
+    default_load_balancer_name,
+)
+from kccm.providers.aws.annotations import (
+    ANNOTATION_PREFIX,
+    TYPE,
+    LoadBalancerSpec,
+    ProbeMode,
+    ServiceAnnotationError,
+    handled_elsewhere,
+    load_balancer_spec,
+)
+from kccm.providers.aws.api import AWSAPI
+from kccm.providers.aws.classic import ClassicLoadBalancers
+from kccm.providers.aws.config import AWSGlobalConfig
+from kccm.providers.aws.loadbalancer import NetworkLoadBalancers, target_instance_ids
+from kccm.providers.aws.securitygroups import NodePorts, SecurityGroups
+from kccm.providers.aws.sgrules import source_ranges
+from kccm.providers.aws.tags import ClusterTagging
+
+__all__ = ["CLASSIC_HOST_SUFFIX", "ServiceLoadBalancers", "is_nlb", "service_load_balancers"]
+
+log = logging.getLogger(__name__)
+
+CLASSIC_HOST_SUFFIX = ".elb.amazonaws.com"
+"""Upstream ``validateServiceAnnotations``: a Classic ELB's hostname ends so; an NLB's is
+``.elb.<region>.amazonaws.com``."""
+TARGET_GROUP_ATTRIBUTES = ANNOTATION_PREFIX + "target-group-attributes"
+
+
+def _annotations(service: Service) -> Mapping[str, str]:
+    return (service.get("metadata") or {}).get("annotations") or {}
+
+
+def is_nlb(service: Service) -> bool:
+    """Upstream ``isNLB``: only the value ``nlb``."""
+    return _annotations(service).get(TYPE) == "nlb"
+
+
+def published_hostname(service: Service) -> str:
+    ingress = ((service.get("status") or {}).get("loadBalancer") or {}).get("ingress") or []
+    return str((ingress[0] if ingress else {}).get("hostname") or "")
+
+
+def kind_change_error(service: Service) -> ServiceAnnotationError | None:
+    """Upstream ``validateServiceAnnotations``: the published hostname's shape says which kind
+    of balancer serves the Service (a Classic ELB's ends ``.elb.amazonaws.com``); asking for
+    the other kind is refused. ``None`` when the kinds agree (or nothing is published)."""
+    hostname = published_hostname(service)
+    if not hostname or hostname.endswith(CLASSIC_HOST_SUFFIX) != is_nlb(service):
+        return None
+    if is_nlb(service):
+        return ServiceAnnotationError(
+            f'cannot update Load Balancer Type annotation "{TYPE}" after creation for NLB '
+            f"(the Service is published on the Classic ELB {hostname}; recreate the Service "
+            "to change the kind)"
+        )
+    return ServiceAnnotationError(
+        f'cannot update Load Balancer Type annotation "{TYPE}" after creation for Classic '
+        f"Load Balancer (the Service is published on the NLB {hostname}: set {TYPE}: nlb "
+        "to keep it: earlier kccm versions made NLBs without the annotation, upstream and "
+        "kccm make a Classic ELB)"
+    )
+
+
+class ServiceLoadBalancers:
+    """The LoadBalancer capability: Classic ELB by default, NLB for ``type: nlb``."""
+
+    def __init__(
+        self,
+        api: AWSAPI,
+        tagging: ClusterTagging,
+        nlb: NetworkLoadBalancers,
+        groups: SecurityGroups,
+        probe: ProbeMode = ProbeMode(),  # noqa: B008
+    ) -> None:
+        self._api = api
+        self._nlb = nlb
+        self._groups = groups
+        self._probe = probe
+        self.classic = ClassicLoadBalancers(api, tagging, groups, self._subnets, probe)
+        # an NLB is never created over a Classic ELB of the same name (a type change)
+        nlb.classic_exists = lambda name: self.classic.describe(name) is not None
+
+    def _subnets(self, internal: bool, names: tuple[str, ...]) -> list[str]:
+        """The NLB code's subnet discovery (upstream uses the same for both kinds)."""
+        return self._nlb.subnets.for_balancer(names, internal)
+
+    # -- LoadBalancer -------------------------------------------------------------------------
+
+    def get_load_balancer_name(self, cluster_name: str, service: Service) -> str:
+        return default_load_balancer_name(service)
+
+    def get_load_balancer(
+        self, cluster_name: str, service: Service
+    ) -> tuple[LoadBalancerStatus | None, bool]:
+        if handled_elsewhere(service):
+            return None, False
+        if is_nlb(service):
+            return self._nlb.get_load_balancer(cluster_name, service)
+        status, exists = self.classic.get(service)
+        if not exists and self._nlb_of(service) is not None:
+            return self._nlb.get_load_balancer(cluster_name, service)  # made by an older kccm
+        return status, exists
+
+    def ensure_load_balancer(
+        self, cluster_name: str, service: Service, nodes: Sequence[Node]
+    ) -> LoadBalancerStatus:
+        if handled_elsewhere(service):
+            raise ImplementedElsewhere()
+        self._check_kind_unchanged(service)
+        if not is_nlb(service):
+            return self.classic.ensure(service, nodes)
+        status = self._nlb.ensure_load_balancer(cluster_name, service, nodes)
+        self._sync_nlb_rules(service, nodes)
+        return status
+
+    def update_load_balancer(
+        self, cluster_name: str, service: Service, nodes: Sequence[Node]
+    ) -> None:
+        if handled_elsewhere(service):
+            raise ImplementedElsewhere()
+        if not is_nlb(service):
+            self.classic.update(service, nodes)
+            return
+        self._nlb.update_load_balancer(cluster_name, service, nodes)
+        self._sync_nlb_rules(service, nodes)
+
+    def ensure_load_balancer_deleted(self, cluster_name: str, service: Service) -> None:
+        if handled_elsewhere(service):
+            return
+        if not is_nlb(service):
+            self.classic.delete(service)
+            # an NLB of this name (kccm before Classic ELB support made NLBs by default)
+            if self._nlb_of(service) is None:
+                return
+        # the node rules before the balancer (a failure leaves the balancer for the retry to
+        # find) and after it, as upstream (a rule an update racing this delete added is gone)
+        name = default_load_balancer_name(service)
+        self._groups.sync_nlb_rules(name, (), (), (), None)
+        self._nlb.ensure_load_balancer_deleted(cluster_name, service)
+        self._groups.sync_nlb_rules(name, (), (), (), None)
+
+    def _check_kind_unchanged(self, service: Service) -> None:
+        """Upstream's hostname check, confirmed with AWS before refusing: the balancer of the
+        kind asked for, publishing that very hostname, means the kind did not change (moto
+        names its NLBs like Classic ELBs: the shapes alone would refuse them)."""
+        if TARGET_GROUP_ATTRIBUTES in _annotations(service) and not is_nlb(service):
+            raise ServiceAnnotationError(
+                "target group attributes annotation is only supported for NLB"
+            )
+        error = kind_change_error(service)
+        if error is None:
+            return
+        if is_nlb(service):
+            lb = self._nlb_of(service)
+        else:
+            lb = self.classic.describe(default_load_balancer_name(service))
+        if lb is None or lb.get("DNSName") != published_hostname(service):
+            raise error
+
+    # -- the NLB's node security-group rules ----------------------------------------------------
+
+    def _nlb_of(self, service: Service) -> Mapping[str, Any] | None:
+        name = default_load_balancer_name(service)
+        try:
+            found = self._api.call("elbv2", "describe_load_balancers", Names=[name])
+        except CloudProviderError as err:
+            if str(getattr(err, "code", "")) == "LoadBalancerNotFound":
+                return None
+            raise
+        balancers = found.get("LoadBalancers") or []
+        return balancers[0] if balancers else None
+
+    def _sync_nlb_rules(self, service: Service, nodes: Sequence[Node]) -> None:
+        """Upstream ``updateInstanceSecurityGroupsForNLB`` as called at the end of the NLB
+        branch of ``EnsureLoadBalancer`` (and so of ``UpdateLoadBalancer``)."""
+        if self._groups.disable_ingress:
+            return
+        spec = load_balancer_spec(service, self._probe)
+        lb = self._nlb_of(service)
+        if lb is None:
+            return
+        subnet_ids = sorted(z["SubnetId"] for z in lb.get("AvailabilityZones") or ())
+        subnets = self._api.pages("ec2", "describe_subnets", "Subnets", SubnetIds=subnet_ids)
+        cidrs = sorted({s["CidrBlock"] for s in subnets})
+        try:
+            clients = source_ranges(service)
+        except ValueError as err:
+            raise ServiceAnnotationError(str(err)) from None
+        instances = self._groups.instances(target_instance_ids(nodes, spec.target_labels))
+        ports = NodePorts(
+            traffic=frozenset(m.node_port for m in spec.mappings),
+            health=frozenset(
+                m.node_port if m.health.port == "traffic-port" else int(m.health.port)
+                for m in spec.mappings
+            ),
+            protocol="udp" if any(m.protocol == "UDP" for m in spec.mappings) else "tcp",
+        )
+        name = lb["LoadBalancerName"]
+        if self._groups.sync_nlb_rules(name, instances.values(), cidrs, clients, ports):
+            self._undo_if_deleted(service)
+
+    def _undo_if_deleted(self, service: Service) -> None:
+        """Rules added while the Service was being deleted (an update racing the delete that
+        had already revoked them) would outlive the balancer: take them back."""
+        if self._nlb_of(service) is None:
+            name = default_load_balancer_name(service)
+            log.info("load balancer %s deleted meanwhile: revoking its rules again", name)
+            self._groups.sync_nlb_rules(name, (), (), (), None)
+
+
+def service_load_balancers(
+    api: AWSAPI,
+    tagging: ClusterTagging,
+    nlb: NetworkLoadBalancers,
+    glob: AWSGlobalConfig,
+    probe: ProbeMode,
+) -> ServiceLoadBalancers:
+    """The capability the provider hands out, from the cloud config's ``[Global]``."""
+    groups = SecurityGroups(
+        api,
+        tagging,
+        nlb.vpc_id,
+        disable_ingress=glob.disable_security_group_ingress,
+        elb_security_group=glob.elb_security_group,
+    )
+    return ServiceLoadBalancers(api, tagging, nlb, groups, probe)
