@@ -84,8 +84,7 @@ def _lifecycle(ctx: ControllerContext, cfg: ManagerConfig) -> _Controller | None
 
 def _service(ctx: ControllerContext, cfg: ManagerConfig) -> _Controller | None:
     options = service.ServiceControllerOptions(
-        concurrent_service_syncs=cfg.concurrent_service_syncs,
-        reuse_unchanged_load_balancers=cfg.reuse_unchanged_load_balancers,
+        concurrent_service_syncs=cfg.concurrent_service_syncs
     )
     return service.build(ctx, options)
 
