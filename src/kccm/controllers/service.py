@@ -53,9 +53,9 @@ from kccm.cloudprovider.gated import GatedLoadBalancer
 from kccm.cloudprovider.types import LoadBalancerStatus
 from kccm.controllers.base import ControllerContext, running_managed_controllers
 from kccm.controllers.service_helpers import (
+    LEGACY_ANNOTATIONS,
     BackendNodeSet,
     NodeSetSnapshot,
-    LEGACY_ANNOTATIONS,
     finalizer_patch,
     has_lb_finalizer,
     legacy_annotations_patch,

@@ -393,19 +393,19 @@ class FakeCloud:
         hosts = self._shared_hosts(_node_names(nodes))
         await self._enter("ensure_load_balancer", cluster_name, _service_key(service), hosts)
         name = default_load_balancer_name(service)
-        wanted = {"ports": _ports(service), "hosts": hosts, "ip_mode": self.load_balancer_ip_mode}
+        ports, ip_mode = _ports(service), self.load_balancer_ip_mode
         with self._lock:
-            balancer = self._describe(name)
-            if balancer is None:
-                balancer = FakeBalancer(
-                    name, _service_key(service), self._allocate_address(), **wanted
-                )
-                self._change("create_load_balancer", balancer)
-            for attribute, value in wanted.items():
-                if getattr(balancer, attribute) != value:
-                    balancer = replace(balancer, **{attribute: value})
-                    self._change(f"set_load_balancer_{attribute}", balancer)
-        return _status(balancer)
+            current = self._describe(name)
+            if current is None:
+                ip = self._allocate_address()
+                wanted = FakeBalancer(name, _service_key(service), ip, ports, hosts, ip_mode)
+                self._change("create_load_balancer", wanted)
+                return _status(wanted)
+            wanted = replace(current, ports=ports, hosts=hosts, ip_mode=ip_mode)
+            for attribute in ("ports", "hosts", "ip_mode"):
+                if getattr(current, attribute) != getattr(wanted, attribute):
+                    self._change(f"set_load_balancer_{attribute}", wanted)
+        return _status(wanted)
 
     async def update_load_balancer(
         self, cluster_name: str, service: Service, nodes: Sequence[Node]

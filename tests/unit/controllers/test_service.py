@@ -20,6 +20,7 @@ from kccm.cloudprovider.apicalls import APICallCounts
 from kccm.cloudprovider.errors import ImplementedElsewhere, RetryError
 from kccm.cloudprovider.gate import CallGate
 from kccm.cloudprovider.gated import GatedCloud
+from kccm.cloudprovider.types import LoadBalancerIPMode
 from kccm.controllers.base import ControllerContext
 from kccm.controllers.service import (
     LoadBalancerOperation,
@@ -32,7 +33,6 @@ from kccm.kube.errors import Conflict, KubeError, NotFound
 from kccm.kube.fake import FakeKube
 from kccm.kube.interface import Obj, PatchType
 from kccm.kube.resources import NODES, SERVICES
-from kccm.cloudprovider.types import LoadBalancerIPMode
 from kccm.providers.fake import FakeBalancer, FakeCloud, FakeCloudError
 from kccm.runtime.events import EventBroadcaster
 from kccm.runtime.informers import SharedInformerFactory

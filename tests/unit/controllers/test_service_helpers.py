@@ -14,16 +14,15 @@ from kccm.api.wellknown import ANNOTATION_LB_SPEC_HASH, FINALIZER_LB_CLEANUP
 from kccm.cloudprovider.types import LoadBalancerIngress, LoadBalancerStatus, PortStatus
 from kccm.controllers.service_helpers import (
     EMPTY_NODE_SET,
+    LEGACY_ANNOTATIONS,
     STABLE_NODE_SET_PREDICATES,
     BackendNodeSet,
-    LEGACY_ANNOTATIONS,
     finalizer_patch,
     legacy_annotations_patch,
     load_balancer_status_equal,
     loggable_node_names,
     needs_cleanup,
     needs_update,
-    node_identities,
     nodes_sufficiently_equal,
     parse_go_bool,
     respects_predicates,
