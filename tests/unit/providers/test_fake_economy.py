@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 from collections.abc import Callable
 from pathlib import Path
+
 import pytest
 
 from kccm.cloudprovider import (
