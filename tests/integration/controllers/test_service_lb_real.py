@@ -380,6 +380,7 @@ async def test_excluded_node_updates_only_load_balancer_services(
 
 # -- issue 11: fidelity with v0.36.3 ----------------------------------------------------------
 
+
 def calls_in(cloud: FakeCloud, namespace: str) -> list[tuple[str, str]]:
     """(method, service key) of the cloud calls about services of ``namespace``."""
     return [
