@@ -7,12 +7,20 @@ import json
 import subprocess
 import sys
 import textwrap
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from kccm.cloudprovider import Interface, Node, init_cloud_provider
-from kccm.testing.conformance import CloudProviderConformance, make_node
+from kccm.cloudprovider import (
+    Interface,
+    Node,
+    Service,
+    default_load_balancer_name,
+    init_cloud_provider,
+)
+from kccm.testing.conformance import CloudProviderConformance, LoadBalancerTamper, make_node
 
 
 def test_selecting_example_imports_no_other_provider() -> None:
@@ -38,6 +46,28 @@ def test_selecting_example_imports_no_other_provider() -> None:
     assert "kccm.providers.fake" not in report["imported"]
 
 
+def _balancers(cloud: Any) -> dict[str, tuple[str, ...]]:
+    """The example's in-memory "cloud": balancer name -> host names."""
+    balancers: dict[str, tuple[str, ...]] = cloud._balancers
+    return balancers
+
+
+class ExampleTamper:
+    """Drift in the example's cloud: a balancer left without hosts, or removed."""
+
+    def change(self, cloud: Interface, cluster_name: str, service: Service) -> None:
+        _balancers(cloud)[default_load_balancer_name(service)] = ()
+
+    def delete(self, cloud: Interface, cluster_name: str, service: Service) -> None:
+        del _balancers(cloud)[default_load_balancer_name(service)]
+
+    def is_intact(
+        self, cloud: Interface, cluster_name: str, service: Service, nodes: Sequence[Node]
+    ) -> bool:
+        hosts = _balancers(cloud).get(default_load_balancer_name(service))
+        return hosts == tuple(sorted(n["metadata"]["name"] for n in nodes))
+
+
 class TestExampleProviderFromTheRegistry(CloudProviderConformance):
     @pytest.fixture
     def cloud(self, tmp_path: Path) -> Interface:
@@ -50,3 +80,7 @@ class TestExampleProviderFromTheRegistry(CloudProviderConformance):
     @pytest.fixture
     def known_node(self) -> Node:
         return make_node("node-a")
+
+    @pytest.fixture
+    def load_balancer_tamper(self) -> LoadBalancerTamper:
+        return ExampleTamper()

@@ -318,7 +318,14 @@ async def test_daemon_initialises_nodes_serves_lbs_routes_and_guards_metrics(
     assert status == 200
     assert "running_managed_controllers" in metrics
     assert "workqueue_adds_total" in metrics
+    # The fake's own cloud requests (issue 16): the balancers it created (other tests' Services
+    # in the shared apiserver may add theirs), the routes.
+    created = 'kccm_cloud_api_requests_total{mutating="true",operation="create_load_balancer"} '
+    assert float(metrics.split(created, 1)[1].split()[0]) >= 1
+    assert 'operation="create_route"' in metrics
     assert (await asyncio.to_thread(daemon.get, "/metrics", "not-a-token"))[0] == 401
+    final = await kube.get(SERVICES, svc, namespace=kube_namespace)
+    assert not [k for k in final["metadata"].get("annotations") or {} if "kccm.io" in k]
 
     daemon.proc.send_signal(signal.SIGTERM)
     assert daemon.proc.wait(60) == 0, daemon.logs()[-3000:]

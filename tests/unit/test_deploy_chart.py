@@ -124,3 +124,12 @@ def test_env_value() -> None:
     assert "env" not in _container(_render())
     docs = _render("env[0].name=KUBERNETES_SERVICE_HOST", "env[0].value=10.0.0.10")
     assert _container(docs)["env"] == [{"name": "KUBERNETES_SERVICE_HOST", "value": "10.0.0.10"}]
+
+
+def test_node_metadata_refresh_period_is_an_opt_in_flag() -> None:
+    def refresh_args(*values: str) -> list[str]:
+        args = _container(_render(*values))["args"]
+        return [a for a in args if a.startswith("--node-metadata-refresh-period")]
+
+    assert refresh_args() == [], "default: upstream's cadence, no flag"
+    assert refresh_args("nodeMetadataRefreshPeriod=1h") == ["--node-metadata-refresh-period=1h"]

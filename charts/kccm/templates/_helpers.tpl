@@ -72,6 +72,9 @@ spec:
         - --secure-port=10258
         - --bind-address=0.0.0.0
         - --v={{ .Values.verbosity }}
+        {{- with .Values.nodeMetadataRefreshPeriod }}
+        - --node-metadata-refresh-period={{ . }}
+        {{- end }}
         {{- range .Values.extraArgs }}
         - {{ . | quote }}
         {{- end }}

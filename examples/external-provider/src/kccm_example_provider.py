@@ -1,6 +1,8 @@
 """An example kccm cloud provider: machines listed in the cloud config, load balancers and
 routes kept in memory. Methods are plain ``def``s, as they would be around a blocking SDK;
-kccm calls them from its thread pool, so state is guarded by a lock.
+kccm calls them from its thread pool, so state is guarded by a lock. Load balancers are
+read-compare-write (an ensure that changes nothing writes nothing) and every request to the
+"cloud" is counted in a ``CloudAPICalls`` ledger, which the conformance kit checks.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from dataclasses import replace
 from typing import Any, TextIO
 
 from kccm.cloudprovider import (
+    CloudAPICalls,
     CloudProviderError,
     ControllerClientBuilder,
     InstanceMetadata,
@@ -43,6 +46,11 @@ class ExampleCloud:
         self._lock = threading.Lock()
         self._balancers: dict[str, tuple[str, ...]] = {}
         self._routes: dict[tuple[str, str], Route] = {}
+        self._calls = CloudAPICalls()
+
+    def cloud_api_calls(self) -> CloudAPICalls:
+        """Every request to the cloud, reads apart from writes (kccm's optional capability)."""
+        return self._calls
 
     # Interface
     def initialize(
@@ -91,19 +99,29 @@ class ExampleCloud:
         self, cluster_name: str, service: Service, nodes: Sequence[Node]
     ) -> LoadBalancerStatus:
         name = default_load_balancer_name(service)
-        with self._lock:
-            self._balancers[name] = _names(nodes)
+        self._put(name, _names(nodes))
         return _status(name)
 
     def update_load_balancer(
         self, cluster_name: str, service: Service, nodes: Sequence[Node]
     ) -> None:
-        with self._lock:
-            self._balancers[default_load_balancer_name(service)] = _names(nodes)
+        self._put(default_load_balancer_name(service), _names(nodes))
 
     def ensure_load_balancer_deleted(self, cluster_name: str, service: Service) -> None:
+        name = default_load_balancer_name(service)
         with self._lock:
-            self._balancers.pop(default_load_balancer_name(service), None)
+            self._calls.record("describe_balancer", mutating=False)
+            if name in self._balancers:
+                self._calls.record("delete_balancer", mutating=True)
+                del self._balancers[name]
+
+    def _put(self, name: str, hosts: tuple[str, ...]) -> None:
+        """Read the balancer; write it only when its hosts differ."""
+        with self._lock:
+            self._calls.record("describe_balancer", mutating=False)
+            if self._balancers.get(name) != hosts:
+                self._calls.record("put_balancer", mutating=True)
+                self._balancers[name] = hosts
 
     # InstancesV2
     def _machine(self, node: Node) -> tuple[str, str]:
@@ -157,7 +175,7 @@ def _name(obj: Any) -> str:
 
 
 def _names(nodes: Sequence[Node]) -> tuple[str, ...]:
-    return tuple(_name(node) for node in nodes)
+    return tuple(sorted(_name(node) for node in nodes))
 
 
 def _status(name: str) -> LoadBalancerStatus:

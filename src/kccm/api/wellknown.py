@@ -40,7 +40,7 @@ FINALIZER_LB_CLEANUP = "service.kubernetes.io/load-balancer-cleanup"
 # controller removed its initializer "pvlabel.kubernetes.io" instead): done, never again.
 ANNOTATION_PV_LABELED = "pvlabel.kubernetes.io/labeled"
 
-# Set by service-lb-controller on a Service whose load balancer it ensured: a hash of what the
-# load balancer was built from (spec, annotations, backend nodes). A restart that finds the
-# same hash and an existing load balancer does not call the cloud to re-ensure it.
+# Written by kccm up to issue 16 on every LoadBalancer Service (a hash of what its load balancer
+# was built from). kccm writes it no more; the service controller removes a leftover one with
+# the next patch it sends that Service anyway.
 ANNOTATION_LB_SPEC_HASH = "service.kccm.io/load-balancer-spec-hash"

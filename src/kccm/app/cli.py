@@ -68,12 +68,12 @@ Every invalid flag is reported at once and the process exits with status 2.
 - `--kube-api-qps` / `--kube-api-burst` default to 1000 / 2000 (upstream 20 / 30): 20 qps caps
   node initialisation near 10 nodes/s. The apiserver's priority and fairness protects it, and
   kccm retries answers carrying Retry-After as client-go does.
-- `--reuse-unchanged-load-balancers` (kccm's own, default true): a sync whose load balancer
-  still matches the spec hash kccm recorded on the Service, and exists, skips
-  `ensure_load_balancer`; `false` ensures on every sync, as upstream does.
-- `--node-metadata-refresh-period` (kccm's own, default `1h0m0s`): a node's metadata is read
-  from the cloud at most once per period in the periodic status loop; `0` is upstream's
-  behaviour (every node at every `--node-status-update-frequency` tick).
+- `--node-metadata-refresh-period` (kccm's own, opt-in; default `0s`): with `0` every
+  initialised Node is re-read at start and at every `--node-status-update-frequency` tick, as
+  upstream (a provider with `list_instance_metadata` answers a tick for all Nodes in one
+  call). A longer period reads each Node at most once per period, the reads spread over it:
+  fewer cloud calls for a provider without a list call, but a changed address (e.g. a new
+  public IP after a stop/start) then takes up to that period to reach the Node.
 - `--cloud-provider` is checked up front against the installed providers (or imported, for a
   `module:factory` reference); `--cloud-config` must be readable. When the provider's factory
   declares a cloud-config schema (a `config_schema` attribute holding its dataclass), the file
@@ -97,6 +97,11 @@ warning naming it and the reason at start:
 - `--external-cloud-volume-plugin`, `--cidr-allocator-type`: unused by the cloud controllers
   upstream too.
 - `--node-sync-period`: a no-op upstream too.
+- `--reuse-unchanged-load-balancers` (kccm's own, deprecated): it skipped the ensure of a
+  load balancer whose spec hash (an annotation kccm kept on the Service) was unchanged. kccm
+  now ensures every load balancer on start as upstream and the providers write only what
+  differs from the cloud, so the flag means nothing any more; setting it logs a deprecation
+  warning.
 - `--min-resync-period`: kccm's informers do not resync; each controller has its own periodic
   loop.
 - `--controller-start-interval`: controllers start together.

@@ -132,11 +132,10 @@ class ManagerConfig:
     route_reconciliation_period: float = 10.0
     node_monitor_period: float = 5.0
     node_status_update_frequency: float = 300.0
-    node_metadata_refresh_period: float = 3600.0
+    node_metadata_refresh_period: float = 0.0
     concurrent_node_syncs: int = 32
     concurrent_node_status_updates: int = 0
     concurrent_service_syncs: int = 10
-    reuse_unchanged_load_balancers: bool = True
     shutdown_grace: float = 30.0
     leader_election: LeaderElectionSettings = field(default_factory=LeaderElectionSettings)
     serving: ServingSettings = field(default_factory=ServingSettings)

@@ -29,6 +29,7 @@ from kccm.app.config import CONTROLLER_CLIENT_NAMES, ConfigurationError, Manager
 from kccm.app.options import ROUTE_CONTROLLER
 from kccm.app.serving import AuthLookupError, resolve_auth_material
 from kccm.app.shutdown import SHUTDOWN_SLACK, ExitDeadline, guard_interpreter_exit
+from kccm.cloudprovider.apicalls import register_api_call_metrics
 from kccm.cloudprovider.errors import CloudConfigError, CloudProviderInitError
 from kccm.cloudprovider.gate import Budget, CallGate, GateConfig
 from kccm.cloudprovider.gated import GatedCloud
@@ -84,8 +85,7 @@ def _lifecycle(ctx: ControllerContext, cfg: ManagerConfig) -> _Controller | None
 
 def _service(ctx: ControllerContext, cfg: ManagerConfig) -> _Controller | None:
     options = service.ServiceControllerOptions(
-        concurrent_service_syncs=cfg.concurrent_service_syncs,
-        reuse_unchanged_load_balancers=cfg.reuse_unchanged_load_balancers,
+        concurrent_service_syncs=cfg.concurrent_service_syncs
     )
     return service.build(ctx, options)
 
@@ -215,6 +215,7 @@ class Manager:
             _log.warning("%s", warning)
         cloud = init_provider(cfg)
         _log.info("cloud provider %r initialised", cloud.provider_name())
+        register_api_call_metrics(cloud, self.registry)
         check_cluster_id(cfg, cloud.has_cluster_id())
         check_route_settings(cfg, cloud.routes() is not None)
         kube = self._client("cloud-controller-manager")

@@ -28,7 +28,7 @@ from kccm.app.config import (
     ManagerConfig,
     ServingSettings,
 )
-from kccm.app.flags import FlagSet, go_quote
+from kccm.app.flags import Flag, FlagSet, go_quote
 from kccm.cloudprovider.config import load_cloud_config
 from kccm.cloudprovider.errors import CloudConfigError, CloudProviderInitError
 from kccm.cloudprovider.gate import METHOD_GROUPS
@@ -654,6 +654,7 @@ class ServiceControllerOptions:
 
     concurrent_service_syncs: int = 10
     reuse_unchanged_load_balancers: bool = True
+    _reuse_flag: Flag | None = field(default=None, init=False, repr=False, compare=False)
 
     def add_flags(self, fs: FlagSet) -> None:
         s = fs.section("service-lb-controller")
@@ -665,15 +666,13 @@ class ServiceControllerOptions:
             "default 10; upstream 1). Larger number = more responsive service "
             "management, but more CPU and cloud API load.",
         )
-        s.boolean(
+        self._reuse_flag = s.boolean(
             self,
             "reuse_unchanged_load_balancers",
             "reuse-unchanged-load-balancers",
-            "kccm: keep a hash of each load balancer's last ensured spec in the Service "
-            "annotation service.kccm.io/load-balancer-spec-hash and skip ensure_load_balancer "
-            "when it still matches and the balancer exists (a restart with unchanged load "
-            "balancers then makes no mutating cloud call). false: ensure on every sync, as "
-            "upstream does.",
+            "DEPRECATED, no effect: kccm ensures every load balancer on start as upstream "
+            "does; the providers' read-compare-write makes an unchanged one cost reads only. "
+            f"{IGNORED}",
         )
 
     def validate(self) -> list[str]:
@@ -681,7 +680,12 @@ class ServiceControllerOptions:
 
     def apply_to(self, parts: ConfigParts) -> None:
         parts.fields["concurrent_service_syncs"] = self.concurrent_service_syncs
-        parts.fields["reuse_unchanged_load_balancers"] = self.reuse_unchanged_load_balancers
+        if self._reuse_flag is not None and self._reuse_flag.changed:
+            parts.warnings.append(
+                "--reuse-unchanged-load-balancers is deprecated and ignored: every load "
+                "balancer is ensured on start, as upstream, and providers write only what "
+                "differs from the cloud"
+            )
 
 
 @dataclass
@@ -1282,10 +1286,12 @@ class MiscOptions:
             self,
             "node_metadata_refresh_period",
             "node-metadata-refresh-period",
-            "kccm: the least time between two periodic cloud metadata reads of one initialised "
-            "node (reads are spread evenly over it; providers with list_instance_metadata "
-            "answer for all due nodes in one call). 0 reads every node at every "
-            "--node-status-update-frequency tick, as upstream does.",
+            "kccm, opt-in: the least time between two periodic cloud metadata reads of one "
+            "initialised node, the reads spread evenly over it (fewer calls for providers "
+            "without list_instance_metadata; a changed address then takes up to this long to "
+            "reach the Node). 0 (default): every node at start and at every "
+            "--node-status-update-frequency tick, as upstream; providers with "
+            "list_instance_metadata answer each tick for all nodes in one call.",
         )
 
     def validate(self) -> list[str]:

@@ -8,6 +8,10 @@ benchmarks' "0 mutating cloud calls on a restart") keeps one :class:`CloudAPICal
 records every request it sends to its cloud with :meth:`CloudAPICalls.record`, and exposes
 the ledger through ``cloud_api_calls()`` (the optional :class:`APICallReporter` capability).
 
+The daemon exports a provider's ledger as the counter
+``kccm_cloud_api_requests_total{operation, mutating}`` (:func:`register_api_call_metrics`),
+read from the ledger at scrape time, so counting costs the provider nothing more.
+
 Whether a request mutates is the provider's declaration, made once per operation (for example
 a table of the SDK operations it uses); :func:`classify_by_verb` is a fallback for SDKs whose
 operation names start with a verb (``Describe``/``Get``/``List`` read, the rest write).
@@ -17,9 +21,13 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
+
+from prometheus_client import CollectorRegistry
+from prometheus_client.core import CounterMetricFamily, Metric
+from prometheus_client.registry import Collector
 
 __all__ = [
     "READ_VERBS",
@@ -28,7 +36,11 @@ __all__ = [
     "CloudAPICalls",
     "as_api_call_reporter",
     "classify_by_verb",
+    "register_api_call_metrics",
 ]
+
+METRIC_NAME = "kccm_cloud_api_requests"
+"""Exposed as ``kccm_cloud_api_requests_total`` (a counter)."""
 
 READ_VERBS: tuple[str, ...] = ("describe", "get", "list", "find", "retrieve", "read", "lookup")
 """Operation-name prefixes (case-insensitive, ``_`` ignored) that :func:`classify_by_verb` reads."""
@@ -99,3 +111,38 @@ class APICallReporter(Protocol):
 def as_api_call_reporter(cloud: object) -> APICallReporter | None:
     """The cloud as an :class:`APICallReporter`, or ``None``."""
     return cloud if isinstance(cloud, APICallReporter) else None
+
+
+class _LedgerCollector(Collector):
+    """The ledger as a Prometheus counter family, read at each scrape."""
+
+    def __init__(self, ledger: CloudAPICalls) -> None:
+        self._ledger = ledger
+
+    def _family(self) -> CounterMetricFamily:
+        return CounterMetricFamily(
+            METRIC_NAME,
+            "Requests the cloud provider sent to its cloud, by operation and whether it "
+            "mutates (the provider's own ledger, kccm.cloudprovider.apicalls)",
+            labels=["operation", "mutating"],
+        )
+
+    def describe(self) -> Iterator[Metric]:
+        yield self._family()
+
+    def collect(self) -> Iterator[Metric]:
+        family = self._family()
+        counts = self._ledger.snapshot()
+        for mutating, by_operation in (("false", counts.reads), ("true", counts.writes)):
+            for operation, count in sorted(by_operation.items()):
+                family.add_metric([operation, mutating], count)
+        yield family
+
+
+def register_api_call_metrics(cloud: object, registry: CollectorRegistry) -> bool:
+    """Export ``cloud``'s ledger on ``registry`` when it has one; returns whether it had."""
+    reporter = as_api_call_reporter(cloud)
+    if reporter is None:
+        return False
+    registry.register(_LedgerCollector(reporter.cloud_api_calls()))
+    return True

@@ -14,12 +14,13 @@ What it mirrors (spec §2):
   every uninitialized taint, all in one write conditional on the resourceVersion, retried on
   conflict (20 steps of 50 ms, jittered); then it patches ``status.addresses`` at once and emits
   ``Normal Synced "Node synced successfully"``;
-- every ``node-status-update-frequency`` (5 min, sliding) the addresses of initialised nodes are
-  refreshed by ``concurrent-node-status-updates`` parallel workers; nothing else is touched.
-  kccm differs here (docs/behaviour.md): a node's metadata is asked of the cloud at most once
-  per ``node-metadata-refresh-period`` (default 1 h, spread evenly over the period), and a
-  provider implementing ``list_instance_metadata`` answers for every due node in one call;
-  0 restores upstream exactly (one ``instance_metadata`` call per node per tick).
+- at start and every ``node-status-update-frequency`` (5 min, sliding) the addresses of every
+  initialised node are refreshed by ``concurrent-node-status-updates`` parallel workers;
+  nothing else is touched. A provider implementing ``list_instance_metadata`` answers each
+  tick for all of them in one call (kccm, docs/behaviour.md: the same freshness for one
+  request instead of one per node). Opt-in: ``node-metadata-refresh-period`` > 0 reads a node
+  at most once per period, the reads spread evenly over it (fewer calls for providers without
+  a list call, staler addresses).
 
 Cloud calls made for initialisation use ``Priority.INITIALIZE``; the periodic refresh uses
 ``Priority.PERIODIC``.
@@ -98,9 +99,9 @@ DEFAULT_CONCURRENT_NODE_SYNCS = 32
 """kccm's default for ``--concurrent-node-syncs`` (upstream: 1, which serialises initialisation
 of a large cluster). Workers are cheap tasks; the call gate's budget protects the cloud."""
 
-DEFAULT_NODE_METADATA_REFRESH_PERIOD = 3600.0
-"""kccm's default for ``--node-metadata-refresh-period``: each initialised node's metadata is
-read from the cloud about once an hour in steady state (upstream: every 5 minutes)."""
+DEFAULT_NODE_METADATA_REFRESH_PERIOD = 0.0
+"""The default of ``--node-metadata-refresh-period``: 0, every initialised node is refreshed at
+every status tick, as upstream."""
 
 UPDATE_NODE_SPEC_BACKOFF = Backoff(steps=20, duration=0.05, jitter=1.0)
 
@@ -127,8 +128,8 @@ class NodeControllerOptions:
     """0 means "same as concurrent_node_syncs" (upstream ``NodeControllerOptions.ApplyTo``)."""
     node_status_update_frequency: float = 300.0
     node_metadata_refresh_period: float = DEFAULT_NODE_METADATA_REFRESH_PERIOD
-    """kccm: the least time between two periodic cloud metadata reads of one node; 0 reads
-    every node at every status tick (upstream)."""
+    """kccm, opt-in: the least time between two periodic cloud metadata reads of one node;
+    0 (default) reads every node at every status tick (upstream)."""
 
     @property
     def status_update_workers(self) -> int:
@@ -537,13 +538,12 @@ class CloudNodeController:
 
     async def update_node_status(self) -> None:
         """Upstream ``UpdateNodeStatus``: refresh the addresses of initialised nodes with
-        ``status_update_workers`` parallel workers (``workqueue.ParallelizeUntil``) — here only
-        the nodes due for a refresh, in one list call when the provider offers one."""
+        ``status_update_workers`` parallel workers (``workqueue.ParallelizeUntil``), or in one
+        list call when the provider offers one (only the nodes due, with a refresh period)."""
         started = self._clock.monotonic()
         due = self._due_nodes(started)
         v2 = self._cloud.instances_v2()
-        listing = self.options.node_metadata_refresh_period > 0
-        if due and listing and v2 is not None and v2.can_list_metadata:
+        if due and v2 is not None and v2.can_list_metadata:
             await self._update_listed_status(v2, due)
         else:
             await _parallelize(self.options.status_update_workers, due, self._update_one_status)

@@ -18,10 +18,15 @@ A port of upstream ``k8s.io/cloud-provider/controllers/service``:
   whose load balancer this process has ensured are updated (upstream's service cache), and
   never while a service worker is syncing them: a sync that finishes with a stale node set
   triggers a node sync of its own;
-- with ``reuse_unchanged_load_balancers`` (the default), a hash of what the load balancer is
-  built from is kept in the annotation ``service.kccm.io/load-balancer-spec-hash``; a sync
-  that finds the same hash and an existing load balancer (``get_load_balancer``) does not
-  re-ensure it, so a restart with unchanged load balancers makes no mutating cloud call;
+- every sync of a service that wants a load balancer calls ``ensure_load_balancer``, the
+  first one after a start included (upstream: every Service is added to the queue when the
+  informer starts, and ``syncService`` ensures it): the start-up ensure repairs whatever
+  changed in the cloud while kccm was not running. The economy lies in the providers, whose
+  ensure reads the balancer and writes only the difference (a restart with unchanged
+  balancers makes reads only);
+- kccm keeps nothing of its own on Services. The annotation
+  ``service.kccm.io/load-balancer-spec-hash`` an earlier kccm wrote is removed by the next
+  patch kccm sends that Service anyway (finalizer or status), never by a write of its own;
 - per-service retries back off 5 s → 300 s; a ``RetryError`` (or an error raised from one)
   retries after exactly its delay.
 
@@ -41,26 +46,25 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
-from kccm.api.wellknown import ANNOTATION_LB_SPEC_HASH, FINALIZER_LB_CLEANUP
+from kccm.api.wellknown import FINALIZER_LB_CLEANUP
 from kccm.cloudprovider.errors import ImplementedElsewhere
 from kccm.cloudprovider.gate import Priority
 from kccm.cloudprovider.gated import GatedLoadBalancer
 from kccm.cloudprovider.types import LoadBalancerStatus
 from kccm.controllers.base import ControllerContext, running_managed_controllers
 from kccm.controllers.service_helpers import (
+    LEGACY_ANNOTATIONS,
     BackendNodeSet,
     NodeSetSnapshot,
     finalizer_patch,
     has_lb_finalizer,
-    load_balancer_spec_hash,
+    legacy_annotations_patch,
     load_balancer_status_equal,
     loggable_node_names,
     needs_cleanup,
     needs_update,
     service_key,
     should_sync_updated_node,
-    spec_hash_annotation,
-    spec_hash_patch,
     status_patch,
     wants_load_balancer,
 )
@@ -98,7 +102,6 @@ NODE_SYNC_KEY = "nodes"
 """The one key of the node queue: a burst of node events is one node sync."""
 YIELD_EVERY = 256
 """Loops over services give the event loop a turn this often."""
-_IGNORED_ANNOTATIONS = frozenset({ANNOTATION_LB_SPEC_HASH})
 SERVICE_SYNC_PERIOD = 30.0
 """Upstream ``serviceSyncPeriod``: how often services needing cleanup are re-enqueued."""
 WORKER_RESTART_PERIOD = 1.0
@@ -127,13 +130,9 @@ class ServiceControllerOptions:
     """Options of ``service-lb-controller``.
 
     ``concurrent_service_syncs`` is ``--concurrent-service-syncs``.
-    ``reuse_unchanged_load_balancers`` keeps the spec-hash annotation and skips re-ensuring a
-    load balancer whose hash matches and that exists; False is upstream's behaviour (every
-    sync calls ``ensure_load_balancer``, no annotation is written).
     """
 
     concurrent_service_syncs: int = DEFAULT_CONCURRENT_SERVICE_SYNCS
-    reuse_unchanged_load_balancers: bool = True
 
 
 _EXP_BUCKETS = tuple(float(2**i) for i in range(15))  # ExponentialBuckets(1, 2, 15)
@@ -195,7 +194,6 @@ class ServiceController:
         registry: CollectorRegistry,
         cluster_name: str = "kubernetes",
         workers: int = DEFAULT_CONCURRENT_SERVICE_SYNCS,
-        reuse_unchanged_load_balancers: bool = True,
         clock: Clock = REAL_CLOCK,
     ) -> None:
         self.kube = kube
@@ -205,7 +203,6 @@ class ServiceController:
         self.recorder = recorder
         self.cluster_name = cluster_name
         self.workers = workers
-        self.reuse_unchanged = reuse_unchanged_load_balancers
         self.clock = clock
         self.metrics = ServiceControllerMetrics.on(registry)
         self._running = running_managed_controllers(registry, METRICS_NAME)
@@ -252,7 +249,7 @@ class ServiceController:
             self.service_queue.add(object_key(service))
 
     def _on_service_update(self, old: Obj, new: Obj) -> None:
-        if needs_update(old, new, ignored_annotations=_IGNORED_ANNOTATIONS) or needs_cleanup(new):
+        if needs_update(old, new, ignored_annotations=LEGACY_ANNOTATIONS) or needs_cleanup(new):
             self.service_queue.add(object_key(new))
 
     def _on_node_add(self, node: Obj) -> None:
@@ -364,18 +361,15 @@ class ServiceController:
         except Exception as err:
             message = f"Error syncing load balancer: {err}"
             self._event(service, EVENT_TYPE_WARNING, "SyncLoadBalancerFailed", message)
-            await self._forget_failed_ensure(service, key)
+            self._forget_failed_ensure(key)
             raise
         if op is LoadBalancerOperation.DELETE:
             self._forget(key)
 
-    async def _forget_failed_ensure(self, service: Obj, key: str) -> None:
+    def _forget_failed_ensure(self, key: str) -> None:
         """After a failed sync the balancer's state is unknown: node syncs leave the service
-        alone until its retry succeeds (the retry ensures with the current nodes), and the
-        spec hash goes, so neither a node sync nor a revert of the spec can stand for the
-        ensure that failed."""
+        alone until its retry succeeds (the retry ensures with the current nodes)."""
         self.ensured.discard(key)
-        await self._write_spec_hash(service, None)
 
     def _forget(self, key: str) -> None:
         self.cache.pop(key, None)
@@ -390,43 +384,13 @@ class ServiceController:
             await self._patch_status(service, previous, LoadBalancerStatus())
             return LoadBalancerOperation.DELETE
         nodes = self.backends.snapshot()
-        wanted_hash = self._spec_hash(service, nodes)
-        status = await self._unchanged_status(service, key, nodes, wanted_hash)
-        if status is None:
-            status = await self._ensure_branch(service, key, nodes)
-        if status is None:  # implemented elsewhere: not ours to update or annotate
+        status = await self._ensure_branch(service, key, nodes)
+        if status is None:  # implemented elsewhere: not ours to update
             self.ensured.discard(key)
             return LoadBalancerOperation.ENSURE
         self.ensured.add(key)
-        await self._patch_status(service, previous, status, wanted_hash)
+        await self._patch_status(service, previous, status)
         return LoadBalancerOperation.ENSURE
-
-    def _spec_hash(self, service: Obj, nodes: NodeSetSnapshot) -> str | None:
-        if not self.reuse_unchanged:
-            return None
-        return load_balancer_spec_hash(service, self.cluster_name, nodes.digest)
-
-    async def _unchanged_status(
-        self, service: Obj, key: str, nodes: NodeSetSnapshot, wanted_hash: str | None
-    ) -> LoadBalancerStatus | None:
-        """kccm: the status of a load balancer that needs no ensure (same spec hash, finalizer
-        present, and the provider says it exists), else None. A failed check means ensure."""
-        if wanted_hash is None or not has_lb_finalizer(service):
-            return None
-        if spec_hash_annotation(service) != wanted_hash:
-            return None
-        try:
-            status, exists = await self.balancer.get_load_balancer(
-                self.cluster_name, service, priority=Priority.NORMAL
-            )
-        except Exception as err:
-            _log.info("Service %s: load balancer check failed (%s); ensuring it", key, err)
-            return None
-        if not exists or status is None:
-            return None
-        _log.info("Load balancer for service %s is unchanged since it was ensured", key)
-        self.last_synced[key] = nodes  # what the hash says the balancer has
-        return status
 
     async def _delete_load_balancer(self, service: Obj, key: str) -> None:
         try:
@@ -516,21 +480,12 @@ class ServiceController:
         await self._patch_service(service, finalizer_patch(old, new))
 
     async def _patch_status(
-        self,
-        service: Obj,
-        previous: Mapping[str, Any],
-        new: LoadBalancerStatus,
-        spec_hash: str | None = None,
+        self, service: Obj, previous: Mapping[str, Any], new: LoadBalancerStatus
     ) -> None:
-        """Upstream ``patchStatus``; with a spec hash that differs from the annotation, the
-        annotation rides in the same patch (one write)."""
-        patch: dict[str, Any] = {}
-        if not load_balancer_status_equal(previous, new):
-            patch.update(status_patch(new))
-        if spec_hash is not None and spec_hash_annotation(service) != spec_hash:
-            patch.update(spec_hash_patch(spec_hash))
-        if not patch:
+        """Upstream ``patchStatus``: only when the ingress differs."""
+        if load_balancer_status_equal(previous, new):
             return
+        patch = status_patch(new)
         try:
             await self._patch_service(service, patch)
         except NotFound:
@@ -539,8 +494,14 @@ class ServiceController:
             raise ServiceSyncError(f"failed to update load balancer status: {err}") from err
 
     async def _patch_service(self, service: Obj, patch: dict[str, Any]) -> None:
-        """Upstream ``PatchService``: a strategic-merge patch of the status subresource."""
+        """Upstream ``PatchService``: a strategic-merge patch of the status subresource.
+
+        kccm: a leftover annotation of an earlier kccm (the spec hash) rides along and is
+        removed, so it goes with the next write kccm makes anyway, never with one of its own."""
         meta = service["metadata"]
+        leftover = legacy_annotations_patch(service)
+        if leftover:
+            patch = {**patch, "metadata": {**patch.get("metadata", {}), **leftover}}
         await self.kube.patch(
             SERVICES,
             meta["name"],
@@ -617,28 +578,8 @@ class ServiceController:
         except Exception as err:
             _log.error("failed to update load balancer hosts for service %s: %s", key, err)
             self.metrics.nodesync_error.inc()
-            await self._write_spec_hash(service, None)
             return True
-        await self._write_spec_hash(service, self._spec_hash(service, nodes))
         return False
-
-    async def _write_spec_hash(self, service: Obj, value: str | None) -> None:
-        """Keep the spec-hash annotation in step with a node sync: the new hash after a
-        successful update, none after a failed one (the load balancer's state is unknown).
-        Best effort: a stale or missing hash only costs an ensure after a restart."""
-        if not self.reuse_unchanged:
-            return
-        current = self.services.get(service_key(service)) or service
-        if spec_hash_annotation(current) == value:
-            return
-        try:
-            await self._patch_service(service, spec_hash_patch(value))
-        except Exception as err:
-            _log.warning(
-                "Service %s: could not record the load balancer spec hash: %s",
-                service_key(service),
-                err,
-            )
 
     async def locked_update_load_balancer_hosts(
         self, service: Obj, hosts: Sequence[Mapping[str, Any]]
@@ -735,6 +676,5 @@ def build(
         registry=context.registry,
         cluster_name=context.cluster_name,
         workers=options.concurrent_service_syncs,
-        reuse_unchanged_load_balancers=options.reuse_unchanged_load_balancers,
         clock=context.clock,
     )

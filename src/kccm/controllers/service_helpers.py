@@ -10,12 +10,9 @@ Objects are JSON-shaped mappings and are never modified here.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from functools import cached_property
 from typing import Any
 
 from kccm.api.wellknown import (
@@ -28,8 +25,8 @@ from kccm.cloudprovider.types import LoadBalancerStatus
 
 __all__ = [
     "EMPTY_NODE_SET",
+    "LEGACY_ANNOTATIONS",
     "MAX_NODE_NAMES_TO_LOG",
-    "SPEC_HASH_VERSION",
     "STABLE_NODE_SET_PREDICATES",
     "BackendNodeSet",
     "NodeIdentity",
@@ -38,7 +35,7 @@ __all__ = [
     "filter_with_predicates",
     "finalizer_patch",
     "has_lb_finalizer",
-    "load_balancer_spec_hash",
+    "legacy_annotations_patch",
     "load_balancer_status_equal",
     "loggable_node_names",
     "needs_cleanup",
@@ -48,7 +45,6 @@ __all__ = [
     "node_identity",
     "node_included",
     "node_not_deleted",
-    "node_set_digest",
     "node_untainted",
     "nodes_sufficiently_equal",
     "parse_go_bool",
@@ -56,8 +52,6 @@ __all__ = [
     "respects_predicates",
     "service_key",
     "should_sync_updated_node",
-    "spec_hash_annotation",
-    "spec_hash_patch",
     "status_patch",
     "wants_load_balancer",
 ]
@@ -147,7 +141,8 @@ def needs_update(
 
     It records no Event: every reason is only logged (upstream at V(2), here at debug level,
     which ``-v`` >= 4 shows). ``ignored_annotations`` are left out of the annotation
-    comparison (kccm's own spec-hash annotation, written by the controller itself)."""
+    comparison (the spec-hash annotation an earlier kccm wrote: kccm removes it, and that
+    removal is no reason to sync)."""
     old_wants, new_wants = wants_load_balancer(old), wants_load_balancer(new)
     if not old_wants and not new_wants:
         return False
@@ -382,61 +377,21 @@ def loggable_node_names(nodes: Sequence[Mapping[str, Any]]) -> list[str]:
     return names
 
 
-# -- the spec hash (kccm: a restart skips load balancers that did not change) -----------------
+# -- what an earlier kccm left on Services ----------------------------------------------------
 
-SPEC_HASH_VERSION = "v1"
-_HASH_IGNORED_SPEC_FIELDS = frozenset({"selector", "publishNotReadyAddresses"})
-"""Spec fields that only concern endpoints, never a load balancer."""
-
-
-def node_set_digest(
-    identities: Mapping[str, NodeIdentity],
-    labels: Mapping[str, Mapping[str, Any]] | None = None,
-) -> str:
-    """A digest of a backend node set (names, providerIDs, addresses and, when given, each
-    node's labels: a provider may choose targets by label), order-independent."""
-    labels = labels or {}
-    canonical = sorted(
-        (name, pid, [list(a) for a in addrs], sorted((labels.get(name) or {}).items()))
-        for name, (pid, addrs) in identities.items()
-    )
-    return hashlib.sha256(_canonical_json(canonical)).hexdigest()
+LEGACY_ANNOTATIONS = frozenset({ANNOTATION_LB_SPEC_HASH})
+"""Annotations an earlier kccm wrote on Services (the load-balancer spec hash, issue 10).
+kccm writes none now: they are left out of :func:`needs_update` (their removal is no reason
+to sync) and removed by the next patch kccm sends anyway (:func:`legacy_annotations_patch`)."""
 
 
-def load_balancer_spec_hash(service: Mapping[str, Any], cluster_name: str, node_digest: str) -> str:
-    """The provider-independent hash of what a load balancer is built from: the cluster name,
-    the service's identity (namespace, name, uid), its annotations (except kccm's own hash),
-    its spec (except endpoint-only fields) and the backend node set's digest."""
-    meta = _meta(service)
-    annotations = {
-        k: v for k, v in (meta.get("annotations") or {}).items() if k != ANNOTATION_LB_SPEC_HASH
-    }
-    spec = {k: v for k, v in _spec(service).items() if k not in _HASH_IGNORED_SPEC_FIELDS}
-    material = {
-        "cluster": cluster_name,
-        "namespace": meta.get("namespace", ""),
-        "name": meta.get("name", ""),
-        "uid": meta.get("uid", ""),
-        "annotations": annotations,
-        "spec": spec,
-        "nodes": node_digest,
-    }
-    digest = hashlib.sha256(_canonical_json(material)).hexdigest()
-    return f"{SPEC_HASH_VERSION}-{digest}"
-
-
-def spec_hash_annotation(service: Mapping[str, Any]) -> str | None:
-    value = (_meta(service).get("annotations") or {}).get(ANNOTATION_LB_SPEC_HASH)
-    return None if value is None else str(value)
-
-
-def spec_hash_patch(value: str | None) -> dict[str, Any]:
-    """The merge patch setting (or, with None, removing) the spec-hash annotation."""
-    return {"metadata": {"annotations": {ANNOTATION_LB_SPEC_HASH: value}}}
-
-
-def _canonical_json(value: Any) -> bytes:
-    return json.dumps(value, sort_keys=True, separators=(",", ":")).encode()
+def legacy_annotations_patch(service: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``metadata`` part of a patch removing the :data:`LEGACY_ANNOTATIONS` the service
+    still carries (``{}`` when it carries none)."""
+    present = sorted(LEGACY_ANNOTATIONS & set(_meta(service).get("annotations") or {}))
+    if not present:
+        return {}
+    return {"annotations": dict.fromkeys(present)}
 
 
 # -- the patches PatchService sends -----------------------------------------------------------
@@ -486,13 +441,6 @@ class NodeSetSnapshot:
     version: int
     nodes: tuple[Mapping[str, Any], ...]
     identities: Mapping[str, NodeIdentity]
-
-    @cached_property
-    def digest(self) -> str:
-        """What the spec hash records of the nodes: identities and labels (labels do not make
-        a node sync, as upstream, but a restart after a label change re-ensures)."""
-        labels = {_meta(n).get("name", ""): _meta(n).get("labels") or {} for n in self.nodes}
-        return node_set_digest(self.identities, labels)
 
     def same_backends(self, other: NodeSetSnapshot | None) -> bool:
         """``nodesSufficientlyEqual`` of two snapshots: O(1) for the same version."""
@@ -546,10 +494,7 @@ class BackendNodeSet:
             if not self._objects_changed:
                 return current
             # Same backends, newer objects (labels, conditions): keep identities, refresh nodes.
-            refreshed = replace(current, nodes=tuple(self._eligible.values()))
-            if "digest" in current.__dict__:
-                refreshed.__dict__["digest"] = current.digest
-            current = refreshed
+            current = replace(current, nodes=tuple(self._eligible.values()))
         else:
             self.recomputations += 1
             current = NodeSetSnapshot(

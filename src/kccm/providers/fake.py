@@ -7,7 +7,15 @@ It implements every interface of the contract with real state instead of fixed a
   another provider (``aws://...``) raises :class:`ForeignProviderID`, never "does not exist";
 - load balancers are created by ``ensure_load_balancer`` (an address from 192.0.2.0/24 per
   balancer, stable across ensures), re-pointed by ``update_load_balancer`` and removed by
-  ``ensure_load_balancer_deleted``; ``get_load_balancer`` reports what exists;
+  ``ensure_load_balancer_deleted``; ``get_load_balancer`` reports what exists. Ensure and
+  update are read-compare-write, as a real provider's should be: they read the balancer,
+  compare it with what the Service, the nodes and the cloud config ask for, and change only
+  what differs (a balancer changed or removed behind the provider's back, with
+  :meth:`FakeCloud.alter_balancer` / :meth:`FakeCloud.remove_balancer`, is repaired);
+- every request to the fake cloud is counted in a
+  :class:`~kccm.cloudprovider.apicalls.CloudAPICalls` ledger (:meth:`FakeCloud.cloud_api_calls`):
+  reads under the method's name, each state change under its own name
+  (``create_load_balancer``, ``set_load_balancer_ports``, ``set_load_balancer_hosts``, ...);
 - routes per cluster, named ``<cluster>-<name hint>-<cidr>``.
 
 Every call is recorded in a bounded log (:attr:`FakeCloud.calls`), errors and latency can be
@@ -33,6 +41,7 @@ from typing import Any, TextIO
 import msgspec
 
 from kccm.cloudprovider import (
+    CloudAPICalls,
     CloudConfigError,
     CloudProviderError,
     Clusters,
@@ -133,13 +142,30 @@ class FakeInstance:
 
 @dataclass(frozen=True)
 class FakeBalancer:
-    """A load balancer in the fake cloud."""
+    """A load balancer in the fake cloud (``hosts`` sorted by name)."""
 
     name: str
     service: str  # namespace/name
     ip: str
     ports: Sequence[PortStatus]
     hosts: Sequence[NodeName]
+    ip_mode: LoadBalancerIPMode = LoadBalancerIPMode.VIP
+    """Set from the cloud config (``[Global] load-balancer-ip-mode``): a config-driven setting
+    an ensure brings existing balancers to."""
+
+
+_SELF_COUNTED = frozenset(
+    {
+        "initialize",
+        "ensure_load_balancer",
+        "update_load_balancer",
+        "ensure_load_balancer_deleted",
+        "create_route",
+        "delete_route",
+    }
+)
+"""Methods that count their own requests in the ledger (what they read and what they change);
+every other method is one read request named after itself."""
 
 
 @dataclass
@@ -184,6 +210,9 @@ class FakeCloud:
         self._journal: Path | None = None
         self._balancers: dict[str, FakeBalancer] = {}
         self._next_address = 0
+        self._api_calls = CloudAPICalls()
+        self.load_balancer_ip_mode = LoadBalancerIPMode.VIP
+        """The ipMode every balancer is ensured with (cloud config ``load-balancer-ip-mode``)."""
         self._routes: dict[str, dict[str, Route]] = {}
         self.zone = Zone(failure_domain="fake-zone-a", region="fake-region")
         self.cluster_names: list[str] = ["kubernetes"]
@@ -255,6 +284,26 @@ class FakeCloud:
         with self._lock:
             return dict(self._balancers)
 
+    def cloud_api_calls(self) -> CloudAPICalls:
+        """The ledger of requests to the fake cloud (reads, and each state change as a write)."""
+        return self._api_calls
+
+    def alter_balancer(self, name: str, **changes: Any) -> FakeBalancer:
+        """Change balancer ``name`` behind the provider's back (as a console user would):
+        not counted in the ledger nor the call log, journaled like any change."""
+        with self._lock:
+            if "hosts" in changes:
+                changes["hosts"] = tuple(sorted(changes["hosts"]))
+            altered = self._balancers[name] = replace(self._balancers[name], **changes)
+            self._journal_entry(altered)
+        return altered
+
+    def remove_balancer(self, name: str) -> None:
+        """Delete balancer ``name`` behind the provider's back (no ledger, no call log)."""
+        with self._lock:
+            if self._balancers.pop(name, None) is not None:
+                self._journal_entry(None, deleted=name)
+
     @property
     def instances_by_name(self) -> dict[NodeName, FakeInstance]:
         with self._lock:
@@ -263,6 +312,8 @@ class FakeCloud:
     # -- recording, latency and injected errors ----------------------------------------------
 
     async def _enter(self, method: str, *args: Any) -> None:
+        if method not in _SELF_COUNTED:
+            self._api_calls.record(method, mutating=False)
         with self._lock:
             self._calls.append(FakeCall(method, args))
             delay = self._latency.get(method, self._latency.get("*", 0.0))
@@ -337,41 +388,64 @@ class FakeCloud:
     async def ensure_load_balancer(
         self, cluster_name: str, service: Service, nodes: Sequence[Node]
     ) -> LoadBalancerStatus:
+        """Read the balancer, create it when missing, else change only what differs from what
+        ``service``, ``nodes`` and the cloud config ask for."""
         hosts = self._shared_hosts(_node_names(nodes))
         await self._enter("ensure_load_balancer", cluster_name, _service_key(service), hosts)
         name = default_load_balancer_name(service)
+        ports, ip_mode = _ports(service), self.load_balancer_ip_mode
         with self._lock:
-            existing = self._balancers.get(name)
-            ip = existing.ip if existing else self._allocate_address()
-            balancer = FakeBalancer(name, _service_key(service), ip, _ports(service), hosts)
-            self._balancers[name] = balancer
-            self._record(balancer)
-        return _status(balancer)
+            current = self._describe(name)
+            if current is None:
+                ip = self._allocate_address()
+                wanted = FakeBalancer(name, _service_key(service), ip, ports, hosts, ip_mode)
+                self._change("create_load_balancer", wanted)
+                return _status(wanted)
+            wanted = replace(current, ports=ports, hosts=hosts, ip_mode=ip_mode)
+            for attribute in ("ports", "hosts", "ip_mode"):
+                if getattr(current, attribute) != getattr(wanted, attribute):
+                    self._change(f"set_load_balancer_{attribute}", wanted)
+        return _status(wanted)
 
     async def update_load_balancer(
         self, cluster_name: str, service: Service, nodes: Sequence[Node]
     ) -> None:
+        """Read the balancer; change its hosts when they differ."""
         hosts = self._shared_hosts(_node_names(nodes))
         await self._enter("update_load_balancer", cluster_name, _service_key(service), hosts)
         name = default_load_balancer_name(service)
         with self._lock:
-            balancer = self._balancers.get(name)
+            balancer = self._describe(name)
             if balancer is None:
                 raise FakeCloudError(f"load balancer {name} does not exist")
-            self._balancers[name] = replace(balancer, hosts=hosts)
-            self._record(self._balancers[name])
+            if balancer.hosts != hosts:
+                self._change("set_load_balancer_hosts", replace(balancer, hosts=hosts))
 
     async def ensure_load_balancer_deleted(self, cluster_name: str, service: Service) -> None:
         await self._enter("ensure_load_balancer_deleted", cluster_name, _service_key(service))
         name = default_load_balancer_name(service)
         with self._lock:
-            if self._balancers.pop(name, None) is not None:
-                self._record(None, deleted=name)
+            if self._describe(name) is not None:
+                del self._balancers[name]
+                self._api_calls.record("delete_load_balancer", mutating=True)
+                self._journal_entry(None, deleted=name)
+
+    def _describe(self, name: str) -> FakeBalancer | None:
+        """One read request for balancer ``name`` (the lock is held)."""
+        self._api_calls.record("describe_load_balancer", mutating=False)
+        return self._balancers.get(name)
+
+    def _change(self, operation: str, balancer: FakeBalancer) -> None:
+        """One state-changing request (the lock is held): counted, stored, journaled."""
+        self._api_calls.record(operation, mutating=True)
+        self._balancers[balancer.name] = balancer
+        self._journal_entry(balancer)
 
     def _shared_hosts(self, hosts: tuple[NodeName, ...]) -> tuple[NodeName, ...]:
-        """The same tuple for the same host list: 1,000 balancers over the same 5,000 nodes
-        keep one list, not 1,000 copies (a real cloud keeps them on its side, not in kccm's
-        memory). The last few distinct lists are remembered."""
+        """The host names sorted, and the same tuple for the same host list: 1,000 balancers
+        over the same 5,000 nodes keep one list, not 1,000 copies (a real cloud keeps them on
+        its side, not in kccm's memory). The last few distinct lists are remembered."""
+        hosts = tuple(sorted(hosts))
         with self._lock:
             shared = self._host_lists.pop(hosts, hosts)
             self._host_lists[shared] = shared
@@ -400,10 +474,15 @@ class FakeCloud:
         raw = entry["balancer"]
         ports = tuple(PortStatus(port=int(p[0]), protocol=str(p[1])) for p in raw["ports"])
         self._balancers[raw["name"]] = FakeBalancer(
-            raw["name"], raw["service"], raw["ip"], ports, tuple(raw["hosts"])
+            raw["name"],
+            raw["service"],
+            raw["ip"],
+            ports,
+            tuple(sorted(raw["hosts"])),
+            LoadBalancerIPMode(raw.get("ip_mode", LoadBalancerIPMode.VIP.value)),
         )
 
-    def _record(self, balancer: FakeBalancer | None, *, deleted: str = "") -> None:
+    def _journal_entry(self, balancer: FakeBalancer | None, *, deleted: str = "") -> None:
         if self._journal is None:
             return
         if balancer is None:
@@ -417,6 +496,7 @@ class FakeCloud:
                     "ip": balancer.ip,
                     "ports": ports,
                     "hosts": list(balancer.hosts),
+                    "ip_mode": balancer.ip_mode.value,
                 }
             }
         with self._journal.open("ab") as sink:
@@ -570,6 +650,7 @@ class FakeCloud:
     async def create_route(self, cluster_name: str, name_hint: str, route: Route) -> None:
         await self._enter("create_route", cluster_name, name_hint, route)
         name = f"{cluster_name}-{name_hint}-{route.destination_cidr}"
+        self._api_calls.record("create_route", mutating=True)
         with self._lock:
             routes = self._routes.setdefault(cluster_name, {})
             if name in routes:
@@ -578,6 +659,7 @@ class FakeCloud:
 
     async def delete_route(self, cluster_name: str, route: Route) -> None:
         await self._enter("delete_route", cluster_name, route)
+        self._api_calls.record("delete_route", mutating=True)
         with self._lock:
             routes = self._routes.get(cluster_name, {})
             for name, existing in list(routes.items()):
@@ -631,9 +713,7 @@ def _ports(service: Service) -> tuple[PortStatus, ...]:
 
 
 def _status(balancer: FakeBalancer) -> LoadBalancerStatus:
-    ingress = LoadBalancerIngress(
-        ip=balancer.ip, ip_mode=LoadBalancerIPMode.VIP, ports=balancer.ports
-    )
+    ingress = LoadBalancerIngress(ip=balancer.ip, ip_mode=balancer.ip_mode, ports=balancer.ports)
     return LoadBalancerStatus(ingress=(ingress,))
 
 
@@ -649,6 +729,9 @@ class FakeGlobalConfig:
     """Seconds every provider call takes (simulates a slow cloud)."""
     state_file: str = ""
     """Where the fake keeps its load balancers across restarts (a journal); empty: in memory."""
+    load_balancer_ip_mode: str = "VIP"
+    """``VIP`` or ``Proxy``: the ``ipMode`` of every balancer's ingress (existing balancers are
+    brought to it by their next ensure)."""
 
 
 @dataclass(frozen=True)
@@ -707,6 +790,14 @@ def fake_cloud_from_config(config: FakeCloudConfig) -> FakeCloud:
     problem = latency_problem(glob.latency)
     if problem:
         raise CloudConfigError([f"[Global] latency: {problem}"])
+    modes = [mode.value for mode in LoadBalancerIPMode]
+    if glob.load_balancer_ip_mode not in modes:
+        raise CloudConfigError(
+            [
+                f"[Global] load-balancer-ip-mode: {glob.load_balancer_ip_mode!r} is not one "
+                f"of {modes}"
+            ]
+        )
     off = set(glob.disable)
     cloud = FakeCloud(
         enable_load_balancers="load_balancer" not in off,
@@ -717,6 +808,7 @@ def fake_cloud_from_config(config: FakeCloudConfig) -> FakeCloud:
         enable_routes="routes" not in off,
     )
     cloud.zone = Zone(failure_domain=glob.zone, region=glob.region)
+    cloud.load_balancer_ip_mode = LoadBalancerIPMode(glob.load_balancer_ip_mode)
     if glob.latency > 0:
         cloud.set_latency("*", glob.latency)
     for name, entry in config.instance.items():

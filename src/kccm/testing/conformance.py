@@ -14,6 +14,14 @@ The class checks the behaviour the controllers depend on (see each test's docstr
 for a capability the provider does not support are skipped. Providers whose clouds need real
 machines override ``lb_nodes`` (Nodes the load balancer may target) and ``known_node`` (a Node
 whose instance exists); without ``known_node`` the existing-instance checks are skipped.
+
+Economy and repair (issue 16): a provider exposing its cloud requests through
+``cloud_api_calls()`` (:class:`~kccm.cloudprovider.apicalls.APICallReporter`) is checked to
+make no mutating request for an ensure or update that changes nothing. A provider that
+supplies the ``load_balancer_tamper`` fixture (a :class:`LoadBalancerTamper`, which changes
+or deletes its balancer behind its back, as an operator in the cloud console would) is checked
+to repair the change, and re-create the deleted balancer, with the next ensure. Without the
+ledger or the fixture those checks are skipped, with the reason.
 Sync and async providers are both supported: every call goes through the thread-pool
 adapter the framework uses. The tests are ``async`` and marked for pytest-asyncio (strict or
 auto mode both work).
@@ -24,24 +32,29 @@ from __future__ import annotations
 import ipaddress
 import uuid
 from collections.abc import Iterator, Sequence
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, Protocol, TypeVar
 
 import pytest
 
 from kccm.cloudprovider import (
+    APICallCounts,
+    CloudAPICalls,
     InstanceNotFound,
     Instances,
     InstancesV2,
     Interface,
     LoadBalancer,
     LoadBalancerStatus,
+    MaybeAwaitable,
     Node,
     Route,
     Routes,
+    Service,
     ThreadPoolAdapter,
+    as_api_call_reporter,
 )
 
-__all__ = ["CloudProviderConformance", "make_node", "make_service"]
+__all__ = ["CloudProviderConformance", "LoadBalancerTamper", "make_node", "make_service"]
 
 T = TypeVar("T")
 
@@ -77,6 +90,28 @@ def make_node(name: str, *, provider_id: str = "", address: str = "10.0.0.1") ->
     }
 
 
+class LoadBalancerTamper(Protocol):
+    """What a provider's test supplies (fixture ``load_balancer_tamper``) so the kit can check
+    that an ensure repairs drift: changes made to the balancer in the cloud, not through the
+    provider. Each method may be ``async def`` or plain ``def``."""
+
+    def change(self, cloud: Interface, cluster_name: str, service: Service) -> MaybeAwaitable[None]:
+        """Change the ensured balancer of ``service`` so it no longer serves what was asked
+        (e.g. drop a listener or the backends, change a port or a health check)."""
+        ...
+
+    def delete(self, cloud: Interface, cluster_name: str, service: Service) -> MaybeAwaitable[None]:
+        """Delete the balancer of ``service`` (and what belongs to it) outside the provider."""
+        ...
+
+    def is_intact(
+        self, cloud: Interface, cluster_name: str, service: Service, nodes: Sequence[Node]
+    ) -> MaybeAwaitable[bool]:
+        """Whether the balancer of ``service`` exists and serves what ``service`` and
+        ``nodes`` ask for (ports, backends, ...), read from the cloud."""
+        ...
+
+
 def _usable(status: LoadBalancerStatus) -> bool:
     return bool(status.ingress) and all(i.ip or i.hostname for i in status.ingress)
 
@@ -109,6 +144,11 @@ class CloudProviderConformance:
         return None
 
     @pytest.fixture
+    def load_balancer_tamper(self) -> LoadBalancerTamper | None:
+        """Changes the provider's balancers behind its back (``None``: skip the repair checks)."""
+        return None
+
+    @pytest.fixture
     def call(self) -> Iterator[ThreadPoolAdapter]:
         """Runs provider methods as the framework does (sync ones in a thread pool)."""
         adapter = ThreadPoolAdapter(max_workers=4)
@@ -134,6 +174,25 @@ class CloudProviderConformance:
 
     def _routes(self, cloud: Interface) -> Routes:
         return self._need(cloud.routes(), "Routes")
+
+    @staticmethod
+    def _ledger(cloud: Interface) -> CloudAPICalls:
+        reporter = as_api_call_reporter(cloud)
+        if reporter is None:
+            pytest.skip(
+                "the provider exposes no cloud_api_calls() ledger "
+                "(kccm.cloudprovider.apicalls.APICallReporter)"
+            )
+        return reporter.cloud_api_calls()
+
+    @staticmethod
+    def _tamper(tamper: LoadBalancerTamper | None) -> LoadBalancerTamper:
+        if tamper is None:
+            pytest.skip(
+                "no load_balancer_tamper fixture: supply a LoadBalancerTamper that changes and "
+                "deletes this provider's balancer behind its back"
+            )
+        return tamper
 
     # -- Interface ---------------------------------------------------------------------------
 
@@ -184,6 +243,85 @@ class CloudProviderConformance:
             await call.call("update", lb.update_load_balancer, _CLUSTER, svc, [])
             _, exists = await call.call("get", lb.get_load_balancer, _CLUSTER, svc)
             assert exists
+        finally:
+            await call.call("delete", lb.ensure_load_balancer_deleted, _CLUSTER, svc)
+
+    async def test_an_ensure_or_update_with_nothing_changed_makes_no_mutating_call(
+        self, cloud: Interface, lb_nodes: list[Node], call: ThreadPoolAdapter
+    ) -> None:
+        """Read-compare-write: once a balancer is ensured, ensuring it again (as every start
+        does) and updating it with the same nodes (in another order) send the cloud no
+        mutating request."""
+        lb, svc = self._lb(cloud), make_service("conf-economy")
+        ledger = self._ledger(cloud)
+        try:
+            await call.call("ensure", lb.ensure_load_balancer, _CLUSTER, svc, lb_nodes)
+            before = ledger.snapshot()
+            await call.call("ensure", lb.ensure_load_balancer, _CLUSTER, svc, lb_nodes)
+            nodes = list(reversed(lb_nodes))
+            await call.call("update", lb.update_load_balancer, _CLUSTER, svc, nodes)
+            made = ledger.snapshot().since(before)
+            assert dict(made.writes) == {}, f"mutating requests with nothing changed: {made}"
+        finally:
+            await call.call("delete", lb.ensure_load_balancer_deleted, _CLUSTER, svc)
+
+    async def test_a_balancer_changed_behind_the_providers_back_is_repaired(
+        self,
+        cloud: Interface,
+        lb_nodes: list[Node],
+        call: ThreadPoolAdapter,
+        load_balancer_tamper: LoadBalancerTamper | None,
+    ) -> None:
+        """The next ensure reads the balancer, finds what was changed in the cloud, and
+        repairs it (with a ledger: by mutating requests, after which a further ensure finds
+        nothing to do)."""
+        tamper = self._tamper(load_balancer_tamper)
+        lb, svc = self._lb(cloud), make_service("conf-drift")
+        ledger = as_api_call_reporter(cloud)
+        try:
+            await call.call("ensure", lb.ensure_load_balancer, _CLUSTER, svc, lb_nodes)
+            await call.call("tamper", tamper.change, cloud, _CLUSTER, svc)
+            intact = tamper.is_intact
+            assert not await call.call("intact", intact, cloud, _CLUSTER, svc, lb_nodes), (
+                "the tamper fixture changed nothing is_intact can see"
+            )
+            before = ledger.cloud_api_calls().snapshot() if ledger else APICallCounts()
+            await call.call("ensure", lb.ensure_load_balancer, _CLUSTER, svc, lb_nodes)
+            assert await call.call("intact", intact, cloud, _CLUSTER, svc, lb_nodes), (
+                "the ensure did not repair the balancer"
+            )
+            if ledger is not None:
+                repair = ledger.cloud_api_calls().snapshot().since(before)
+                assert repair.total_writes > 0, f"repaired without a mutating request? {repair}"
+                before = ledger.cloud_api_calls().snapshot()
+                await call.call("ensure", lb.ensure_load_balancer, _CLUSTER, svc, lb_nodes)
+                again = ledger.cloud_api_calls().snapshot().since(before)
+                assert dict(again.writes) == {}, f"the repair did not converge: {again}"
+        finally:
+            await call.call("delete", lb.ensure_load_balancer_deleted, _CLUSTER, svc)
+
+    async def test_a_balancer_deleted_behind_the_providers_back_is_re_created(
+        self,
+        cloud: Interface,
+        lb_nodes: list[Node],
+        call: ThreadPoolAdapter,
+        load_balancer_tamper: LoadBalancerTamper | None,
+    ) -> None:
+        """get_load_balancer reports a balancer deleted in the cloud as absent, and the next
+        ensure creates it again, serving what the Service asks for."""
+        tamper = self._tamper(load_balancer_tamper)
+        lb, svc = self._lb(cloud), make_service("conf-recreate")
+        try:
+            await call.call("ensure", lb.ensure_load_balancer, _CLUSTER, svc, lb_nodes)
+            await call.call("tamper", tamper.delete, cloud, _CLUSTER, svc)
+            _, exists = await call.call("get", lb.get_load_balancer, _CLUSTER, svc)
+            assert not exists, "the tamper fixture's delete left the balancer in place"
+            status = await call.call("ensure", lb.ensure_load_balancer, _CLUSTER, svc, lb_nodes)
+            assert _usable(status), f"status has no ip or hostname: {status}"
+            _, exists = await call.call("get", lb.get_load_balancer, _CLUSTER, svc)
+            assert exists
+            intact = tamper.is_intact
+            assert await call.call("intact", intact, cloud, _CLUSTER, svc, lb_nodes)
         finally:
             await call.call("delete", lb.ensure_load_balancer_deleted, _CLUSTER, svc)
 

@@ -144,7 +144,7 @@ KCCM_OWN: dict[str, Any] = {
     "cloud-call-burst": 1,
     "cloud-call-group-qps": {},
     "provider-threads": 16,
-    "node-metadata-refresh-period": 3600.0,
+    "node-metadata-refresh-period": 0.0,
     "reuse-unchanged-load-balancers": True,
 }
 
@@ -362,12 +362,6 @@ APPLIED: list[tuple[str, list[str], str, Any]] = [
     ),
     ("qps", ["--kube-api-qps=5.5"], "kube_api_qps", 5.5),
     ("burst", ["--kube-api-burst=7"], "kube_api_burst", 7),
-    (
-        "lb-reuse-off",
-        ["--reuse-unchanged-load-balancers=false"],
-        "reuse_unchanged_load_balancers",
-        False,
-    ),
     ("metadata-refresh", ["--node-metadata-refresh-period=0"], "node_metadata_refresh_period", 0),
     (
         "protobuf-means-json",
@@ -596,6 +590,16 @@ def test_every_upstream_flag_is_accepted() -> None:
         pytest.param(["--min-resync-period=1h"], "--min-resync-period", id="resync"),
         pytest.param(["--controller-start-interval=5s"], "--controller-start-int", id="interval"),
         pytest.param(["--leader-migration-config=/x"], "--leader-migration-config", id="lm"),
+        pytest.param(
+            ["--reuse-unchanged-load-balancers=false"],
+            "--reuse-unchanged-load-balancers is deprecated",
+            id="lb-reuse-off-deprecated",
+        ),
+        pytest.param(
+            ["--reuse-unchanged-load-balancers=true"],
+            "--reuse-unchanged-load-balancers is deprecated",
+            id="lb-reuse-on-deprecated-too",
+        ),
     ],
 )
 def test_ignored_flags_set_to_a_value_warn_with_a_reason(args: list[str], warning: str) -> None:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from prometheus_client import CollectorRegistry
 
 from kccm.cloudprovider import CloudAPICalls, as_api_call_reporter, classify_by_verb
+from kccm.cloudprovider.apicalls import register_api_call_metrics
 
 
 @pytest.mark.parametrize(
@@ -48,3 +50,25 @@ def test_a_provider_reports_its_ledger_only_when_it_has_one() -> None:
 
     assert as_api_call_reporter(Reporting()) is not None
     assert as_api_call_reporter(object()) is None
+
+
+def test_the_ledger_is_exported_as_a_counter_read_at_scrape_time() -> None:
+    class Reporting:
+        def __init__(self) -> None:
+            self.ledger = CloudAPICalls()
+
+        def cloud_api_calls(self) -> CloudAPICalls:
+            return self.ledger
+
+    cloud, registry = Reporting(), CollectorRegistry()
+    assert register_api_call_metrics(cloud, registry)
+    assert not register_api_call_metrics(object(), CollectorRegistry())
+    cloud.ledger.record("DescribeLoadBalancers", mutating=False, count=3)
+    cloud.ledger.record("CreateListener", mutating=True)
+    name = "kccm_cloud_api_requests_total"
+    read = {"operation": "DescribeLoadBalancers", "mutating": "false"}
+    write = {"operation": "CreateListener", "mutating": "true"}
+    assert registry.get_sample_value(name, read) == 3
+    assert registry.get_sample_value(name, write) == 1
+    cloud.ledger.record("CreateListener", mutating=True)
+    assert registry.get_sample_value(name, write) == 2

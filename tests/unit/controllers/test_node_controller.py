@@ -87,11 +87,18 @@ def kubelet_node(
 
 
 class ScriptedCloud(FakeCloud):
-    """The fake cloud, plus upstream fake's ``OverrideInstanceMetadata`` knob."""
+    """The fake cloud as upstream's fake: its ``OverrideInstanceMetadata`` knob, and no list
+    call (so the periodic refresh asks ``instance_metadata`` per node, as upstream's tests
+    describe)."""
 
     def __init__(self, **kw: Any) -> None:
         super().__init__(**kw)
         self.override: Callable[[Any], InstanceMetadata | None] | None = None
+
+    def __getattribute__(self, name: str) -> Any:
+        if name == "list_instance_metadata":
+            raise AttributeError(name)
+        return super().__getattribute__(name)
 
     async def instance_metadata(self, node: Any) -> InstanceMetadata | None:
         if self.override is None:
@@ -914,10 +921,10 @@ async def run_for(env: Env, clock: FakeClock, seconds: float) -> None:
         pytest.param(PerNodeCloud, 3600.0, "instance_metadata", 120, id="per-node-once-an-hour"),
         pytest.param(FakeCloud, 3600.0, "list_instance_metadata", 12,
                      id="list-call-per-tick-for-due-nodes"),
-        pytest.param(FakeCloud, 0.0, "instance_metadata", 13 * 120,
-                     id="period-0-is-upstream-every-node-every-tick"),
+        pytest.param(FakeCloud, 0.0, "list_instance_metadata", 13,
+                     id="default-every-node-every-tick-in-one-list-call"),
         pytest.param(PerNodeCloud, 0.0, "instance_metadata", 13 * 120,
-                     id="period-0-without-list-call"),
+                     id="default-without-list-call-is-upstream-per-node"),
     ],
 )  # fmt: skip
 async def test_steady_state_cloud_calls_per_hour(
@@ -981,6 +988,35 @@ async def test_list_call_follows_cloud_address_changes(
     await clock.advance(300)
     await env.ctrl.stop(grace=1)
     assert all(n["status"]["addresses"] == [INTERNAL2] for n in env.kube.objects(NODES))
+
+
+def addresses_of(env: Env, name: str) -> Any:
+    (node,) = [n for n in env.kube.objects(NODES) if n["metadata"]["name"] == name]
+    return node["status"]["addresses"]
+
+
+async def test_default_refresh_reads_all_nodes_at_start_and_every_tick_in_one_call(
+    env_factory: Callable[..., Any], clock: FakeClock
+) -> None:
+    """Upstream's cadence (at start, then every --node-status-update-frequency) with one list
+    call per tick: an address changed in the cloud reaches its Node within one tick."""
+    cloud = FakeCloud(clock=clock)
+    nodes = many_nodes(cloud, 50, INTERNAL)
+    env: Env = await env_factory(cloud, nodes, options=NodeControllerOptions())
+    run = asyncio.create_task(env.ctrl.run())
+    env.tasks.append(run)
+    await clock.advance(0)
+    assert cloud.calls.count("list_instance_metadata") == 1, "once at start"
+    assert len(cloud.call_log[-1].args[0]) == 50, "for every node"
+    assert all(n["status"]["addresses"] == [INTERNAL] for n in env.kube.objects(NODES))
+    cloud.add_instance(FakeInstance(name="node7", addresses=(addr(INTERNAL2),)))
+    await clock.advance(299)
+    assert addresses_of(env, "node7") == [INTERNAL]
+    await clock.advance(1)
+    assert addresses_of(env, "node7") == [INTERNAL2]
+    assert cloud.calls.count("list_instance_metadata") == 2
+    assert "instance_metadata" not in cloud.calls
+    await env.ctrl.stop(grace=1)
 
 
 async def test_list_call_failure_is_logged_and_skipped(

@@ -16,9 +16,11 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from kccm.api.wellknown import FINALIZER_LB_CLEANUP
+from kccm.cloudprovider.apicalls import APICallCounts
 from kccm.cloudprovider.errors import ImplementedElsewhere, RetryError
 from kccm.cloudprovider.gate import CallGate
 from kccm.cloudprovider.gated import GatedCloud
+from kccm.cloudprovider.types import LoadBalancerIPMode
 from kccm.controllers.base import ControllerContext
 from kccm.controllers.service import (
     LoadBalancerOperation,
@@ -31,7 +33,7 @@ from kccm.kube.errors import Conflict, KubeError, NotFound
 from kccm.kube.fake import FakeKube
 from kccm.kube.interface import Obj, PatchType
 from kccm.kube.resources import NODES, SERVICES
-from kccm.providers.fake import FakeCloud, FakeCloudError
+from kccm.providers.fake import FakeBalancer, FakeCloud, FakeCloudError
 from kccm.runtime.events import EventBroadcaster
 from kccm.runtime.informers import SharedInformerFactory
 from kccm.util.clock import FakeClock
@@ -140,9 +142,8 @@ async def harness() -> AsyncIterator[Harness]:
     gate.close()
 
 
-async def start(h: Harness, *, workers: int = 1, reuse: bool = False) -> ServiceController:
-    """Build the controller and sync its informers with what the fake holds now. Without
-    ``reuse`` it behaves as upstream (no spec-hash annotation, every sync ensures)."""
+async def start(h: Harness, *, workers: int = 1) -> ServiceController:
+    """Build the controller and sync its informers with what the fake holds now."""
     context = ControllerContext(
         kube=h.kube,
         informers=h.factory,
@@ -151,9 +152,7 @@ async def start(h: Harness, *, workers: int = 1, reuse: bool = False) -> Service
         registry=h.registry,
         clock=h.clock,
     )
-    options = ServiceControllerOptions(
-        concurrent_service_syncs=workers, reuse_unchanged_load_balancers=reuse
-    )
+    options = ServiceControllerOptions(concurrent_service_syncs=workers)
     controller = build(context, options)
     assert controller is not None
     h.controller = controller
@@ -1484,25 +1483,27 @@ async def test_addresses_arriving_after_initialisation_resync_backends(harness: 
     assert seen[-1] == [("a", None), ("b", address)]
 
 
-# -- issue 10.4: the spec-hash annotation; a restart with unchanged LBs makes no cloud write -----
+# -- issue 16: every start ensures; economy is the provider's read-compare-write ---------------
 
-HASH = "service.kccm.io/load-balancer-spec-hash"
-MUTATING = {"ensure_load_balancer", "update_load_balancer", "ensure_load_balancer_deleted"}
+LEGACY_HASH = "service.kccm.io/load-balancer-spec-hash"
+"""The annotation kccm wrote up to issue 16: never written now, removed with the next write."""
 
 
-async def restart(h: Harness, *, reuse: bool = True) -> ServiceController:
+async def restart(h: Harness) -> ServiceController:
     """A new controller process: fresh informers and caches, the same apiserver and cloud."""
     await h.factory.stop()
     h.factory = SharedInformerFactory(h.kube, clock=h.clock)
     h.cloud.clear_calls()
     h.events.recorded.clear()
     h.kube.patches.clear()
-    return await start(h, reuse=reuse)
+    return await start(h)
 
 
-async def hash_of(h: Harness, name: str) -> str | None:
-    value = (await h.service(name))["metadata"].get("annotations", {}).get(HASH)
-    return None if value is None else str(value)
+def kccm_marks(obj: Obj) -> list[str]:
+    """Annotations and labels of kccm's own on ``obj`` (none may be left)."""
+    meta = obj.get("metadata") or {}
+    keys = [*(meta.get("annotations") or {}), *(meta.get("labels") or {})]
+    return [k for k in keys if "kccm.io" in k]
 
 
 async def first_run(h: Harness, names: list[str]) -> ServiceController:
@@ -1510,42 +1511,44 @@ async def first_run(h: Harness, names: list[str]) -> ServiceController:
     await create_node(h, "b", provider_id="fake://b")
     for name in names:
         await create_service(h, name)
-    controller = await start(h, reuse=True)
+    controller = await start(h)
     await ensure_all(h, controller, names)
     return controller
 
 
-async def test_ensure_records_the_spec_hash_in_the_status_patch(harness: Harness) -> None:
+def writes_since(h: Harness, before: APICallCounts) -> dict[str, int]:
+    return dict(h.cloud.cloud_api_calls().snapshot().since(before).writes)
+
+
+async def test_ensure_writes_nothing_of_kccms_own_on_the_service(harness: Harness) -> None:
     h = harness
     await create_node(h, "a")
     await create_service(h, "s1")
-    controller = await start(h, reuse=True)
-    assert await controller.service_queue.get() == key("s1")
-    controller.service_queue.done(key("s1"))
-    h.kube.patches.clear()
+    controller = await start(h)
     await controller.sync_service(key("s1"))
-    status_patches = [p for p in h.kube.patches if "status" in p.body]
-    assert len(status_patches) == 1, "status and hash in one write"
-    assert status_patches[0].subresource == "status"
-    assert status_patches[0].body["metadata"]["annotations"][HASH].startswith("v1-")
-    assert await hash_of(h, "s1") == status_patches[0].body["metadata"]["annotations"][HASH]
-    await h.settle()
-    assert len(controller.service_queue) == 0, "our own annotation is not a reason to sync"
+    assert [p.body for p in h.kube.patches] == [
+        {"metadata": {"finalizers": [FINALIZER_LB_CLEANUP]}},
+        {"status": {"loadBalancer": {"ingress": fake_ingress()}}},
+    ]
+    assert kccm_marks(await h.service("s1")) == []
 
 
-async def test_restart_with_unchanged_load_balancers_makes_no_mutating_call(
+async def test_restart_ensures_every_balancer_with_upstreams_events_and_no_cloud_write(
     harness: Harness,
 ) -> None:
+    """Upstream ensures every Service on start; the fake's read-compare-write makes that
+    cost reads only, and nothing is written to the apiserver either."""
     h = harness
     names = ["s1", "s2", "s3"]
     await first_run(h, names)
     controller = await restart(h)
+    before = h.cloud.cloud_api_calls().snapshot()
     task = asyncio.create_task(controller.run())
     await run_until_quiet(h, controller)
-    assert sorted(h.cloud.calls) == ["get_load_balancer"] * 3
-    assert not MUTATING & set(h.cloud.calls)
-    assert h.kube.patches == [], "nothing to write either"
-    assert h.events.recorded == []
+    assert sorted(h.cloud.calls) == ["ensure_load_balancer"] * 3
+    assert writes_since(h, before) == {}
+    assert h.kube.patches == [], "status and finalizer are unchanged: nothing to write"
+    assert sorted(h.events.reasons()) == sorted(ENSURED * 3)
     assert controller.ensured == {key(n) for n in names}
     # Those services are now ensured by this process: node changes reach them.
     await create_node(h, "c", provider_id="fake://c")
@@ -1555,12 +1558,25 @@ async def test_restart_with_unchanged_load_balancers_makes_no_mutating_call(
     await asyncio.wait_for(task, 5)
 
 
+def _balancer(h: Harness) -> FakeBalancer:
+    (balancer,) = h.cloud.balancers.values()
+    return balancer
+
+
 async def _lose_the_balancer(h: Harness) -> None:
-    await h.cloud.ensure_load_balancer_deleted("kubernetes", await h.service("s1"))
+    h.cloud.remove_balancer(_balancer(h).name)
 
 
-async def _break_the_check(h: Harness) -> None:
-    h.cloud.fail("get_load_balancer", FakeCloudError("api down"), times=1)
+async def _tamper_ports(h: Harness) -> None:
+    h.cloud.alter_balancer(_balancer(h).name, ports=())
+
+
+async def _tamper_hosts(h: Harness) -> None:
+    h.cloud.alter_balancer(_balancer(h).name, hosts=("a",))
+
+
+async def _change_the_cloud_config(h: Harness) -> None:
+    h.cloud.load_balancer_ip_mode = LoadBalancerIPMode.PROXY
 
 
 async def _annotate(h: Harness) -> None:
@@ -1576,124 +1592,146 @@ async def _add_node(h: Harness) -> None:
     await create_node(h, "c", provider_id="fake://c")
 
 
-async def _readdress_node(h: Harness) -> None:
-    address = {"addresses": [{"type": "InternalIP", "address": "10.0.0.9"}]}
-    await h.kube.patch(NODES, "a", {"status": address}, subresource="status")
-
-
-async def _relabel_node(h: Harness) -> None:
-    await h.kube.patch(NODES, "a", {"metadata": {"labels": {"pool": "gpu"}}})
-
-
-async def _drop_the_hash(h: Harness) -> None:
-    await h.kube.patch(SERVICES, "s1", {"metadata": {"annotations": {HASH: None}}}, namespace=NS)
-
-
-async def _relabel_service(h: Harness) -> None:
-    await h.kube.patch(SERVICES, "s1", {"metadata": {"labels": {"team": "x"}}}, namespace=NS)
-
-
-async def _change_selector(h: Harness) -> None:
-    await h.kube.patch(SERVICES, "s1", {"spec": {"selector": {"app": "y"}}}, namespace=NS)
-
-
 async def _nothing(h: Harness) -> None:
     return None
 
 
 @pytest.mark.parametrize(
-    ("while_down", "reuse", "calls"),
+    ("while_down", "writes"),
     [
-        pytest.param(_nothing, True, ["get_load_balancer"], id="nothing-changed-no-write"),
-        pytest.param(_relabel_service, True, ["get_load_balancer"], id="labels-do-not-count"),
-        pytest.param(_change_selector, True, ["get_load_balancer"], id="selector-does-not-count"),
-        pytest.param(_annotate, True, ["ensure_load_balancer"], id="annotation-changed-ensures"),
-        pytest.param(_change_ports, True, ["ensure_load_balancer"], id="ports-changed-ensures"),
-        pytest.param(_add_node, True, ["ensure_load_balancer"], id="node-added-ensures"),
-        pytest.param(_readdress_node, True, ["ensure_load_balancer"], id="node-address-ensures"),
-        pytest.param(_relabel_node, True, ["ensure_load_balancer"], id="node-labels-ensure"),
-        pytest.param(_drop_the_hash, True, ["ensure_load_balancer"], id="no-hash-ensures"),
+        pytest.param(_nothing, {}, id="nothing-changed-no-cloud-write"),
+        pytest.param(_annotate, {}, id="annotation-changed-same-balancer-no-write"),
         pytest.param(
-            _lose_the_balancer,
-            True,
-            ["get_load_balancer", "ensure_load_balancer"],
-            id="balancer-gone-from-the-cloud-ensures",
+            _lose_the_balancer, {"create_load_balancer": 1}, id="deleted-balancer-re-created"
         ),
+        pytest.param(_tamper_ports, {"set_load_balancer_ports": 1}, id="drifted-ports-repaired"),
+        pytest.param(_tamper_hosts, {"set_load_balancer_hosts": 1}, id="drifted-hosts-repaired"),
         pytest.param(
-            _break_the_check,
-            True,
-            ["get_load_balancer", "ensure_load_balancer"],
-            id="failed-check-ensures",
+            _change_the_cloud_config,
+            {"set_load_balancer_ip_mode": 1},
+            id="changed-cloud-config-applied",
         ),
-        pytest.param(_nothing, False, ["ensure_load_balancer"], id="upstream-mode-always-ensures"),
+        pytest.param(_change_ports, {"set_load_balancer_ports": 1}, id="ports-changed-written"),
+        pytest.param(_add_node, {"set_load_balancer_hosts": 1}, id="node-added-written"),
     ],
 )
-async def test_restart_reuses_a_load_balancer_only_when_nothing_changed(
+async def test_restart_repairs_what_changed_while_kccm_was_down(
     harness: Harness,
     while_down: Callable[[Harness], Awaitable[None]],
-    reuse: bool,
-    calls: list[str],
+    writes: dict[str, int],
 ) -> None:
     h = harness
     await first_run(h, ["s1"])
     await while_down(h)
-    controller = await restart(h, reuse=reuse)
-    h.cloud.clear_calls()
+    controller = await restart(h)
+    before = h.cloud.cloud_api_calls().snapshot()
     await controller.sync_service(key("s1"))
-    assert h.cloud.calls == calls
-    ensured = "ensure_load_balancer" in calls
-    assert h.events.reasons() == (ENSURED if ensured else [])
-    if reuse:
-        assert await hash_of(h, "s1") == controller._spec_hash(
-            await h.service("s1"), controller.backends.snapshot()
-        )
+    assert h.cloud.calls == ["ensure_load_balancer"]
+    assert h.events.reasons() == ENSURED
+    assert writes_since(h, before) == writes
+    service = await h.service("s1")
+    balancer = _balancer(h)
+    assert [p.port for p in balancer.ports] == [p["port"] for p in service["spec"]["ports"]]
+    assert balancer.hosts == tuple(sorted(controller.backends.snapshot().identities))
+    assert balancer.ip_mode == h.cloud.load_balancer_ip_mode
+    ingress = service["status"]["loadBalancer"]["ingress"]
+    assert ingress[0]["ipMode"] == balancer.ip_mode.value, "the status follows the balancer"
 
 
-async def test_node_sync_keeps_the_hash_current_and_drops_it_on_failure(harness: Harness) -> None:
+async def _status_changes(h: Harness) -> None:
+    h.cloud.remove_balancer(_balancer(h).name)  # re-created with a new address
+
+
+async def _type_changes(h: Harness) -> None:
+    await h.kube.patch(SERVICES, "s1", {"spec": {"type": "ClusterIP"}}, namespace=NS)
+
+
+@pytest.mark.parametrize(
+    ("change", "patches"),
+    [
+        pytest.param(_nothing, 0, id="no-write-due-the-leftover-stays"),
+        pytest.param(_status_changes, 1, id="removed-with-the-status-patch"),
+        pytest.param(_type_changes, 2, id="removed-with-the-finalizer-and-status-patches"),
+    ],
+)
+async def test_a_leftover_spec_hash_goes_with_the_next_write_kccm_makes_anyway(
+    harness: Harness, change: Callable[[Harness], Awaitable[None]], patches: int
+) -> None:
+    h = harness
+    await first_run(h, ["s1"])
+    leftover = {"metadata": {"annotations": {LEGACY_HASH: "v1-0123"}}}
+    await h.kube.patch(SERVICES, "s1", leftover, namespace=NS)
+    await change(h)
+    controller = await restart(h)
+    assert await controller.service_queue.get() == key("s1"), "the start-up add"
+    controller.service_queue.done(key("s1"))
+    await controller.sync_service(key("s1"))
+    assert all(
+        LEGACY_HASH in p.body["metadata"]["annotations"]
+        for p in h.kube.patches
+        if "metadata" in p.body
+    )
+    assert len(h.kube.patches) == patches, "never a write of its own"
+    annotations = (await h.service("s1"))["metadata"].get("annotations") or {}
+    assert (LEGACY_HASH not in annotations) is (patches > 0)
+    await h.settle()
+    assert len(controller.service_queue) == 0, "removing the leftover is no reason to sync"
+
+
+async def test_a_leftover_spec_hash_rides_on_the_finalizer_patch(harness: Harness) -> None:
+    h = harness
+    await create_node(h, "a")
+    await create_service(h, "s1")
+    leftover = {"metadata": {"annotations": {LEGACY_HASH: "v1-0123", "keep": "me"}}}
+    await h.kube.patch(SERVICES, "s1", leftover, namespace=NS)
+    controller = await start(h)
+    h.kube.patches.clear()
+    await controller.sync_service(key("s1"))
+    assert h.kube.patches[0].body == {
+        "metadata": {"finalizers": [FINALIZER_LB_CLEANUP], "annotations": {LEGACY_HASH: None}}
+    }
+    annotations = (await h.service("s1"))["metadata"]["annotations"]
+    assert annotations == {"keep": "me"}
+
+
+async def test_node_sync_writes_nothing_to_the_service(harness: Harness) -> None:
     h = harness
     controller = await first_run(h, ["s1"])
-    first = await hash_of(h, "s1")
+    h.kube.patches.clear()
     await create_node(h, "c", provider_id="fake://c")
     await h.settle()
     assert await controller.sync_nodes() == set()
-    second = await hash_of(h, "s1")
-    assert second is not None
-    assert second != first
-    await h.settle()
-    assert len(controller.service_queue) == 0, "the hash write does not re-enqueue"
-    # After that update, a restart still finds nothing to do.
-    controller = await restart(h)
-    await controller.sync_service(key("s1"))
-    assert h.cloud.calls == ["get_load_balancer"]
-    # A failed update leaves the load balancer in an unknown state: the hash goes.
+    assert update_calls(h) == [(key("s1"), ("a", "b", "c"))]
+    assert h.kube.patches == []
+    # A failed update leaves the balancer's state unknown: the service goes for a full ensure.
     h.cloud.fail("update_load_balancer", FakeCloudError("busy"))
     await create_node(h, "d", provider_id="fake://d")
     await h.settle()
     assert await controller.sync_nodes() == {key("s1")}
-    assert await hash_of(h, "s1") is None
+    assert h.kube.patches == []
 
 
-async def test_a_node_change_during_the_restart_check_still_reaches_the_balancer(
+async def test_a_node_change_during_the_start_up_ensure_still_reaches_the_balancer(
     harness: Harness,
 ) -> None:
     h = harness
     await first_run(h, ["s1"])
     controller = await restart(h)
-    h.cloud.set_latency("get_load_balancer", 5.0)
+    h.cloud.set_latency("ensure_load_balancer", 5.0)
     sync = asyncio.create_task(controller.sync_service(key("s1")))
     await h.clock.advance(0)
-    await create_node(h, "c", provider_id="fake://c")  # arrives while the check is in flight
+    await create_node(h, "c", provider_id="fake://c")  # arrives while the ensure is in flight
     await h.settle()
     await h.clock.advance(5.0)
     await sync
-    assert h.cloud.calls == ["get_load_balancer"]
+    assert h.cloud.calls == ["ensure_load_balancer"]
     assert len(controller.node_queue) == 1, "the balancer has {a, b}: a node sync follows"
     while len(controller.node_queue):
         await controller._node_loop.process_next()
     assert update_calls(h) == [(key("s1"), ("a", "b", "c"))]
 
 
-# -- a failed ensure leaves no hash behind ---------------------------------------------------
+# -- a failed ensure: node syncs leave the service alone until a retry ensures ----------------
 
 EXTRA_PORT = {"name": "q", "protocol": "TCP", "port": 81, "targetPort": 81}
 
@@ -1731,24 +1769,25 @@ async def test_after_a_failed_ensure_the_retry_really_ensures(
 ) -> None:
     controller = await first_run(harness, ["s1"])
     await _fail_ensure_of_a_new_port(harness, controller)
-    assert await hash_of(harness, "s1") is None, "the hash goes with the failed ensure"
+    assert key("s1") not in controller.ensured, "node syncs leave it alone"
     await then(harness, controller)
+    assert "update_load_balancer" not in harness.cloud.calls
     harness.cloud.clear_calls()
     await controller.sync_service(key("s1"))
     assert "ensure_load_balancer" in harness.cloud.calls
-    assert await hash_of(harness, "s1") is not None
+    assert key("s1") in controller.ensured
 
 
-async def test_a_load_balancer_implemented_elsewhere_is_not_node_synced_or_annotated(
+async def test_a_load_balancer_implemented_elsewhere_is_not_node_synced(
     harness: Harness,
 ) -> None:
     h = harness
     await create_node(h, "a", provider_id="fake://a")
     await create_service(h, "s1")
     h.cloud.fail("ensure_load_balancer", ImplementedElsewhere())
-    controller = await start(h, reuse=True)
+    controller = await start(h)
     await ensure_all(h, controller, ["s1"])
     assert key("s1") not in controller.ensured
     await _node_joins(h, controller)
     assert "update_load_balancer" not in h.cloud.calls
-    assert await hash_of(h, "s1") is None
+    assert kccm_marks(await h.service("s1")) == []

@@ -14,16 +14,15 @@ from kccm.api.wellknown import ANNOTATION_LB_SPEC_HASH, FINALIZER_LB_CLEANUP
 from kccm.cloudprovider.types import LoadBalancerIngress, LoadBalancerStatus, PortStatus
 from kccm.controllers.service_helpers import (
     EMPTY_NODE_SET,
+    LEGACY_ANNOTATIONS,
     STABLE_NODE_SET_PREDICATES,
     BackendNodeSet,
     finalizer_patch,
-    load_balancer_spec_hash,
+    legacy_annotations_patch,
     load_balancer_status_equal,
     loggable_node_names,
     needs_cleanup,
     needs_update,
-    node_identities,
-    node_set_digest,
     nodes_sufficiently_equal,
     parse_go_bool,
     respects_predicates,
@@ -615,7 +614,7 @@ def test_load_balancer_status_equal(
     assert load_balancer_status_equal(previous, new) is equal
 
 
-# -- kccm: the backend node set maintained from events, and the spec hash ----------------------
+# -- kccm: the backend node set maintained from events; the leftover of the spec hash ----------
 
 
 def test_backend_node_set_versions_only_on_backend_changes() -> None:
@@ -656,59 +655,27 @@ def test_same_backends_compares_content_across_versions() -> None:
     assert not again.same_backends(EMPTY_NODE_SET)
 
 
-HASHED = with_meta(BASE, annotations={"a": "1"}, labels={"team": "x"})
-
-
 @pytest.mark.parametrize(
-    ("changed", "cluster", "digest", "same"),
+    ("annotations", "patch"),
     [
-        pytest.param(HASHED, "kubernetes", "d1", True, id="identical"),
+        pytest.param(None, {}, id="no-annotations"),
+        pytest.param({"a": "1"}, {}, id="only-users-annotations"),
         pytest.param(
-            with_meta(HASHED, labels={"team": "y"}), "kubernetes", "d1", True, id="labels-ignored"
+            {"a": "1", ANNOTATION_LB_SPEC_HASH: "v1-0"},
+            {"annotations": {ANNOTATION_LB_SPEC_HASH: None}},
+            id="leftover-spec-hash-removed-users-kept",
         ),
-        pytest.param(
-            {**HASHED, "spec": {**HASHED["spec"], "selector": {"app": "z"}}},
-            "kubernetes",
-            "d1",
-            True,
-            id="selector-ignored",
-        ),
-        pytest.param(
-            with_meta(HASHED, annotations={"a": "1", ANNOTATION_LB_SPEC_HASH: "old"}),
-            "kubernetes",
-            "d1",
-            True,
-            id="own-annotation-ignored",
-        ),
-        pytest.param(
-            with_meta(HASHED, annotations={"a": "2"}),
-            "kubernetes",
-            "d1",
-            False,
-            id="annotation-counts",
-        ),
-        pytest.param(
-            {**HASHED, "spec": {**HASHED["spec"], "allocateLoadBalancerNodePorts": False}},
-            "kubernetes",
-            "d1",
-            False,
-            id="any-other-spec-field-counts",
-        ),
-        pytest.param(with_meta(HASHED, uid="uid-2"), "kubernetes", "d1", False, id="uid-counts"),
-        pytest.param(HASHED, "other-cluster", "d1", False, id="cluster-name-counts"),
-        pytest.param(HASHED, "kubernetes", "d2", False, id="node-set-counts"),
     ],
 )
-def test_load_balancer_spec_hash(
-    changed: dict[str, Any], cluster: str, digest: str, same: bool
+def test_legacy_annotations_patch(
+    annotations: dict[str, str] | None, patch: dict[str, Any]
 ) -> None:
-    reference = load_balancer_spec_hash(HASHED, "kubernetes", "d1")
-    assert reference.startswith("v1-")
-    assert (load_balancer_spec_hash(changed, cluster, digest) == reference) is same
+    service = with_meta(BASE, annotations=annotations) if annotations else BASE
+    assert legacy_annotations_patch(service) == patch
 
 
-def test_node_set_digest_ignores_order_but_not_addresses() -> None:
-    a, b = node("a", provider_id="p-a"), node("b", addresses=("10.0.0.2",))
-    assert node_set_digest(node_identities([a, b])) == node_set_digest(node_identities([b, a]))
-    moved = node("b", addresses=("10.0.0.3",))
-    assert node_set_digest(node_identities([a, b])) != node_set_digest(node_identities([a, moved]))
+def test_the_leftover_spec_hash_is_no_reason_to_sync() -> None:
+    old = with_meta(BASE, annotations={"a": "1", ANNOTATION_LB_SPEC_HASH: "v1-0"})
+    new = with_meta(BASE, annotations={"a": "1"})
+    assert not needs_update(old, new, ignored_annotations=LEGACY_ANNOTATIONS)
+    assert needs_update(old, new), "upstream compares every annotation"

@@ -8,6 +8,13 @@
   source ranges, session affinity) for the data plane to serve; status ip=VIP, ipMode Proxy.
 - Routes: the ``routes`` table.
 
+Ensure, update and delete are read-compare-write: they read the balancer's row and the
+Service's IP claim, compare them with what the Service, the nodes and the cloud config
+(``health-check-mode``) ask for, and write only when something differs, so an unchanged
+balancer costs one read and a drifted one (edited in the state file, deleted) is repaired.
+Every store operation is counted in a :class:`~kccm.cloudprovider.apicalls.CloudAPICalls`
+ledger (:meth:`LocalCloud.cloud_api_calls`), reads apart from writes.
+
 Every method but :meth:`LocalCloud.initialize` is a plain ``def``: the framework runs them in
 its thread pool, and the SQLite calls block only that thread. ``initialize`` is ``async``: it
 starts the data plane and then supervises it (a task on the daemon's loop checks its heartbeat
@@ -17,13 +24,13 @@ every ``dataplane-check-interval`` on the clock and starts a new one when it has
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
 from kccm.cloudprovider import (
+    CloudAPICalls,
     CloudProviderError,
     ControllerClientBuilder,
     InstanceMetadata,
@@ -31,13 +38,9 @@ from kccm.cloudprovider import (
     InstancesV2,
     Interface,
     LoadBalancer,
-    LoadBalancerIngress,
-    LoadBalancerIPMode,
     LoadBalancerStatus,
     Node,
-    NodeAddress,
     NodeName,
-    PortStatus,
     Route,
     Routes,
     Service,
@@ -45,11 +48,30 @@ from kccm.cloudprovider import (
     Zones,
     default_load_balancer_name,
 )
+from kccm.providers.local.compare import (
+    backends_are_current,
+    balancer_is_current,
+    nothing_to_delete,
+)
 from kccm.providers.local.config import LocalCloudConfig, VipPool, load_local_config
+from kccm.providers.local.desired import (
+    ANNOTATION_RETAIN_IP,
+    ANNOTATION_SOURCE_RANGES,
+    KUBE_PROXY_HEALTH_PORT,
+    LocalLoadBalancerError,
+    backends_of,
+    desired_load_balancer,
+    instance_metadata_of,
+    node_addresses_of,
+    node_name_of,
+    retains_ip,
+    service_key_of,
+    spec_of,
+    status_of,
+)
 from kccm.providers.local.store import (
     InstanceRecord,
     IPUnavailable,
-    LoadBalancerRecord,
     LocalStore,
     RouteRecord,
     resolve_state_path,
@@ -73,10 +95,6 @@ __all__ = [
 ]
 
 PROVIDER_NAME = "local"
-ANNOTATION_RETAIN_IP = "local.kccm.io/retain-ip"
-ANNOTATION_SOURCE_RANGES = "service.beta.kubernetes.io/load-balancer-source-ranges"
-KUBE_PROXY_HEALTH_PORT = 10256
-HEALTHZ = "/healthz"
 log = logging.getLogger("kccm.providers.local")
 
 DataplaneStarter = Callable[[Path], int]
@@ -104,53 +122,10 @@ def probe_dataplane(state_file: Path, now: float) -> int | None:
     return None if beat is None else beat.pid
 
 
-class LocalLoadBalancerError(CloudProviderError):
-    """A Service the local provider cannot serve (the message ends up in a Warning event)."""
-
-
 class ForeignProviderID(CloudProviderError):
     """A Node whose providerID belongs to another provider (``aws://...``): the local provider
     cannot say whether that machine exists, so it answers with this error, never "does not
     exist" (which would make the lifecycle controller delete the Node)."""
-
-
-# -- reading Kubernetes objects --------------------------------------------------------------
-
-
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    return obj.get("metadata") or {}
-
-
-def _spec(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    return obj.get("spec") or {}
-
-
-def _service_key(service: Service) -> str:
-    meta = _meta(service)
-    return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
-
-
-def _annotation(service: Service, key: str) -> str:
-    return str((_meta(service).get("annotations") or {}).get(key, ""))
-
-
-def _retain(service: Service) -> bool:
-    return _annotation(service, ANNOTATION_RETAIN_IP).strip().lower() == "true"
-
-
-def _node_name(node: Node) -> str:
-    return str(_meta(node).get("name", ""))
-
-
-def _node_addresses(node: Node) -> tuple[tuple[str, str], ...]:
-    return tuple(
-        (str(a.get("type", "")), str(a.get("address", "")))
-        for a in (node.get("status") or {}).get("addresses") or ()
-    )
-
-
-def _internal_ip(node: Node) -> str | None:
-    return next((addr for kind, addr in _node_addresses(node) if kind == "InternalIP"), None)
 
 
 def _own(provider_id: str, node: str = "") -> str:
@@ -164,107 +139,6 @@ def _own(provider_id: str, node: str = "") -> str:
         "it belongs to another cloud provider, so the local provider cannot tell whether "
         "that instance exists"
     )
-
-
-# -- the desired load balancer -----------------------------------------------------------------
-
-
-SERVED_PROTOCOLS = ("TCP", "UDP")
-
-
-def _ports(service: Service) -> tuple[dict[str, Any], ...]:
-    ports = tuple(
-        {
-            "name": str(port.get("name", "")),
-            "protocol": str(port.get("protocol", "TCP")),
-            "port": int(port.get("port", 0)),
-            "node_port": int(port.get("nodePort", 0) or 0),
-        }
-        for port in _spec(service).get("ports") or ()
-    )
-    for port in ports:
-        _check_servable(service, port)
-    return ports
-
-
-def _check_servable(service: Service, port: Mapping[str, Any]) -> None:
-    """The data plane proxies TCP and UDP to nodePorts: anything else would get a VIP (and an
-    "Ensured" event) that nothing serves, so the ensure fails with the reason instead."""
-    shown = f"port {port['name'] or port['port']} ({port['port']}/{port['protocol']})"
-    if port["protocol"] not in SERVED_PROTOCOLS:
-        raise LocalLoadBalancerError(
-            f"{shown}: the local data plane serves TCP and UDP only, not {port['protocol']}; "
-            "no load balancer is created for this Service"
-        )
-    if port["node_port"] <= 0:
-        why = (
-            " (spec.allocateLoadBalancerNodePorts is false)"
-            if _spec(service).get("allocateLoadBalancerNodePorts") is False
-            else ""
-        )
-        raise LocalLoadBalancerError(
-            f"{shown} has no nodePort{why}: the local data plane forwards to nodePorts, so "
-            "no load balancer is created for this Service"
-        )
-
-
-def _backends(nodes: Sequence[Node]) -> tuple[dict[str, str], ...]:
-    """Every node with an InternalIP, by name (nodes without one cannot be reached)."""
-    found = ((_node_name(node), _internal_ip(node)) for node in nodes)
-    return tuple({"node": name, "address": address} for name, address in sorted(found) if address)
-
-
-def _health(service: Service, mode: str) -> dict[str, Any]:
-    if mode == "tcp":
-        return {"mode": "tcp", "port": 0, "path": ""}  # port 0: each listener's node_port
-    spec = _spec(service)
-    if spec.get("externalTrafficPolicy") == "Local" and spec.get("healthCheckNodePort"):
-        return {"mode": "node-port", "port": int(spec["healthCheckNodePort"]), "path": HEALTHZ}
-    return {"mode": "kube-proxy", "port": KUBE_PROXY_HEALTH_PORT, "path": HEALTHZ}
-
-
-def _source_ranges(service: Service) -> tuple[str, ...]:
-    ranges = list(_spec(service).get("loadBalancerSourceRanges") or ())
-    if not ranges:
-        ranges = [r for r in _annotation(service, ANNOTATION_SOURCE_RANGES).split(",") if r]
-    cleaned = [r.strip() for r in ranges if r.strip()] or ["0.0.0.0/0"]
-    bad = [r for r in cleaned if not _is_cidr(r)]
-    if bad:
-        raise LocalLoadBalancerError(f"invalid loadBalancerSourceRanges: {', '.join(bad)}")
-    return tuple(str(ipaddress.ip_network(r, strict=False)) for r in cleaned)
-
-
-def _is_cidr(text: str) -> bool:
-    try:
-        ipaddress.ip_network(text, strict=False)
-    except ValueError:
-        return False
-    return True
-
-
-def desired_load_balancer(
-    service: Service, nodes: Sequence[Node], *, health_check_mode: str = "kube-proxy"
-) -> LoadBalancerRecord:
-    """The ``load_balancers`` row for ``service`` (``vip`` is filled in by the store)."""
-    return LoadBalancerRecord(
-        name=default_load_balancer_name(service),
-        service=_service_key(service),
-        service_uid=str(_meta(service).get("uid", "")),
-        vip="",
-        ports=_ports(service),
-        backends=_backends(nodes),
-        health=_health(service, health_check_mode),
-        source_ranges=_source_ranges(service),
-        session_affinity=str(_spec(service).get("sessionAffinity") or "None"),
-    )
-
-
-def _status(record: LoadBalancerRecord) -> LoadBalancerStatus:
-    ports = tuple(
-        PortStatus(port=int(p["port"]), protocol=str(p["protocol"])) for p in record.ports
-    )
-    ingress = LoadBalancerIngress(ip=record.vip, ip_mode=LoadBalancerIPMode.PROXY, ports=ports)
-    return LoadBalancerStatus(ingress=(ingress,))
 
 
 # -- the provider ------------------------------------------------------------------------------
@@ -293,6 +167,7 @@ class LocalCloud:
         self.dataplane_restarts = 0
         """How many times the supervisor started a data plane after the first one died."""
         self.dataplane_checks = 0
+        self._api_calls = CloudAPICalls()
         self._checked = asyncio.Condition()
         self._supervisor: asyncio.Task[None] | None = None
 
@@ -365,6 +240,16 @@ class LocalCloud:
         async with self._checked:
             await self._checked.wait_for(lambda: self.dataplane_checks >= count)
 
+    def cloud_api_calls(self) -> CloudAPICalls:
+        """The ledger of this provider's state-file operations (reads and writes)."""
+        return self._api_calls
+
+    def _read(self, operation: str) -> None:
+        self._api_calls.record(operation, mutating=False)
+
+    def _write(self, operation: str) -> None:
+        self._api_calls.record(operation, mutating=True)
+
     def load_balancer(self) -> LoadBalancer | None:
         return self
 
@@ -392,25 +277,29 @@ class LocalCloud:
     # -- instances -----------------------------------------------------------------------
 
     def _find(self, node: Node) -> InstanceRecord | None:
-        provider_id = str(_spec(node).get("providerID", ""))
+        provider_id = str(spec_of(node).get("providerID", ""))
         if provider_id:
-            return self.store.find_instance_by_provider_id(_own(provider_id, _node_name(node)))
-        return self.store.find_instance(_node_name(node))
+            own = _own(provider_id, node_name_of(node))
+            self._read("find_instance")
+            return self.store.find_instance_by_provider_id(own)
+        self._read("find_instance")
+        return self.store.find_instance(node_name_of(node))
 
     def _get(self, node: Node) -> InstanceRecord:
         found = self._find(node)
         if found is None:
-            raise InstanceNotFound(f"no local instance for node {_node_name(node)!r}")
+            raise InstanceNotFound(f"no local instance for node {node_name_of(node)!r}")
         return found
 
     def _adopt(self, node: Node) -> InstanceRecord | None:
         glob = self.config.global_
-        if not glob.auto_adopt or _spec(node).get("providerID"):
+        if not glob.auto_adopt or spec_of(node).get("providerID"):
             return None
+        self._write("adopt_instance")
         return self.store.adopt_instance(
             InstanceRecord(
-                name=_node_name(node),
-                addresses=_node_addresses(node),
+                name=node_name_of(node),
+                addresses=node_addresses_of(node),
                 instance_type=glob.instance_type,
                 zone=glob.zone,
                 region=glob.region,
@@ -427,16 +316,27 @@ class LocalCloud:
         instance = self._find(node) or self._adopt(node)
         if instance is None:
             raise InstanceNotFound(
-                f"no local instance for node {_node_name(node)!r} "
+                f"no local instance for node {node_name_of(node)!r} "
                 "(add one with `kccm local instances add`, or set auto-adopt)"
             )
-        return InstanceMetadata(
-            provider_id=instance.provider_id,
-            instance_type=instance.instance_type,
-            node_addresses=tuple(NodeAddress(t, a) for t, a in instance.addresses),
-            zone=instance.zone,
-            region=instance.region,
-        )
+        return instance_metadata_of(instance)
+
+    def list_instance_metadata(self, nodes: Sequence[Node]) -> Mapping[NodeName, InstanceMetadata]:
+        """kccm's optional list call: every node's metadata from one query of the instances
+        table; nodes without an instance (or of another provider) are left out."""
+        self._read("list_instances")
+        instances = self.store.list_instances()
+        by_name = {i.name: i for i in instances}
+        by_provider_id = {i.provider_id: i for i in instances}
+        found: dict[NodeName, InstanceMetadata] = {}
+        for node in nodes:
+            provider_id = str(spec_of(node).get("providerID", ""))
+            instance = by_provider_id.get(provider_id) if provider_id else None
+            if not provider_id:
+                instance = by_name.get(node_name_of(node))
+            if instance is not None:
+                found[node_name_of(node)] = instance_metadata_of(instance)
+        return found
 
     # -- Zones ---------------------------------------------------------------------------
 
@@ -444,12 +344,15 @@ class LocalCloud:
         return Zone(failure_domain=self.config.global_.zone, region=self.config.global_.region)
 
     def get_zone_by_provider_id(self, provider_id: str) -> Zone:
-        instance = self.store.find_instance_by_provider_id(_own(provider_id))
+        own = _own(provider_id)
+        self._read("find_instance")
+        instance = self.store.find_instance_by_provider_id(own)
         if instance is None:
             raise InstanceNotFound(f"no local instance {provider_id!r}")
         return Zone(failure_domain=instance.zone, region=instance.region)
 
     def get_zone_by_node_name(self, name: NodeName) -> Zone:
+        self._read("find_instance")
         instance = self.store.find_instance(name)
         if instance is None:
             raise InstanceNotFound(f"no local instance named {name!r}")
@@ -460,8 +363,9 @@ class LocalCloud:
     def get_load_balancer(
         self, cluster_name: str, service: Service
     ) -> tuple[LoadBalancerStatus | None, bool]:
+        self._read("find_load_balancer")
         record = self.store.find_load_balancer(default_load_balancer_name(service))
-        return (_status(record), True) if record is not None else (None, False)
+        return (status_of(record), True) if record is not None else (None, False)
 
     def get_load_balancer_name(self, cluster_name: str, service: Service) -> str:
         return default_load_balancer_name(service)
@@ -469,37 +373,66 @@ class LocalCloud:
     def ensure_load_balancer(
         self, cluster_name: str, service: Service, nodes: Sequence[Node]
     ) -> LoadBalancerStatus:
+        """Read the row and the claim; write (claim and row, one transaction) only when they
+        differ from what the Service, the nodes and the config ask for."""
         desired = desired_load_balancer(
             service, nodes, health_check_mode=self.config.global_.health_check_mode
         )
-        requested = str(_spec(service).get("loadBalancerIP") or "") or None
+        requested = str(spec_of(service).get("loadBalancerIP") or "") or None
+        self._read("describe_load_balancer")
+        current, claims = self.store.describe_load_balancer(desired.name, desired.service)
+        if balancer_is_current(
+            current, claims, desired, requested_ip=requested, retain=retains_ip(service)
+        ):
+            assert current is not None
+            return status_of(current)
+        self._write("put_load_balancer")
         try:
             record = self.store.ensure_load_balancer(
                 desired,
                 candidates=self.pool.addresses,
                 requested_ip=requested,
                 in_pool=self.pool.__contains__,
-                retain=_retain(service),
+                retain=retains_ip(service),
             )
         except IPUnavailable as err:
             raise LocalLoadBalancerError(f"{err} (pool {self.pool})") from err
-        return _status(record)
+        return status_of(record)
 
     def update_load_balancer(
         self, cluster_name: str, service: Service, nodes: Sequence[Node]
     ) -> None:
+        """Read the row; rewrite its backends only when they differ."""
         name = default_load_balancer_name(service)
-        if self.store.update_backends(name, _backends(nodes)) is None:
-            raise LocalLoadBalancerError(f"load balancer {name} of {_service_key(service)} is gone")
+        backends = backends_of(nodes)
+        self._read("find_load_balancer")
+        current = self.store.find_load_balancer(name)
+        if current is not None and backends_are_current(current, backends):
+            return
+        if current is not None:
+            self._write("update_backends")
+        if current is None or self.store.update_backends(name, backends) is None:
+            raise LocalLoadBalancerError(
+                f"load balancer {name} of {service_key_of(service)} is gone"
+            )
 
     def ensure_load_balancer_deleted(self, cluster_name: str, service: Service) -> None:
-        self.store.delete_load_balancer(
-            default_load_balancer_name(service), _service_key(service), keep_claim=_retain(service)
+        name, owner, keep = (
+            default_load_balancer_name(service),
+            service_key_of(service),
+            retains_ip(service),
         )
+        self._read("describe_load_balancer")
+        current, claims = self.store.describe_load_balancer(name, owner)
+        if nothing_to_delete(current, claims, keep_claim=keep):
+            return
+        self._write("delete_load_balancer")
+        self.store.delete_load_balancer(name, owner, keep_claim=keep)
 
     # -- Routes --------------------------------------------------------------------------
 
     def list_routes(self, cluster_name: str) -> Sequence[Route]:
+        self._read("list_routes")
         return [
             Route(
                 name=r.name,
@@ -511,6 +444,7 @@ class LocalCloud:
         ]
 
     def create_route(self, cluster_name: str, name_hint: str, route: Route) -> None:
+        self._write("put_route")
         self.store.put_route(
             RouteRecord(
                 name=f"{cluster_name}-{name_hint}-{route.destination_cidr}",
@@ -521,6 +455,7 @@ class LocalCloud:
         )
 
     def delete_route(self, cluster_name: str, route: Route) -> None:
+        self._write("delete_route")
         self.store.delete_route(cluster_name, route.target_node, route.destination_cidr)
 
 

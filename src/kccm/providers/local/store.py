@@ -602,6 +602,17 @@ class LocalStore:
                 conn.execute("DELETE FROM ip_claims WHERE owner = ?", (owner,))
         return bool(deleted)
 
+    def describe_load_balancer(
+        self, name: str, owner: str
+    ) -> tuple[LoadBalancerRecord | None, list[IPClaim]]:
+        """Balancer ``name`` and the IP claims of ``owner`` (the service), in one snapshot."""
+        with self._read() as conn:
+            row = conn.execute("SELECT * FROM load_balancers WHERE name = ?", (name,)).fetchone()
+            claims = conn.execute(
+                "SELECT * FROM ip_claims WHERE owner = ? ORDER BY ip", (owner,)
+            ).fetchall()
+        return (_balancer(row) if row is not None else None), [_claim(c) for c in claims]
+
     def find_load_balancer(self, name: str) -> LoadBalancerRecord | None:
         with self._lock:
             row = self._conn.execute(
