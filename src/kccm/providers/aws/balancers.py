@@ -25,7 +25,6 @@ from kccm.cloudprovider import (
 from kccm.providers.aws.annotations import (
     ANNOTATION_PREFIX,
     TYPE,
-    LoadBalancerSpec,
     ProbeMode,
     ServiceAnnotationError,
     handled_elsewhere,
