@@ -9,6 +9,7 @@ dataclasses and calls :func:`load_cloud_config` on the stream its factory receiv
         api_key: str = setting(default="", secret=True)    # never in repr or error messages
         retries: int = 3
         subnets: list[str] = setting(default_factory=list)  # multi-valued: one line per value
+        peers: list[Peer] = setting(default_factory=list, parse=Peer.parse)  # "name=ip"
 
     @dataclass(frozen=True)
     class LoadBalancerClass:
@@ -23,9 +24,12 @@ dataclasses and calls :func:`load_cloud_config` on the stream its factory receiv
 Names match case-insensitively, ignoring ``-`` and ``_`` (``load_balancer`` matches
 ``[LoadBalancer]``, ``node-ip`` matches ``node_ip``); ``setting(key=...)`` names a key
 explicitly. Value types: ``str``, ``int``, ``float``, ``bool``, ``list[...]`` of those, and
-``X | None``. gcfg rules: a bare variable is ``true``; in a list, an empty value clears what
-came before; a repeated single-valued variable keeps the last value. YAML: a list for a
-single-valued key is an error (naming the key), never "the last item wins".
+``X | None``, and any type with ``setting(parse=fn)``: ``fn`` turns one written value into
+it and raises ``ValueError("what is wrong")`` (the Python form of gcfg's
+``encoding.TextUnmarshaler`` fields). gcfg rules: a bare variable is ``true``; in a list, an
+empty value clears what came before; a repeated single-valued variable keeps the last value.
+YAML: a list for a single-valued key is an error (naming the key), never "the last item
+wins".
 
 Every problem is collected and reported at once in one :class:`CloudConfigError`, each issue
 naming ``file:line``, the section and the key.
@@ -64,6 +68,7 @@ class _SettingMeta:
     key: str | None
     secret: bool
     required: bool
+    parse: Callable[[str], Any] | None = None
 
 
 def setting(
@@ -73,12 +78,15 @@ def setting(
     key: str | None = None,
     secret: bool = False,
     required: bool = False,
+    parse: Callable[[str], Any] | None = None,
 ) -> Any:
     """A schema field: ``key`` overrides the name, ``secret`` hides the value, ``required``
-    makes its absence an error (a required field needs no default)."""
+    makes its absence an error (a required field needs no default), ``parse`` converts each
+    written value (raise ``ValueError`` saying what is wrong: it is reported with file, line,
+    section and key, like the built-in types' errors)."""
     if required and default is dataclasses.MISSING and default_factory is dataclasses.MISSING:
         default = None
-    meta = {_META: _SettingMeta(key, secret, required)}
+    meta = {_META: _SettingMeta(key, secret, required, parse)}
     if default_factory is not dataclasses.MISSING:
         return dataclasses.field(default_factory=default_factory, metadata=meta, repr=not secret)
     return dataclasses.field(default=default, metadata=meta, repr=not secret)
@@ -379,6 +387,7 @@ class _Field:
     key: str
     display: str
     kind: Any  # the scalar type
+    convert: Callable[[str], Any]
     is_list: bool
     optional: bool
     secret: bool
@@ -417,15 +426,20 @@ def _describe_field(field: dataclasses.Field[Any], tp: Any) -> _Field:
     tp, optional = _unwrap_optional(tp)
     is_list = typing.get_origin(tp) in (list, tuple, typing.get_origin(typing.Sequence[int]))
     kind = typing.get_args(tp)[0] if is_list else tp
-    if kind not in _CONVERTERS:
-        raise TypeError(f"cloud config field {field.name!r}: unsupported type {tp!r}")
     meta = _meta(field)
+    convert = meta.parse or _CONVERTERS.get(kind)
+    if convert is None:
+        raise TypeError(
+            f"cloud config field {field.name!r}: unsupported type {tp!r} "
+            "(give setting(parse=...) a function from the written text to it)"
+        )
     display = meta.key or field.name.rstrip("_").replace("_", "-")
     return _Field(
         field.name,
         _field_key(field),
         display,
         kind,
+        convert,
         is_list,
         optional,
         meta.secret,
@@ -599,7 +613,7 @@ class _Binder:
 def _assign(target: dict[str, Any], field: _Field, raw: str | None) -> None:
     if raw is None and field.kind is not bool:
         raise ValueError("needs a value (only bool keys may be written bare)")
-    value = True if raw is None else _CONVERTERS[field.kind](raw)
+    value = True if raw is None else field.convert(raw)
     if not field.is_list:
         target[field.name] = value
     elif raw == "":
