@@ -1,14 +1,28 @@
 """An example kccm cloud provider: machines listed in the cloud config, load balancers and
 routes kept in memory. Methods are plain ``def``s, as they would be around a blocking SDK;
 kccm calls them from its thread pool, so state is guarded by a lock.
+
+The cloud config (gcfg, or the same keys in YAML)::
+
+    [Global]
+    zone = zone-1
+    machines = node-a=10.0.0.1
+    machines = node-b=10.0.0.2
+
+is read by kccm's :func:`~kccm.cloudprovider.load_cloud_config`, so a mistake is reported as
+kccm reports its own: ``machines.conf:3: section "Global": key "machines": expected
+"name=ip" 'node-a'``, every problem at once.
 """
+
+# ruff: noqa: RUF009 - setting() is a dataclasses.field() factory
 
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import threading
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, TextIO
 
 from kccm.cloudprovider import (
@@ -27,9 +41,11 @@ from kccm.cloudprovider import (
     Routes,
     Service,
     default_load_balancer_name,
+    load_cloud_config,
+    setting,
 )
 
-__all__ = ["ExampleCloud", "new_cloud"]
+__all__ = ["ExampleCloud", "ExampleConfig", "Machine", "new_cloud"]
 
 NAME = "example"
 
@@ -164,14 +180,39 @@ def _status(name: str) -> LoadBalancerStatus:
     return LoadBalancerStatus(ingress=[LoadBalancerIngress(hostname=f"{name}.lb.example.test")])
 
 
+@dataclass(frozen=True)
+class Machine:
+    name: str
+    ip: str
+
+    @classmethod
+    def parse(cls, text: str) -> Machine:
+        """``name=ip``; a ValueError says what is wrong (kccm adds file, line and key)."""
+        name, sep, ip = (part.strip() for part in text.partition("="))
+        if not sep or not name or not ip:
+            raise ValueError('expected "name=ip"')
+        try:
+            ipaddress.ip_address(ip)
+        except ValueError:
+            raise ValueError(f"{ip!r} is not an IP address") from None
+        return cls(name, ip)
+
+
+@dataclass(frozen=True)
+class GlobalSection:
+    zone: str = "zone-1"
+    machines: list[Machine] = setting(default_factory=list, parse=Machine.parse)
+
+
+@dataclass(frozen=True)
+class ExampleConfig:
+    global_: GlobalSection = setting(default_factory=GlobalSection)  # [Global]
+
+
 def new_cloud(config: TextIO | None) -> ExampleCloud:
-    """The entry point: machines from the config file, one ``name = ip`` per line."""
-    machines: dict[str, str] = {}
-    for line in config or ():
-        name, sep, ip = line.partition("=")
-        if sep:
-            machines[name.strip()] = ip.strip()
-    return ExampleCloud(machines)
+    """The entry point: the ``--cloud-config`` file (or None), read with kccm's loader."""
+    settings = load_cloud_config(config, ExampleConfig).global_
+    return ExampleCloud({m.name: m.ip for m in settings.machines}, zone=settings.zone)
 
 
 def _implements_the_contract(
