@@ -39,7 +39,7 @@ is_fresh() {
 }
 
 if is_fresh; then
-  log "cached binaries are current: $bin_dir/{${commands[*]// /,}}"
+  log "cached binaries are current: $bin_dir/{$(IFS=,; echo "${commands[*]}")}"
   exit 0
 fi
 
@@ -122,4 +122,4 @@ phase "verifying versions"
 mkdir -p "$bin_dir"
 for c in "${commands[@]}"; do mv -f "$work/out/$c" "$bin_dir/"; done
 echo "$inputs_hash" >"$stamp"
-log "done: $bin_dir/{${commands[*]// /,}}"
+log "done: $bin_dir/{$(IFS=,; echo "${commands[*]}")}"
