@@ -124,7 +124,7 @@ _VERBS = {
     "informer": ("list", "watch"),  # an informer lists then watches
 }
 # Not the daemon: the kube client itself, the test kit, `kccm dev up`.
-_NOT_DAEMON = ("kube/", "testing/", "app/devup.py", "app/demo.py")
+_NOT_DAEMON = ("kube/", "testing/", "app/devup.py", "app/demo")  # demo.py, demo_*.py
 
 
 def scan_calls() -> dict[Permission, list[str]]:
