@@ -1,17 +1,6 @@
 """An example kccm cloud provider: machines listed in the cloud config, load balancers and
 routes kept in memory. Methods are plain ``def``s, as they would be around a blocking SDK;
 kccm calls them from its thread pool, so state is guarded by a lock.
-
-The cloud config (gcfg, or the same keys in YAML)::
-
-    [Global]
-    zone = zone-1
-    machines = node-a=10.0.0.1
-    machines = node-b=10.0.0.2
-
-is read by kccm's :func:`~kccm.cloudprovider.load_cloud_config`, so a mistake is reported as
-kccm reports its own: ``machines.conf:3: section "Global": key "machines": expected
-"name=ip" 'node-a'``, every problem at once.
 """
 
 # ruff: noqa: RUF009 - setting() is a dataclasses.field() factory
@@ -210,7 +199,18 @@ class ExampleConfig:
 
 
 def new_cloud(config: TextIO | None) -> ExampleCloud:
-    """The entry point: the ``--cloud-config`` file (or None), read with kccm's loader."""
+    """The entry point: the ``--cloud-config`` file (or None). The file (gcfg, or the same
+    keys in YAML)::
+
+        [Global]
+        zone = zone-1
+        machines = node-a=10.0.0.1
+        machines = node-b=10.0.0.2
+
+    is read by kccm's :func:`~kccm.cloudprovider.load_cloud_config`, so a mistake is reported
+    as kccm reports its own, every problem at once: ``machines.conf:3: section "Global": key
+    "machines": expected "name=ip" 'node-a'``.
+    """
     settings = load_cloud_config(config, ExampleConfig).global_
     return ExampleCloud({m.name: m.ip for m in settings.machines}, zone=settings.zone)
 
