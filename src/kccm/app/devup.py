@@ -9,6 +9,7 @@ import sys
 import threading
 import time
 from collections.abc import Sequence
+from pathlib import Path
 
 from kccm.kube.client import KubeApiClient
 from kccm.kube.config import load_cluster_config
@@ -57,6 +58,13 @@ def _parser() -> argparse.ArgumentParser:
         help="start, verify the control plane answers, print a summary, and stop",
     )
     parser.add_argument(
+        "--kubeconfig",
+        metavar="PATH",
+        type=Path,
+        help="also write the admin kubeconfig to PATH (overwritten on every start), so "
+        "other terminals and scripts find it at a path of your choosing",
+    )
+    parser.add_argument(
         "--no-controller-manager",
         dest="controller_manager",
         action="store_false",
@@ -93,7 +101,7 @@ def _stop_on_signals() -> threading.Event:
     return stop
 
 
-def _describe(plane: ControlPlane, binaries: Binaries) -> list[str]:
+def _describe(plane: ControlPlane, binaries: Binaries, kubeconfig: Path) -> list[str]:
     rss = {k: f"{v / 2**20:.0f} MiB" for k, v in plane.rss_bytes().items()}
     lines = [
         f"control plane ready in {plane.started_in:.1f} s at {plane.url}",
@@ -106,10 +114,20 @@ def _describe(plane: ControlPlane, binaries: Binaries) -> list[str]:
             f"{', '.join(c.removesuffix('-controller') for c in settings.controllers)}; "
             f"Nodes silent for {settings.node_monitor_grace_period:g} s turn Ready=Unknown"
         )
-    lines.append(f"  kubeconfig {plane.admin_kubeconfig}")
+    lines.append(f"  kubeconfig {kubeconfig}")
     if binaries.kubectl is not None:
         lines.append(f"  kubectl    {binaries.kubectl}")
     return lines
+
+
+def _kubeconfig(plane: ControlPlane, copy_to: Path | None) -> Path:
+    """The kubeconfig to tell the user about: the plane's own, or its copy at ``copy_to``."""
+    if copy_to is None:
+        return plane.admin_kubeconfig
+    target = copy_to.absolute()
+    target.write_bytes(plane.admin_kubeconfig.read_bytes())
+    target.chmod(0o600)
+    return target
 
 
 def run_dev_up(argv: Sequence[str]) -> int:
@@ -124,8 +142,9 @@ def run_dev_up(argv: Sequence[str]) -> int:
     plane = ControlPlane(binaries=binaries, controller_manager=args.controller_manager)
     try:
         plane.start()
-        print("\n".join(_describe(plane, binaries)))
-        print(f"export KUBECONFIG={plane.admin_kubeconfig}", flush=True)
+        kubeconfig = _kubeconfig(plane, args.kubeconfig)
+        print("\n".join(_describe(plane, binaries, kubeconfig)))
+        print(f"export KUBECONFIG={kubeconfig}", flush=True)
         if args.check:
             for line in asyncio.run(_health_summary(plane)):
                 print(f"  {line}")
