@@ -125,10 +125,13 @@ def test_dev_up_runs_in_the_foreground_until_ctrl_c(tmp_path: Path) -> None:
         exports = [x for x in lines if x.startswith("export KUBECONFIG=")]
         assert exports, lines
         kubeconfig = Path(exports[0].split("=", 1)[1])
-        assert kubeconfig.is_file()
-        assert len(leftover_processes(str(tmp_path))) == 2
-        proc.send_signal(signal.SIGINT)
+        existed = kubeconfig.is_file()
+        running = leftover_processes(str(tmp_path))
+        proc.send_signal(signal.SIGINT)  # before any assert: a failure must not leave it running
         rest = proc.stdout.read()
+        assert existed
+        names = sorted(Path(argv.split()[0]).name for _, argv in running)
+        assert names == ["etcd", "kube-apiserver", "kube-controller-manager"], running
         assert proc.wait(30) == 0, rest
     assert "stopped; nothing left running" in rest
     assert not kubeconfig.exists(), "the temp dir is removed"
