@@ -10,18 +10,22 @@ environment (pip, with the package index), so it takes a minute or two.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import shlex
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
+from kccm.cloudprovider import CloudConfigError
 from kccm.testing.controlplane import ControlPlaneError, find_binaries, leftover_processes
 from kccm.testing.pytest_plugin import require_control_plane
 
@@ -210,6 +214,41 @@ def test_following_the_guide_verbatim_serves_a_load_balancer(walkthrough: Walkth
     problems = walkthrough.stop_all()
     assert problems == []
     assert leftover_processes(str(walkthrough.env["TMPDIR"])) == []
+
+
+def _load_guide_provider(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
+    """The guide's ``src/my_cloud/__init__.py``, imported from a scratch copy."""
+    (block,) = [
+        b
+        for b in guide_blocks(GUIDE.read_text())
+        if b.attributes.get("title") == "src/my_cloud/__init__.py"
+    ]
+    path = tmp_path / "my_cloud.py"
+    path.write_text(block.text)
+    spec = importlib.util.spec_from_file_location("guide_my_cloud", path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    # the config schema's annotations are resolved through sys.modules
+    monkeypatch.setitem(sys.modules, spec.name, module)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_config_mistake_the_guide_quotes_is_the_one_reported(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    guide = GUIDE.read_text()
+    quoted = re.search(r"`machines = node-a` gives\s+`([^`]+)`", guide)
+    assert quoted is not None, "the guide quotes the message for `machines = node-a`"
+    (conf,) = [b for b in guide_blocks(guide) if b.attributes.get("title") == "cloud.conf"]
+    broken = tmp_path / "cloud.conf"
+    broken.write_text(conf.text.replace("machines = node-a=10.0.0.1", "machines = node-a"))
+    provider = _load_guide_provider(tmp_path, monkeypatch)
+    with pytest.raises(CloudConfigError) as caught, broken.open() as stream:
+        provider.new_cloud(stream)
+    issues = [issue.replace(f"{tmp_path}/", "") for issue in caught.value.issues]
+    assert issues == [quoted.group(1)]
 
 
 def test_block_attributes_are_read() -> None:
