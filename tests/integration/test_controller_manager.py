@@ -49,7 +49,8 @@ async def eventually(probe: Callable[[], Awaitable[T | None]], within: float = 3
 
 
 @pytest.fixture
-async def kube(control_plane_kcm: ControlPlane) -> AsyncIterator[KubeApiClient]:
+async def kcm_kube(control_plane_kcm: ControlPlane) -> AsyncIterator[KubeApiClient]:
+    """An admin client on the control plane that runs kube-controller-manager."""
     client = KubeApiClient(load_cluster_config(str(control_plane_kcm.admin_kubeconfig)), qps=0)
     try:
         yield client
@@ -95,26 +96,26 @@ def kubelet_node(name: str) -> Obj:
 # -- namespaces and owner references ------------------------------------------------------------
 
 
-async def test_deleting_a_namespace_completes(kube: KubeApiClient) -> None:
+async def test_deleting_a_namespace_completes(kcm_kube: KubeApiClient) -> None:
     name = unique_name("kcm-ns")
-    await kube.create(NAMESPACES, {"metadata": {"name": name}})
-    await kube.create(CONFIG_MAPS, {"metadata": {"name": "content", "namespace": name}})
-    await kube.delete(NAMESPACES, name)
-    await eventually(lambda: absent(kube, NAMESPACES, name))
-    assert await absent(kube, CONFIG_MAPS, "content", name)
+    await kcm_kube.create(NAMESPACES, {"metadata": {"name": name}})
+    await kcm_kube.create(CONFIG_MAPS, {"metadata": {"name": "content", "namespace": name}})
+    await kcm_kube.delete(NAMESPACES, name)
+    await eventually(lambda: absent(kcm_kube, NAMESPACES, name))
+    assert await absent(kcm_kube, CONFIG_MAPS, "content", name)
 
 
-async def test_the_garbage_collector_follows_owner_references(kube: KubeApiClient) -> None:
-    owner = await kube.create(
+async def test_the_garbage_collector_follows_owner_references(kcm_kube: KubeApiClient) -> None:
+    owner = await kcm_kube.create(
         CONFIG_MAPS, {"metadata": {"name": unique_name("owner")}}, namespace="default"
     )
     ref = {"apiVersion": "v1", "kind": "ConfigMap", "name": owner["metadata"]["name"]}
     ref["uid"] = owner["metadata"]["uid"]
     dependent = unique_name("dependent")
     meta = {"name": dependent, "namespace": "default", "ownerReferences": [ref]}
-    await kube.create(CONFIG_MAPS, {"metadata": meta})
-    await kube.delete(CONFIG_MAPS, owner["metadata"]["name"], namespace="default")
-    await eventually(lambda: absent(kube, CONFIG_MAPS, dependent, "default"))
+    await kcm_kube.create(CONFIG_MAPS, {"metadata": meta})
+    await kcm_kube.delete(CONFIG_MAPS, owner["metadata"]["name"], namespace="default")
+    await eventually(lambda: absent(kcm_kube, CONFIG_MAPS, dependent, "default"))
 
 
 # -- silent kubelets ------------------------------------------------------------------------------
@@ -147,26 +148,26 @@ class Cluster:
 
 
 @pytest.fixture
-async def cluster(kube: KubeApiClient) -> AsyncIterator[Cluster]:
+async def cluster(kcm_kube: KubeApiClient) -> AsyncIterator[Cluster]:
     cloud = FakeCloud()
     registry = CollectorRegistry()
     gate = CallGate(registry=registry)
-    informers = SharedInformerFactory(kube)
-    events = EventBroadcaster(kube, registry=registry)
+    informers = SharedInformerFactory(kcm_kube)
+    events = EventBroadcaster(kcm_kube, registry=registry)
     events.start()
-    context = ControllerContext(kube, informers, GatedCloud(cloud, gate), events, registry)
+    context = ControllerContext(kcm_kube, informers, GatedCloud(cloud, gate), events, registry)
     ctrl = nodelifecycle.build(context, NodeLifecycleControllerOptions(node_monitor_period=0.5))
     assert ctrl is not None
     task = asyncio.create_task(ctrl.run())
-    running = Cluster(kube, cloud)
+    running = Cluster(kcm_kube, cloud)
     try:
         yield running
     finally:
         for heartbeat in running.heartbeats.values():
             await heartbeat.stop()
         for name in running.heartbeats:
-            if not await absent(kube, NODES, name):
-                await kube.delete(NODES, name)
+            if not await absent(kcm_kube, NODES, name):
+                await kcm_kube.delete(NODES, name)
         await ctrl.stop()
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
