@@ -10,7 +10,7 @@ STAMP := $(VENV)/.installed-stamp
 help:
 	@echo "make demo          the local provider end to end: control plane, 3 nodes, kccm, a LoadBalancer"
 	@echo "make test          lint, types, unit and integration tests (builds the control plane)"
-	@echo "make controlplane  build etcd + kube-apiserver from Go modules (cached)"
+	@echo "make controlplane  build etcd, kube-apiserver, kube-controller-manager, kubectl from Go modules (cached)"
 	@echo "make helm          build helm from Go modules (cached; the chart tests use it)"
 	@echo "make vcsim         build vcsim (govmomi's vCenter simulator) from Go modules (cached)"
 	@echo "make test-vsphere  the vsphere provider's tests (unit, conformance, vcsim + apiserver)"
@@ -28,8 +28,11 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
+# build-kcm.sh has its own stamp: adding kube-controller-manager + kubectl never rebuilds the
+# apiserver; it compiles after build.sh (same lock) with Go's build cache warm.
 controlplane:
 	@bash hack/controlplane/build.sh
+	@bash hack/controlplane/build-kcm.sh
 
 helm:
 	@bash hack/helm/build.sh

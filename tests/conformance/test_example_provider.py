@@ -72,7 +72,7 @@ class TestExampleProviderFromTheRegistry(CloudProviderConformance):
     @pytest.fixture
     def cloud(self, tmp_path: Path) -> Interface:
         config = tmp_path / "machines.conf"
-        config.write_text("node-a = 10.0.0.1\n")
+        config.write_text("[Global]\nmachines = node-a=10.0.0.1\n")
         cloud = init_cloud_provider("example", config)
         assert cloud is not None
         return cloud

@@ -28,12 +28,21 @@ def _env(tmp_path: Path) -> dict[str, str]:
     return {**os.environ, "TMPDIR": str(tmp_path), "KCCM_REQUIRE_CONTROL_PLANE": "1"}
 
 
-def test_sigkilled_owner_takes_its_processes_along(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("kcm", "processes"),
+    [
+        pytest.param(False, 2, id="etcd-and-apiserver"),
+        pytest.param(True, 3, id="with-kube-controller-manager"),
+    ],
+)
+def test_sigkilled_owner_takes_its_processes_along(
+    tmp_path: Path, kcm: bool, processes: int
+) -> None:
     script = textwrap.dedent(
-        """
+        f"""
         import sys, time
         from kccm.testing.controlplane import ControlPlane
-        plane = ControlPlane().start()
+        plane = ControlPlane(controller_manager={kcm}).start()
         print("ready", flush=True)
         time.sleep(600)
         """
@@ -43,7 +52,7 @@ def test_sigkilled_owner_takes_its_processes_along(tmp_path: Path) -> None:
     ) as owner:
         assert owner.stdout is not None
         assert owner.stdout.readline().strip() == "ready"
-        assert len(leftover_processes(str(tmp_path))) == 2, "etcd and kube-apiserver run"
+        assert len(leftover_processes(str(tmp_path))) == processes
         owner.send_signal(signal.SIGKILL)
         owner.wait(10)
     assert _wait_until_none_left(str(tmp_path)) == []
@@ -116,10 +125,13 @@ def test_dev_up_runs_in_the_foreground_until_ctrl_c(tmp_path: Path) -> None:
         exports = [x for x in lines if x.startswith("export KUBECONFIG=")]
         assert exports, lines
         kubeconfig = Path(exports[0].split("=", 1)[1])
-        assert kubeconfig.is_file()
-        assert len(leftover_processes(str(tmp_path))) == 2
-        proc.send_signal(signal.SIGINT)
+        existed = kubeconfig.is_file()
+        running = leftover_processes(str(tmp_path))
+        proc.send_signal(signal.SIGINT)  # before any assert: a failure must not leave it running
         rest = proc.stdout.read()
+        assert existed
+        names = sorted(Path(argv.split()[0]).name for _, argv in running)
+        assert names == ["etcd", "kube-apiserver", "kube-controller-manager"], running
         assert proc.wait(30) == 0, rest
     assert "stopped; nothing left running" in rest
     assert not kubeconfig.exists(), "the temp dir is removed"

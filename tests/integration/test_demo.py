@@ -21,9 +21,11 @@ EXPECTED = [
     "Nodes initialised by the cloud node controller",
     "create a LoadBalancer Service; wait for its VIP",
     "60 requests via the VIP reach every node",
-    "stop instance demo-node-1: Node tainted shutdown",
+    "stop instance demo-node-1, its kubelet silent: kcm marks it NotReady",
+    "kccm taints demo-node-1 shutdown",
     "demo-node-1 backend unhealthy; traffic moves",
-    "delete instance demo-node-2: Node deleted",
+    "delete instance demo-node-2, its kubelet silent: kcm marks it NotReady",
+    "kccm deletes Node demo-node-2",
     "traffic reaches only demo-node-3",
     "delete the Service: LB, VIP claim and finalizer gone",
     "teardown",
@@ -48,4 +50,8 @@ def test_demo_passes_every_step(control_plane: ControlPlane) -> None:
     assert re.search(r"demo-node-1 \d+, demo-node-2 \d+, demo-node-3 \d+; 0 failed", output)
     assert re.search(r"; demo-node-2 \d+, demo-node-3 \d+; 0 failed", output), output
     assert re.search(r"; demo-node-3 60; 0 failed", output), output
+    # kube-controller-manager, not the demo, marked both silent Nodes NotReady
+    marked = re.findall(r"kube-controller-manager set Ready=Unknown \(NodeStatusUnknown\)", output)
+    assert len(marked) == 2, output
+    assert "its Lease garbage-collected" in output, output
     assert "demo passed: every step held; everything stopped" in output

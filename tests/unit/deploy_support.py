@@ -130,7 +130,7 @@ _NOT_DAEMON = (
     "kube/",
     "testing/",
     "app/devup.py",
-    "app/demo.py",
+    "app/demo",  # demo.py, demo_*.py
     "providers/vsphere/credentials.py",
 )
 

@@ -8,9 +8,10 @@ read-compare-write (an ensure that changes nothing writes nothing) and every req
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import threading
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, TextIO
 
 from kccm.cloudprovider import (
@@ -30,9 +31,11 @@ from kccm.cloudprovider import (
     Routes,
     Service,
     default_load_balancer_name,
+    load_cloud_config,
+    setting,
 )
 
-__all__ = ["ExampleCloud", "new_cloud"]
+__all__ = ["ExampleCloud", "ExampleConfig", "Machine", "new_cloud"]
 
 NAME = "example"
 
@@ -182,14 +185,50 @@ def _status(name: str) -> LoadBalancerStatus:
     return LoadBalancerStatus(ingress=[LoadBalancerIngress(hostname=f"{name}.lb.example.test")])
 
 
+@dataclass(frozen=True)
+class Machine:
+    name: str
+    ip: str
+
+    @classmethod
+    def parse(cls, text: str) -> Machine:
+        """``name=ip``; a ValueError says what is wrong (kccm adds file, line and key)."""
+        name, sep, ip = (part.strip() for part in text.partition("="))
+        if not sep or not name or not ip:
+            raise ValueError('expected "name=ip"')
+        try:
+            ipaddress.ip_address(ip)
+        except ValueError:
+            raise ValueError(f"{ip!r} is not an IP address") from None
+        return cls(name, ip)
+
+
+@dataclass(frozen=True)
+class GlobalSection:
+    zone: str = "zone-1"
+    machines: list[Machine] = setting(default_factory=list, parse=Machine.parse)  # noqa: RUF009
+
+
+@dataclass(frozen=True)
+class ExampleConfig:
+    global_: GlobalSection = setting(default_factory=GlobalSection)  # noqa: RUF009 [Global]
+
+
 def new_cloud(config: TextIO | None) -> ExampleCloud:
-    """The entry point: machines from the config file, one ``name = ip`` per line."""
-    machines: dict[str, str] = {}
-    for line in config or ():
-        name, sep, ip = line.partition("=")
-        if sep:
-            machines[name.strip()] = ip.strip()
-    return ExampleCloud(machines)
+    """The entry point: the ``--cloud-config`` file (or None). The file (gcfg, or the same
+    keys in YAML)::
+
+        [Global]
+        zone = zone-1
+        machines = node-a=10.0.0.1
+        machines = node-b=10.0.0.2
+
+    is read by kccm's :func:`~kccm.cloudprovider.load_cloud_config`, so a mistake is reported
+    as kccm reports its own, every problem at once: ``machines.conf:3: section "Global": key
+    "machines": expected "name=ip" 'node-a'``.
+    """
+    settings = load_cloud_config(config, ExampleConfig).global_
+    return ExampleCloud({m.name: m.ip for m in settings.machines}, zone=settings.zone)
 
 
 def _implements_the_contract(

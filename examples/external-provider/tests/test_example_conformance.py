@@ -14,7 +14,7 @@ from kccm.testing.conformance import CloudProviderConformance, make_node
 class TestExampleCloud(CloudProviderConformance):
     @pytest.fixture
     def cloud(self) -> ExampleCloud:
-        return new_cloud(io.StringIO("node-a = 10.0.0.1\n"))
+        return new_cloud(io.StringIO("[Global]\nmachines = node-a=10.0.0.1\n"))
 
     @pytest.fixture
     def known_node(self) -> Node:

@@ -36,7 +36,7 @@ with the same flags (Go syntax: --flag=value, --bool=false, durations like 5m0s)
 
 Usage:
   kccm [flags]
-  kccm dev up [--check]      a development control plane (etcd + kube-apiserver)
+  kccm dev up [--check]      a dev cluster: etcd, kube-apiserver, kube-controller-manager
   kccm local --help          the local provider's state: instances, load balancers, VIPs
 """
 MARKDOWN_INTRO = """\
@@ -254,10 +254,11 @@ def _run(config: ManagerConfig, run_manager: RunManager | None, stderr: TextIO) 
 
 
 DEV_USAGE = """\
-usage: kccm dev up [--check] | kccm dev demo
+usage: kccm dev up [--check] [--no-controller-manager] | kccm dev demo
 
-  up      a development control plane (etcd + kube-apiserver) in the foreground;
-          --check starts it, shows it healthy and stops it
+  up      a development cluster's control plane in the foreground: etcd, kube-apiserver
+          and kube-controller-manager (--cloud-provider=external); --check starts it,
+          shows it healthy and stops it (`kccm dev up --help` says what runs)
   demo    the local provider end to end (what `make demo` runs)
 """
 

@@ -1,12 +1,16 @@
 """``kccm dev demo``: the local provider end to end on one machine (``make demo``).
 
-A real etcd + kube-apiserver, three local instances whose Nodes are registered as kubelets
-with ``--cloud-provider=external`` would, an HTTP server per node at the nodePort (standing
-in for kube-proxy: it answers with the node's name and serves :10256/healthz), the kccm
-daemon with ``--cloud-provider=local`` (which starts the data plane), then a LoadBalancer
-Service: traffic through its VIP spread over the nodes, a stopped instance (shutdown taint,
-backend unhealthy, traffic moves), a deleted instance (Node deleted), and the Service deleted
-(load balancer, VIP claim and finalizer gone). Every step is timed and checked; the exit
+A real etcd + kube-apiserver + kube-controller-manager (``--cloud-provider=external``, node
+lifecycle grace period 5 s), three local instances whose Nodes are registered as kubelets
+with ``--cloud-provider=external`` would and whose Leases are renewed as their kubelets
+would, an HTTP server per node at the nodePort (standing in for kube-proxy: it answers with
+the node's name and serves :10256/healthz), the kccm daemon with ``--cloud-provider=local``
+(which starts the data plane), then a LoadBalancer Service: traffic through its VIP spread
+over the nodes; a stopped instance whose kubelet goes silent (kube-controller-manager, not
+the demo, marks the Node NotReady; kccm then taints it shutdown; its backend turns unhealthy
+and traffic moves); a deleted instance whose kubelet goes silent (NotReady again, then kccm
+deletes the Node and the garbage collector its Lease); and the Service deleted (load
+balancer, VIP claim and finalizer gone). Every step is timed and checked; the exit
 status is 0 only if every step held. Everything started is torn down, on Ctrl-C too.
 """
 
@@ -15,24 +19,24 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import os
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
 import time
-from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from kccm.app.demo_net import HEALTH_PORT, NodeServers, connect_refused, fetch, spread, spread_text
+from kccm.app.demo_procs import spawn, terminate_pid, wait_or_kill
 from kccm.kube.client import KubeApiClient
 from kccm.kube.config import load_cluster_config
 from kccm.kube.errors import KubeError, NotFound
 from kccm.kube.interface import Obj
-from kccm.kube.resources import NODES, SERVICES
+from kccm.kube.resources import LEASES, NODES, SERVICES
 from kccm.providers.local.store import InstanceRecord, LoadBalancerRecord, LocalStore
 from kccm.testing.controlplane import (
     ControlPlane,
@@ -41,13 +45,13 @@ from kccm.testing.controlplane import (
     free_port,
     leftover_processes,
 )
+from kccm.testing.kubelet import NODE_LEASE_NAMESPACE, KubeletHeartbeat
 
 __all__ = ["DemoSettings", "StepFailed", "run_demo"]
 
 T = TypeVar("T")
 UNINITIALIZED = "node.cloudprovider.kubernetes.io/uninitialized"
 SHUTDOWN = "node.cloudprovider.kubernetes.io/shutdown"
-HEALTH_PORT = 10256
 NAMESPACE = "default"
 SERVICE = "demo-web"
 
@@ -86,95 +90,6 @@ class StepResult:
 
 def _say(text: str) -> None:
     print(text, flush=True)
-
-
-# -- the nodes' HTTP servers (kube-proxy stand-ins) -------------------------------------------
-
-
-def _response(body: bytes) -> bytes:
-    head = f"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {len(body)}\r\n"
-    return head.encode() + b"Connection: close\r\n\r\n" + body
-
-
-async def _answer(name: str, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-    try:
-        request = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 5.0)
-        parts = request.split(b" ", 2)
-        path = parts[1] if len(parts) > 1 else b"/"
-        writer.write(_response(b"ok" if path.startswith(b"/healthz") else name.encode()))
-        await writer.drain()
-    except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, TimeoutError, OSError):
-        pass
-    finally:
-        writer.close()
-
-
-@dataclass
-class NodeServers:
-    """A node's HTTP server at the nodePort and its :10256/healthz."""
-
-    name: str
-    address: str
-    servers: list[asyncio.Server] = field(default_factory=list)
-
-    async def start(self, node_port: int) -> None:
-        for port in (node_port, HEALTH_PORT):
-            server = await asyncio.start_server(
-                lambda r, w: _answer(self.name, r, w), self.address, port
-            )
-            self.servers.append(server)
-
-    async def stop(self) -> None:
-        for server in self.servers:
-            server.close()
-        for server in self.servers:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(server.wait_closed(), 5.0)
-        self.servers.clear()
-
-
-async def fetch(host: str, port: int, limit: float = 5.0) -> str:
-    """One HTTP/1.0 GET / within ``limit`` seconds; the response body."""
-    async with asyncio.timeout(limit):
-        reader, writer = await asyncio.open_connection(host, port)
-        try:
-            writer.write(b"GET / HTTP/1.0\r\nHost: demo\r\n\r\n")
-            data = await reader.read()
-        finally:
-            writer.close()
-    head, _, body = data.partition(b"\r\n\r\n")
-    if not head.startswith(b"HTTP/1.1 200"):
-        raise OSError(f"unexpected response {head[:40]!r}")
-    return body.decode()
-
-
-async def spread(host: str, port: int, count: int) -> tuple[Counter[str], list[str]]:
-    """``count`` sequential requests: answers per node, and the failures."""
-    seen: Counter[str] = Counter()
-    failures: list[str] = []
-    for _ in range(count):
-        try:
-            seen[await fetch(host, port)] += 1
-        except (OSError, TimeoutError) as exc:
-            failures.append(f"{type(exc).__name__}: {exc}")
-    return seen, failures
-
-
-def _spread_text(seen: Counter[str], failures: Sequence[str]) -> str:
-    parts = [f"{name} {count}" for name, count in sorted(seen.items())]
-    text = ", ".join(parts) or "no answers"
-    return f"{text}; {len(failures)} failed" + (f" (first: {failures[0]})" if failures else "")
-
-
-async def connect_refused(host: str, port: int) -> bool:
-    try:
-        _, writer = await asyncio.wait_for(asyncio.open_connection(host, port), 2.0)
-    except ConnectionRefusedError:
-        return True
-    except (OSError, TimeoutError):
-        return False
-    writer.close()
-    return False
 
 
 # -- Kubernetes objects ------------------------------------------------------------------------
@@ -241,6 +156,7 @@ class Demo:
     store: LocalStore
     results: list[StepResult] = field(default_factory=list)
     servers: dict[str, NodeServers] = field(default_factory=dict)
+    heartbeats: dict[str, KubeletHeartbeat] = field(default_factory=dict)
     daemon: subprocess.Popen[bytes] | None = None
     dataplane_pid: int | None = None
     vip: str = ""
@@ -279,15 +195,28 @@ class Demo:
     def node(self, index: int) -> str:
         return self.settings.nodes[index]
 
-    async def set_ready_false(self, name: str) -> None:
-        condition = _ready("False", "NodeStatusUnknown", "Kubelet stopped posting node status.")
-        await self.kube.patch(
-            NODES, name, {"status": {"conditions": [condition]}}, subresource="status"
+    async def silence_kubelet(self, name: str) -> str:
+        """Stop the Node's heartbeat; wait for kube-controller-manager to mark it NotReady."""
+        await self.heartbeats[name].stop()
+        began = time.monotonic()
+        ready = await self.wait(f"{name} Ready=Unknown", lambda: self._unknown(name))
+        took = time.monotonic() - began
+        grace = self.plane.controller_manager_settings.node_monitor_grace_period
+        return (
+            f"its kubelet silent: kube-controller-manager set Ready={ready['status']} "
+            f"({ready['reason']}) {took:.1f} s later (grace {grace:g} s)"
         )
+
+    async def _unknown(self, name: str) -> tuple[dict[str, Any] | None, str]:
+        node = await self.kube.get(NODES, name)
+        conditions = (node.get("status") or {}).get("conditions") or []
+        ready: dict[str, Any] = next((c for c in conditions if c.get("type") == "Ready"), {})
+        done = ready.get("status") == "Unknown" and ready.get("reason") == "NodeStatusUnknown"
+        return (ready if done else None), f"Ready={ready.get('status')} ({ready.get('reason')})"
 
     async def expect_spread(self, expected: set[str]) -> str:
         seen, failures = await spread(self.vip, self.settings.service_port, self.settings.requests)
-        text = _spread_text(seen, failures)
+        text = spread_text(seen, failures)
         if failures or set(seen) != expected:
             raise StepFailed(f"{self.settings.requests} answers from {sorted(expected)}", text)
         return text
@@ -304,8 +233,11 @@ class Demo:
             addresses = (("InternalIP", address), ("Hostname", name))
             await self.db(self.store.add_instance, InstanceRecord(name, addresses))
             await self.kube.create(NODES, kubelet_node(name, address, f"10.244.{i + 1}.0/24"))
+            self.heartbeats[name] = KubeletHeartbeat(self.kube, name, interval=1.0)
+            await self.heartbeats[name].start()
         first, last = self.settings.address(0), self.settings.address(len(self.settings.nodes) - 1)
-        return f"{len(self.settings.nodes)} instances + Nodes ({first}-{last}), uninitialized"
+        count = len(self.settings.nodes)
+        return f"{count} instances + Nodes ({first}-{last}), uninitialized, Leases renewed"
 
     async def start_servers(self) -> str:
         for i, name in enumerate(self.settings.nodes):
@@ -336,7 +268,7 @@ class Demo:
             "--leader-elect=false",
             "--node-monitor-period=1s",
         ]  # fmt: skip
-        self.daemon = _spawn(command, self.tmp / "kccm.log")
+        self.daemon = spawn(command, self.tmp / "kccm.log")
         beat = await self.wait("the data plane's heartbeat", self._heartbeat)
         self.dataplane_pid = beat.pid
         return f"kccm pid {self.daemon.pid}; it started the data plane (pid {beat.pid})"
@@ -390,9 +322,12 @@ class Demo:
         name = self.node(0)
         await self.db(self.store.set_instance_state, name, False)
         await self.servers[name].stop()
-        await self.set_ready_false(name)
+        return f"`instances stop {name}`, its servers down, " + await self.silence_kubelet(name)
+
+    async def shutdown_taint(self) -> str:
+        name = self.node(0)
         await self.wait(f"the shutdown taint on {name}", lambda: self._tainted(name))
-        return f"`instances stop {name}`, its servers down, Ready=False -> {SHUTDOWN} taint"
+        return f"Ready=Unknown and the instance stopped -> {SHUTDOWN} taint"
 
     async def _tainted(self, name: str) -> tuple[bool | None, str]:
         taints = _taint_keys(await self.kube.get(NODES, name))
@@ -419,9 +354,14 @@ class Demo:
         name = self.node(1)
         await self.db(self.store.delete_instance, name)
         await self.servers[name].stop()
-        await self.set_ready_false(name)
+        return f"`instances delete {name}`, its servers down, " + await self.silence_kubelet(name)
+
+    async def node_deleted(self) -> str:
+        name = self.node(1)
         await self.wait(f"Node {name} deleted", lambda: self._deleted(NODES, name, None))
-        return f"`instances delete {name}`, Ready=False -> Node deleted"
+        lease = functools.partial(self._deleted, LEASES, name, NODE_LEASE_NAMESPACE)
+        await self.wait(f"Lease {NODE_LEASE_NAMESPACE}/{name} collected", lease)
+        return "Ready=Unknown and the instance gone -> Node deleted; its Lease garbage-collected"
 
     async def _deleted(
         self, resource: Any, name: str, namespace: str | None
@@ -487,9 +427,13 @@ class Demo:
             ("Nodes initialised by the cloud node controller", self.nodes_initialised),
             ("create a LoadBalancer Service; wait for its VIP", self.create_service),
             (f"{self.settings.requests} requests via the VIP reach every node", self.traffic_all),
-            (f"stop instance {self.node(0)}: Node tainted shutdown", self.stop_instance),
+            (f"stop instance {self.node(0)}, its kubelet silent: kcm marks it NotReady",
+             self.stop_instance),
+            (f"kccm taints {self.node(0)} shutdown", self.shutdown_taint),
             (f"{self.node(0)} backend unhealthy; traffic moves", self.unhealthy_moves),
-            (f"delete instance {self.node(1)}: Node deleted", self.delete_instance),
+            (f"delete instance {self.node(1)}, its kubelet silent: kcm marks it NotReady",
+             self.delete_instance),
+            (f"kccm deletes Node {self.node(1)}", self.node_deleted),
             (f"traffic reaches only {self.node(2)}", self.traffic_one),
             ("delete the Service: LB, VIP claim and finalizer gone", self.delete_service),
         ]  # fmt: skip
@@ -514,14 +458,16 @@ class Demo:
         stopped = []
         if self.daemon is not None and self.daemon.poll() is None:
             self.daemon.send_signal(signal.SIGTERM)
-            code = await asyncio.to_thread(_wait_or_kill, self.daemon, 15.0)
+            code = await asyncio.to_thread(wait_or_kill, self.daemon, 15.0)
             stopped.append(f"kccm (exit {code})")
         pid = await self._dataplane_pid()
         if pid is not None:
-            stopped.append(f"data plane ({await asyncio.to_thread(_terminate_pid, pid, 15.0)})")
+            stopped.append(f"data plane ({await asyncio.to_thread(terminate_pid, pid, 15.0)})")
         for servers in self.servers.values():
             await servers.stop()
-        stopped.append("HTTP servers")
+        for heartbeat in self.heartbeats.values():
+            await heartbeat.stop()
+        stopped.append("HTTP servers and heartbeats")
         return ", ".join(stopped)
 
     async def _dataplane_pid(self) -> int | None:
@@ -530,52 +476,6 @@ class Demo:
             if beat is not None:
                 return int(beat.pid)
         return self.dataplane_pid
-
-
-def _spawn(command: Sequence[str], log_path: Path) -> subprocess.Popen[bytes]:
-    with log_path.open("wb") as log:
-        return subprocess.Popen(
-            command,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
-        )
-
-
-def _wait_or_kill(proc: subprocess.Popen[bytes], grace: float) -> int:
-    try:
-        return proc.wait(grace)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        return proc.wait(grace)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    with contextlib.suppress(ChildProcessError):  # our own child: reap it if it exited
-        if os.waitpid(pid, os.WNOHANG)[0] == pid:
-            return False
-    return True
-
-
-def _terminate_pid(pid: int, grace: float) -> str:
-    """SIGTERM ``pid`` (the detached data plane), SIGKILL after ``grace`` seconds."""
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + grace
-    while _alive(pid) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    if not _alive(pid):
-        return f"pid {pid} stopped"
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, signal.SIGKILL)
-    return f"pid {pid} killed after {grace:.0f} s"
 
 
 # -- entry point -------------------------------------------------------------------------------
@@ -613,7 +513,7 @@ async def _demo(
 
 
 def _start_plane(plane: ControlPlane, results: list[StepResult]) -> bool:
-    _say("[ 1] start the dev control plane (etcd + kube-apiserver) ...")
+    _say("[ 1] start the dev control plane (etcd, kube-apiserver, kube-controller-manager) ...")
     began = time.monotonic()
     try:
         plane.start()
@@ -634,14 +534,14 @@ def run_demo(argv: Sequence[str], settings: DemoSettings | None = None) -> int:
         return 2
     settings = settings or DemoSettings()
     try:
-        binaries = find_binaries()
+        binaries = find_binaries(controller_manager=True)
     except ControlPlaneError as exc:
         print(f"kccm dev demo: {exc} (run `make controlplane`)", file=sys.stderr)
         return 1
     for sig in (signal.SIGINT, signal.SIGTERM):  # even where the parent left SIGINT ignored
         signal.signal(sig, signal.default_int_handler)  # both tear down like Ctrl-C
     tmp = Path(tempfile.mkdtemp(prefix="kccm-demo-"))
-    plane = ControlPlane(binaries=binaries)
+    plane = ControlPlane(binaries=binaries, controller_manager=True)
     results: list[StepResult] = []
     interrupted = False
     try:

@@ -1,11 +1,15 @@
 """A real etcd + kube-apiserver for tests, the demo and benchmarks, started as envtest does.
 
-The binaries are built from Go modules by ``hack/controlplane/build.sh`` into
+The binaries are built from Go modules by ``hack/controlplane/build.sh`` (etcd,
+kube-apiserver) and ``hack/controlplane/build-kcm.sh`` (kube-controller-manager, kubectl) into
 ``~/.cache/kccm/bin/<kubernetes>-<etcd>/`` (or the directory in ``$KCCM_CONTROL_PLANE_BIN``).
-:class:`ControlPlane` starts both on free loopback ports with a throw-away PKI, client-cert
-authentication and RBAC, writes an admin kubeconfig, mints kubeconfigs for any user, can
-restart the apiserver alone, and stops everything (SIGTERM, then SIGKILL). Child processes
-get ``PR_SET_PDEATHSIG`` so they die with the process that started them, even on SIGKILL.
+:class:`ControlPlane` starts etcd and kube-apiserver on free loopback ports with a throw-away
+PKI, client-cert authentication and RBAC, and, with ``controller_manager=True``,
+kube-controller-manager (``--cloud-provider=external``; see
+:mod:`kccm.testing.controllermanager`). It writes an admin kubeconfig, mints kubeconfigs for
+any user, can restart the apiserver alone, and stops everything (SIGTERM, then SIGKILL).
+Child processes get ``PR_SET_PDEATHSIG`` so they die with the process that started them, even
+on SIGKILL.
 """
 
 from __future__ import annotations
@@ -34,6 +38,11 @@ from pathlib import Path
 import yaml
 
 from kccm.testing.certs import CertificateAuthority, KeyPair, generate_key_pem
+from kccm.testing.controllermanager import (
+    ControllerManagerSettings,
+    controller_manager_argv,
+    controller_manager_healthy,
+)
 
 __all__ = [
     "ETCD_VERSION",
@@ -60,6 +69,9 @@ class ControlPlaneError(RuntimeError):
 class Binaries:
     etcd: Path
     kube_apiserver: Path
+    kube_controller_manager: Path | None = None
+    """``None`` when not built (only a control plane with ``controller_manager=True`` needs it)."""
+    kubectl: Path | None = None
 
 
 def cache_dir() -> Path:
@@ -69,15 +81,29 @@ def cache_dir() -> Path:
     return Path(root) / "bin" / f"{KUBERNETES_VERSION}-{ETCD_VERSION}"
 
 
-def find_binaries() -> Binaries:
-    """Locate etcd and kube-apiserver, or raise ControlPlaneError saying how to build them."""
+BUILD_HINT = "build them with `make controlplane`, or set KCCM_CONTROL_PLANE_BIN"
+
+
+def _executable(path: Path) -> Path | None:
+    return path if os.access(path, os.X_OK) else None
+
+
+def find_binaries(*, controller_manager: bool = False) -> Binaries:
+    """Locate etcd and kube-apiserver (and kube-controller-manager when asked), or raise
+    ControlPlaneError saying how to build them. kubectl is reported when present."""
     directory = Path(os.environ.get("KCCM_CONTROL_PLANE_BIN") or cache_dir())
-    found = Binaries(directory / "etcd", directory / "kube-apiserver")
-    missing = [str(p) for p in (found.etcd, found.kube_apiserver) if not os.access(p, os.X_OK)]
+    found = Binaries(
+        directory / "etcd",
+        directory / "kube-apiserver",
+        _executable(directory / "kube-controller-manager"),
+        _executable(directory / "kubectl"),
+    )
+    missing = [str(p) for p in (found.etcd, found.kube_apiserver) if not _executable(p)]
+    if controller_manager and found.kube_controller_manager is None:
+        missing.append(str(directory / "kube-controller-manager"))
     if missing:
         raise ControlPlaneError(
-            f"control-plane binaries not found: {', '.join(missing)} "
-            "(build them with `make controlplane`, or set KCCM_CONTROL_PLANE_BIN)"
+            f"control-plane binaries not found: {', '.join(missing)} ({BUILD_HINT})"
         )
     return found
 
@@ -108,8 +134,12 @@ def _rss_bytes(pid: int) -> int:
     return 0
 
 
+_OURS = {"etcd", "kube-apiserver", "kube-controller-manager"}
+
+
 def leftover_processes(marker: str = TMP_PREFIX) -> list[tuple[int, str]]:
-    """Live etcd/kube-apiserver processes whose command line mentions ``marker``."""
+    """Live etcd/kube-apiserver/kube-controller-manager processes whose command line
+    mentions ``marker``."""
     found = []
     for proc in Path("/proc").iterdir():
         if not proc.name.isdigit():
@@ -117,7 +147,7 @@ def leftover_processes(marker: str = TMP_PREFIX) -> list[tuple[int, str]]:
         with contextlib.suppress(OSError):
             argv = (proc / "cmdline").read_bytes().split(b"\0")
             name = Path(argv[0].decode(errors="replace")).name
-            if name in {"etcd", "kube-apiserver"} and marker.encode() in b" ".join(argv):
+            if name in _OURS and marker.encode() in b" ".join(argv):
                 found.append((int(proc.name), " ".join(a.decode(errors="replace") for a in argv)))
     return found
 
@@ -185,10 +215,15 @@ def _stop_all() -> None:
 
 @dataclass(eq=False)
 class ControlPlane:
-    """etcd + kube-apiserver on loopback. Use as a context manager or call start()/stop()."""
+    """etcd + kube-apiserver (+ kube-controller-manager with ``controller_manager=True``) on
+    loopback. Use as a context manager or call start()/stop()."""
 
     binaries: Binaries | None = None
     extra_apiserver_args: Sequence[str] = ()
+    controller_manager: bool = False
+    controller_manager_settings: ControllerManagerSettings = field(
+        default_factory=ControllerManagerSettings
+    )
     keep_dir: bool = False
     root: Path = field(init=False)
     url: str = field(init=False, default="")
@@ -199,6 +234,7 @@ class ControlPlane:
     def __post_init__(self) -> None:
         self._etcd: _Process | None = None
         self._apiserver: _Process | None = None
+        self._kcm: _Process | None = None
         self._ca = CertificateAuthority()
         self._admin: KeyPair | None = None
         self._spawner: ThreadPoolExecutor | None = None
@@ -206,8 +242,11 @@ class ControlPlane:
     # -- lifecycle ---------------------------------------------------------------------------
 
     def start(self) -> ControlPlane:
-        """Start etcd then kube-apiserver and wait until /readyz answers ok (60 s budget)."""
-        binaries = self.binaries or find_binaries()
+        """Start etcd then kube-apiserver and wait until /readyz answers ok (60 s budget);
+        then kube-controller-manager, if asked for, until its /healthz answers ok."""
+        binaries = self.binaries or find_binaries(controller_manager=self.controller_manager)
+        if self.controller_manager and binaries.kube_controller_manager is None:
+            raise ControlPlaneError(f"kube-controller-manager not found ({BUILD_HINT})")
         began = time.monotonic()
         self.root = Path(tempfile.mkdtemp(prefix=TMP_PREFIX))
         self._spawner = ThreadPoolExecutor(1, thread_name_prefix="kccm-control-plane")
@@ -218,6 +257,8 @@ class ControlPlane:
             self._apiserver = self._apiserver_process(binaries.kube_apiserver)
             self._apiserver.start(self._spawner_or_fail())
             self._wait_apiserver_ready()
+            if binaries.kube_controller_manager is not None and self.controller_manager:
+                self._start_controller_manager(binaries.kube_controller_manager)
         except BaseException:
             self.stop()
             raise
@@ -225,11 +266,12 @@ class ControlPlane:
         return self
 
     def stop(self) -> None:
-        """Stop the apiserver, then etcd (SIGTERM, then SIGKILL), and remove the temp dir."""
-        for proc in (self._apiserver, self._etcd):
+        """Stop kube-controller-manager, the apiserver, then etcd (SIGTERM, then SIGKILL), and
+        remove the temp dir."""
+        for proc in (self._kcm, self._apiserver, self._etcd):
             if proc is not None:
                 proc.stop()
-        self._apiserver = self._etcd = None
+        self._kcm = self._apiserver = self._etcd = None
         if self._spawner is not None:
             self._spawner.shutdown(wait=True)
             self._spawner = None
@@ -266,7 +308,8 @@ class ControlPlane:
 
     @property
     def pids(self) -> dict[str, int]:
-        return {p.name: p.pid for p in (self._etcd, self._apiserver) if p and p.alive()}
+        procs = (self._etcd, self._apiserver, self._kcm)
+        return {p.name: p.pid for p in procs if p and p.alive()}
 
     def rss_bytes(self) -> dict[str, int]:
         """Resident memory of each process right now."""
@@ -380,6 +423,28 @@ class ControlPlane:
         assert self._admin is not None
         self._write_kubeconfig(self.admin_kubeconfig, "kccm-admin", self._admin)
         return _Process("kube-apiserver", argv, self.root / "kube-apiserver.log")
+
+    # -- kube-controller-manager -------------------------------------------------------------
+
+    def _start_controller_manager(self, binary: Path) -> None:
+        port = free_port()
+        argv = controller_manager_argv(
+            binary,
+            kubeconfig=self.kubeconfig_for("system:kube-controller-manager"),
+            pki=self.root / "pki",
+            cert_dir=self.root / "kube-controller-manager",
+            port=port,
+            settings=self.controller_manager_settings,
+        )
+        self._kcm = _Process(
+            "kube-controller-manager", argv, self.root / "kube-controller-manager.log"
+        )
+        self._kcm.start(self._spawner_or_fail())
+        self._wait(self._kcm, lambda: controller_manager_healthy(port), "kube-controller-manager")
+
+    @property
+    def controller_manager_log(self) -> Path:
+        return self.root / "kube-controller-manager.log"
 
     def _ssl_context(self) -> ssl.SSLContext:
         assert self._admin is not None

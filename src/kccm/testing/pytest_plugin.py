@@ -1,15 +1,21 @@
 """pytest plugin (entry point ``pytest11: kccm``): a real control plane for integration tests.
 
 Fixtures:
-- ``control_plane`` (session): a running :class:`~kccm.testing.controlplane.ControlPlane`.
-  Without binaries the test is skipped with the reason; with ``KCCM_REQUIRE_CONTROL_PLANE=1``
-  it fails instead (CI sets it, so a missing control plane can never pass silently).
+- ``control_plane`` (session): a running :class:`~kccm.testing.controlplane.ControlPlane`
+  (etcd + kube-apiserver). Without binaries the test is skipped with the reason; with
+  ``KCCM_REQUIRE_CONTROL_PLANE=1`` it fails instead (CI sets it, so a missing control plane
+  can never pass silently).
+- ``control_plane_kcm`` (session, opt-in): a second, separate control plane that also runs
+  kube-controller-manager (``--cloud-provider=external``; namespace, garbage collector, node
+  lifecycle with a 5 s grace period, service-account tokens). Separate so that its node
+  lifecycle controller never marks the Nodes of ``control_plane``'s tests (which post no
+  heartbeats) NotReady, and so that tests which do not ask for it pay nothing.
 - ``kube`` (async): a :class:`~kccm.kube.client.KubeApiClient` authenticated as admin.
 - ``kube_namespace`` (async): a fresh namespace for the test, deleted afterwards.
 - ``kube_cleanup`` (async): register cluster-scoped objects (Nodes, ...) to delete afterwards.
 - ``vcsim`` (module): a vCenter simulator (:mod:`kccm.testing.vcsim`).
 
-Tests that use ``control_plane`` are marked ``integration`` automatically.
+Tests that use either are marked ``integration`` automatically.
 """
 
 from __future__ import annotations
@@ -53,7 +59,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
-        if "control_plane" in getattr(item, "fixturenames", ()):
+        if {"control_plane", "control_plane_kcm"} & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.integration)
 
 
@@ -63,14 +69,12 @@ def _unavailable(reason: str) -> NoReturn:
     pytest.skip(f"control plane unavailable: {reason}")
 
 
-@pytest.fixture(scope="session")
-def control_plane() -> Iterator[ControlPlane]:
-    """A real etcd + kube-apiserver shared by the whole test session."""
+def _running_plane(*, controller_manager: bool) -> Iterator[ControlPlane]:
     try:
-        binaries = find_binaries()
+        binaries = find_binaries(controller_manager=controller_manager)
     except ControlPlaneError as exc:
         _unavailable(str(exc))
-    plane = ControlPlane(binaries=binaries)
+    plane = ControlPlane(binaries=binaries, controller_manager=controller_manager)
     try:
         plane.start()
     except ControlPlaneError as exc:
@@ -79,6 +83,18 @@ def control_plane() -> Iterator[ControlPlane]:
         yield plane
     finally:
         plane.stop()
+
+
+@pytest.fixture(scope="session")
+def control_plane() -> Iterator[ControlPlane]:
+    """A real etcd + kube-apiserver shared by the whole test session."""
+    yield from _running_plane(controller_manager=False)
+
+
+@pytest.fixture(scope="session")
+def control_plane_kcm() -> Iterator[ControlPlane]:
+    """Another etcd + kube-apiserver, with kube-controller-manager, started on first use."""
+    yield from _running_plane(controller_manager=True)
 
 
 @dataclass

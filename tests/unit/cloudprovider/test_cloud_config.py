@@ -397,3 +397,77 @@ def test_unsupported_schema_types_fail_loudly() -> None:
 def test_subsection_names_may_hold_comment_characters_and_escaped_quotes() -> None:
     parsed = parse_gcfg('[LoadBalancer "x;#\\"y\\\\"] ; comment\n', "f")
     assert parsed.sections == (("LoadBalancer", 'x;#"y\\', 1),)
+
+
+# -- provider-defined value types: setting(parse=...) -------------------------------------------
+
+
+@dataclass(frozen=True)
+class Machine:
+    name: str
+    ip: str
+
+
+def parse_machine(text: str) -> Machine:
+    name, sep, ip = text.partition("=")
+    if not sep or not name.strip() or not ip.strip():
+        raise ValueError('expected "name=ip"')
+    return Machine(name.strip(), ip.strip())
+
+
+@dataclass(frozen=True)
+class Fleet:
+    machines: list[Machine] = setting(default_factory=list, parse=parse_machine)
+    gateway: Machine | None = setting(default=None, parse=parse_machine)
+    token: Machine | None = setting(default=None, parse=parse_machine, secret=True)
+
+
+@dataclass(frozen=True)
+class FleetConfig:
+    global_: Fleet = setting(default_factory=Fleet)
+
+
+def test_parse_converts_every_value_of_a_list_and_a_single_key() -> None:
+    config = load_cloud_config(
+        "[Global]\nmachines = a=10.0.0.1\nmachines = b = 10.0.0.2\ngateway = gw=10.0.0.254\n",
+        FleetConfig,
+    )
+    assert config.global_.machines == [Machine("a", "10.0.0.1"), Machine("b", "10.0.0.2")]
+    assert config.global_.gateway == Machine("gw", "10.0.0.254")
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        pytest.param(
+            "[Global]\nmachines = node-a\n",
+            'cloud.conf:2: section "Global": key "machines": expected "name=ip" \'node-a\'',
+            id="list-item-names-file-line-key-and-value",
+        ),
+        pytest.param(
+            "[Global]\n\ngateway = =1.2.3.4\n",
+            'cloud.conf:3: section "Global": key "gateway": expected "name=ip" \'=1.2.3.4\'',
+            id="single-value",
+        ),
+        pytest.param(
+            "[Global]\ntoken = hunter2\n",
+            'cloud.conf:2: section "Global": key "token": expected "name=ip"',
+            id="secret-value-never-shown",
+        ),
+        pytest.param(
+            "[Global]\nmachines\n",
+            'cloud.conf:2: section "Global": key "machines": '
+            "needs a value (only bool keys may be written bare)",
+            id="bare-key",
+        ),
+    ],
+)
+def test_parse_errors_read_like_the_built_in_types(text: str, message: str) -> None:
+    with pytest.raises(CloudConfigError) as caught:
+        load_cloud_config(text, FleetConfig, source="cloud.conf")
+    assert caught.value.issues == [message]
+
+
+def test_an_unsupported_type_suggests_parse() -> None:
+    with pytest.raises(TypeError, match=r"setting\(parse=\.\.\.\)"):
+        load_cloud_config("", BadConfig)
