@@ -15,7 +15,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kccm.cloudprovider import (
-    CloudProviderError,
     ImplementedElsewhere,
     LoadBalancerStatus,
     Node,
@@ -23,9 +22,7 @@ from kccm.cloudprovider import (
     default_load_balancer_name,
 )
 from kccm.providers.aws.annotations import (
-    ANNOTATION_PREFIX,
     TYPE,
-    LoadBalancerSpec,
     ProbeMode,
     ServiceAnnotationError,
     handled_elsewhere,
@@ -35,6 +32,7 @@ from kccm.providers.aws.api import AWSAPI
 from kccm.providers.aws.classic import ClassicLoadBalancers
 from kccm.providers.aws.config import AWSGlobalConfig
 from kccm.providers.aws.loadbalancer import NetworkLoadBalancers, target_instance_ids
+from kccm.providers.aws.nlboptions import TARGET_GROUP_ATTRIBUTES
 from kccm.providers.aws.securitygroups import NodePorts, SecurityGroups
 from kccm.providers.aws.sgrules import source_ranges
 from kccm.providers.aws.tags import ClusterTagging
@@ -46,7 +44,6 @@ log = logging.getLogger(__name__)
 CLASSIC_HOST_SUFFIX = ".elb.amazonaws.com"
 """Upstream ``validateServiceAnnotations``: a Classic ELB's hostname ends so; an NLB's is
 ``.elb.<region>.amazonaws.com``."""
-TARGET_GROUP_ATTRIBUTES = ANNOTATION_PREFIX + "target-group-attributes"
 
 
 def _annotations(service: Service) -> Mapping[str, str]:
@@ -183,15 +180,7 @@ class ServiceLoadBalancers:
     # -- the NLB's node security-group rules ----------------------------------------------------
 
     def _nlb_of(self, service: Service) -> Mapping[str, Any] | None:
-        name = default_load_balancer_name(service)
-        try:
-            found = self._api.call("elbv2", "describe_load_balancers", Names=[name])
-        except CloudProviderError as err:
-            if str(getattr(err, "code", "")) == "LoadBalancerNotFound":
-                return None
-            raise
-        balancers = found.get("LoadBalancers") or []
-        return balancers[0] if balancers else None
+        return self._nlb.describe(default_load_balancer_name(service))
 
     def _sync_nlb_rules(self, service: Service, nodes: Sequence[Node]) -> None:
         """Upstream ``updateInstanceSecurityGroupsForNLB`` as called at the end of the NLB

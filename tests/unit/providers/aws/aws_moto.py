@@ -57,7 +57,9 @@ def _keep_listener_instance_protocol() -> None:
 
     create, add = backend.create_load_balancer, backend.create_load_balancer_listeners
 
-    def create_load_balancer(self: Any, name: str, zones: Any, ports: Any, *a: Any, **k: Any) -> Any:
+    def create_load_balancer(
+        self: Any, name: str, zones: Any, ports: Any, *a: Any, **k: Any
+    ) -> Any:
         balancer = create(self, name, zones, ports, *a, **k)
         kept(balancer.listeners, ports)
         return balancer
