@@ -11,12 +11,15 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import boto3
 import pytest
 
 from kccm.cloudprovider import Interface, Node, Service, default_load_balancer_name
 from kccm.providers.aws import AWSCloud
+from kccm.providers.aws.annotations import TYPE
+from kccm.providers.aws.balancers import is_nlb
 from kccm.providers.aws.config import load_aws_config
-from kccm.testing.conformance import CloudProviderConformance
+from kccm.testing.conformance import CloudProviderConformance, make_service
 
 
 def _load_support() -> ModuleType:
@@ -42,10 +45,23 @@ def moto_world() -> Iterator[Any]:
         yield support.build_world(url, f"conf{uuid.uuid4().hex[:6]}", instances=3)
 
 
+def _elb(url: str) -> Any:
+    return boto3.client(
+        "elb",
+        region_name=support.REGION,
+        endpoint_url=url,
+        aws_access_key_id=support.CREDENTIALS["AWS_ACCESS_KEY_ID"],
+        aws_secret_access_key=support.CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
+    )
+
+
+def _instances(nodes: Sequence[Node]) -> set[str]:
+    return {n["spec"]["providerID"].rsplit("/", 1)[-1] for n in nodes}
+
+
 @dataclass
-class MotoTamper:
-    """Changes and deletes an NLB in moto directly, as an operator in the AWS console would
-    (the conformance kit's ``LoadBalancerTamper``)."""
+class NLBTamper:
+    """Changes and deletes an NLB in moto directly, as an operator in the AWS console would."""
 
     url: str
 
@@ -57,7 +73,7 @@ class MotoTamper:
             return None
         return dict(found["LoadBalancers"][0])
 
-    def change(self, cloud: Interface, cluster_name: str, service: Service) -> None:
+    def change(self, service: Service) -> None:
         """Drop the first listener and deregister every target of the other groups."""
         _, elbv2 = support.clients(self.url)
         lb = self._balancer(service)
@@ -70,7 +86,7 @@ class MotoTamper:
             if targets:
                 elbv2.deregister_targets(TargetGroupArn=arn, Targets=[t["Target"] for t in targets])
 
-    def delete(self, cloud: Interface, cluster_name: str, service: Service) -> None:
+    def delete(self, service: Service) -> None:
         _, elbv2 = support.clients(self.url)
         lb = self._balancer(service)
         assert lb is not None
@@ -81,9 +97,7 @@ class MotoTamper:
                 TargetGroupArn=listener["DefaultActions"][0]["TargetGroupArn"]
             )
 
-    def is_intact(
-        self, cloud: Interface, cluster_name: str, service: Service, nodes: Sequence[Node]
-    ) -> bool:
+    def is_intact(self, service: Service, nodes: Sequence[Node]) -> bool:
         """Every Service port has a listener forwarding to a group on its node port, whose
         targets are exactly the nodes' instances."""
         _, elbv2 = support.clients(self.url)
@@ -92,16 +106,81 @@ class MotoTamper:
             return False
         listeners = elbv2.describe_listeners(LoadBalancerArn=lb["LoadBalancerArn"])["Listeners"]
         by_port = {li["Port"]: li["DefaultActions"][0]["TargetGroupArn"] for li in listeners}
-        instances = {n["spec"]["providerID"].rsplit("/", 1)[-1] for n in nodes}
         for port in service["spec"]["ports"]:
             arn = by_port.get(port["port"])
             if arn is None:
                 return False
             health = elbv2.describe_target_health(TargetGroupArn=arn)["TargetHealthDescriptions"]
             found = {(t["Target"]["Id"], t["Target"]["Port"]) for t in health}
-            if found != {(i, port["nodePort"]) for i in instances}:
+            if found != {(i, port["nodePort"]) for i in _instances(nodes)}:
                 return False
         return len(by_port) == len(service["spec"]["ports"])
+
+
+@dataclass
+class ClassicTamper:
+    """The same for a Classic ELB (a Service without the type annotation)."""
+
+    url: str
+
+    def _balancer(self, service: Service) -> dict[str, Any] | None:
+        elb = _elb(self.url)
+        try:
+            found = elb.describe_load_balancers(
+                LoadBalancerNames=[default_load_balancer_name(service)]
+            )
+        except elb.exceptions.AccessPointNotFoundException:
+            return None
+        return dict(found["LoadBalancerDescriptions"][0])
+
+    def change(self, service: Service) -> None:
+        """Drop the first listener and deregister every instance."""
+        lb = self._balancer(service)
+        assert lb is not None
+        first = lb["ListenerDescriptions"][0]["Listener"]["LoadBalancerPort"]
+        elb, name = _elb(self.url), lb["LoadBalancerName"]
+        elb.delete_load_balancer_listeners(LoadBalancerName=name, LoadBalancerPorts=[first])
+        if lb["Instances"]:
+            elb.deregister_instances_from_load_balancer(
+                LoadBalancerName=name, Instances=lb["Instances"]
+            )
+
+    def delete(self, service: Service) -> None:
+        _elb(self.url).delete_load_balancer(LoadBalancerName=default_load_balancer_name(service))
+
+    def is_intact(self, service: Service, nodes: Sequence[Node]) -> bool:
+        """Every Service port has a listener to its node port; the registered instances are
+        exactly the nodes'."""
+        lb = self._balancer(service)
+        if lb is None:
+            return False
+        by_port = {
+            d["Listener"]["LoadBalancerPort"]: d["Listener"]["InstancePort"]
+            for d in lb["ListenerDescriptions"]
+        }
+        wanted = {p["port"]: p["nodePort"] for p in service["spec"]["ports"]}
+        return by_port == wanted and {i["InstanceId"] for i in lb["Instances"]} == _instances(nodes)
+
+
+@dataclass
+class MotoTamper:
+    """The conformance kit's ``LoadBalancerTamper``: the balancer of the Service's kind."""
+
+    url: str
+
+    def _of(self, service: Service) -> NLBTamper | ClassicTamper:
+        return NLBTamper(self.url) if is_nlb(service) else ClassicTamper(self.url)
+
+    def change(self, cloud: Interface, cluster_name: str, service: Service) -> None:
+        self._of(service).change(service)
+
+    def delete(self, cloud: Interface, cluster_name: str, service: Service) -> None:
+        self._of(service).delete(service)
+
+    def is_intact(
+        self, cloud: Interface, cluster_name: str, service: Service, nodes: Sequence[Node]
+    ) -> bool:
+        return self._of(service).is_intact(service, nodes)
 
 
 class TestAWSCloud(CloudProviderConformance):
@@ -122,3 +201,30 @@ class TestAWSCloud(CloudProviderConformance):
     @pytest.fixture
     def known_node(self, moto_world: Any) -> Node:
         return support.node_for(moto_world, next(iter(moto_world.instances)))
+
+
+@pytest.mark.parametrize(
+    "kind", [pytest.param("", id="classic-elb"), pytest.param("nlb", id="nlb")]
+)
+def test_the_tamper_sees_drift_that_the_next_ensure_repairs(
+    moto_world: Any, monkeypatch: pytest.MonkeyPatch, kind: str
+) -> None:
+    """The tamper the kit uses (and the provider's repair) for both kinds of balancer."""
+    for key, value in support.CREDENTIALS.items():
+        monkeypatch.setenv(key, value)
+    cloud = AWSCloud(load_aws_config(moto_world.cloud_config()))
+    lb = cloud.load_balancer()
+    assert lb is not None
+    service = make_service(f"tamper-{kind or 'classic'}", ports=(80, 443))
+    if kind:
+        service["metadata"]["annotations"] = {TYPE: kind}
+    nodes = [support.node_for(moto_world, i) for i in moto_world.instances]
+    tamper = MotoTamper(moto_world.url)
+    for damage in (tamper.change, tamper.delete):
+        lb.ensure_load_balancer("k", service, nodes)
+        assert tamper.is_intact(cloud, "k", service, nodes)
+        damage(cloud, "k", service)
+        assert not tamper.is_intact(cloud, "k", service, nodes)
+    lb.ensure_load_balancer("k", service, nodes)
+    assert tamper.is_intact(cloud, "k", service, nodes)
+    lb.ensure_load_balancer_deleted("k", service)

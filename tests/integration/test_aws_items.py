@@ -75,6 +75,28 @@ def _listeners(env: Env) -> dict[int, tuple[str, list[str]]]:
     return found
 
 
+def _classic_listeners(env: Env) -> dict[int, tuple[str, str, str]]:
+    """The Classic ELBs' listeners: port -> (protocol, instance protocol, certificate)."""
+    elb = boto3.client(
+        "elb",
+        region_name=support.REGION,
+        endpoint_url=env.world.url,
+        aws_access_key_id=support.CREDENTIALS["AWS_ACCESS_KEY_ID"],
+        aws_secret_access_key=support.CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
+    )
+    found: dict[int, tuple[str, str, str]] = {}
+    for lb in elb.describe_load_balancers()["LoadBalancerDescriptions"]:
+        if lb.get("VPCId") == env.world.vpc_id:
+            for described in lb["ListenerDescriptions"]:
+                li = described["Listener"]
+                found[li["LoadBalancerPort"]] = (
+                    li["Protocol"].upper(),
+                    li["InstanceProtocol"].upper(),
+                    li.get("SSLCertificateId") or "",
+                )
+    return found
+
+
 async def _events(kube: KubeApiClient, ns: str, name: str) -> list[dict[str, Any]]:
     events = await kube.list(EVENTS, namespace=ns)
     return [e for e in events.items if (e.get("involvedObject") or {}).get("name") == name]
@@ -112,44 +134,52 @@ async def test_zone_id_ghost_nodes_tls_and_changes_aws_cannot_make(
 
     await eventually(ghost_deleted)
 
-    # -- TLS listeners from the annotations ---------------------------------------------------
+    # -- TLS listeners from the annotations: an NLB's TLS, a Classic ELB's SSL ----------------
     cert = await asyncio.to_thread(_certificate, env.world.url)
-    svc = lb_service("tls")
-    svc["metadata"]["annotations"] = {P + "ssl-cert": cert, P + "ssl-ports": "443"}
-    svc["spec"]["ports"].append({"name": "https", "port": 443, "protocol": "TCP"})
-    await kube.create(SERVICES, svc, namespace=ns)
-    await eventually(lambda: _hostnames(kube, ns, ["tls"]))
+    tls = {P + "ssl-cert": cert, P + "ssl-ports": "443"}
+    services = ["tls", "tls-classic"]
+    for name in services:
+        svc = lb_service(name)
+        if name == "tls-classic":  # no type annotation: upstream's default, a Classic ELB
+            svc["metadata"]["annotations"] = {}
+        svc["metadata"]["annotations"].update(tls)
+        svc["spec"]["ports"].append({"name": "https", "port": 443, "protocol": "TCP"})
+        await kube.create(SERVICES, svc, namespace=ns)
+    await eventually(lambda: _hostnames(kube, ns, services))
 
-    async def tls_listener() -> bool:
+    async def tls_listeners() -> bool:
         found = await asyncio.to_thread(_listeners, env)
-        return found == {80: ("TCP", []), 443: ("TLS", [cert])}
+        classic = await asyncio.to_thread(_classic_listeners, env)
+        return found == {80: ("TCP", []), 443: ("TLS", [cert])} and classic == {
+            80: ("TCP", "TCP", ""),
+            443: ("SSL", "TCP", cert),
+        }
 
-    await eventually(tls_listener)
+    await eventually(tls_listeners)
 
     # -- a change AWS cannot make: a Warning naming the annotation, never "Ensured" -----------
-    ensured_before = sum(
+    for name in services:
+        before = await _ensured(kube, ns, name)
+        current = await kube.get(SERVICES, name, namespace=ns)
+        current["metadata"]["annotations"][P + "internal"] = "true"
+        await kube.replace(SERVICES, current)
+        [warning] = await eventually(lambda name=name: _warned(kube, ns, name, P + "internal"))
+        assert warning["reason"] == "SyncLoadBalancerFailed"
+        assert await _ensured(kube, ns, name) == before
+    await delete_services(kube, ns, services)
+
+
+async def _ensured(kube: KubeApiClient, ns: str, name: str) -> int:
+    return sum(
         int(e.get("count") or 1)
-        for e in await _events(kube, ns, "tls")
+        for e in await _events(kube, ns, name)
         if e["reason"] == "EnsuredLoadBalancer"
     )
-    current = await kube.get(SERVICES, "tls", namespace=ns)
-    current["metadata"]["annotations"][P + "internal"] = "true"
-    await kube.replace(SERVICES, current)
 
-    async def warned() -> list[dict[str, Any]] | None:
-        found = [
-            e
-            for e in await _events(kube, ns, "tls")
-            if e.get("type") == "Warning" and P + "internal" in e.get("message", "")
-        ]
-        return found or None
 
-    [warning] = await eventually(warned)
-    assert warning["reason"] == "SyncLoadBalancerFailed"
-    ensured_after = sum(
-        int(e.get("count") or 1)
-        for e in await _events(kube, ns, "tls")
-        if e["reason"] == "EnsuredLoadBalancer"
-    )
-    assert ensured_after == ensured_before
-    await delete_services(kube, ns, ["tls"])
+async def _warned(kube: KubeApiClient, ns: str, name: str, word: str) -> list[dict[str, Any]]:
+    return [
+        e
+        for e in await _events(kube, ns, name)
+        if e.get("type") == "Warning" and word in e.get("message", "")
+    ]

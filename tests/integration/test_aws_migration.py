@@ -23,6 +23,7 @@ from types import ModuleType
 from typing import Any, TypeVar
 
 import pytest
+from test_aws_daemon import release_services
 
 from kccm.cloudprovider import default_load_balancer_name
 from kccm.kube.client import KubeApiClient
@@ -84,7 +85,7 @@ def proxy(moto_url: str) -> Iterator[Any]:
 
 @pytest.fixture
 async def kccm(
-    control_plane: ControlPlane, proxy: Any, tmp_path: Path
+    control_plane: ControlPlane, kube: KubeApiClient, proxy: Any, tmp_path: Path
 ) -> AsyncIterator[Callable[[Any], None]]:
     """Start kccm (as cluster-admin: RBAC is the daemon test's subject) against a world."""
     procs: list[subprocess.Popen[str]] = []
@@ -122,6 +123,7 @@ async def kccm(
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(10)
+    await release_services(kube)
 
 
 def ready_node(world: Any, instance: str) -> Obj:

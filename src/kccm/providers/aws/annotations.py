@@ -1,4 +1,5 @@
-"""What a Service asks of its NLB: ports, health checks and the supported annotations.
+"""What a Service asks of its NLB (``aws-load-balancer-type: nlb``): ports, health checks and
+the supported annotations (the Classic ELB's are read in ``classic_spec.py``).
 
 Annotation names and defaults are upstream cloud-provider-aws's; the ones kccm does not
 implement are rejected with a message rather than silently ignored (see docs/providers/aws.md).
@@ -267,8 +268,9 @@ def load_balancer_spec(service: Service, probe: ProbeMode = ProbeMode()) -> Load
     kind = annotations.get(TYPE, "")
     if kind not in NLB_TYPES:
         raise ServiceAnnotationError(
-            f"annotation {TYPE}: {kind!r} is not supported (kccm's aws provider makes NLBs: "
-            "use nlb, or external/nlb-ip for the AWS Load Balancer Controller)"
+            f"annotation {TYPE}: {kind!r} does not ask for an NLB (nlb does; external and "
+            "nlb-ip are the AWS Load Balancer Controller's; any other value, or none, gets a "
+            "Classic ELB)"
         )
     for key in UNSUPPORTED:
         if key in annotations:

@@ -15,7 +15,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kccm.cloudprovider import (
-    CloudProviderError,
     ImplementedElsewhere,
     LoadBalancerStatus,
     Node,
@@ -23,7 +22,6 @@ from kccm.cloudprovider import (
     default_load_balancer_name,
 )
 from kccm.providers.aws.annotations import (
-    ANNOTATION_PREFIX,
     TYPE,
     ProbeMode,
     ServiceAnnotationError,
@@ -33,7 +31,13 @@ from kccm.providers.aws.annotations import (
 from kccm.providers.aws.api import AWSAPI
 from kccm.providers.aws.classic import ClassicLoadBalancers
 from kccm.providers.aws.config import AWSGlobalConfig
-from kccm.providers.aws.loadbalancer import NetworkLoadBalancers, target_instance_ids
+from kccm.providers.aws.loadbalancer import (
+    LB,
+    NetworkLoadBalancers,
+    status_of,
+    target_instance_ids,
+)
+from kccm.providers.aws.nlboptions import TARGET_GROUP_ATTRIBUTES
 from kccm.providers.aws.securitygroups import NodePorts, SecurityGroups
 from kccm.providers.aws.sgrules import source_ranges
 from kccm.providers.aws.tags import ClusterTagging
@@ -45,7 +49,6 @@ log = logging.getLogger(__name__)
 CLASSIC_HOST_SUFFIX = ".elb.amazonaws.com"
 """Upstream ``validateServiceAnnotations``: a Classic ELB's hostname ends so; an NLB's is
 ``.elb.<region>.amazonaws.com``."""
-TARGET_GROUP_ATTRIBUTES = ANNOTATION_PREFIX + "target-group-attributes"
 
 
 def _annotations(service: Service) -> Mapping[str, str]:
@@ -131,9 +134,9 @@ class ServiceLoadBalancers:
         self._check_kind_unchanged(service)
         if not is_nlb(service):
             return self.classic.ensure(service, nodes)
-        status = self._nlb.ensure_load_balancer(cluster_name, service, nodes)
-        self._sync_nlb_rules(service, nodes)
-        return status
+        lb = self._nlb.ensure(service, nodes)
+        self._sync_nlb_rules(service, nodes, lb)
+        return status_of(lb)
 
     def update_load_balancer(
         self, cluster_name: str, service: Service, nodes: Sequence[Node]
@@ -143,8 +146,7 @@ class ServiceLoadBalancers:
         if not is_nlb(service):
             self.classic.update(service, nodes)
             return
-        self._nlb.update_load_balancer(cluster_name, service, nodes)
-        self._sync_nlb_rules(service, nodes)
+        self._sync_nlb_rules(service, nodes, self._nlb.update(service, nodes))
 
     def ensure_load_balancer_deleted(self, cluster_name: str, service: Service) -> None:
         if handled_elsewhere(service):
@@ -182,25 +184,14 @@ class ServiceLoadBalancers:
     # -- the NLB's node security-group rules ----------------------------------------------------
 
     def _nlb_of(self, service: Service) -> Mapping[str, Any] | None:
-        name = default_load_balancer_name(service)
-        try:
-            found = self._api.call("elbv2", "describe_load_balancers", Names=[name])
-        except CloudProviderError as err:
-            if str(getattr(err, "code", "")) == "LoadBalancerNotFound":
-                return None
-            raise
-        balancers = found.get("LoadBalancers") or []
-        return balancers[0] if balancers else None
+        return self._nlb.describe(default_load_balancer_name(service))
 
-    def _sync_nlb_rules(self, service: Service, nodes: Sequence[Node]) -> None:
+    def _sync_nlb_rules(self, service: Service, nodes: Sequence[Node], lb: LB) -> None:
         """Upstream ``updateInstanceSecurityGroupsForNLB`` as called at the end of the NLB
         branch of ``EnsureLoadBalancer`` (and so of ``UpdateLoadBalancer``)."""
         if self._groups.disable_ingress:
             return
         spec = load_balancer_spec(service, self._probe)
-        lb = self._nlb_of(service)
-        if lb is None:
-            return
         subnet_ids = sorted(z["SubnetId"] for z in lb.get("AvailabilityZones") or ())
         subnets = self._api.pages("ec2", "describe_subnets", "Subnets", SubnetIds=subnet_ids)
         cidrs = sorted({s["CidrBlock"] for s in subnets})

@@ -24,7 +24,7 @@ from kccm.cloudprovider import (
     Service,
     default_load_balancer_name,
 )
-from kccm.providers.aws.annotations import ProbeMode
+from kccm.providers.aws.annotations import INTERNAL, ProbeMode
 from kccm.providers.aws.api import AWSAPI
 from kccm.providers.aws.classic_spec import (
     EXTRA_SECURITY_GROUPS,
@@ -35,7 +35,7 @@ from kccm.providers.aws.classic_spec import (
     classic_spec,
     security_group_list,
 )
-from kccm.providers.aws.loadbalancer import target_instance_ids
+from kccm.providers.aws.loadbalancer import ImmutableChange, target_instance_ids
 from kccm.providers.aws.securitygroups import Instance, SecurityGroups
 from kccm.providers.aws.tags import SERVICE_NAME_TAG, ClusterTagging, tag_dict
 
@@ -121,9 +121,11 @@ class ClassicLoadBalancers:
         subnets = self._subnets(spec.internal, spec.subnets)
         group_ids = self._balancer_groups(name, spec)
         lb = self.describe(name)
+        problem = ""
         if lb is None:
             lb = self._create(name, spec, subnets, group_ids)
         else:
+            problem = _scheme_problem(lb, spec)
             lb = self._sync(lb, spec, subnets, group_ids)
         if not _uses_own_group(spec, self._groups.elb_security_group):
             self._delete_leftover_group(name, (spec.security_groups, spec.extra_security_groups))
@@ -133,6 +135,12 @@ class ClassicLoadBalancers:
         self._sync_node_rule(lb, spec, instances.values())
         self._sync_instances(lb, set(instances))
         log.debug("load balancer %s of %s has DNS name %s", name, spec.service_key, lb["DNSName"])
+        if problem:
+            raise ImmutableChange(
+                f"load balancer {name} of {spec.service_key} is otherwise up to date, but AWS "
+                f"cannot change an existing Classic ELB's {problem}: delete and re-create the "
+                "Service to apply it, or revert the annotation"
+            )
         return classic_status(lb)
 
     def update(self, service: Service, nodes: Sequence[Node]) -> None:
@@ -267,13 +275,6 @@ class ClassicLoadBalancers:
 
     def _sync(self, lb: LB, spec: ClassicSpec, subnets: list[str], groups: list[str]) -> LB:
         name = lb["LoadBalancerName"]
-        if (lb.get("Scheme") == "internal") != spec.internal:
-            log.warning(
-                "load balancer %s of %s keeps scheme %s: a Classic ELB's scheme cannot change",
-                name,
-                spec.service_key,
-                lb.get("Scheme"),
-            )
         dirty = self._sync_subnets(lb, subnets)
         dirty = self._replace_groups(lb, groups) or dirty
         dirty = self._sync_listeners(lb, spec.listeners) or dirty
@@ -481,6 +482,16 @@ class ClassicLoadBalancers:
                 LoadBalancerName=name,
                 Instances=[{"InstanceId": i} for i in remove],
             )
+
+
+def _scheme_problem(lb: LB, spec: ClassicSpec) -> str:
+    """The scheme AWS cannot change (upstream: ``// TODO: Sync internal vs non-internal``,
+    silently kept); reported like the NLB's, naming the annotation."""
+    scheme = "internal" if spec.internal else "internet-facing"
+    actual = str(lb.get("Scheme") or "internet-facing")
+    if actual == scheme:
+        return ""
+    return f"scheme ({INTERNAL} asks {scheme}, it is {actual})"
 
 
 def _uses_own_group(spec: ClassicSpec, elb_security_group: str) -> bool:

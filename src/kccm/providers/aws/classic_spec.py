@@ -28,6 +28,16 @@ from kccm.providers.aws.annotations import (
     ServiceAnnotationError,
     key_value_list,
 )
+from kccm.providers.aws.nlboptions import (  # the annotations both kinds read
+    ACCESS_LOG_BUCKET,
+    ACCESS_LOG_ENABLED,
+    ACCESS_LOG_PREFIX,
+    BACKEND_PROTOCOL,
+    PROXY_PROTOCOL,
+    SSL_CERT,
+    SSL_POLICY,
+    SSL_PORTS,
+)
 from kccm.providers.aws.sgrules import Rule, icmp_mtu, source_ranges
 
 __all__ = [
@@ -40,15 +50,7 @@ __all__ = [
     "security_group_list",
 ]
 
-SSL_CERT = ANNOTATION_PREFIX + "ssl-cert"
-SSL_PORTS = ANNOTATION_PREFIX + "ssl-ports"
-SSL_POLICY = ANNOTATION_PREFIX + "ssl-negotiation-policy"
-BACKEND_PROTOCOL = ANNOTATION_PREFIX + "backend-protocol"
-PROXY_PROTOCOL = ANNOTATION_PREFIX + "proxy-protocol"
-ACCESS_LOG_ENABLED = ANNOTATION_PREFIX + "access-log-enabled"
 ACCESS_LOG_INTERVAL = ANNOTATION_PREFIX + "access-log-emit-interval"
-ACCESS_LOG_BUCKET = ANNOTATION_PREFIX + "access-log-s3-bucket-name"
-ACCESS_LOG_PREFIX = ANNOTATION_PREFIX + "access-log-s3-bucket-prefix"
 DRAINING_ENABLED = ANNOTATION_PREFIX + "connection-draining-enabled"
 DRAINING_TIMEOUT = ANNOTATION_PREFIX + "connection-draining-timeout"
 IDLE_TIMEOUT = ANNOTATION_PREFIX + "connection-idle-timeout"
@@ -73,7 +75,8 @@ CLASSIC_ANNOTATIONS = (
     EXTRA_SECURITY_GROUPS,
     HC_TIMEOUT,
 )
-"""The annotations only the Classic ELB reads (on top of the shared ones in annotations.py)."""
+"""The annotations the Classic ELB reads besides the shared ones of annotations.py (the NLB
+reads some of them too, in nlboptions.py; docs/providers/aws.md has one table for both)."""
 
 BACKEND_TO_FRONTEND = {"https": "https", "http": "https", "ssl": "ssl", "tcp": "ssl"}
 """Upstream ``backendProtocolMapping``: the listener protocol for a TLS port."""

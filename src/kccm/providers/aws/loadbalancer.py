@@ -179,6 +179,11 @@ class NetworkLoadBalancers:
     def ensure_load_balancer(
         self, cluster_name: str, service: Service, nodes: Sequence[Node]
     ) -> LoadBalancerStatus:
+        return status_of(self.ensure(service, nodes))
+
+    def ensure(self, service: Service, nodes: Sequence[Node]) -> LB:
+        """Ensure, returning the balancer as described (the node-rule sync reads its subnets
+        from it instead of describing it again)."""
         if handled_elsewhere(service):
             raise ImplementedElsewhere()
         spec = load_balancer_spec(service, self._probe)
@@ -201,11 +206,15 @@ class NetworkLoadBalancers:
                 f"cannot change an existing NLB's {'; '.join(problems)}: delete and re-create "
                 "the Service to apply it, or revert the annotation"
             )
-        return status_of(lb)
+        return lb
 
     def update_load_balancer(
         self, cluster_name: str, service: Service, nodes: Sequence[Node]
     ) -> None:
+        self.update(service, nodes)
+
+    def update(self, service: Service, nodes: Sequence[Node]) -> LB:
+        """Update the targets, returning the balancer as described."""
         if handled_elsewhere(service):
             raise ImplementedElsewhere()
         spec = load_balancer_spec(service, self._probe)
@@ -216,6 +225,7 @@ class NetworkLoadBalancers:
         instances = target_instance_ids(nodes, spec.target_labels)
         for group in self.groups.of_listeners(self._listeners(lb)).values():
             self.groups.sync_targets(group, instances)
+        return lb
 
     def ensure_load_balancer_deleted(self, cluster_name: str, service: Service) -> None:
         if handled_elsewhere(service):

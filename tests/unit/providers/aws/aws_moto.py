@@ -20,6 +20,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import boto3
+from moto.elb import models as elb_models
 from moto.server import ThreadedMotoServer
 
 REGION = "eu-west-1"
@@ -33,10 +34,55 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def _keep_listener_instance_protocol() -> None:
+    """moto 5 forgets a Classic ELB listener's ``InstanceProtocol`` and reports the front-end
+    ``Protocol`` in its place; AWS keeps the one sent (an ``SSL`` listener to ``TCP`` back ends,
+    upstream's ``buildListener`` for ``ssl-cert`` without ``backend-protocol``, reads back as
+    ``SSL``/``TCP``). Taught here so that the tests see listeners as AWS reports them, and
+    kccm's listener comparison (upstream ``elbListenersAreEqual``) is checked against that."""
+    listener_class: Any = elb_models.FakeListener
+    backend: Any = elb_models.ELBBackend
+    if getattr(backend, "_kccm_keeps_instance_protocol", False):
+        return
+
+    def kept(listeners: list[Any], ports: list[dict[str, Any]]) -> None:
+        sent = {
+            str(p.get("LoadBalancerPort")): str(p["InstanceProtocol"]).upper()
+            for p in ports
+            if p.get("InstanceProtocol")
+        }
+        for listener in listeners:
+            if str(listener.load_balancer_port) in sent:
+                listener.kept_instance_protocol = sent[str(listener.load_balancer_port)]
+
+    create, add = backend.create_load_balancer, backend.create_load_balancer_listeners
+
+    def create_load_balancer(
+        self: Any, name: str, zones: Any, ports: Any, *a: Any, **k: Any
+    ) -> Any:
+        balancer = create(self, name, zones, ports, *a, **k)
+        kept(balancer.listeners, ports)
+        return balancer
+
+    def create_load_balancer_listeners(self: Any, name: str, ports: Any) -> Any:
+        balancer = add(self, name, ports)
+        if balancer is not None:
+            kept(balancer.listeners, ports)
+        return balancer
+
+    listener_class.instance_protocol = property(
+        lambda self: getattr(self, "kept_instance_protocol", None) or self.protocol
+    )
+    backend.create_load_balancer = create_load_balancer
+    backend.create_load_balancer_listeners = create_load_balancer_listeners
+    backend._kccm_keeps_instance_protocol = True
+
+
 @contextmanager
 def moto_server() -> Iterator[str]:
     """A moto server on a free loopback port; yields its URL."""
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    _keep_listener_instance_protocol()
     port = free_port()
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()

@@ -22,6 +22,7 @@ from kccm.cloudprovider import default_load_balancer_name
 from kccm.providers.aws import AWSCloud
 from kccm.providers.aws.annotations import ServiceAnnotationError
 from kccm.providers.aws.config import load_aws_config
+from kccm.providers.aws.loadbalancer import ImmutableChange
 
 P = "service.beta.kubernetes.io/aws-load-balancer-"
 CERT = "<an ACM certificate>"
@@ -109,12 +110,22 @@ def test_no_type_annotation_makes_a_classic_elb_like_upstream(
     assert elbv2.describe_load_balancers()["LoadBalancers"] == []  # no NLB
 
 
-def test_a_second_ensure_writes_nothing(cloud: AWSCloud, world: World, node_group: str) -> None:
+@pytest.mark.parametrize(
+    "backend",
+    [
+        pytest.param({}, id="ssl-to-tcp-backends"),
+        pytest.param({P + "backend-protocol": "ssl"}, id="ssl-to-ssl-backends"),
+        pytest.param({P + "backend-protocol": "http"}, id="https-to-http-backends"),
+    ],
+)
+def test_a_second_ensure_writes_nothing(
+    cloud: AWSCloud, world: World, node_group: str, backend: dict[str, str]
+) -> None:
     svc = service(
         annotations={
+            **backend,
             P + "ssl-cert": certificate(world.url),
             P + "ssl-ports": "443",
-            P + "backend-protocol": "ssl",  # moto keeps no instance protocol of its own
             P + "ssl-negotiation-policy": "ELBSecurityPolicy-2016-08",
             P + "proxy-protocol": "*",
             P + "connection-draining-enabled": "true",
@@ -453,6 +464,24 @@ def test_the_kind_of_a_published_balancer_cannot_change(
     svc["status"] = {"loadBalancer": {"ingress": [{"hostname": hostname}]}}
     with pytest.raises(ServiceAnnotationError, match="cannot update Load Balancer Type"):
         _lb(cloud).ensure_load_balancer("k", svc, nodes(world))
+
+
+def test_a_scheme_change_is_refused_naming_the_annotation_after_the_rest_is_applied(
+    cloud: AWSCloud, world: World, node_group: str
+) -> None:
+    """As for an NLB: AWS cannot change a Classic ELB's scheme, so the ensure fails (a Warning
+    event, never "Ensured") naming ``aws-load-balancer-internal``; the rest is applied."""
+    svc = service()
+    _lb(cloud).ensure_load_balancer("k", svc, nodes(world))
+    svc["metadata"]["annotations"] = {
+        P + "internal": "true",
+        P + "healthcheck-healthy-threshold": "6",
+    }
+    with pytest.raises(ImmutableChange, match=r"scheme \(" + P + "internal asks internal"):
+        _lb(cloud).ensure_load_balancer("k", svc, nodes(world))
+    found = classic_state(world.url, default_load_balancer_name(svc))
+    assert found["lb"]["Scheme"] == "internet-facing"
+    assert found["lb"]["HealthCheck"]["HealthyThreshold"] == 6
 
 
 def test_an_nlb_publishing_its_own_hostname_is_not_a_kind_change(

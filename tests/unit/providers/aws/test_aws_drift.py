@@ -158,9 +158,14 @@ def test_changes_aws_cannot_make_are_reported_naming_the_annotation(
 def test_no_nlb_is_created_where_a_classic_elb_serves_the_service(
     cloud: AWSCloud, world: World
 ) -> None:
-    svc = service(annotations={P + "type": "nlb"})
+    """A Service served by a Classic ELB (no type annotation) that then asks for an NLB, before
+    any hostname was published (so upstream's hostname check cannot see it): the NLB side's
+    ``classic_exists`` hook refuses the type change, naming the annotation."""
+    svc = service()
+    del svc["metadata"]["annotations"][P + "type"]
     lb = _lb(cloud)
-    lb.classic_exists = lambda name: name == default_load_balancer_name(svc)
+    lb.ensure_load_balancer("k", svc, nodes(world))
+    svc["metadata"]["annotations"][P + "type"] = "nlb"
     with pytest.raises(
         Exception, match=r"annotation service\.beta\.kubernetes\.io/aws-load-balancer-type"
     ):
@@ -168,3 +173,4 @@ def test_no_nlb_is_created_where_a_classic_elb_serves_the_service(
     _, elbv2 = clients(world.url)
     names = [b["LoadBalancerName"] for b in elbv2.describe_load_balancers()["LoadBalancers"]]
     assert default_load_balancer_name(svc) not in names
+    assert lb.classic.describe(default_load_balancer_name(svc)) is not None  # left serving

@@ -174,7 +174,7 @@ def test_health_checks_like_upstream(
     ("service", "message"),
     [
         pytest.param(
-            _service({P + "type": "clb"}), "'clb' is not supported", id="classic-elb-type"
+            _service({P + "type": "clb"}), "'clb' does not ask for an NLB", id="classic-elb-type"
         ),
         pytest.param(
             _service({P + "security-groups": "sg-1"}),

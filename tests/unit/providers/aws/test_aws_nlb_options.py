@@ -110,8 +110,9 @@ def test_proxy_protocol_and_access_logs(cloud: AWSCloud, world: World) -> None:
         "access_logs.s3.prefix": "nlb",
     }
     _no_writes_on_reensure(cloud, svc, world)
-    svc["metadata"]["annotations"] = {
-        P + "target-group-attributes": "proxy_protocol_v2.enabled=false"
+    svc["metadata"]["annotations"] = {  # proxy protocol and access logs annotations removed
+        P + "type": "nlb",
+        P + "target-group-attributes": "proxy_protocol_v2.enabled=false",
     }
     _lb(cloud).ensure_load_balancer("k", svc, nodes(world))
     found = _described(world, svc)
