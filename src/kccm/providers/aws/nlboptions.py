@@ -11,9 +11,11 @@ As upstream cloud-provider-aws reads them (``pkg/providers/v1/aws.go`` ``EnsureL
   created (AWS cannot change them afterwards);
 - ``-access-log-enabled`` / ``-access-log-s3-bucket-name`` / ``-access-log-s3-bucket-prefix``:
   the balancer's ``access_logs.s3.*`` attributes;
-- ``-target-group-attributes`` (``preserve_client_ip.enabled``, ``proxy_protocol_v2.enabled``)
-  and ``-proxy-protocol: "*"`` (kccm: proxy protocol v2 on the target groups, as the AWS Load
-  Balancer Controller reads it; upstream's CCM honours it on Classic ELBs only).
+- ``-target-group-attributes`` (``preserve_client_ip.enabled``, ``proxy_protocol_v2.enabled``):
+  proxy protocol v2 on an NLB is asked for there, as upstream. ``-proxy-protocol`` is not read
+  on NLBs: upstream's ``EnsureLoadBalancer`` reads it only after its NLB branch has returned,
+  so a Service moved from upstream with that annotation on an NLB must not start sending the
+  proxy-protocol header to back ends that do not expect it (it applies to Classic ELBs).
 """
 
 from __future__ import annotations
@@ -161,7 +163,7 @@ def _access_log_attributes(annotations: Mapping[str, str]) -> dict[str, str]:
 def _target_group_attributes(
     annotations: Mapping[str, str], ports: Sequence[Mapping[str, Any]]
 ) -> dict[str, str]:
-    """Upstream ``validateServiceAnnotationTargetGroupAttributes``, plus ``-proxy-protocol``."""
+    """Upstream ``validateServiceAnnotationTargetGroupAttributes``."""
     where = f"annotation {TARGET_GROUP_ATTRIBUTES}"
     wanted = key_value_list(annotations.get(TARGET_GROUP_ATTRIBUTES, ""))
     for key, value in wanted.items():
@@ -172,18 +174,6 @@ def _target_group_attributes(
     udp = any(str(p.get("protocol", "TCP")) == "UDP" for p in ports)
     if udp and wanted.get(PRESERVE_CLIENT_IP) == "false":
         raise ServiceAnnotationError(f"{where}: client IP preservation can't be disabled for UDP")
-    proxy = annotations.get(PROXY_PROTOCOL)
-    if proxy is not None:
-        if proxy.strip() != "*":
-            raise ServiceAnnotationError(
-                f"annotation {PROXY_PROTOCOL}: {proxy!r}: the only value supported is '*'"
-            )
-        if wanted.get(PROXY_PROTOCOL_V2) == "false":
-            raise ServiceAnnotationError(
-                f"annotation {PROXY_PROTOCOL} contradicts {PROXY_PROTOCOL_V2}=false in "
-                f"{TARGET_GROUP_ATTRIBUTES}"
-            )
-        wanted[PROXY_PROTOCOL_V2] = "true"
     return wanted
 
 

@@ -207,11 +207,6 @@ def test_health_checks_like_upstream(
             id="private-ip-not-an-address",
         ),
         pytest.param(
-            _service({P + "proxy-protocol": "yes"}),
-            "the only value supported is '*'",
-            id="proxy-protocol-not-star",
-        ),
-        pytest.param(
             _service({P + "access-log-enabled": "true"}),
             "access-log-s3-bucket-name is required",
             id="access-log-without-bucket",

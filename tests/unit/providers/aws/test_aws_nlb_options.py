@@ -95,7 +95,7 @@ def _intercept(cloud: AWSCloud, operation: str) -> list[dict[str, Any]]:
 
 def test_proxy_protocol_and_access_logs(cloud: AWSCloud, world: World) -> None:
     annotations = {
-        P + "proxy-protocol": "*",
+        P + "target-group-attributes": "proxy_protocol_v2.enabled=true",
         P + "access-log-enabled": "true",
         P + "access-log-s3-bucket-name": "logs",
         P + "access-log-s3-bucket-prefix": "nlb",
@@ -110,7 +110,7 @@ def test_proxy_protocol_and_access_logs(cloud: AWSCloud, world: World) -> None:
         "access_logs.s3.prefix": "nlb",
     }
     _no_writes_on_reensure(cloud, svc, world)
-    svc["metadata"]["annotations"] = {  # proxy protocol and access logs annotations removed
+    svc["metadata"]["annotations"] = {  # access logs annotations removed, proxy protocol off
         P + "type": "nlb",
         P + "target-group-attributes": "proxy_protocol_v2.enabled=false",
     }
@@ -150,3 +150,12 @@ def test_too_few_eips_are_refused_before_anything_is_created(cloud: AWSCloud, wo
     _, elbv2 = clients(world.url)
     names = [lb["LoadBalancerName"] for lb in elbv2.describe_load_balancers()["LoadBalancers"]]
     assert default_load_balancer_name(svc) not in names
+
+
+def test_the_proxy_protocol_annotation_is_not_read_on_an_nlb(cloud: AWSCloud, world: World) -> None:
+    """Upstream's NLB branch returns before ``-proxy-protocol`` is read (aws.go
+    ``EnsureLoadBalancer``): a Service moved from upstream keeps plain TCP to its back ends."""
+    svc = service(annotations={P + "proxy-protocol": "*"})
+    _lb(cloud).ensure_load_balancer("k", svc, nodes(world))
+    found = _described(world, svc)
+    assert found["group_attributes"][80].get("proxy_protocol_v2.enabled", "false") == "false"
