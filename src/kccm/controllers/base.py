@@ -21,7 +21,7 @@ from kccm.runtime.events import EventBroadcaster
 from kccm.runtime.informers import SharedInformerFactory
 from kccm.util.clock import REAL_CLOCK, Clock
 
-__all__ = ["ControllerContext", "running_managed_controllers"]
+__all__ = ["DEFAULT_CLUSTER_NAME", "ControllerContext", "running_managed_controllers"]
 
 DEFAULT_CLUSTER_NAME = "kubernetes"
 

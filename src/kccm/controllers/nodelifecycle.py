@@ -68,7 +68,7 @@ DEFAULT_CONCURRENT_NODE_MONITORS = 10
 _log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
+@dataclass
 class NodeLifecycleControllerOptions:
     """``--node-monitor-period`` (5 s) and kccm's bound on concurrent not-Ready checks."""
 

@@ -39,19 +39,22 @@ from __future__ import annotations
 import asyncio
 import enum
 import logging
-import weakref
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import CollectorRegistry
 
 from kccm.api.wellknown import FINALIZER_LB_CLEANUP
 from kccm.cloudprovider.errors import ImplementedElsewhere
 from kccm.cloudprovider.gate import Priority
 from kccm.cloudprovider.gated import GatedLoadBalancer
 from kccm.cloudprovider.types import LoadBalancerStatus
-from kccm.controllers.base import ControllerContext, running_managed_controllers
+from kccm.controllers.base import (
+    DEFAULT_CLUSTER_NAME,
+    ControllerContext,
+    running_managed_controllers,
+)
 from kccm.controllers.service_helpers import (
     LEGACY_ANNOTATIONS,
     BackendNodeSet,
@@ -60,7 +63,6 @@ from kccm.controllers.service_helpers import (
     has_lb_finalizer,
     legacy_annotations_patch,
     load_balancer_status_equal,
-    loggable_node_names,
     needs_cleanup,
     needs_update,
     service_key,
@@ -68,11 +70,13 @@ from kccm.controllers.service_helpers import (
     status_patch,
     wants_load_balancer,
 )
+from kccm.controllers.service_hosts import service_ref, update_hosts
+from kccm.controllers.service_metrics import ServiceControllerMetrics
 from kccm.kube.errors import NotFound
 from kccm.kube.interface import KubeClient, Obj, PatchType
 from kccm.kube.resources import NODES, SERVICES
 from kccm.runtime.controller import Controller, until
-from kccm.runtime.events import EVENT_TYPE_NORMAL, EVENT_TYPE_WARNING, EventRecorder, ObjectRef
+from kccm.runtime.events import EVENT_TYPE_NORMAL, EVENT_TYPE_WARNING, EventRecorder
 from kccm.runtime.informers import EventHandler, Informer, copy_obj, object_key
 from kccm.runtime.ratelimiters import service_controller_rate_limiter
 from kccm.runtime.workqueue import RateLimitingQueue
@@ -125,7 +129,7 @@ class LoadBalancerOperation(enum.Enum):
     ENSURE = "ensure"
 
 
-@dataclass(frozen=True)
+@dataclass
 class ServiceControllerOptions:
     """Options of ``service-lb-controller``.
 
@@ -133,51 +137,6 @@ class ServiceControllerOptions:
     """
 
     concurrent_service_syncs: int = DEFAULT_CONCURRENT_SERVICE_SYNCS
-
-
-_EXP_BUCKETS = tuple(float(2**i) for i in range(15))  # ExponentialBuckets(1, 2, 15)
-
-
-class ServiceControllerMetrics:
-    """Upstream's service controller metrics (ALPHA), registered once per registry."""
-
-    _by_registry: weakref.WeakKeyDictionary[CollectorRegistry, ServiceControllerMetrics] = (
-        weakref.WeakKeyDictionary()
-    )
-
-    def __init__(self, registry: CollectorRegistry) -> None:
-        self.loadbalancer_sync = Counter(
-            "service_controller_loadbalancer_sync",
-            "A metric counting the amount of times any load balancer has been configured, "
-            "as an effect of service/node changes on the cluster",
-            registry=registry,
-        )
-        self.nodesync_error = Counter(
-            "service_controller_nodesync_error",
-            "A metric counting the amount of times any load balancer has been configured "
-            "and errored, as an effect of node changes on the cluster",
-            registry=registry,
-        )
-        self.nodesync_latency = Histogram(
-            "service_controller_nodesync_latency_seconds",
-            "A metric measuring the latency for nodesync which updates loadbalancer hosts "
-            "on cluster node updates.",
-            registry=registry,
-            buckets=_EXP_BUCKETS,
-        )
-        self.update_host_latency = Histogram(
-            "service_controller_update_loadbalancer_host_latency_seconds",
-            "A metric measuring the latency for updating each load balancer hosts.",
-            registry=registry,
-            buckets=_EXP_BUCKETS,
-        )
-
-    @classmethod
-    def on(cls, registry: CollectorRegistry) -> ServiceControllerMetrics:
-        metrics = cls._by_registry.get(registry)
-        if metrics is None:
-            metrics = cls._by_registry[registry] = cls(registry)
-        return metrics
 
 
 class ServiceController:
@@ -192,7 +151,7 @@ class ServiceController:
         nodes: Informer,
         recorder: EventRecorder,
         registry: CollectorRegistry,
-        cluster_name: str = "kubernetes",
+        cluster_name: str = DEFAULT_CLUSTER_NAME,
         workers: int = DEFAULT_CONCURRENT_SERVICE_SYNCS,
         clock: Clock = REAL_CLOCK,
     ) -> None:
@@ -593,61 +552,10 @@ class ServiceController:
             self.metrics.update_host_latency.observe(self.clock.monotonic() - start)
 
     async def _update_hosts(self, service: Obj, hosts: Sequence[Mapping[str, Any]]) -> None:
-        try:
-            await self.balancer.update_load_balancer(
-                self.cluster_name, service, hosts, priority=Priority.NORMAL
-            )
-        except ImplementedElsewhere:
-            return
-        except Exception as err:
-            if not await self._still_exists(service):
-                return
-            names = " ".join(loggable_node_names(hosts))
-            message = (
-                f"Error updating load balancer with new hosts [{names}] [node names limited, "
-                f"total number of nodes: {len(hosts)}], error: {err}"
-            )
-            self._event(service, EVENT_TYPE_WARNING, "UpdateLoadBalancerFailed", message)
-            raise
-        if hosts:
-            self._event(
-                service,
-                EVENT_TYPE_NORMAL,
-                "UpdatedLoadBalancer",
-                "Updated load balancer with new hosts",
-            )
-        else:
-            self._event(
-                service,
-                EVENT_TYPE_WARNING,
-                "UnAvailableLoadBalancer",
-                "There are no available nodes for LoadBalancer",
-            )
-
-    async def _still_exists(self, service: Obj) -> bool:
-        """After a failed update: only an existing LB makes it a failure. A failed check is
-        logged and counts as a failure, as upstream."""
-        try:
-            _, exists = await self.balancer.get_load_balancer(
-                self.cluster_name, service, priority=Priority.NORMAL
-            )
-        except Exception as err:
-            _log.error(
-                "failed to check if load balancer exists for service %s: %s",
-                service_key(service),
-                err,
-            )
-            return True
-        return exists
+        await update_hosts(self.balancer, self.cluster_name, self.recorder, service, hosts)
 
     def _event(self, service: Obj, event_type: str, reason: str, message: str) -> None:
-        self.recorder.event(_service_ref(service), event_type, reason, message)
-
-
-def _service_ref(service: Mapping[str, Any]) -> ObjectRef:
-    """The Event's involvedObject. Listed objects carry no kind/apiVersion, so they are set
-    here, as client-go's reference.GetReference fills them from the scheme."""
-    return replace(ObjectRef.of(service), kind="Service", api_version="v1")
+        self.recorder.event(service_ref(service), event_type, reason, message)
 
 
 def _uid(service: Mapping[str, Any]) -> str:
