@@ -28,7 +28,6 @@ Cloud calls made for initialisation use ``Priority.INITIALIZE``; the periodic re
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import re
 import weakref
@@ -53,7 +52,7 @@ from kccm.cloudprovider.gate import Priority
 from kccm.cloudprovider.gated import GatedCloud
 from kccm.cloudprovider.metadata import instance_metadata
 from kccm.cloudprovider.types import InstanceMetadata
-from kccm.controllers.base import ControllerContext, running_managed_controllers
+from kccm.controllers.base import CloudController, ControllerContext
 from kccm.controllers.nodestatus import (
     NodeStatusRefresher,
     address_dicts,
@@ -73,11 +72,9 @@ from kccm.controllers.nodeutil import (
 from kccm.kube.errors import Conflict
 from kccm.kube.interface import KubeClient, Obj, PatchType
 from kccm.kube.resources import NODES
-from kccm.runtime.controller import Controller, until
 from kccm.runtime.events import EVENT_TYPE_NORMAL, EventRecorder, ObjectRef
 from kccm.runtime.informers import EventHandler, Informer, copy_obj
 from kccm.runtime.ratelimiters import node_controller_rate_limiter
-from kccm.runtime.workqueue import RateLimitingQueue
 from kccm.util.clock import Clock
 
 __all__ = [
@@ -207,37 +204,31 @@ class SyncError(Exception):
 # -- the controller ---------------------------------------------------------------------------
 
 
-class CloudNodeController:
+class CloudNodeController(CloudController):
     """See the module docstring. Build it with :func:`build`."""
 
     def __init__(self, context: ControllerContext, options: NodeControllerOptions) -> None:
+        super().__init__(context, CONTROLLER_NAME, SHORT_NAME, _log)
         self.options = options
         self._kube: KubeClient = context.kube
         self._cloud: GatedCloud = context.cloud
         self._clock: Clock = context.clock
-        self._informers = context.informers
-        self._registry = context.registry
         self.informer: Informer = context.informers.informer(NODES)
         self.recorder: EventRecorder = context.events.recorder(EVENT_COMPONENT)
         self.metrics = node_metrics(context.registry)
-        self.queue: RateLimitingQueue[str] = RateLimitingQueue(
-            node_controller_rate_limiter(clock=context.clock),
+        self.queue = self.work_queue(
             QUEUE_NAME,
-            registry=context.registry,
-            clock=context.clock,
-        )
-        self.controller: Controller[str] = Controller(
-            CONTROLLER_NAME,
-            self.queue,
+            node_controller_rate_limiter(clock=context.clock),
             self.sync_node,
             workers=options.concurrent_node_syncs,
-            clock=context.clock,
-            logger=_log,
         )
-        self._stop = asyncio.Event()
-        self._status_loop: asyncio.Task[None] | None = None
         self.status = NodeStatusRefresher(
             context.kube, context.cloud, self.informer, options, context.clock
+        )
+        self.starts_informers = True
+        self.wait_for_caches(self.informer)
+        self.every(
+            options.node_status_update_frequency, self.update_node_status, cancel_on_stop=True
         )
         self.informer.add_event_handler(
             EventHandler(on_add=self._enqueue, on_update=lambda _old, new: self._enqueue(new))
@@ -246,43 +237,6 @@ class CloudNodeController:
     def _enqueue(self, node: Obj) -> None:
         """Upstream's Add and Update handlers: enqueue on every event, no filtering."""
         self.queue.add(_name(node))
-
-    # -- lifecycle ----------------------------------------------------------------------------
-
-    async def run(self) -> None:
-        """Wait for the node cache, start the periodic status loop and the sync workers; runs
-        until :meth:`stop` or cancellation."""
-        gauge = running_managed_controllers(self._registry, SHORT_NAME)
-        gauge.set(1)
-        try:
-            self._informers.start()
-            await self.informer.wait_for_sync()
-            self._status_loop = asyncio.create_task(
-                until(
-                    self.update_node_status,
-                    self.options.node_status_update_frequency,
-                    stop=self._stop,
-                    clock=self._clock,
-                    logger=_log,
-                ),
-                name=f"{CONTROLLER_NAME}-status",
-            )
-            await self.controller.run()
-        finally:
-            gauge.set(0)
-            await self._cancel_status_loop()
-
-    async def stop(self, grace: float = 30.0) -> bool:
-        self._stop.set()
-        finished = await self.controller.stop(grace)
-        await self._cancel_status_loop()
-        return finished
-
-    async def _cancel_status_loop(self) -> None:
-        task, self._status_loop = self._status_loop, None
-        if task is not None and not task.done():
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
 
     # -- syncNode -----------------------------------------------------------------------------
 

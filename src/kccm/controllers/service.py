@@ -43,18 +43,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from prometheus_client import CollectorRegistry
-
 from kccm.api.wellknown import FINALIZER_LB_CLEANUP
 from kccm.cloudprovider.errors import ImplementedElsewhere
 from kccm.cloudprovider.gate import Priority
 from kccm.cloudprovider.gated import GatedLoadBalancer
 from kccm.cloudprovider.types import LoadBalancerStatus
-from kccm.controllers.base import (
-    DEFAULT_CLUSTER_NAME,
-    ControllerContext,
-    running_managed_controllers,
-)
+from kccm.controllers.base import CloudController, ControllerContext
 from kccm.controllers.service_helpers import (
     LEGACY_ANNOTATIONS,
     BackendNodeSet,
@@ -75,12 +69,9 @@ from kccm.controllers.service_metrics import ServiceControllerMetrics
 from kccm.kube.errors import NotFound
 from kccm.kube.interface import KubeClient, Obj, PatchType
 from kccm.kube.resources import NODES, SERVICES
-from kccm.runtime.controller import Controller, until
 from kccm.runtime.events import EVENT_TYPE_NORMAL, EVENT_TYPE_WARNING, EventRecorder
 from kccm.runtime.informers import EventHandler, Informer, copy_obj, object_key
 from kccm.runtime.ratelimiters import service_controller_rate_limiter
-from kccm.runtime.workqueue import RateLimitingQueue
-from kccm.util.clock import REAL_CLOCK, Clock
 
 __all__ = [
     "CONTROLLER_NAME",
@@ -139,38 +130,42 @@ class ServiceControllerOptions:
     concurrent_service_syncs: int = DEFAULT_CONCURRENT_SERVICE_SYNCS
 
 
-class ServiceController:
+class ServiceController(CloudController):
     """The service load-balancer controller; see the module docstring."""
 
     def __init__(
         self,
-        *,
-        kube: KubeClient,
+        context: ControllerContext,
         balancer: GatedLoadBalancer,
-        services: Informer,
-        nodes: Informer,
-        recorder: EventRecorder,
-        registry: CollectorRegistry,
-        cluster_name: str = DEFAULT_CLUSTER_NAME,
-        workers: int = DEFAULT_CONCURRENT_SERVICE_SYNCS,
-        clock: Clock = REAL_CLOCK,
+        options: ServiceControllerOptions,
     ) -> None:
-        self.kube = kube
+        super().__init__(context, CONTROLLER_NAME, METRICS_NAME, _log)
+        self.options = options
+        self.kube: KubeClient = context.kube
         self.balancer = balancer
-        self.services = services
-        self.nodes = nodes
-        self.recorder = recorder
-        self.cluster_name = cluster_name
-        self.workers = workers
-        self.clock = clock
-        self.metrics = ServiceControllerMetrics.on(registry)
-        self._running = running_managed_controllers(registry, METRICS_NAME)
-        self.service_queue: RateLimitingQueue[str] = RateLimitingQueue(
-            service_controller_rate_limiter(), SERVICE_QUEUE, registry=registry, clock=clock
+        self.services: Informer = context.informers.informer(SERVICES)
+        self.nodes: Informer = context.informers.informer(NODES)
+        self.recorder: EventRecorder = context.events.recorder(EVENT_COMPONENT)
+        self.cluster_name = context.cluster_name
+        self.workers = options.concurrent_service_syncs
+        self.metrics = ServiceControllerMetrics.on(context.registry)
+        self.service_queue = self.work_queue(
+            SERVICE_QUEUE,
+            service_controller_rate_limiter(),
+            self.sync_service,
+            workers=self.workers,
+            loop_name=SERVICE_QUEUE,
         )
-        self.node_queue: RateLimitingQueue[str] = RateLimitingQueue(
-            service_controller_rate_limiter(), NODE_QUEUE, registry=registry, clock=clock
+        self.node_queue = self.work_queue(
+            NODE_QUEUE,
+            service_controller_rate_limiter(),
+            self._process_node_key,
+            workers=1,
+            loop_name=NODE_QUEUE,
         )
+        self._service_loop, self._node_loop = self._loops
+        self.wait_for_caches(self.services, self.nodes)
+        self.every(SERVICE_SYNC_PERIOD, self._resync_services)
         self.cache: dict[str, Obj] = {}
         """Upstream ``serviceCache``: the last state synced, per key (deletion needs it)."""
         self.backends = BackendNodeSet()
@@ -183,17 +178,10 @@ class ServiceController:
         self._syncing: set[str] = set()
         self.node_syncs = 0
         """Node-sync passes run (one per burst of node events)."""
-        self._service_loop = Controller(
-            SERVICE_QUEUE, self.service_queue, self.sync_service, workers=workers, clock=clock
-        )
-        self._node_loop = Controller(
-            NODE_QUEUE, self.node_queue, self._process_node_key, workers=1, clock=clock
-        )
-        self._stopping = asyncio.Event()
-        services.add_event_handler(
+        self.services.add_event_handler(
             EventHandler(on_add=self._on_service_add, on_update=self._on_service_update)
         )
-        nodes.add_event_handler(
+        self.nodes.add_event_handler(
             EventHandler(
                 on_add=self._on_node_add,
                 on_update=self._on_node_update,
@@ -238,31 +226,13 @@ class ServiceController:
     async def run(self) -> None:
         """Wait for the service and node caches, then run ``workers`` service workers, one
         node worker and the 30 s resync until stopped or cancelled."""
-        self._running.set(1)
         _log.info("Starting service controller")
         try:
-            await asyncio.gather(self.services.wait_for_sync(), self.nodes.wait_for_sync())
-            await asyncio.gather(
-                self._service_loop.run(),
-                self._node_loop.run(),
-                until(
-                    self._resync_services,
-                    SERVICE_SYNC_PERIOD,
-                    stop=self._stopping,
-                    clock=self.clock,
-                ),
-            )
+            await super().run()
         finally:
             self.service_queue.shutdown()
             self.node_queue.shutdown()
-            self._running.set(0)
             _log.info("Shutting down service controller")
-
-    async def stop(self, grace: float = 30.0) -> bool:
-        """Stop taking work; in-flight syncs get ``grace`` seconds."""
-        self._stopping.set()
-        finished = await asyncio.gather(self._service_loop.stop(grace), self._node_loop.stop(grace))
-        return all(finished)
 
     # -- service sync (upstream syncService and friends) --------------------------------------
 
@@ -575,14 +545,4 @@ def build(
             CONTROLLER_NAME,
         )
         return None
-    return ServiceController(
-        kube=context.kube,
-        balancer=balancer,
-        services=context.informers.informer(SERVICES),
-        nodes=context.informers.informer(NODES),
-        recorder=context.events.recorder(EVENT_COMPONENT),
-        registry=context.registry,
-        cluster_name=context.cluster_name,
-        workers=options.concurrent_service_syncs,
-        clock=context.clock,
-    )
+    return ServiceController(context, balancer, options)
