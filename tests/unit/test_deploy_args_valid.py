@@ -36,4 +36,4 @@ def test_shipped_args_validate(manifest: str, tmp_path: Path) -> None:
 
     assert run_ccm(args, run_manager=capture) == 0
     assert seen[0].leader_election.enabled
-    assert seen[0].cluster_cidr == "10.244.0.0/16"
+    assert seen[0].controller_options.route.cluster_cidr == "10.244.0.0/16"

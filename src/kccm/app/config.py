@@ -8,11 +8,22 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from kccm.controllers.base import DEFAULT_CLUSTER_NAME
+from kccm.controllers.table import ControllerOptions
+from kccm.runtime.leaderelection import (
+    DEFAULT_LEASE_DURATION,
+    DEFAULT_LEASE_NAME,
+    DEFAULT_LEASE_NAMESPACE,
+    DEFAULT_RENEW_DEADLINE,
+    DEFAULT_RETRY_PERIOD,
+)
+
 __all__ = [
-    "CONTROLLER_ALIASES",
-    "CONTROLLER_CLIENT_NAMES",
     "DEFAULT_CONTROLLERS",
-    "DISABLED_BY_DEFAULT",
+    "DEFAULT_KUBE_API_BURST",
+    "DEFAULT_KUBE_API_QPS",
+    "DEFAULT_SHUTDOWN_GRACE",
+    "JSON",
     "ConfigurationError",
     "GateSettings",
     "LeaderElectionSettings",
@@ -33,35 +44,26 @@ class ConfigurationError(Exception):
         super().__init__("\n".join(self.problems))
 
 
-# canonical name -> legacy alias (upstream names.CCMControllerAliases, plus pv-label)
-CONTROLLER_ALIASES: dict[str, str] = {
-    "cloud-node-controller": "cloud-node",
-    "cloud-node-lifecycle-controller": "cloud-node-lifecycle",
-    "service-lb-controller": "service",
-    "node-route-controller": "route",
-    "pv-label-controller": "pv-label",
-}
-# canonical name -> client name (user-agent suffix / kube-system service account)
-CONTROLLER_CLIENT_NAMES: dict[str, str] = {
-    "cloud-node-controller": "node-controller",
-    "cloud-node-lifecycle-controller": "node-controller",
-    "service-lb-controller": "service-controller",
-    "node-route-controller": "route-controller",
-    "pv-label-controller": "pvl-controller",
-}
-DISABLED_BY_DEFAULT = frozenset({"pv-label-controller"})
 DEFAULT_CONTROLLERS = ("*",)
+DEFAULT_KUBE_API_QPS = 1000.0
+"""kccm's --kube-api-qps (upstream 20, which caps a large cluster's node initialisation near
+10 nodes/s; see docs/behaviour.md)."""
+DEFAULT_KUBE_API_BURST = 2000
+DEFAULT_SHUTDOWN_GRACE = 30.0
+JSON = "application/json"
 
 
-@dataclass(frozen=True)
+@dataclass
 class LeaderElectionSettings:
+    """The --leader-elect* flags bind straight to these fields."""
+
     enabled: bool = True
-    lease_duration: float = 15.0
-    renew_deadline: float = 10.0
-    retry_period: float = 2.0
+    lease_duration: float = DEFAULT_LEASE_DURATION
+    renew_deadline: float = DEFAULT_RENEW_DEADLINE
+    retry_period: float = DEFAULT_RETRY_PERIOD
     resource_lock: str = "leases"
-    resource_name: str = "cloud-controller-manager"
-    resource_namespace: str = "kube-system"
+    resource_name: str = DEFAULT_LEASE_NAME
+    resource_namespace: str = DEFAULT_LEASE_NAMESPACE
     release_on_cancel: bool = True  # kccm: hand over at once on a graceful stop
 
 
@@ -103,9 +105,10 @@ class LoggingSettings:
     split_stream: bool = False  # info to stdout, errors to stderr
 
 
-@dataclass(frozen=True)
+@dataclass
 class GateSettings:
-    """kccm's cloud-call budget: qps <= 0 means no budget."""
+    """kccm's cloud-call budget: qps <= 0 means no budget (the --cloud-call-* flags and
+    --provider-threads bind straight to these fields)."""
 
     qps: float = 0.0
     burst: int = 1
@@ -113,30 +116,25 @@ class GateSettings:
     provider_threads: int = 16
 
 
-@dataclass(frozen=True)
+@dataclass
 class ManagerConfig:
+    """Filled in by the flag groups' ``apply_to`` (upstream ``config.Config``); each controller's
+    own settings are nested in ``controller_options``, never copied."""
+
     cloud_provider: str
     cloud_config: str = ""
     kubeconfig: str = ""
     master: str = ""
-    kube_api_qps: float = 1000.0
-    kube_api_burst: int = 2000
-    kube_api_content_type: str = "application/json"
+    kube_api_qps: float = DEFAULT_KUBE_API_QPS
+    kube_api_burst: int = DEFAULT_KUBE_API_BURST
+    kube_api_content_type: str = JSON
     use_service_account_credentials: bool = False
     controllers: frozenset[str] = frozenset()  # resolved canonical names to run
-    cluster_name: str = "kubernetes"
-    cluster_cidr: str = ""
+    cluster_name: str = DEFAULT_CLUSTER_NAME
     allocate_node_cidrs: bool = False
-    configure_cloud_routes: bool = True
     allow_untagged_cloud: bool = False
-    route_reconciliation_period: float = 10.0
-    node_monitor_period: float = 5.0
-    node_status_update_frequency: float = 300.0
-    node_metadata_refresh_period: float = 0.0
-    concurrent_node_syncs: int = 32
-    concurrent_node_status_updates: int = 0
-    concurrent_service_syncs: int = 10
-    shutdown_grace: float = 30.0
+    shutdown_grace: float = DEFAULT_SHUTDOWN_GRACE
+    controller_options: ControllerOptions = field(default_factory=ControllerOptions)
     leader_election: LeaderElectionSettings = field(default_factory=LeaderElectionSettings)
     serving: ServingSettings = field(default_factory=ServingSettings)
     logging: LoggingSettings = field(default_factory=LoggingSettings)
@@ -145,3 +143,7 @@ class ManagerConfig:
     feature_gates: dict[str, bool] = field(default_factory=dict)
     # accepted upstream flags that change nothing in kccm, each with the reason (logged at start)
     warnings: tuple[str, ...] = ()
+
+    def warn(self, warning: str) -> None:
+        """Record an accepted flag that changes nothing (logged at start)."""
+        self.warnings = (*self.warnings, warning)

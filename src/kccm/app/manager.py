@@ -17,16 +17,13 @@ import errno
 import logging
 import signal
 import ssl
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
 
 from prometheus_client import CollectorRegistry
 
 from kccm import __version__
-from kccm.app.config import CONTROLLER_CLIENT_NAMES, ConfigurationError, ManagerConfig
-from kccm.app.options import ROUTE_CONTROLLER
+from kccm.app.config import ConfigurationError, ManagerConfig
 from kccm.app.serving import AuthLookupError, resolve_auth_material
 from kccm.app.shutdown import SHUTDOWN_SLACK, ExitDeadline, guard_interpreter_exit
 from kccm.cloudprovider.apicalls import register_api_call_metrics
@@ -35,8 +32,9 @@ from kccm.cloudprovider.gate import Budget, CallGate, GateConfig
 from kccm.cloudprovider.gated import GatedCloud
 from kccm.cloudprovider.interface import Interface
 from kccm.cloudprovider.registry import init_cloud_provider
-from kccm.controllers import node, nodelifecycle, pvlabel, route, service
+from kccm.controllers import route
 from kccm.controllers.base import ControllerContext
+from kccm.controllers.table import BY_NAME, RunnableController
 from kccm.kube.client import KubeApiClient
 from kccm.kube.config import ClusterConfig, KubeConfigError, load_cluster_config
 from kccm.runtime.events import EventBroadcaster
@@ -54,40 +52,6 @@ EXIT_RUNTIME = 1
 
 class StartupError(Exception):
     """A runtime failure at start (e.g. the secure port is taken): one line, exit 1."""
-
-
-class _Controller(Protocol):
-    async def run(self) -> None: ...
-    async def stop(self, grace: float = 30.0) -> bool: ...
-
-
-Builder = Callable[[ControllerContext, ManagerConfig], "_Controller | None"]
-
-
-def _node(ctx: ControllerContext, cfg: ManagerConfig) -> _Controller | None:
-    return node.build(
-        ctx,
-        node.NodeControllerOptions(
-            concurrent_node_syncs=cfg.concurrent_node_syncs,
-            concurrent_node_status_updates=cfg.concurrent_node_status_updates,
-            node_status_update_frequency=cfg.node_status_update_frequency,
-            node_metadata_refresh_period=cfg.node_metadata_refresh_period,
-        ),
-    )
-
-
-def _lifecycle(ctx: ControllerContext, cfg: ManagerConfig) -> _Controller | None:
-    options = nodelifecycle.NodeLifecycleControllerOptions(
-        node_monitor_period=cfg.node_monitor_period
-    )
-    return nodelifecycle.build(ctx, options)
-
-
-def _service(ctx: ControllerContext, cfg: ManagerConfig) -> _Controller | None:
-    options = service.ServiceControllerOptions(
-        concurrent_service_syncs=cfg.concurrent_service_syncs
-    )
-    return service.build(ctx, options)
 
 
 def check_cluster_id(cfg: ManagerConfig, has_cluster_id: bool) -> None:
@@ -111,39 +75,18 @@ def check_route_settings(cfg: ManagerConfig, routes_supported: bool) -> None:
     """Upstream ``startRouteController``'s --cluster-cidr check, made before leader election
     so a bad setting ends the process at once (exit 2): it applies only when the route
     controller would run against a provider that supports routes."""
-    runs = ROUTE_CONTROLLER in cfg.controllers and cfg.configure_cloud_routes
+    options = cfg.controller_options.route
+    runs = route.CONTROLLER_NAME in cfg.controllers and options.configure_cloud_routes
     if not (runs and routes_supported):
         return
     try:
-        route.parse_cluster_cidrs(cfg.cluster_cidr)
+        route.parse_cluster_cidrs(options.cluster_cidr)
     except ValueError as err:
         raise ConfigurationError(
             f"--cluster-cidr: {err} (the provider supports routes and "
             "--configure-cloud-routes=true: set it, or pass --configure-cloud-routes=false "
             "or --controllers=*,-route)"
         ) from err
-
-
-def _route(ctx: ControllerContext, cfg: ManagerConfig) -> _Controller | None:
-    options = route.RouteControllerOptions(
-        configure_cloud_routes=cfg.configure_cloud_routes,
-        cluster_cidr=cfg.cluster_cidr,
-        route_reconciliation_period=cfg.route_reconciliation_period,
-    )
-    return route.build(ctx, options)
-
-
-def _pv_label(ctx: ControllerContext, cfg: ManagerConfig) -> _Controller | None:
-    return pvlabel.build(ctx, pvlabel.PVLabelControllerOptions())
-
-
-BUILDERS: dict[str, Builder] = {
-    "cloud-node-controller": _node,
-    "cloud-node-lifecycle-controller": _lifecycle,
-    "service-lb-controller": _service,
-    "node-route-controller": _route,
-    "pv-label-controller": _pv_label,
-}
 
 
 def run_manager(config: ManagerConfig) -> int:
@@ -201,7 +144,7 @@ class Manager:
     config: ManagerConfig
     registry: CollectorRegistry = field(default_factory=CollectorRegistry)
     server: Server | None = None
-    started: dict[str, _Controller] = field(default_factory=dict)
+    started: dict[str, RunnableController] = field(default_factory=dict)
     skipped: list[str] = field(default_factory=list)
     deadline: ExitDeadline = field(default_factory=ExitDeadline)
     _clients: list[KubeApiClient] = field(default_factory=list)
@@ -444,21 +387,20 @@ class Manager:
         self, informers: SharedInformerFactory, events: EventBroadcaster, cloud: GatedCloud
     ) -> None:
         for name in sorted(self.config.controllers):
-            builder = BUILDERS.get(name)
-            if builder is None:
+            spec = BY_NAME.get(name)
+            if spec is None:
                 raise ConfigurationError(f'--controllers: "{name}" is not a known controller')
             context = ControllerContext(
-                kube=self._client(CONTROLLER_CLIENT_NAMES.get(name, name)),
+                kube=self._client(spec.client_name),
                 informers=informers,
                 cloud=cloud,
                 events=events,
                 registry=self.registry,
                 cluster_name=self.config.cluster_name,
             )
-            built = builder(context, self.config)
-            self._register(name, built)
+            self._register(name, spec.build(context, self.config.controller_options))
 
-    def _register(self, name: str, built: _Controller | None) -> None:
+    def _register(self, name: str, built: RunnableController | None) -> None:
         if built is None:
             # the controller's build() has logged why (disabled by a flag, or unsupported)
             _log.warning("Skipping %r", name)

@@ -28,13 +28,11 @@ Cloud calls made for initialisation use ``Priority.INITIALIZE``; the periodic re
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import re
 import weakref
-import zlib
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -50,29 +48,33 @@ from kccm.api.wellknown import (
     LABEL_ZONE_BETA,
     TAINT_UNINITIALIZED,
 )
-from kccm.cloudprovider.errors import NotImplementedByProvider, find_error
 from kccm.cloudprovider.gate import Priority
-from kccm.cloudprovider.gated import GatedCloud, GatedInstances, GatedInstancesV2
-from kccm.cloudprovider.types import InstanceMetadata, NodeAddress
-from kccm.controllers.base import ControllerContext, running_managed_controllers
+from kccm.cloudprovider.gated import GatedCloud
+from kccm.cloudprovider.metadata import instance_metadata
+from kccm.cloudprovider.types import InstanceMetadata
+from kccm.controllers.base import CloudController, ControllerContext
+from kccm.controllers.nodestatus import (
+    NodeStatusRefresher,
+    address_dicts,
+    has_cloud_taint,
+    update_node_address,
+)
+from kccm.controllers.nodestatus import (
+    node_name as _name,
+)
 from kccm.controllers.nodeutil import (
     Backoff,
     NodeIPError,
     add_or_update_labels_on_node,
-    get_instance_provider_id,
     get_node_addresses_from_node_ip,
-    node_addresses_change_detected,
-    patch_node_status,
     retry_on_conflict,
 )
 from kccm.kube.errors import Conflict
 from kccm.kube.interface import KubeClient, Obj, PatchType
 from kccm.kube.resources import NODES
-from kccm.runtime.controller import Controller, until
 from kccm.runtime.events import EVENT_TYPE_NORMAL, EventRecorder, ObjectRef
 from kccm.runtime.informers import EventHandler, Informer, copy_obj
 from kccm.runtime.ratelimiters import node_controller_rate_limiter
-from kccm.runtime.workqueue import RateLimitingQueue
 from kccm.util.clock import Clock
 
 __all__ = [
@@ -119,7 +121,7 @@ _log = logging.getLogger(__name__)
 NodeModifier = Callable[[Obj], None]
 
 
-@dataclass(frozen=True)
+@dataclass
 class NodeControllerOptions:
     """Flags of the cloud node controller (upstream names; kccm's sync default, see above)."""
 
@@ -184,19 +186,6 @@ def is_kubernetes_label(key: str) -> bool:
     return _KUBERNETES_LABEL.search(key) is not None
 
 
-def _name(node: Mapping[str, Any]) -> str:
-    return str((node.get("metadata") or {}).get("name", ""))
-
-
-def _taints(node: Mapping[str, Any]) -> list[dict[str, Any]]:
-    return list((node.get("spec") or {}).get("taints") or ())
-
-
-def has_cloud_taint(node: Mapping[str, Any]) -> bool:
-    """Upstream ``getCloudTaint``: any taint whose key is the uninitialized taint."""
-    return any(t.get("key") == TAINT_UNINITIALIZED for t in _taints(node))
-
-
 def _age_seconds(node: Mapping[str, Any], now: datetime) -> float | None:
     stamp = (node.get("metadata") or {}).get("creationTimestamp")
     if not stamp:
@@ -208,10 +197,6 @@ def _age_seconds(node: Mapping[str, Any], now: datetime) -> float | None:
     return (now - created).total_seconds()
 
 
-def _addresses(meta: InstanceMetadata) -> list[dict[str, str]]:
-    return [a.to_dict() for a in meta.node_addresses]
-
-
 class SyncError(Exception):
     """A node sync failed; the node is requeued with rate limiting."""
 
@@ -219,38 +204,32 @@ class SyncError(Exception):
 # -- the controller ---------------------------------------------------------------------------
 
 
-class CloudNodeController:
+class CloudNodeController(CloudController):
     """See the module docstring. Build it with :func:`build`."""
 
     def __init__(self, context: ControllerContext, options: NodeControllerOptions) -> None:
+        super().__init__(context, CONTROLLER_NAME, SHORT_NAME, _log)
         self.options = options
         self._kube: KubeClient = context.kube
         self._cloud: GatedCloud = context.cloud
         self._clock: Clock = context.clock
-        self._informers = context.informers
-        self._registry = context.registry
         self.informer: Informer = context.informers.informer(NODES)
         self.recorder: EventRecorder = context.events.recorder(EVENT_COMPONENT)
         self.metrics = node_metrics(context.registry)
-        self.queue: RateLimitingQueue[str] = RateLimitingQueue(
-            node_controller_rate_limiter(clock=context.clock),
+        self.queue = self.work_queue(
             QUEUE_NAME,
-            registry=context.registry,
-            clock=context.clock,
-        )
-        self.controller: Controller[str] = Controller(
-            CONTROLLER_NAME,
-            self.queue,
+            node_controller_rate_limiter(clock=context.clock),
             self.sync_node,
             workers=options.concurrent_node_syncs,
-            clock=context.clock,
-            logger=_log,
         )
-        self._stop = asyncio.Event()
-        self._status_loop: asyncio.Task[None] | None = None
-        self._refreshed: dict[str, float] = {}
-        """node name -> monotonic time of its last periodic metadata read (or its spread-out
-        virtual one when first seen)."""
+        self.status = NodeStatusRefresher(
+            context.kube, context.cloud, self.informer, options, context.clock
+        )
+        self.starts_informers = True
+        self.wait_for_caches(self.informer)
+        self.every(
+            options.node_status_update_frequency, self.update_node_status, cancel_on_stop=True
+        )
         self.informer.add_event_handler(
             EventHandler(on_add=self._enqueue, on_update=lambda _old, new: self._enqueue(new))
         )
@@ -258,43 +237,6 @@ class CloudNodeController:
     def _enqueue(self, node: Obj) -> None:
         """Upstream's Add and Update handlers: enqueue on every event, no filtering."""
         self.queue.add(_name(node))
-
-    # -- lifecycle ----------------------------------------------------------------------------
-
-    async def run(self) -> None:
-        """Wait for the node cache, start the periodic status loop and the sync workers; runs
-        until :meth:`stop` or cancellation."""
-        gauge = running_managed_controllers(self._registry, SHORT_NAME)
-        gauge.set(1)
-        try:
-            self._informers.start()
-            await self.informer.wait_for_sync()
-            self._status_loop = asyncio.create_task(
-                until(
-                    self.update_node_status,
-                    self.options.node_status_update_frequency,
-                    stop=self._stop,
-                    clock=self._clock,
-                    logger=_log,
-                ),
-                name=f"{CONTROLLER_NAME}-status",
-            )
-            await self.controller.run()
-        finally:
-            gauge.set(0)
-            await self._cancel_status_loop()
-
-    async def stop(self, grace: float = 30.0) -> bool:
-        self._stop.set()
-        finished = await self.controller.stop(grace)
-        await self._cancel_status_loop()
-        return finished
-
-    async def _cancel_status_loop(self) -> None:
-        task, self._status_loop = self._status_loop, None
-        if task is not None and not task.done():
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
 
     # -- syncNode -----------------------------------------------------------------------------
 
@@ -361,7 +303,7 @@ class CloudNodeController:
                 base = None
                 raise
             self._observe(self.metrics.taint_removal_delay, written)
-            await self.update_node_address(written, meta)
+            await update_node_address(self._kube, written, meta)
             _log.info("Successfully initialized node %s with cloud provider", node_name)
 
         await retry_on_conflict(UPDATE_NODE_SPEC_BACKOFF, attempt, clock=self._clock)
@@ -382,7 +324,7 @@ class CloudNodeController:
         if ANNOTATION_PROVIDED_NODE_IP in annotations:
             try:
                 get_node_addresses_from_node_ip(
-                    str(annotations[ANNOTATION_PROVIDED_NODE_IP]), _addresses(meta)
+                    str(annotations[ANNOTATION_PROVIDED_NODE_IP]), address_dicts(meta)
                 )
             except NodeIPError as err:
                 raise NodeIPError(
@@ -412,193 +354,17 @@ class CloudNodeController:
             modifiers.append(_add_additional_labels(name, meta.additional_labels))
         return modifiers
 
-    # -- metadata -----------------------------------------------------------------------------
+    # -- metadata and addresses ---------------------------------------------------------------
 
     async def get_instance_metadata(
         self, node: Mapping[str, Any], *, priority: Priority = Priority.INITIALIZE
     ) -> InstanceMetadata | None:
-        """Upstream ``getInstanceMetadata``: InstancesV2 when supported, else legacy Instances
-        (+ Zones when supported)."""
-        v2 = self._cloud.instances_v2()
-        if v2 is not None:
-            meta = await v2.instance_metadata(node, priority=priority)
-            if meta is not None and not meta.provider_id:
-                provider_id = str((node.get("spec") or {}).get("providerID") or "")
-                if not provider_id:
-                    raise SyncError(
-                        f"cloud provider does not set node provider ID for node {_name(node)}"
-                    )
-                meta = replace(meta, provider_id=provider_id)
-            return meta
-        return await self._legacy_instance_metadata(node, priority)
-
-    async def _legacy_instance_metadata(
-        self, node: Mapping[str, Any], priority: Priority
-    ) -> InstanceMetadata:
-        instances = self._cloud.instances()
-        if instances is None:
-            raise SyncError("failed to get instances from cloud provider")
-        name = _name(node)
-        provider_id = str((node.get("spec") or {}).get("providerID") or "")
-        if not provider_id:
-            try:
-                provider_id = await get_instance_provider_id(self._cloud, name, priority=priority)
-            except Exception as err:
-                if find_error(err, NotImplementedByProvider) is None:
-                    raise
-                _log.warning(
-                    "cloud provider does not implement InstanceID for node %s; "
-                    "initializing it without a providerID",
-                    name,
-                )
-        addresses = await _addresses_by_provider_id_or_name(instances, provider_id, name, priority)
-        instance_type = await _instance_type_by_provider_id_or_name(
-            instances, provider_id, name, priority
-        )
-        meta = InstanceMetadata(
-            provider_id=provider_id, instance_type=instance_type, node_addresses=addresses
-        )
-        zones = self._cloud.zones()
-        if zones is None:
-            return meta
-        try:
-            try:
-                zone = await zones.get_zone_by_provider_id(provider_id, priority=priority)
-            except Exception as by_id:
-                try:
-                    zone = await zones.get_zone_by_node_name(name, priority=priority)
-                except Exception as by_name:
-                    raise SyncError(
-                        f"Zone: Error fetching by providerID: {by_id} "
-                        f"Error fetching by NodeName: {by_name}"
-                    ) from by_name
-        except SyncError as err:
-            raise SyncError(f"failed to get zone from cloud provider: {err}") from err
-        return replace(
-            meta, zone=zone.failure_domain or meta.zone, region=zone.region or meta.region
-        )
-
-    async def get_instance_node_addresses(self, node: Mapping[str, Any]) -> InstanceMetadata | None:
-        """Upstream ``getInstanceNodeAddresses`` (periodic loop): V2 returns the full
-        metadata; legacy asks only for the addresses (by providerID if set, else by name)."""
-        v2 = self._cloud.instances_v2()
-        if v2 is not None:
-            return await v2.instance_metadata(node, priority=Priority.PERIODIC)
-        instances = self._cloud.instances()
-        if instances is None:
-            raise SyncError("failed to get instances from cloud provider")
-        provider_id = str((node.get("spec") or {}).get("providerID") or "")
-        if provider_id:
-            found = await instances.node_addresses_by_provider_id(
-                provider_id, priority=Priority.PERIODIC
-            )
-        else:
-            found = await instances.node_addresses(_name(node), priority=Priority.PERIODIC)
-        return InstanceMetadata(node_addresses=found)
-
-    # -- addresses ----------------------------------------------------------------------------
-
-    async def update_node_address(self, node: Mapping[str, Any], meta: InstanceMetadata) -> None:
-        """Upstream ``updateNodeAddress``; errors are logged, never raised."""
-        name = _name(node)
-        if has_cloud_taint(node):
-            return
-        addresses = _addresses(meta)
-        if not addresses:
-            _log.debug(
-                "Skipping node address update for node %s since cloud provider did not return any",
-                name,
-            )
-            return
-        if not any(a["type"] == "Hostname" for a in addresses):
-            addresses.extend(
-                {"type": "Hostname", "address": str(a.get("address", ""))}
-                for a in (node.get("status") or {}).get("addresses") or ()
-                if a.get("type") == "Hostname"
-            )
-        annotations = (node.get("metadata") or {}).get("annotations") or {}
-        if ANNOTATION_PROVIDED_NODE_IP in annotations:
-            try:
-                addresses = get_node_addresses_from_node_ip(
-                    str(annotations[ANNOTATION_PROVIDED_NODE_IP]), addresses
-                )
-            except NodeIPError as err:
-                _log.error("Failed to update node addresses for node %r: %s", name, err)
-                return
-        old = list((node.get("status") or {}).get("addresses") or ())
-        if not node_addresses_change_detected(old, addresses):
-            return
-        new = {**node, "status": {**(node.get("status") or {}), "addresses": addresses}}
-        try:
-            await patch_node_status(self._kube, name, node, new)
-        except Exception as err:
-            _log.error("Error patching node with cloud ip addresses = [%s]", err)
-
-    # -- periodic status ----------------------------------------------------------------------
+        """Upstream ``getInstanceMetadata``, in :mod:`kccm.cloudprovider.metadata`."""
+        return await instance_metadata(self._cloud, node, priority=priority)
 
     async def update_node_status(self) -> None:
-        """Upstream ``UpdateNodeStatus``: refresh the addresses of initialised nodes with
-        ``status_update_workers`` parallel workers (``workqueue.ParallelizeUntil``), or in one
-        list call when the provider offers one (only the nodes due, with a refresh period)."""
-        started = self._clock.monotonic()
-        due = self._due_nodes(started)
-        v2 = self._cloud.instances_v2()
-        if due and v2 is not None and v2.can_list_metadata:
-            await self._update_listed_status(v2, due)
-        else:
-            await _parallelize(self.options.status_update_workers, due, self._update_one_status)
-        _log.info("Update %d nodes status took %.3fs.", len(due), self._clock.monotonic() - started)
-
-    def _due_nodes(self, now: float) -> list[Obj]:
-        """Initialised nodes whose metadata was last read a refresh period ago or more. A node
-        seen for the first time gets a virtual last read spread by its name over the period,
-        so a large cluster is refreshed evenly, not all in one tick."""
-        period = self.options.node_metadata_refresh_period
-        nodes = [n for n in self.informer.items() if not has_cloud_taint(n)]
-        if period <= 0:
-            return nodes
-        seen = {_name(n) for n in nodes}
-        for gone in self._refreshed.keys() - seen:
-            del self._refreshed[gone]
-        due = []
-        for node in nodes:
-            name = _name(node)
-            last = self._refreshed.get(name)
-            if last is None:
-                last = self._refreshed[name] = now - period * _spread(name)
-            if now - last >= period:
-                due.append(node)
-        return due
-
-    def _read(self, node: Mapping[str, Any]) -> None:
-        """The cloud answered for ``node``: its next periodic read is a period away (a
-        failed read leaves it due at the next tick, as upstream retries every tick)."""
-        self._refreshed[_name(node)] = self._clock.monotonic()
-
-    async def _update_listed_status(self, v2: GatedInstancesV2, nodes: list[Obj]) -> None:
-        try:
-            found = await v2.list_instance_metadata(nodes, priority=Priority.PERIODIC)
-        except Exception as err:
-            _log.error("Error listing instance metadata for node addresses: %s", err)
-            return
-        for node in nodes:
-            self._read(node)
-            meta = found.get(_name(node))
-            if meta is not None:
-                await self.update_node_address(node, meta)
-
-    async def _update_one_status(self, node: Obj) -> None:
-        if has_cloud_taint(node):
-            return
-        try:
-            meta = await self.get_instance_node_addresses(node)
-        except Exception as err:
-            _log.error("Error getting instance metadata for node addresses: %s", err)
-            return
-        self._read(node)
-        if meta is None:
-            return
-        await self.update_node_address(node, meta)
+        """One tick of the periodic status refresh (:mod:`kccm.controllers.nodestatus`)."""
+        await self.status.update_node_status()
 
     # -- reconcileNodeLabels ------------------------------------------------------------------
 
@@ -703,55 +469,6 @@ def _node_ref(node: Mapping[str, Any], *, with_version: bool = False) -> ObjectR
         api_version="v1",
         resource_version=str(meta.get("resourceVersion", "")) if with_version else "",
     )
-
-
-async def _addresses_by_provider_id_or_name(
-    instances: GatedInstances, provider_id: str, name: str, priority: Priority
-) -> list[NodeAddress]:
-    try:
-        return list(await instances.node_addresses_by_provider_id(provider_id, priority=priority))
-    except Exception as by_id:
-        try:
-            return list(await instances.node_addresses(name, priority=priority))
-        except Exception as by_name:
-            raise SyncError(
-                f"error fetching node by provider ID: {by_id}, and error by node name: {by_name}"
-            ) from by_name
-
-
-async def _instance_type_by_provider_id_or_name(
-    instances: GatedInstances, provider_id: str, name: str, priority: Priority
-) -> str:
-    try:
-        return await instances.instance_type_by_provider_id(provider_id, priority=priority)
-    except Exception as by_id:
-        try:
-            return await instances.instance_type(name, priority=priority)
-        except Exception as by_name:
-            raise SyncError(
-                f"InstanceType: Error fetching by providerID: {by_id} "
-                f"Error fetching by NodeName: {by_name}"
-            ) from by_name
-
-
-def _spread(name: str) -> float:
-    """A stable fraction in [0, 1) derived from a node name."""
-    return zlib.crc32(name.encode()) / 2**32
-
-
-async def _parallelize(
-    workers: int, items: Sequence[Obj], fn: Callable[[Obj], Awaitable[None]]
-) -> None:
-    """``workqueue.ParallelizeUntil``: ``workers`` tasks pulling pieces from a shared index."""
-    if not items:
-        return
-    pieces = iter(items)
-
-    async def worker() -> None:
-        for item in pieces:
-            await fn(item)
-
-    await asyncio.gather(*(worker() for _ in range(max(1, min(workers, len(items))))))
 
 
 def build(

@@ -29,7 +29,7 @@ from kccm.api.wellknown import TAINT_NODE_SHUTDOWN
 from kccm.cloudprovider.errors import InstanceNotFound, NotImplementedByProvider, find_error
 from kccm.cloudprovider.gate import Priority
 from kccm.cloudprovider.gated import GatedCloud
-from kccm.controllers.base import ControllerContext, running_managed_controllers
+from kccm.controllers.base import CloudController, ControllerContext
 from kccm.controllers.nodeutil import (
     add_or_update_taint_on_node,
     get_instance_provider_id,
@@ -38,7 +38,6 @@ from kccm.controllers.nodeutil import (
 )
 from kccm.kube.interface import KubeClient, Obj
 from kccm.kube.resources import NODES
-from kccm.runtime.controller import until
 from kccm.runtime.events import EVENT_TYPE_NORMAL, EVENT_TYPE_WARNING, EventRecorder, ObjectRef
 from kccm.runtime.informers import Informer
 from kccm.util.clock import Clock
@@ -68,7 +67,7 @@ DEFAULT_CONCURRENT_NODE_MONITORS = 10
 _log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
+@dataclass
 class NodeLifecycleControllerOptions:
     """``--node-monitor-period`` (5 s) and kccm's bound on concurrent not-Ready checks."""
 
@@ -90,40 +89,20 @@ class InstancesUnsupportedError(Exception):
     """Neither Instances nor InstancesV2 is available."""
 
 
-class CloudNodeLifecycleController:
-    """See the module docstring. Build it with :func:`build`."""
+class CloudNodeLifecycleController(CloudController):
+    """See the module docstring. Build it with :func:`build`. Like upstream, it does not wait
+    for the node cache to sync (an unsynced cache only shortens a pass)."""
 
     def __init__(self, context: ControllerContext, options: NodeLifecycleControllerOptions) -> None:
+        super().__init__(context, CONTROLLER_NAME, SHORT_NAME, _log)
         self.options = options
         self._kube: KubeClient = context.kube
         self._cloud: GatedCloud = context.cloud
         self._clock: Clock = context.clock
-        self._informers = context.informers
-        self._registry = context.registry
         self.informer: Informer = context.informers.informer(NODES)
         self.recorder: EventRecorder = context.events.recorder(EVENT_COMPONENT)
-        self._stop = asyncio.Event()
-
-    async def run(self) -> None:
-        """Run ``monitor_nodes`` every period (sliding) until stopped. Like upstream, it does
-        not wait for the node cache to sync (an unsynced cache only shortens a pass)."""
-        gauge = running_managed_controllers(self._registry, SHORT_NAME)
-        gauge.set(1)
-        try:
-            self._informers.start()
-            await until(
-                self.monitor_nodes,
-                self.options.node_monitor_period,
-                stop=self._stop,
-                clock=self._clock,
-                logger=_log,
-            )
-        finally:
-            gauge.set(0)
-
-    async def stop(self, grace: float = 30.0) -> bool:
-        self._stop.set()
-        return True
+        self.starts_informers = True
+        self.every(options.node_monitor_period, self.monitor_nodes)
 
     # -- MonitorNodes -------------------------------------------------------------------------
 

@@ -29,10 +29,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from kccm.cloudprovider.errors import InstanceNotFound, NotImplementedByProvider
-from kccm.cloudprovider.gate import Priority
-from kccm.cloudprovider.gated import GatedCloud
-from kccm.cloudprovider.helpers import InstancesUnsupported, make_provider_id
+from kccm.cloudprovider.metadata import ProviderIDError, get_instance_provider_id
 from kccm.kube.errors import Conflict
 from kccm.kube.interface import KubeClient, Obj, PatchType
 from kccm.kube.resources import NODES
@@ -428,29 +425,3 @@ def node_addresses_change_detected(
     return any(
         by_type.get(str(a.get("type", "")), "") != str(a.get("address", "")) for a in new_list
     )
-
-
-# -- provider IDs ---------------------------------------------------------------------------
-
-
-async def get_instance_provider_id(cloud: GatedCloud, node_name: str, *, priority: Priority) -> str:
-    """Upstream ``cloudprovider.GetInstanceProviderID`` through the call gate.
-
-    ``InstanceNotFound`` and ``NotImplementedByProvider`` propagate unchanged; any other error
-    becomes "failed to get instance ID from cloud provider: ...". Without legacy Instances the
-    error is "failed to get instances from cloud provider".
-    """
-    instances = cloud.instances()
-    if instances is None:
-        raise InstancesUnsupported("failed to get instances from cloud provider")
-    try:
-        instance_id = await instances.instance_id(node_name, priority=priority)
-    except (InstanceNotFound, NotImplementedByProvider):
-        raise
-    except Exception as err:
-        raise ProviderIDError(f"failed to get instance ID from cloud provider: {err}") from err
-    return make_provider_id(cloud.provider_name(), instance_id)
-
-
-class ProviderIDError(Exception):
-    """The provider failed to return an instance ID (wraps the provider's error)."""

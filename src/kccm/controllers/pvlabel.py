@@ -32,14 +32,12 @@ from typing import Any
 from kccm.api.wellknown import ANNOTATION_PV_LABELED
 from kccm.cloudprovider.gate import Priority
 from kccm.cloudprovider.gated import GatedPVLabeler
-from kccm.controllers.base import ControllerContext, running_managed_controllers
+from kccm.controllers.base import CloudController, ControllerContext
 from kccm.kube.errors import NotFound
 from kccm.kube.interface import KubeClient, Obj, PatchType
 from kccm.kube.resources import PERSISTENT_VOLUMES
-from kccm.runtime.controller import Controller
 from kccm.runtime.informers import EventHandler, Informer
 from kccm.runtime.ratelimiters import default_controller_rate_limiter
-from kccm.runtime.workqueue import RateLimitingQueue
 
 __all__ = [
     "CONTROLLER_ALIAS",
@@ -93,7 +91,7 @@ def build(
     return PVLabelController(context, labeler, options or PVLabelControllerOptions())
 
 
-class PVLabelController:
+class PVLabelController(CloudController):
     """See the module docstring. ``sync(name)`` may be called directly (tests do)."""
 
     def __init__(
@@ -102,25 +100,18 @@ class PVLabelController:
         labeler: GatedPVLabeler,
         options: PVLabelControllerOptions,
     ) -> None:
+        super().__init__(context, CONTROLLER_NAME, CONTROLLER_ALIAS, _log)
         self.options = options
         self.kube: KubeClient = context.kube
         self.labeler = labeler
         self.volumes: Informer = context.informers.informer(PERSISTENT_VOLUMES)
-        self.queue: RateLimitingQueue[str] = RateLimitingQueue(
-            default_controller_rate_limiter(clock=context.clock),
+        self.queue = self.work_queue(
             QUEUE_NAME,
-            registry=context.registry,
-            clock=context.clock,
-        )
-        self.controller: Controller[str] = Controller(
-            CONTROLLER_NAME,
-            self.queue,
+            default_controller_rate_limiter(clock=context.clock),
             self.sync,
             workers=options.workers,
-            clock=context.clock,
-            logger=_log,
         )
-        self._running = running_managed_controllers(context.registry, CONTROLLER_ALIAS)
+        self.wait_for_caches(self.volumes)
         self.volumes.add_event_handler(
             EventHandler(on_add=self._enqueue, on_update=lambda _, new: self._enqueue(new))
         )
@@ -128,18 +119,6 @@ class PVLabelController:
     def _enqueue(self, pv: Obj) -> None:
         if needs_labels(pv):
             self.queue.add(str((pv.get("metadata") or {}).get("name", "")))
-
-    async def run(self) -> None:
-        """Wait for the PV cache, then run the workers until stopped or cancelled."""
-        self._running.set(1)
-        try:
-            await self.volumes.wait_for_sync()
-            await self.controller.run()
-        finally:
-            self._running.set(0)
-
-    async def stop(self, grace: float = 30.0) -> bool:
-        return await self.controller.stop(grace)
 
     async def sync(self, name: str) -> None:
         """Label one PV (cached copy; the patch's resourceVersion guards against staleness)."""

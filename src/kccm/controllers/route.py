@@ -44,7 +44,7 @@ from prometheus_client import CollectorRegistry, Counter
 from kccm.cloudprovider.gate import Priority
 from kccm.cloudprovider.gated import GatedRoutes
 from kccm.cloudprovider.types import NodeAddress, Route
-from kccm.controllers.base import ControllerContext, running_managed_controllers
+from kccm.controllers.base import CloudController, ControllerContext
 from kccm.controllers.nodeutil import (
     Backoff,
     format_time,
@@ -54,7 +54,6 @@ from kccm.controllers.nodeutil import (
 )
 from kccm.kube.interface import KubeClient, Obj
 from kccm.kube.resources import NODES
-from kccm.runtime.controller import Controller, until
 from kccm.runtime.events import EVENT_TYPE_WARNING, EventRecorder, ObjectRef
 from kccm.runtime.informers import EventHandler, Informer
 from kccm.runtime.ratelimiters import (
@@ -63,8 +62,7 @@ from kccm.runtime.ratelimiters import (
     WithMaxWaitRateLimiter,
     route_controller_rate_limiter,
 )
-from kccm.runtime.workqueue import RateLimitingQueue
-from kccm.util.clock import Clock
+from kccm.util.goduration import format_go_duration
 
 __all__ = [
     "CONDITION_NETWORK_UNAVAILABLE",
@@ -228,37 +226,6 @@ def get_route_action(
     return RouteAction.ADD
 
 
-def format_go_duration(seconds: float) -> str:
-    """Go's ``time.Duration.String()`` for the event message (``1.5s``, ``250ms``, ``0s``)."""
-    nanos = round(seconds * 1e9)
-    if nanos == 0:
-        return "0s"
-    sign, nanos = ("-", -nanos) if nanos < 0 else ("", nanos)
-    if nanos < 1_000:
-        return f"{sign}{nanos}ns"
-    if nanos < 1_000_000:
-        return f"{sign}{_trim(nanos / 1_000)}µs"
-    if nanos < 1_000_000_000:
-        return f"{sign}{_trim(nanos / 1_000_000)}ms"
-    return sign + _go_seconds(nanos)
-
-
-def _trim(value: float) -> str:
-    text = f"{value:.9f}".rstrip("0").rstrip(".")
-    return text or "0"
-
-
-def _go_seconds(nanos: int) -> str:
-    hours, rest = divmod(nanos, 3_600 * 10**9)
-    minutes, rest = divmod(rest, 60 * 10**9)
-    secs = _trim(rest / 1e9) + "s"
-    if hours:
-        return f"{hours}h{minutes}m{secs}"
-    if minutes:
-        return f"{minutes}m{secs}"
-    return secs
-
-
 def _node_name(node: Mapping[str, Any]) -> str:
     return str((node.get("metadata") or {}).get("name", ""))
 
@@ -318,7 +285,7 @@ class _NodeRoutes:
     actions: dict[str, RouteAction] | None = None
 
 
-class RouteController:
+class RouteController(CloudController):
     """See the module docstring. ``reconcile`` may be called directly (tests do)."""
 
     def __init__(
@@ -330,24 +297,20 @@ class RouteController:
     ) -> None:
         if not cluster_cidrs:
             raise ValueError("RouteController: must specify clusterCIDR")
+        super().__init__(context, CONTROLLER_NAME, CONTROLLER_ALIAS, _log)
         self.options = options or RouteControllerOptions()
         self.kube: KubeClient = context.kube
         self.routes = routes
         self.cluster_name = context.cluster_name
         self.cluster_cidrs = list(cluster_cidrs)
-        self.clock: Clock = context.clock
         self.recorder: EventRecorder = context.events.recorder(EVENT_COMPONENT)
         self.nodes: Informer = context.informers.informer(NODES)
-        self.queue: RateLimitingQueue[str] = RateLimitingQueue(
-            self._rate_limiter(), QUEUE_NAME, registry=context.registry, clock=self.clock
-        )
-        self.controller: Controller[str] = Controller(
-            CONTROLLER_NAME, self.queue, self._sync, workers=1, clock=self.clock, logger=_log
-        )
+        self.queue = self.work_queue(QUEUE_NAME, self._rate_limiter(), self._sync, workers=1)
+        self.wait_for_caches(self.nodes)
+        # the safety tick: upstream's default fixed cadence (NonSlidingUntil)
+        self.every(self.safety_period, self._tick, sliding=False)
         self._semaphore = asyncio.Semaphore(max(1, self.options.max_concurrent_route_operations))
         self._sync_total = _route_sync_total(context.registry)
-        self._running = running_managed_controllers(context.registry, CONTROLLER_ALIAS)
-        self._stopping = asyncio.Event()
         self.nodes.add_event_handler(
             EventHandler(
                 on_add=lambda _: self.enqueue(),
@@ -381,29 +344,11 @@ class RouteController:
 
     async def run(self) -> None:
         """Wait for the node cache, then run the queue worker and the safety tick."""
-        self._running.set(1)
         _log.info("starting route controller")
         try:
-            await self.nodes.wait_for_sync()
-            async with asyncio.TaskGroup() as group:
-                group.create_task(self.controller.run())
-                group.create_task(
-                    until(
-                        self._tick,
-                        self.safety_period,
-                        stop=self._stopping,
-                        sliding=False,
-                        clock=self.clock,
-                        logger=_log,
-                    )
-                )
+            await super().run()
         finally:
-            self._running.set(0)
             _log.info("shutting down route controller")
-
-    async def stop(self, grace: float = 30.0) -> bool:
-        self._stopping.set()
-        return await self.controller.stop(grace)
 
     async def _tick(self) -> None:
         # The safety tick bypasses the bucket: it is upstream's default fixed cadence, while

@@ -39,19 +39,16 @@ from __future__ import annotations
 import asyncio
 import enum
 import logging
-import weakref
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
-
-from prometheus_client import CollectorRegistry, Counter, Histogram
 
 from kccm.api.wellknown import FINALIZER_LB_CLEANUP
 from kccm.cloudprovider.errors import ImplementedElsewhere
 from kccm.cloudprovider.gate import Priority
 from kccm.cloudprovider.gated import GatedLoadBalancer
 from kccm.cloudprovider.types import LoadBalancerStatus
-from kccm.controllers.base import ControllerContext, running_managed_controllers
+from kccm.controllers.base import CloudController, ControllerContext
 from kccm.controllers.service_helpers import (
     LEGACY_ANNOTATIONS,
     BackendNodeSet,
@@ -60,7 +57,6 @@ from kccm.controllers.service_helpers import (
     has_lb_finalizer,
     legacy_annotations_patch,
     load_balancer_status_equal,
-    loggable_node_names,
     needs_cleanup,
     needs_update,
     service_key,
@@ -68,15 +64,14 @@ from kccm.controllers.service_helpers import (
     status_patch,
     wants_load_balancer,
 )
+from kccm.controllers.service_hosts import service_ref, update_hosts
+from kccm.controllers.service_metrics import ServiceControllerMetrics
 from kccm.kube.errors import NotFound
 from kccm.kube.interface import KubeClient, Obj, PatchType
 from kccm.kube.resources import NODES, SERVICES
-from kccm.runtime.controller import Controller, until
-from kccm.runtime.events import EVENT_TYPE_NORMAL, EVENT_TYPE_WARNING, EventRecorder, ObjectRef
+from kccm.runtime.events import EVENT_TYPE_NORMAL, EVENT_TYPE_WARNING, EventRecorder
 from kccm.runtime.informers import EventHandler, Informer, copy_obj, object_key
 from kccm.runtime.ratelimiters import service_controller_rate_limiter
-from kccm.runtime.workqueue import RateLimitingQueue
-from kccm.util.clock import REAL_CLOCK, Clock
 
 __all__ = [
     "CONTROLLER_NAME",
@@ -125,7 +120,7 @@ class LoadBalancerOperation(enum.Enum):
     ENSURE = "ensure"
 
 
-@dataclass(frozen=True)
+@dataclass
 class ServiceControllerOptions:
     """Options of ``service-lb-controller``.
 
@@ -135,83 +130,42 @@ class ServiceControllerOptions:
     concurrent_service_syncs: int = DEFAULT_CONCURRENT_SERVICE_SYNCS
 
 
-_EXP_BUCKETS = tuple(float(2**i) for i in range(15))  # ExponentialBuckets(1, 2, 15)
-
-
-class ServiceControllerMetrics:
-    """Upstream's service controller metrics (ALPHA), registered once per registry."""
-
-    _by_registry: weakref.WeakKeyDictionary[CollectorRegistry, ServiceControllerMetrics] = (
-        weakref.WeakKeyDictionary()
-    )
-
-    def __init__(self, registry: CollectorRegistry) -> None:
-        self.loadbalancer_sync = Counter(
-            "service_controller_loadbalancer_sync",
-            "A metric counting the amount of times any load balancer has been configured, "
-            "as an effect of service/node changes on the cluster",
-            registry=registry,
-        )
-        self.nodesync_error = Counter(
-            "service_controller_nodesync_error",
-            "A metric counting the amount of times any load balancer has been configured "
-            "and errored, as an effect of node changes on the cluster",
-            registry=registry,
-        )
-        self.nodesync_latency = Histogram(
-            "service_controller_nodesync_latency_seconds",
-            "A metric measuring the latency for nodesync which updates loadbalancer hosts "
-            "on cluster node updates.",
-            registry=registry,
-            buckets=_EXP_BUCKETS,
-        )
-        self.update_host_latency = Histogram(
-            "service_controller_update_loadbalancer_host_latency_seconds",
-            "A metric measuring the latency for updating each load balancer hosts.",
-            registry=registry,
-            buckets=_EXP_BUCKETS,
-        )
-
-    @classmethod
-    def on(cls, registry: CollectorRegistry) -> ServiceControllerMetrics:
-        metrics = cls._by_registry.get(registry)
-        if metrics is None:
-            metrics = cls._by_registry[registry] = cls(registry)
-        return metrics
-
-
-class ServiceController:
+class ServiceController(CloudController):
     """The service load-balancer controller; see the module docstring."""
 
     def __init__(
         self,
-        *,
-        kube: KubeClient,
+        context: ControllerContext,
         balancer: GatedLoadBalancer,
-        services: Informer,
-        nodes: Informer,
-        recorder: EventRecorder,
-        registry: CollectorRegistry,
-        cluster_name: str = "kubernetes",
-        workers: int = DEFAULT_CONCURRENT_SERVICE_SYNCS,
-        clock: Clock = REAL_CLOCK,
+        options: ServiceControllerOptions,
     ) -> None:
-        self.kube = kube
+        super().__init__(context, CONTROLLER_NAME, METRICS_NAME, _log)
+        self.options = options
+        self.kube: KubeClient = context.kube
         self.balancer = balancer
-        self.services = services
-        self.nodes = nodes
-        self.recorder = recorder
-        self.cluster_name = cluster_name
-        self.workers = workers
-        self.clock = clock
-        self.metrics = ServiceControllerMetrics.on(registry)
-        self._running = running_managed_controllers(registry, METRICS_NAME)
-        self.service_queue: RateLimitingQueue[str] = RateLimitingQueue(
-            service_controller_rate_limiter(), SERVICE_QUEUE, registry=registry, clock=clock
+        self.services: Informer = context.informers.informer(SERVICES)
+        self.nodes: Informer = context.informers.informer(NODES)
+        self.recorder: EventRecorder = context.events.recorder(EVENT_COMPONENT)
+        self.cluster_name = context.cluster_name
+        self.workers = options.concurrent_service_syncs
+        self.metrics = ServiceControllerMetrics.on(context.registry)
+        self.service_queue = self.work_queue(
+            SERVICE_QUEUE,
+            service_controller_rate_limiter(),
+            self.sync_service,
+            workers=self.workers,
+            loop_name=SERVICE_QUEUE,
         )
-        self.node_queue: RateLimitingQueue[str] = RateLimitingQueue(
-            service_controller_rate_limiter(), NODE_QUEUE, registry=registry, clock=clock
+        self.node_queue = self.work_queue(
+            NODE_QUEUE,
+            service_controller_rate_limiter(),
+            self._process_node_key,
+            workers=1,
+            loop_name=NODE_QUEUE,
         )
+        self._service_loop, self._node_loop = self._loops
+        self.wait_for_caches(self.services, self.nodes)
+        self.every(SERVICE_SYNC_PERIOD, self._resync_services)
         self.cache: dict[str, Obj] = {}
         """Upstream ``serviceCache``: the last state synced, per key (deletion needs it)."""
         self.backends = BackendNodeSet()
@@ -224,17 +178,10 @@ class ServiceController:
         self._syncing: set[str] = set()
         self.node_syncs = 0
         """Node-sync passes run (one per burst of node events)."""
-        self._service_loop = Controller(
-            SERVICE_QUEUE, self.service_queue, self.sync_service, workers=workers, clock=clock
-        )
-        self._node_loop = Controller(
-            NODE_QUEUE, self.node_queue, self._process_node_key, workers=1, clock=clock
-        )
-        self._stopping = asyncio.Event()
-        services.add_event_handler(
+        self.services.add_event_handler(
             EventHandler(on_add=self._on_service_add, on_update=self._on_service_update)
         )
-        nodes.add_event_handler(
+        self.nodes.add_event_handler(
             EventHandler(
                 on_add=self._on_node_add,
                 on_update=self._on_node_update,
@@ -279,31 +226,13 @@ class ServiceController:
     async def run(self) -> None:
         """Wait for the service and node caches, then run ``workers`` service workers, one
         node worker and the 30 s resync until stopped or cancelled."""
-        self._running.set(1)
         _log.info("Starting service controller")
         try:
-            await asyncio.gather(self.services.wait_for_sync(), self.nodes.wait_for_sync())
-            await asyncio.gather(
-                self._service_loop.run(),
-                self._node_loop.run(),
-                until(
-                    self._resync_services,
-                    SERVICE_SYNC_PERIOD,
-                    stop=self._stopping,
-                    clock=self.clock,
-                ),
-            )
+            await super().run()
         finally:
             self.service_queue.shutdown()
             self.node_queue.shutdown()
-            self._running.set(0)
             _log.info("Shutting down service controller")
-
-    async def stop(self, grace: float = 30.0) -> bool:
-        """Stop taking work; in-flight syncs get ``grace`` seconds."""
-        self._stopping.set()
-        finished = await asyncio.gather(self._service_loop.stop(grace), self._node_loop.stop(grace))
-        return all(finished)
 
     # -- service sync (upstream syncService and friends) --------------------------------------
 
@@ -593,61 +522,10 @@ class ServiceController:
             self.metrics.update_host_latency.observe(self.clock.monotonic() - start)
 
     async def _update_hosts(self, service: Obj, hosts: Sequence[Mapping[str, Any]]) -> None:
-        try:
-            await self.balancer.update_load_balancer(
-                self.cluster_name, service, hosts, priority=Priority.NORMAL
-            )
-        except ImplementedElsewhere:
-            return
-        except Exception as err:
-            if not await self._still_exists(service):
-                return
-            names = " ".join(loggable_node_names(hosts))
-            message = (
-                f"Error updating load balancer with new hosts [{names}] [node names limited, "
-                f"total number of nodes: {len(hosts)}], error: {err}"
-            )
-            self._event(service, EVENT_TYPE_WARNING, "UpdateLoadBalancerFailed", message)
-            raise
-        if hosts:
-            self._event(
-                service,
-                EVENT_TYPE_NORMAL,
-                "UpdatedLoadBalancer",
-                "Updated load balancer with new hosts",
-            )
-        else:
-            self._event(
-                service,
-                EVENT_TYPE_WARNING,
-                "UnAvailableLoadBalancer",
-                "There are no available nodes for LoadBalancer",
-            )
-
-    async def _still_exists(self, service: Obj) -> bool:
-        """After a failed update: only an existing LB makes it a failure. A failed check is
-        logged and counts as a failure, as upstream."""
-        try:
-            _, exists = await self.balancer.get_load_balancer(
-                self.cluster_name, service, priority=Priority.NORMAL
-            )
-        except Exception as err:
-            _log.error(
-                "failed to check if load balancer exists for service %s: %s",
-                service_key(service),
-                err,
-            )
-            return True
-        return exists
+        await update_hosts(self.balancer, self.cluster_name, self.recorder, service, hosts)
 
     def _event(self, service: Obj, event_type: str, reason: str, message: str) -> None:
-        self.recorder.event(_service_ref(service), event_type, reason, message)
-
-
-def _service_ref(service: Mapping[str, Any]) -> ObjectRef:
-    """The Event's involvedObject. Listed objects carry no kind/apiVersion, so they are set
-    here, as client-go's reference.GetReference fills them from the scheme."""
-    return replace(ObjectRef.of(service), kind="Service", api_version="v1")
+        self.recorder.event(service_ref(service), event_type, reason, message)
 
 
 def _uid(service: Mapping[str, Any]) -> str:
@@ -667,14 +545,4 @@ def build(
             CONTROLLER_NAME,
         )
         return None
-    return ServiceController(
-        kube=context.kube,
-        balancer=balancer,
-        services=context.informers.informer(SERVICES),
-        nodes=context.informers.informer(NODES),
-        recorder=context.events.recorder(EVENT_COMPONENT),
-        registry=context.registry,
-        cluster_name=context.cluster_name,
-        workers=options.concurrent_service_syncs,
-        clock=context.clock,
-    )
+    return ServiceController(context, balancer, options)

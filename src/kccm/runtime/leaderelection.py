@@ -36,6 +36,11 @@ from kccm.kube.resources import LEASES
 from kccm.util.clock import REAL_CLOCK, Clock
 
 __all__ = [
+    "DEFAULT_LEASE_DURATION",
+    "DEFAULT_LEASE_NAME",
+    "DEFAULT_LEASE_NAMESPACE",
+    "DEFAULT_RENEW_DEADLINE",
+    "DEFAULT_RETRY_PERIOD",
     "LeaderElectionConfig",
     "LeaderElector",
     "LeaseRecord",
@@ -84,14 +89,21 @@ class LeaseRecord:
         }
 
 
+DEFAULT_LEASE_NAMESPACE = "kube-system"
+DEFAULT_LEASE_NAME = "cloud-controller-manager"
+DEFAULT_LEASE_DURATION = 15.0
+DEFAULT_RENEW_DEADLINE = 10.0
+DEFAULT_RETRY_PERIOD = 2.0
+
+
 @dataclass
 class LeaderElectionConfig:
-    namespace: str = "kube-system"
-    name: str = "cloud-controller-manager"
+    namespace: str = DEFAULT_LEASE_NAMESPACE
+    name: str = DEFAULT_LEASE_NAME
     identity: str = field(default_factory=default_identity)
-    lease_duration: float = 15.0
-    renew_deadline: float = 10.0
-    retry_period: float = 2.0
+    lease_duration: float = DEFAULT_LEASE_DURATION
+    renew_deadline: float = DEFAULT_RENEW_DEADLINE
+    retry_period: float = DEFAULT_RETRY_PERIOD
     release_on_cancel: bool = False
     health_grace: float = 20.0
 

@@ -9,16 +9,22 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from kccm.app.config import ConfigurationError, ManagerConfig
-from kccm.app.manager import BUILDERS, check_cluster_id, check_route_settings
+from kccm.app.manager import check_cluster_id, check_route_settings
 from kccm.cloudprovider.gate import CallGate
 from kccm.cloudprovider.gated import GatedCloud
 from kccm.controllers.base import ControllerContext
+from kccm.controllers.route import RouteControllerOptions
+from kccm.controllers.table import BY_NAME, ControllerOptions
 from kccm.kube.fake import FakeKube
 from kccm.providers.fake import FakeCloud
 from kccm.runtime.events import EventBroadcaster
 from kccm.runtime.informers import SharedInformerFactory
 
 ROUTE = "node-route-controller"
+
+
+def _route(**options: object) -> ControllerOptions:
+    return ControllerOptions(route=RouteControllerOptions(**options))  # type: ignore[arg-type]
 
 
 @pytest.fixture
@@ -51,9 +57,11 @@ async def test_route_controller_start_conditions(
     routes: bool, configure: bool, cidr: str, started: bool, gate: CallGate
 ) -> None:
     config = ManagerConfig(
-        cloud_provider="fake", cluster_cidr=cidr, configure_cloud_routes=configure
+        cloud_provider="fake",
+        controller_options=_route(cluster_cidr=cidr, configure_cloud_routes=configure),
     )
-    built = BUILDERS[ROUTE](context(FakeCloud(enable_routes=routes), gate), config)
+    cloud = FakeCloud(enable_routes=routes)
+    built = BY_NAME[ROUTE].build(context(cloud, gate), config.controller_options)
     assert (built is not None) is started
 
 
@@ -62,10 +70,12 @@ async def test_route_controller_start_conditions(
     [
         pytest.param(True, {}, "provider supports routes", id="routes-and-no-cidr-fails"),
         pytest.param(False, {}, None, id="no-routes-no-cidr-is-fine"),
-        pytest.param(True, {"configure_cloud_routes": False}, None, id="routes-switched-off"),
+        pytest.param(True, {"controller_options": _route(configure_cloud_routes=False)}, None,
+                     id="routes-switched-off"),
         pytest.param(True, {"controllers": frozenset({"cloud-node-controller"})}, None,
                      id="route-controller-not-selected"),
-        pytest.param(True, {"cluster_cidr": "10.244.0.0/16"}, None, id="routes-and-a-cidr"),
+        pytest.param(True, {"controller_options": _route(cluster_cidr="10.244.0.0/16")}, None,
+                     id="routes-and-a-cidr"),
     ],
 )  # fmt: skip
 def test_cluster_cidr_is_checked_before_leader_election(

@@ -12,6 +12,8 @@ from kccm.app.config import ConfigurationError, ManagerConfig
 from kccm.app.options import KccmOptions, is_controller_enabled, resolve_controllers
 from kccm.cloudprovider.config import setting
 from kccm.cloudprovider.registry import CloudProviderRegistry
+from kccm.controllers.route import RouteControllerOptions
+from kccm.controllers.table import ControllerOptions
 from kccm.providers.fake import FakeCloud
 
 CIDR = "10.0.0.0/16"
@@ -170,7 +172,7 @@ def test_default_config_equals_the_contracts_defaults() -> None:
     config = _config(BASE)
     expected = ManagerConfig(
         cloud_provider="fake",
-        cluster_cidr=CIDR,
+        controller_options=ControllerOptions(route=RouteControllerOptions(cluster_cidr=CIDR)),
         controllers=frozenset(
             {
                 "cloud-node-controller",
@@ -362,7 +364,12 @@ APPLIED: list[tuple[str, list[str], str, Any]] = [
     ),
     ("qps", ["--kube-api-qps=5.5"], "kube_api_qps", 5.5),
     ("burst", ["--kube-api-burst=7"], "kube_api_burst", 7),
-    ("metadata-refresh", ["--node-metadata-refresh-period=0"], "node_metadata_refresh_period", 0),
+    (
+        "metadata-refresh",
+        ["--node-metadata-refresh-period=0"],
+        "controller_options.node.node_metadata_refresh_period",
+        0,
+    ),
     (
         "protobuf-means-json",
         ["--kube-api-content-type=application/vnd.kubernetes.protobuf"],
@@ -371,13 +378,48 @@ APPLIED: list[tuple[str, list[str], str, Any]] = [
     ),
     ("cluster-name", ["--cluster-name=c1"], "cluster_name", "c1"),
     ("allocate", ["--allocate-node-cidrs"], "allocate_node_cidrs", True),
-    ("routes-off", ["--configure-cloud-routes=false"], "configure_cloud_routes", False),
-    ("route-period", ["--route-reconciliation-period=1m"], "route_reconciliation_period", 60.0),
-    ("monitor", ["--node-monitor-period=1s"], "node_monitor_period", 1.0),
-    ("status", ["--node-status-update-frequency=1m"], "node_status_update_frequency", 60.0),
-    ("node-syncs", ["--concurrent-node-syncs=3"], "concurrent_node_syncs", 3),
-    ("status-updates", ["--concurrent-node-status-updates=2"], "concurrent_node_status_updates", 2),
-    ("service-syncs", ["--concurrent-service-syncs=4"], "concurrent_service_syncs", 4),
+    (
+        "routes-off",
+        ["--configure-cloud-routes=false"],
+        "controller_options.route.configure_cloud_routes",
+        False,
+    ),
+    (
+        "route-period",
+        ["--route-reconciliation-period=1m"],
+        "controller_options.route.route_reconciliation_period",
+        60.0,
+    ),
+    (
+        "monitor",
+        ["--node-monitor-period=1s"],
+        "controller_options.node_lifecycle.node_monitor_period",
+        1.0,
+    ),
+    (
+        "status",
+        ["--node-status-update-frequency=1m"],
+        "controller_options.node.node_status_update_frequency",
+        60.0,
+    ),
+    (
+        "node-syncs",
+        ["--concurrent-node-syncs=3"],
+        "controller_options.node.concurrent_node_syncs",
+        3,
+    ),
+    (
+        "status-updates",
+        ["--concurrent-node-status-updates=2"],
+        "controller_options.node.concurrent_node_status_updates",
+        2,
+    ),
+    (
+        "service-syncs",
+        ["--concurrent-service-syncs=4"],
+        "controller_options.service.concurrent_service_syncs",
+        4,
+    ),
     ("grace", ["--shutdown-grace-period=5s"], "shutdown_grace", 5.0),
     ("gates", ["--feature-gates=AllAlpha=true"], "feature_gates", {"AllAlpha": True}),
     ("le-off", ["--leader-elect=false"], "leader_election.enabled", False),
