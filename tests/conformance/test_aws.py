@@ -146,7 +146,15 @@ class ClassicTamper:
             )
 
     def delete(self, service: Service) -> None:
-        _elb(self.url).delete_load_balancer(LoadBalancerName=default_load_balancer_name(service))
+        """The balancer and its own ``k8s-elb-`` group: while that group remains the provider
+        still reports the balancer as existing, so that a delete can finish the clean-up."""
+        lb = self._balancer(service)
+        assert lb is not None
+        _elb(self.url).delete_load_balancer(LoadBalancerName=lb["LoadBalancerName"])
+        ec2, _ = support.clients(self.url)
+        for group in ec2.describe_security_groups(GroupIds=lb["SecurityGroups"])["SecurityGroups"]:
+            if group["GroupName"].startswith("k8s-elb-"):
+                ec2.delete_security_group(GroupId=group["GroupId"])
 
     def is_intact(self, service: Service, nodes: Sequence[Node]) -> bool:
         """Every Service port has a listener to its node port; the registered instances are
