@@ -245,3 +245,20 @@ async def test_dual_stack_cluster_cidr(running_dual: Running) -> None:
         "RouteCreated",
         "RouteController created a route",
     )
+
+
+async def test_blackholed_route_to_a_live_node_is_replaced(running: Running) -> None:
+    """Upstream reconcile() deletes ``route.Blackhole`` routes even when they target a node
+    that still has that CIDR; the next cycle creates the real route."""
+    node = await running.create(["10.160.5.0/24"], "10.0.0.15")
+    name = node["metadata"]["name"]
+    (route,) = await eventually(lambda: running.routes_to(name))
+    hole = Route(target_node=name, destination_cidr=route.destination_cidr, blackhole=True)
+    await running.cloud.create_route(CLUSTER, "hole", hole)  # the cloud blackholes it ...
+    await running.cloud.delete_route(CLUSTER, route)  # ... and the real route is gone
+
+    async def one_real_route() -> bool:
+        routes = await running.routes_to(name)
+        return [(r.destination_cidr, r.blackhole) for r in routes] == [("10.160.5.0/24", False)]
+
+    assert await eventually(one_real_route)
