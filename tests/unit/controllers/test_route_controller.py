@@ -8,8 +8,8 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import logging
-from dataclasses import replace
 from collections.abc import AsyncIterator, Sequence
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -716,7 +716,9 @@ async def test_create_waits_while_a_delete_is_in_flight_only_when_routes_track_a
         await env.clock.run_until_idle()
         await asyncio.wait_for(task, 5)
         assert sorted(env.cloud.calls) == ["create_route", "delete_route"]
-        assert route_set(await env.routes()) == route_set([r("node-1", "10.120.0.0/24", "10.0.1.1")])
+        assert route_set(await env.routes()) == route_set(
+            [r("node-1", "10.120.0.0/24", "10.0.1.1")]
+        )
     finally:
         env.cloud.release.set()
         await env.events.shutdown()
