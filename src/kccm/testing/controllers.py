@@ -1,7 +1,8 @@
 """Test support for running controllers against a real (or fake) API server.
 
 - :func:`eventually`: poll an async probe until it returns something truthy, bounded; the one
-  polling helper of the integration tests (they wait for a condition, never for a fixed time).
+  polling helper of the integration tests (they wait for a condition, never for a fixed time);
+- :func:`event_counts`: how often a component recorded each reason about an object;
 - :func:`controller_run`: one run of controllers as the daemon wires them — a
   :class:`~kccm.controllers.base.ControllerContext` with its own registry, call gate, informer
   factory and event broadcaster; :meth:`ControllerRun.start` starts the informers and the
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Protocol, TypeVar
@@ -25,10 +27,11 @@ from kccm.cloudprovider.gated import GatedCloud
 from kccm.cloudprovider.interface import Interface
 from kccm.controllers.base import ControllerContext
 from kccm.kube.interface import KubeClient
+from kccm.kube.resources import EVENTS
 from kccm.runtime.events import EventBroadcaster
 from kccm.runtime.informers import SharedInformerFactory
 
-__all__ = ["ControllerRun", "Runnable", "controller_run", "eventually"]
+__all__ = ["ControllerRun", "Runnable", "controller_run", "event_counts", "eventually"]
 
 T = TypeVar("T")
 
@@ -44,6 +47,19 @@ async def eventually(
             if value:
                 return value
             await asyncio.sleep(interval)
+
+
+async def event_counts(kube: KubeClient, namespace: str, name: str, component: str) -> Counter[str]:
+    """Per reason, how many times ``component`` recorded an event about ``name`` (an Event's
+    ``count`` included: the recorder folds repeats into one object)."""
+    listed = await kube.list(
+        EVENTS, namespace=namespace, field_selector=f"involvedObject.name={name}"
+    )
+    counts: Counter[str] = Counter()
+    for event in listed.items:
+        if (event.get("source") or {}).get("component") == component:
+            counts[str(event.get("reason", ""))] += int(event.get("count") or 1)
+    return counts
 
 
 class Runnable(Protocol):
