@@ -79,6 +79,7 @@ class ControllerRun:
     grace: float = 5.0
     controllers: list[Runnable] = field(default_factory=list)
     tasks: list[asyncio.Task[None]] = field(default_factory=list)
+    stopped: bool = False
 
     def start(self, *controllers: Runnable | None) -> None:
         """Start the informers (after the controllers registered their handlers) and run
@@ -92,7 +93,11 @@ class ControllerRun:
 
     async def stop(self) -> None:
         """Stop every controller (``grace`` seconds for in-flight work; a run still going
-        ``2 * grace`` later is cancelled), then the rest; a controller's crash is re-raised."""
+        ``2 * grace`` later is cancelled), then the rest; a controller's crash is re-raised.
+        Stopping twice is a no-op (a test may stop a run before its fixture does)."""
+        if self.stopped:
+            return
+        self.stopped = True
         try:
             await asyncio.gather(*(c.stop(self.grace) for c in self.controllers))
             outcomes = await self._finish_tasks()
