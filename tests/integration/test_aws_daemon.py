@@ -12,6 +12,7 @@ The acceptance run::
 from __future__ import annotations
 
 import asyncio
+import functools
 import importlib.util
 import json
 import os
@@ -19,11 +20,11 @@ import random
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 import yaml
@@ -42,6 +43,7 @@ from kccm.kube.resources import (
     SERVICES,
     Resource,
 )
+from kccm.testing.controllers import eventually as shared_eventually
 from kccm.testing.controlplane import ControlPlane, free_port
 from kccm.testing.pytest_plugin import KubeCleanup
 
@@ -59,7 +61,6 @@ UNINITIALIZED = "node.cloudprovider.kubernetes.io/uninitialized"
 NODES_WANTED = int(os.environ.get("KCCM_AWS_E2E_NODES", "6"))
 SERVICES_WANTED = int(os.environ.get("KCCM_AWS_E2E_SERVICES", "3"))
 BUDGET = 60.0 + 3.0 * NODES_WANTED + 6.0 * SERVICES_WANTED
-T = TypeVar("T")
 
 
 def _load_support() -> ModuleType:
@@ -79,13 +80,9 @@ def _load_support() -> ModuleType:
 support = _load_support()
 
 
-async def eventually(probe: Callable[[], Awaitable[T | None]], budget: float = BUDGET) -> T:
-    async with asyncio.timeout(budget):
-        while True:
-            value = await probe()
-            if value:
-                return value
-            await asyncio.sleep(0.5)
+eventually = functools.partial(shared_eventually, within=BUDGET, interval=0.5)
+"""The shared :func:`kccm.testing.controllers.eventually` with this module's bound and pace
+(it polls other processes)."""
 
 
 async def apply_shipped_rbac(kube: KubeApiClient) -> None:

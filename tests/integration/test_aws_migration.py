@@ -12,15 +12,16 @@ balancer, target group, security group and rule of theirs.
 from __future__ import annotations
 
 import asyncio
+import functools
 import importlib.util
 import os
 import subprocess
 import sys
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from types import ModuleType
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 from test_aws_daemon import release_services
@@ -30,6 +31,7 @@ from kccm.kube.client import KubeApiClient
 from kccm.kube.errors import NotFound
 from kccm.kube.interface import Obj
 from kccm.kube.resources import EVENTS, NODES, SERVICES
+from kccm.testing.controllers import eventually as shared_eventually
 from kccm.testing.controlplane import ControlPlane, free_port
 from kccm.testing.pytest_plugin import KubeCleanup
 
@@ -38,7 +40,6 @@ AWS_TESTS = ROOT / "tests" / "unit" / "providers" / "aws"
 FINALIZER = "service.kubernetes.io/load-balancer-cleanup"
 TYPE = "service.beta.kubernetes.io/aws-load-balancer-type"
 BUDGET = 90.0
-T = TypeVar("T")
 
 
 def _load(name: str, path: Path) -> ModuleType:
@@ -59,13 +60,9 @@ sg_support = _load("aws_sg_moto", AWS_TESTS / "aws_sg_moto.py")
 layout = _load("aws_upstream_layout", Path(__file__).parent / "aws_upstream_layout.py")
 
 
-async def eventually(probe: Callable[[], Awaitable[T | None]], budget: float = BUDGET) -> T:
-    async with asyncio.timeout(budget):
-        while True:
-            value = await probe()
-            if value:
-                return value
-            await asyncio.sleep(0.5)
+eventually = functools.partial(shared_eventually, within=BUDGET, interval=0.5)
+"""The shared :func:`kccm.testing.controllers.eventually` with this module's bound and pace
+(it polls other processes)."""
 
 
 @pytest.fixture

@@ -10,6 +10,7 @@ from kccm.kube.client import KubeApiClient
 from kccm.kube.config import load_cluster_config
 from kccm.kube.errors import Forbidden
 from kccm.kube.resources import CLUSTER_ROLE_BINDINGS, CLUSTER_ROLES, NODES
+from kccm.testing.controllers import eventually
 from kccm.testing.controlplane import ControlPlane
 from kccm.testing.pytest_plugin import KubeCleanup, unique_name
 
@@ -51,13 +52,15 @@ async def test_minted_user_is_subject_to_rbac(
 
 async def _eventually_allowed(client: KubeApiClient) -> None:
     """RBAC changes reach the authorizer through an informer: allow it a moment."""
-    async with asyncio.timeout(10):
-        while True:
-            try:
-                await client.list(NODES)
-                return
-            except Forbidden:
-                await asyncio.sleep(0.1)
+
+    async def allowed() -> bool:
+        try:
+            await client.list(NODES)
+        except Forbidden:
+            return False
+        return True
+
+    await eventually(allowed, 10, interval=0.1)
 
 
 async def test_apiserver_restart_keeps_data_and_clients_reconnect(

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import functools
 import json
 import os
 import signal
@@ -17,10 +18,10 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 import yaml
@@ -40,6 +41,7 @@ from kccm.kube.resources import (
     Resource,
 )
 from kccm.testing.certs import CertificateAuthority, KeyPair
+from kccm.testing.controllers import eventually as shared_eventually
 from kccm.testing.controlplane import ControlPlane, free_port
 from kccm.testing.pytest_plugin import KubeCleanup, unique_name
 
@@ -58,17 +60,11 @@ UNINITIALIZED = {
     "value": "true",
     "effect": "NoSchedule",
 }
-T = TypeVar("T")
 
 
-async def eventually(probe: Callable[[], Awaitable[T | None]], budget: float = 30.0) -> T:
-    """Poll ``probe`` until it returns something truthy (bounded)."""
-    async with asyncio.timeout(budget):
-        while True:
-            value = await probe()
-            if value:
-                return value
-            await asyncio.sleep(0.2)
+eventually = functools.partial(shared_eventually, within=30.0, interval=0.2)
+"""The shared :func:`kccm.testing.controllers.eventually` with this module's bound and pace
+(it polls other processes)."""
 
 
 async def apply_shipped_rbac(kube: KubeApiClient) -> None:
@@ -354,7 +350,7 @@ async def test_two_replicas_failover_on_sigterm(
     stopped_at = time.monotonic()
     first.proc.send_signal(signal.SIGTERM)
     assert await asyncio.to_thread(first.proc.wait, 60) == 0, first.logs()[-3000:]
-    new_leader = await eventually(lambda: _holder_other_than(kube, leader), budget=30)
+    new_leader = await eventually(lambda: _holder_other_than(kube, leader), within=30)
     takeover = time.monotonic() - stopped_at
     await kube.create(NODES, kubelet_node(nodes[1], "10.244.32.0/24"))
     await eventually(lambda: _initialised(kube, nodes[1]))

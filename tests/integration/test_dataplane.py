@@ -35,6 +35,7 @@ from kccm.providers.local.dataplane import (
 )
 from kccm.providers.local.dataplane_health import HealthSettings
 from kccm.providers.local.store import LoadBalancerRecord, LocalStore
+from kccm.testing.controllers import eventually
 
 FAST = DataplaneSettings(
     poll_interval=0.05,
@@ -456,9 +457,11 @@ def _heartbeat_after(state_file: Path, since: float) -> bool:
 
 async def _await(check: Any) -> None:
     """Poll another process's state (no event to await across processes)."""
-    async with asyncio.timeout(10):
-        while not check():  # noqa: ASYNC110
-            await asyncio.sleep(0.05)
+
+    async def probe() -> bool:
+        return bool(check())
+
+    await eventually(probe, 10)
 
 
 async def test_dataplane_process_survives_its_parent_and_stops_on_sigterm(
@@ -544,9 +547,11 @@ async def test_traffic_flows_while_a_writer_is_sigkilled_and_restarted(
         ensure_dataplane_running, world.state_file, extra_args=["--poll-interval", "0.1"]
     )
     spawned.append(pid)
-    async with asyncio.timeout(10):
-        while await refused(world.vip, world.tcp_port):  # noqa: ASYNC110 (another process)
-            await asyncio.sleep(0.05)
+
+    async def serving() -> bool:  # another process: polled
+        return not await refused(world.vip, world.tcp_port)
+
+    await eventually(serving, 10)
     other_vip = world.vip.rsplit(".", 1)[0] + ".102"
     addresses = [n.address for n in world.nodes.values()]
     writer_args = [sys.executable, "-c", WRITER, str(world.state_file), other_vip, *addresses]

@@ -11,18 +11,16 @@ the same cloud: the same fake cloud object, or a new local provider over the sam
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import io
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
-from prometheus_client import CollectorRegistry
 
 from kccm.cloudprovider import (
     CloudAPICalls,
@@ -33,35 +31,21 @@ from kccm.cloudprovider import (
     Service,
     default_load_balancer_name,
 )
-from kccm.cloudprovider.gate import CallGate
-from kccm.cloudprovider.gated import GatedCloud
 from kccm.controllers import node as node_controller
 from kccm.controllers import service as service_controller
-from kccm.controllers.base import ControllerContext
 from kccm.controllers.node import NodeControllerOptions
 from kccm.kube.client import KubeApiClient
 from kccm.kube.interface import Obj
-from kccm.kube.resources import EVENTS, NODES, SERVICES
+from kccm.kube.resources import NODES, SERVICES
 from kccm.providers.fake import FakeCloud, FakeInstance
 from kccm.providers.local import LocalCloud
 from kccm.providers.local.config import load_local_config
 from kccm.providers.local.store import InstanceRecord, LocalStore
-from kccm.runtime.events import EventBroadcaster
-from kccm.runtime.informers import SharedInformerFactory
+from kccm.testing.controllers import controller_run, event_counts, eventually
 from kccm.testing.pytest_plugin import KubeCleanup, unique_name
 
-T = TypeVar("T")
 TICK = 1.0
 """--node-status-update-frequency of the address tests (seconds)."""
-
-
-async def eventually(probe: Callable[[], Awaitable[T | None]], within: float = 20.0) -> T:
-    async with asyncio.timeout(within):
-        while True:
-            value = await probe()
-            if value:
-                return value
-            await asyncio.sleep(0.05)
 
 
 def kccm_marks(obj: Obj) -> list[str]:
@@ -197,33 +181,17 @@ async def kccm_process(
 ) -> AsyncIterator[Process]:
     """The service controller (and, with ``nodes``, the cloud-node controller at a 1 s status
     frequency) as the daemon runs them."""
-    registry = CollectorRegistry()
-    gate = CallGate(registry=registry)
-    factory = SharedInformerFactory(kube)
-    events = EventBroadcaster(kube, registry=registry)
-    events.start()
-    context = ControllerContext(kube, factory, GatedCloud(cloud, gate), events, registry)
-    services = service_controller.build(context)
-    assert services is not None
-    runners: list[Any] = [services]
-    if nodes:
-        options = NodeControllerOptions(node_status_update_frequency=TICK)
-        cloud_nodes = node_controller.build(context, options)
-        assert cloud_nodes is not None
-        runners.append(cloud_nodes)
-    ledger = cloud.cloud_api_calls()
-    started = ledger.snapshot()
-    factory.start()
-    tasks = [asyncio.create_task(r.run()) for r in runners]
-    try:
+    async with controller_run(kube, cloud) as run:
+        services = service_controller.build(run.context)
+        assert services is not None
+        runners: list[Any] = [services]
+        if nodes:
+            options = NodeControllerOptions(node_status_update_frequency=TICK)
+            runners.append(node_controller.build(run.context, options))
+        ledger = cloud.cloud_api_calls()
+        started = ledger.snapshot()
+        run.start(*runners)
         yield Process(cloud, services, ledger, started)
-    finally:
-        for runner in runners:
-            await runner.stop(grace=5.0)
-        await asyncio.wait_for(asyncio.gather(*tasks, return_exceptions=True), 10)
-        await events.shutdown(grace=5)
-        await factory.stop()
-        gate.close()
 
 
 async def create_node(kube: KubeApiClient, cleanup: KubeCleanup, name: str, provider: str) -> None:
@@ -243,13 +211,7 @@ async def create_node(kube: KubeApiClient, cleanup: KubeCleanup, name: str, prov
 
 async def ensured_events(kube: KubeApiClient, namespace: str, name: str) -> dict[str, int]:
     """Count of the service controller's Ensuring/Ensured events about ``name``."""
-    listed = await kube.list(
-        EVENTS, namespace=namespace, field_selector=f"involvedObject.name={name}"
-    )
-    counts: Counter[str] = Counter()
-    for event in listed.items:
-        if (event.get("source") or {}).get("component") == "service-controller":
-            counts[event["reason"]] += int(event.get("count") or 1)
+    counts = await event_counts(kube, namespace, name, "service-controller")
     return {r: counts[r] for r in ("EnsuringLoadBalancer", "EnsuredLoadBalancer")}
 
 

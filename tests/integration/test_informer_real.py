@@ -16,6 +16,7 @@ from kccm.kube.config import load_cluster_config
 from kccm.kube.interface import PatchType
 from kccm.kube.resources import NODES
 from kccm.runtime.informers import EventHandler, Informer
+from kccm.testing.controllers import eventually
 from kccm.testing.controlplane import ControlPlane, find_binaries
 from kccm.testing.faults import PartitionableKube
 from kccm.testing.pytest_plugin import unique_name
@@ -62,16 +63,14 @@ async def _create(kube: KubeApiClient, run: str) -> str:
 
 async def _converged(kube: KubeApiClient, informer: Informer, run: str) -> None:
     """Wait until the cache holds exactly what the apiserver lists (names and versions)."""
-    async with asyncio.timeout(30):
-        while True:
-            truth = await kube.list(NODES, label_selector=f"{LABEL}={run}")
-            want = {o["metadata"]["name"]: o["metadata"]["resourceVersion"] for o in truth.items}
-            have = {
-                o["metadata"]["name"]: o["metadata"]["resourceVersion"] for o in informer.items()
-            }
-            if want == have:
-                return
-            await asyncio.sleep(0.1)
+
+    async def converged() -> bool:
+        truth = await kube.list(NODES, label_selector=f"{LABEL}={run}")
+        want = {o["metadata"]["name"]: o["metadata"]["resourceVersion"] for o in truth.items}
+        have = {o["metadata"]["name"]: o["metadata"]["resourceVersion"] for o in informer.items()}
+        return want == have
+
+    await eventually(converged, 30, interval=0.1)
 
 
 @contextlib.asynccontextmanager

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
 import random
 import signal
@@ -22,6 +23,7 @@ from kccm.kube.client import KubeApiClient
 from kccm.kube.resources import NODES, SERVICES
 from kccm.providers.local.dataplane import live_dataplane
 from kccm.providers.local.store import InstanceRecord, LocalStore
+from kccm.testing.controllers import eventually as shared_eventually
 from kccm.testing.controlplane import ControlPlane, free_port
 from kccm.testing.pytest_plugin import KubeCleanup, unique_name
 
@@ -120,14 +122,9 @@ async def _udp_worker(vip: str, worker: int, count: int) -> int:
     return ok
 
 
-async def _eventually(probe: Any, budget: float = 60.0) -> Any:
-    """Poll another process's state (the apiserver, the data plane) until truthy, bounded."""
-    async with asyncio.timeout(budget):
-        while True:
-            value = await probe()
-            if value:
-                return value
-            await asyncio.sleep(0.2)
+_eventually = functools.partial(shared_eventually, within=60.0, interval=0.2)
+"""The shared :func:`kccm.testing.controllers.eventually` with this module's bound and pace
+(it polls other processes)."""
 
 
 @pytest.fixture
@@ -299,9 +296,9 @@ async def test_a_dead_data_plane_is_restarted_while_kccm_runs(
             beat = live_dataplane(dataplane_stopper)
             return beat.pid if beat is not None and beat.pid != first.pid else None
 
-        second = await _eventually(replaced, budget=30)
+        second = await _eventually(replaced, within=30)
         assert second != first.pid
-        assert await _eventually(lambda: _tcp_once_or_none(address_vip), budget=30) == name
+        assert await _eventually(lambda: _tcp_once_or_none(address_vip), within=30) == name
         assert daemon.poll() is None  # kccm itself was never restarted
         text = await asyncio.to_thread(log.read_text, errors="replace")
         assert f"is not running (last pid {first.pid}): starting a new one" in text

@@ -5,21 +5,16 @@ Node is deleted."""
 
 from __future__ import annotations
 
-import asyncio
 import ipaddress
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
-from prometheus_client import CollectorRegistry
 
-from kccm.cloudprovider.gate import CallGate
-from kccm.cloudprovider.gated import GatedCloud
 from kccm.cloudprovider.types import Node
 from kccm.controllers import nodelifecycle
-from kccm.controllers.base import ControllerContext
 from kccm.controllers.nodelifecycle import NodeLifecycleControllerOptions
 from kccm.controllers.service import ServiceControllerOptions
 from kccm.controllers.service import build as build_service_controller
@@ -30,23 +25,11 @@ from kccm.kube.resources import EVENTS, NODES, SERVICES
 from kccm.providers.local import LocalCloud
 from kccm.providers.local.config import load_local_config
 from kccm.providers.local.store import InstanceRecord, LoadBalancerRecord, LocalStore
-from kccm.runtime.events import EventBroadcaster
-from kccm.runtime.informers import SharedInformerFactory
-from kccm.testing.pytest_plugin import KubeCleanup, unique_name
+from kccm.testing.controllers import eventually
+from kccm.testing.pytest_plugin import KubeCleanup, OpenControllerRun, unique_name
 
-T = TypeVar("T")
 PREFIX = "local-node"
 SHUTDOWN = {"key": "node.cloudprovider.kubernetes.io/shutdown", "effect": "NoSchedule"}
-
-
-async def eventually(probe: Callable[[], Awaitable[T | None]], within: float = 20.0) -> T:
-    """Poll ``probe`` (an API read) until it returns something truthy."""
-    async with asyncio.timeout(within):
-        while True:
-            value = await probe()
-            if value:
-                return value
-            await asyncio.sleep(0.05)
 
 
 class ScopedLocalCloud(LocalCloud):
@@ -95,35 +78,22 @@ class Running:
 
 @pytest.fixture
 async def running(
-    kube: KubeApiClient, kube_cleanup: KubeCleanup, tmp_path: Path
+    controller_runs: OpenControllerRun,
+    kube: KubeApiClient,
+    kube_cleanup: KubeCleanup,
+    tmp_path: Path,
 ) -> AsyncIterator[Running]:
     store = LocalStore(tmp_path / "state.db")
     cloud = ScopedLocalCloud(store, load_local_config(None))
-    registry = CollectorRegistry()
-    gate = CallGate(registry=registry)
-    informers = SharedInformerFactory(kube)
-    events = EventBroadcaster(kube, registry=registry)
-    events.start()
-    context = ControllerContext(kube, informers, GatedCloud(cloud, gate), events, registry)
+    run = await controller_runs(cloud)
     lifecycle = nodelifecycle.build(
-        context, NodeLifecycleControllerOptions(node_monitor_period=0.2)
+        run.context, NodeLifecycleControllerOptions(node_monitor_period=0.2)
     )
-    services = build_service_controller(context, ServiceControllerOptions())
-    assert lifecycle is not None
-    assert services is not None
-    informers.start()
-    tasks = [asyncio.create_task(lifecycle.run()), asyncio.create_task(services.run())]
+    run.start(lifecycle, build_service_controller(run.context, ServiceControllerOptions()))
     try:
         yield Running(kube, store, kube_cleanup)
     finally:
-        await lifecycle.stop()
-        await services.stop(grace=5.0)
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        await events.shutdown(grace=5)
-        await informers.stop()
-        gate.close()
+        await run.stop()
         store.close()
 
 

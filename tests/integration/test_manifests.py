@@ -4,7 +4,6 @@ ServiceAccount make each call of docs/deploy.md's table and refuses its neighbou
 
 from __future__ import annotations
 
-import asyncio
 import importlib.util
 import json
 import sys
@@ -38,6 +37,7 @@ from kccm.kube.resources import (
     TOKEN_REVIEWS,
     Resource,
 )
+from kccm.testing.controllers import eventually
 from kccm.testing.controlplane import ControlPlane
 from kccm.testing.pytest_plugin import KubeCleanup, unique_name
 
@@ -232,10 +232,7 @@ async def test_service_account_may_do_exactly_the_table(
     user = f"system:serviceaccount:{NS}:{unique}"
     table = support.doc_table()
     # RBAC rules reach the apiserver's authorizer through its informers: wait for the first.
-    for _ in range(100):
-        if await _allowed(kube, user, groups, _attributes("", "nodes", "list")):
-            break
-        await asyncio.sleep(0.05)
+    await eventually(lambda: _allowed(kube, user, groups, _attributes("", "nodes", "list")), 10)
     for (group, resource, verb), granted in sorted(table.items()):
         extra = {"namespace": NS, "name": unique} if granted.startswith("Role") else {}
         if granted.startswith("built-in Role `extension-apiserver-authentication-reader`"):
@@ -280,12 +277,15 @@ async def test_service_account_performs_the_calls(
     ccm_identity: tuple[str, list[str], KubeApiClient],
 ) -> None:
     unique, _, ccm = ccm_identity
-    for _ in range(100):  # wait for the bindings to reach the authorizer
+
+    async def allowed() -> bool:  # the bindings reach the authorizer through its informers
         try:
             await ccm.list(NODES)
-            break
         except Forbidden:
-            await asyncio.sleep(0.05)
+            return False
+        return True
+
+    await eventually(allowed, 10)
     # nodes: list, watch, get, patch, status patch, delete
     node = kube_cleanup.add(NODES, unique_name("node"))
     await kube.create(NODES, {"metadata": {"name": node}})

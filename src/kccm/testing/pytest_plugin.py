@@ -13,6 +13,8 @@ Fixtures:
 - ``kube`` (async): a :class:`~kccm.kube.client.KubeApiClient` authenticated as admin.
 - ``kube_namespace`` (async): a fresh namespace for the test, deleted afterwards.
 - ``kube_cleanup`` (async): register cluster-scoped objects (Nodes, ...) to delete afterwards.
+- ``controller_runs`` (async): open :class:`~kccm.testing.controllers.ControllerRun` s (a
+  controller context on the control plane, its controllers stopped at the test's end).
 - ``vcsim`` (module): a vCenter simulator (:mod:`kccm.testing.vcsim`).
 
 Tests that use either are marked ``integration`` automatically.
@@ -23,22 +25,27 @@ from __future__ import annotations
 import contextlib
 import os
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import pytest
 
+from kccm.cloudprovider.interface import Interface
 from kccm.kube.client import KubeApiClient
 from kccm.kube.config import load_cluster_config
 from kccm.kube.errors import NotFound
 from kccm.kube.resources import NAMESPACES, Resource
+from kccm.testing.controllers import ControllerRun, controller_run
 from kccm.testing.controlplane import ControlPlane, ControlPlaneError, find_binaries
 from kccm.testing.vcsim import vcsim  # noqa: F401 - the fixture, registered by this plugin
 
-__all__ = ["KubeCleanup", "require_control_plane", "unique_name"]
+__all__ = ["KubeCleanup", "OpenControllerRun", "require_control_plane", "unique_name"]
 
 REQUIRE_ENV = "KCCM_REQUIRE_CONTROL_PLANE"
+
+OpenControllerRun = Callable[..., Awaitable[ControllerRun]]
+"""The ``controller_runs`` fixture's type: ``await controller_runs(cloud, grace=...)``."""
 
 
 def require_control_plane() -> bool:
@@ -150,3 +157,15 @@ else:
             yield cleanup
         finally:
             await cleanup.run()
+
+    @pytest_asyncio.fixture
+    async def controller_runs(kube: KubeApiClient) -> AsyncIterator[OpenControllerRun]:
+        """``run = await controller_runs(cloud)``: a :class:`ControllerRun` on the test's
+        control plane (see :func:`kccm.testing.controllers.controller_run`); every run opened
+        is stopped when the test ends (a test may also stop one earlier)."""
+        async with contextlib.AsyncExitStack() as stack:
+
+            async def open_run(cloud: Interface, **options: Any) -> ControllerRun:
+                return await stack.enter_async_context(controller_run(kube, cloud, **options))
+
+            yield open_run

@@ -4,29 +4,21 @@ update, periodic address refresh."""
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
-from prometheus_client import CollectorRegistry
 
 from kccm.cloudprovider import NodeAddress
-from kccm.cloudprovider.gate import CallGate
-from kccm.cloudprovider.gated import GatedCloud
 from kccm.controllers import node as node_controller
-from kccm.controllers.base import ControllerContext
 from kccm.controllers.node import CloudNodeController, NodeControllerOptions
 from kccm.kube.client import KubeApiClient
 from kccm.kube.interface import Obj, PatchType
 from kccm.kube.resources import EVENTS, NODES
 from kccm.providers.fake import FakeCloud, FakeInstance
-from kccm.runtime.events import EventBroadcaster
-from kccm.runtime.informers import SharedInformerFactory
-from kccm.testing.pytest_plugin import KubeCleanup, unique_name
-
-T = TypeVar("T")
+from kccm.testing.controllers import eventually
+from kccm.testing.pytest_plugin import KubeCleanup, OpenControllerRun, unique_name
 
 UNINIT = {
     "key": "node.cloudprovider.kubernetes.io/uninitialized",
@@ -71,16 +63,6 @@ def kubelet_node(
             ],
         },
     }
-
-
-async def eventually(probe: Callable[[], Awaitable[T | None]], within: float = 20.0) -> T:
-    """Poll ``probe`` until it returns something truthy, at most ``within`` seconds."""
-    async with asyncio.timeout(within):
-        while True:
-            result = await probe()
-            if result:
-                return result
-            await asyncio.sleep(0.05)
 
 
 @dataclass
@@ -135,32 +117,17 @@ class Running:
 
 @pytest.fixture
 async def running(
-    kube: KubeApiClient, kube_cleanup: KubeCleanup
-) -> AsyncIterator[Callable[..., Awaitable[Running]]]:
-    started: list[tuple[CloudNodeController, asyncio.Task[None], Any, Any, CallGate]] = []
-
+    controller_runs: OpenControllerRun, kube: KubeApiClient, kube_cleanup: KubeCleanup
+) -> Callable[..., Awaitable[Running]]:
     async def start(options: NodeControllerOptions | None = None) -> Running:
         cloud = FakeCloud()
-        registry = CollectorRegistry()
-        gate = CallGate(registry=registry)
-        informers = SharedInformerFactory(kube)
-        events = EventBroadcaster(kube, registry=registry)
-        events.start()
-        context = ControllerContext(kube, informers, GatedCloud(cloud, gate), events, registry)
-        ctrl = node_controller.build(context, options)
+        run = await controller_runs(cloud)
+        ctrl = node_controller.build(run.context, options)
         assert ctrl is not None
-        task = asyncio.create_task(ctrl.run())
-        started.append((ctrl, task, informers, events, gate))
+        run.start(ctrl)
         return Running(kube, cloud, ctrl, kube_cleanup)
 
-    yield start
-    for ctrl, task, informers, events, gate in started:
-        await ctrl.stop(grace=5)
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
-        await events.shutdown(grace=5)
-        await informers.stop()
-        gate.close()
+    return start
 
 
 async def test_kubelet_node_is_initialised(running: Callable[..., Awaitable[Running]]) -> None:

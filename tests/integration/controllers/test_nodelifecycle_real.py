@@ -4,30 +4,21 @@ node is Ready again, a Ready node never costs a cloud call."""
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
-from prometheus_client import CollectorRegistry
 
-from kccm.cloudprovider.gate import CallGate
-from kccm.cloudprovider.gated import GatedCloud
 from kccm.cloudprovider.types import Node
 from kccm.controllers import nodelifecycle
-from kccm.controllers.base import ControllerContext
 from kccm.controllers.nodelifecycle import NodeLifecycleControllerOptions
 from kccm.kube.client import KubeApiClient
 from kccm.kube.errors import NotFound
 from kccm.kube.interface import Obj, PatchType
 from kccm.kube.resources import EVENTS, NODES
 from kccm.providers.fake import FakeCloud, FakeInstance
-from kccm.runtime.events import EventBroadcaster
-from kccm.runtime.informers import SharedInformerFactory
-from kccm.testing.pytest_plugin import KubeCleanup, unique_name
-
-T = TypeVar("T")
+from kccm.testing.controllers import eventually
+from kccm.testing.pytest_plugin import KubeCleanup, OpenControllerRun, unique_name
 
 SHUTDOWN = {"key": "node.cloudprovider.kubernetes.io/shutdown", "effect": "NoSchedule"}
 PREFIX = "lc-node"
@@ -69,16 +60,6 @@ def _ready(status: str) -> dict[str, str]:
     }
 
 
-async def eventually(probe: Callable[[], Awaitable[T | None]], within: float = 20.0) -> T:
-    """Poll ``probe`` until it returns something truthy, at most ``within`` seconds."""
-    async with asyncio.timeout(within):
-        while True:
-            result = await probe()
-            if result:
-                return result
-            await asyncio.sleep(0.05)
-
-
 @dataclass
 class Running:
     kube: KubeApiClient
@@ -116,26 +97,14 @@ class Running:
 
 
 @pytest.fixture
-async def running(kube: KubeApiClient, kube_cleanup: KubeCleanup) -> AsyncIterator[Running]:
+async def running(
+    controller_runs: OpenControllerRun, kube: KubeApiClient, kube_cleanup: KubeCleanup
+) -> Running:
     cloud = ScopedCloud()
-    registry = CollectorRegistry()
-    gate = CallGate(registry=registry)
-    informers = SharedInformerFactory(kube)
-    events = EventBroadcaster(kube, registry=registry)
-    events.start()
-    context = ControllerContext(kube, informers, GatedCloud(cloud, gate), events, registry)
-    ctrl = nodelifecycle.build(context, NodeLifecycleControllerOptions(node_monitor_period=0.2))
-    assert ctrl is not None
-    task = asyncio.create_task(ctrl.run())
-    try:
-        yield Running(kube, cloud, kube_cleanup)
-    finally:
-        await ctrl.stop()
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
-        await events.shutdown(grace=5)
-        await informers.stop()
-        gate.close()
+    run = await controller_runs(cloud)
+    options = NodeLifecycleControllerOptions(node_monitor_period=0.2)
+    run.start(nodelifecycle.build(run.context, options))
+    return Running(kube, cloud, kube_cleanup)
 
 
 async def test_not_ready_node_without_instance_is_deleted(running: Running) -> None:

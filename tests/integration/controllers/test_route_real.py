@@ -4,28 +4,21 @@ FailedToCreateRoute event and True/NoRouteCreated; stale routes go; dual-stack w
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
-from prometheus_client import CollectorRegistry
 
-from kccm.cloudprovider.gate import CallGate
-from kccm.cloudprovider.gated import GatedCloud
 from kccm.cloudprovider.types import Route
 from kccm.controllers import route as route_controller
-from kccm.controllers.base import ControllerContext
 from kccm.kube.client import KubeApiClient
 from kccm.kube.interface import Obj
 from kccm.kube.resources import EVENTS, NODES
 from kccm.providers.fake import FakeCloud, FakeCloudError
-from kccm.runtime.events import EventBroadcaster
-from kccm.runtime.informers import SharedInformerFactory
-from kccm.testing.pytest_plugin import KubeCleanup, unique_name
+from kccm.testing.controllers import eventually
+from kccm.testing.pytest_plugin import KubeCleanup, OpenControllerRun, unique_name
 
-T = TypeVar("T")
 CLUSTER = "kubernetes"
 
 
@@ -52,16 +45,6 @@ def kubelet_node(name: str, pod_cidrs: list[str], address: str) -> Obj:
             ]
         },
     }
-
-
-async def eventually(probe: Callable[[], Awaitable[T | None]], within: float = 20.0) -> T:
-    """Poll ``probe`` until it returns something truthy, at most ``within`` seconds."""
-    async with asyncio.timeout(within):
-        while True:
-            result = await probe()
-            if result:
-                return result
-            await asyncio.sleep(0.05)
 
 
 @dataclass
@@ -93,49 +76,29 @@ class Running:
 
 
 async def start(
-    kube: KubeApiClient, cleanup: KubeCleanup, cluster_cidr: str
-) -> AsyncIterator[Running]:
+    controller_runs: OpenControllerRun, kube: KubeApiClient, cleanup: KubeCleanup, cidr: str
+) -> Running:
     cloud = FakeCloud()
-    registry = CollectorRegistry()
-    gate = CallGate(registry=registry)
-    informers = SharedInformerFactory(kube)
-    events = EventBroadcaster(kube)
-    events.start()
-    context = ControllerContext(
-        kube=kube,
-        informers=informers,
-        cloud=GatedCloud(cloud, gate),
-        events=events,
-        registry=registry,
-        cluster_name=CLUSTER,
-    )
+    run = await controller_runs(cloud, cluster_name=CLUSTER)
     options = route_controller.RouteControllerOptions(
-        cluster_cidr=cluster_cidr, route_reconciliation_period=1.0, min_resync_interval=0.2
+        cluster_cidr=cidr, route_reconciliation_period=1.0, min_resync_interval=0.2
     )
-    controller = route_controller.build(context, options)
-    assert controller is not None
-    informers.start()
-    task = asyncio.create_task(controller.run())
-    try:
-        yield Running(kube, cloud, cleanup)
-    finally:
-        await controller.stop(5.0)
-        await task
-        await events.shutdown()
-        await informers.stop()
-        gate.close()
+    run.start(route_controller.build(run.context, options))
+    return Running(kube, cloud, cleanup)
 
 
 @pytest.fixture
-async def running(kube: KubeApiClient, kube_cleanup: KubeCleanup) -> AsyncIterator[Running]:
-    async for made in start(kube, kube_cleanup, "10.160.0.0/16"):
-        yield made
+async def running(
+    controller_runs: OpenControllerRun, kube: KubeApiClient, kube_cleanup: KubeCleanup
+) -> Running:
+    return await start(controller_runs, kube, kube_cleanup, "10.160.0.0/16")
 
 
 @pytest.fixture
-async def running_dual(kube: KubeApiClient, kube_cleanup: KubeCleanup) -> AsyncIterator[Running]:
-    async for made in start(kube, kube_cleanup, "10.161.0.0/16,fd61::/48"):
-        yield made
+async def running_dual(
+    controller_runs: OpenControllerRun, kube: KubeApiClient, kube_cleanup: KubeCleanup
+) -> Running:
+    return await start(controller_runs, kube, kube_cleanup, "10.161.0.0/16,fd61::/48")
 
 
 async def test_node_with_pod_cidrs_gets_a_route_and_route_created(running: Running) -> None:
@@ -245,3 +208,20 @@ async def test_dual_stack_cluster_cidr(running_dual: Running) -> None:
         "RouteCreated",
         "RouteController created a route",
     )
+
+
+async def test_blackholed_route_to_a_live_node_is_replaced(running: Running) -> None:
+    """Upstream reconcile() deletes ``route.Blackhole`` routes even when they target a node
+    that still has that CIDR; the next cycle creates the real route."""
+    node = await running.create(["10.160.5.0/24"], "10.0.0.15")
+    name = node["metadata"]["name"]
+    (route,) = await eventually(lambda: running.routes_to(name))
+    hole = Route(target_node=name, destination_cidr=route.destination_cidr, blackhole=True)
+    await running.cloud.create_route(CLUSTER, "hole", hole)  # the cloud blackholes it ...
+    await running.cloud.delete_route(CLUSTER, route)  # ... and the real route is gone
+
+    async def one_real_route() -> bool:
+        routes = await running.routes_to(name)
+        return [(r.destination_cidr, r.blackhole) for r in routes] == [("10.160.5.0/24", False)]
+
+    assert await eventually(one_real_route)

@@ -7,20 +7,15 @@ Events (by ``involvedObject.name``), and the Service's disappearance after delet
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
-from prometheus_client import CollectorRegistry
 
 from kccm.api.wellknown import FINALIZER_LB_CLEANUP, TAINT_UNINITIALIZED
-from kccm.cloudprovider.gate import CallGate
-from kccm.cloudprovider.gated import GatedCloud
 from kccm.cloudprovider.types import LoadBalancerStatus, Node, NodeAddress, Service
-from kccm.controllers.base import ControllerContext
 from kccm.controllers.node import build as build_node_controller
 from kccm.controllers.service import ServiceController, ServiceControllerOptions, build
 from kccm.kube.client import KubeApiClient
@@ -28,22 +23,10 @@ from kccm.kube.errors import NotFound
 from kccm.kube.interface import Obj
 from kccm.kube.resources import EVENTS, NODES, SERVICES
 from kccm.providers.fake import FakeCloud, FakeInstance
-from kccm.runtime.events import EventBroadcaster
-from kccm.runtime.informers import SharedInformerFactory
+from kccm.testing.controllers import controller_run, event_counts, eventually
 from kccm.testing.pytest_plugin import KubeCleanup, unique_name
 
 EXCLUDE = "node.kubernetes.io/exclude-from-external-load-balancers"
-T = TypeVar("T")
-
-
-async def eventually(probe: Callable[[], Awaitable[T | None]], within: float = 15.0) -> T:
-    """Poll ``probe`` until it returns something truthy (bounded by ``within`` seconds)."""
-    async with asyncio.timeout(within):
-        while True:
-            value = await probe()
-            if value:
-                return value
-            await asyncio.sleep(0.05)
 
 
 class SpyingCloud(FakeCloud):
@@ -99,6 +82,11 @@ class Running:
             if c.method == "update_load_balancer" and str(c.args[1]).startswith(f"{namespace}/")
         ]
 
+    def idle(self) -> bool:
+        """Neither queue holds a key nor hands one out."""
+        queues = (self.controller.service_queue, self.controller.node_queue)
+        return not any(len(q) or q.processing for q in queues)
+
     def ensures(self, key: str) -> int:
         return sum(
             1
@@ -112,30 +100,11 @@ async def controller_process(
     kube: KubeApiClient, cloud: SpyingCloud, options: ServiceControllerOptions | None = None
 ) -> AsyncIterator[Running]:
     """One run of the controller as the daemon runs it (own informers, recorder, gate)."""
-    registry = CollectorRegistry()
-    gate = CallGate(registry=registry)
-    factory = SharedInformerFactory(kube)
-    events = EventBroadcaster(kube, registry=registry)
-    events.start()
-    context = ControllerContext(
-        kube=kube,
-        informers=factory,
-        cloud=GatedCloud(cloud, gate),
-        events=events,
-        registry=registry,
-    )
-    controller = build(context, options or ServiceControllerOptions())
-    assert controller is not None
-    factory.start()
-    task = asyncio.create_task(controller.run())
-    try:
+    async with controller_run(kube, cloud) as run:
+        controller = build(run.context, options or ServiceControllerOptions())
+        assert controller is not None
+        run.start(controller)
         yield Running(kube, cloud, controller)
-    finally:
-        await controller.stop(grace=5.0)
-        await asyncio.wait_for(task, 10)
-        await events.shutdown()
-        await factory.stop()
-        gate.close()
 
 
 @pytest.fixture
@@ -494,23 +463,37 @@ async def test_restart_ensures_every_balancer_with_no_mutating_cloud_call_and_no
     versions = [s["metadata"]["resourceVersion"] for s in stored]
     cloud.clear_calls()
     before = cloud.cloud_api_calls().snapshot()
+    keys = {f"{ns}/{n}" for n in names}
+    events_before = {n: await ensure_events(kube, ns, n) for n in names}
 
     async with controller_process(kube, cloud) as run:
 
-        async def all_ensured() -> bool:
-            return run.controller.ensured >= {f"{ns}/{n}" for n in names}
+        async def restart_observed() -> bool:
+            """Everything the restart does is visible: one more Ensuring and Ensured event
+            per Service stored, each ensured, and nothing queued or in flight."""
+            for n in names:
+                wanted = {r: c + 1 for r, c in events_before[n].items()}
+                if await ensure_events(kube, ns, n) != wanted:
+                    return False
+            return run.controller.ensured >= keys and run.idle()
 
-        await eventually(all_ensured)
-    calls = calls_in(cloud, ns)
-    assert sorted(calls) == sorted(("ensure_load_balancer", f"{ns}/{n}") for n in names)
-    assert dict(cloud.cloud_api_calls().snapshot().since(before).writes) == {}
-    after = [await kube.get(SERVICES, n, namespace=ns) for n in names]
-    assert [s["metadata"]["resourceVersion"] for s in after] == versions, "nothing written"
+        await eventually(restart_observed)
+        calls = calls_in(cloud, ns)
+        assert sorted(calls) == sorted(("ensure_load_balancer", key) for key in keys)
+        assert dict(cloud.cloud_api_calls().snapshot().since(before).writes) == {}
+        after = [await kube.get(SERVICES, n, namespace=ns) for n in names]
+        assert [s["metadata"]["resourceVersion"] for s in after] == versions, "nothing written"
+    assert calls_in(cloud, ns) == calls, "nothing more until the stop"
     for name in names:
         events = await events_of(kube, ns, name)
         assert ("Normal", "EnsuredLoadBalancer", "Ensured load balancer", "service-controller") in (
             events
         )
+
+
+async def ensure_events(kube: KubeApiClient, namespace: str, name: str) -> dict[str, int]:
+    counts = await event_counts(kube, namespace, name, "service-controller")
+    return {r: counts[r] for r in ("EnsuringLoadBalancer", "EnsuredLoadBalancer")}
 
 
 # -- issue 13.3: a node initialised after it registered becomes a backend -----------------------
@@ -541,31 +524,10 @@ async def test_node_registered_without_addresses_becomes_a_backend_once_initiali
                 },
             },
         )
-        registry = CollectorRegistry()
-        gate = CallGate(registry=registry)
-        factory = SharedInformerFactory(kube)
-        events = EventBroadcaster(kube, registry=registry)
-        events.start()
-        context = ControllerContext(
-            kube=kube,
-            informers=factory,
-            cloud=GatedCloud(cloud, gate),
-            events=events,
-            registry=registry,
-        )
-        node_controller = build_node_controller(context)
-        assert node_controller is not None
-        factory.start()
-        task = asyncio.create_task(node_controller.run())
-        try:
+        async with controller_run(kube, cloud) as nodes_run:
+            nodes_run.start(build_node_controller(nodes_run.context))
 
             async def late_node_has_its_address() -> bool:
                 return cloud.backends.get(f"{ns}/{name}", {}).get(late) == ["10.9.0.2"]
 
             await eventually(late_node_has_its_address)
-        finally:
-            await node_controller.stop(grace=5.0)
-            await asyncio.wait_for(task, 10)
-            await events.shutdown()
-            await factory.stop()
-            gate.close()

@@ -14,15 +14,16 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import functools
 import json
 import os
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 import yaml
@@ -42,6 +43,7 @@ from kccm.kube.resources import (
     SERVICE_ACCOUNTS,
     Resource,
 )
+from kccm.testing.controllers import eventually as shared_eventually
 from kccm.testing.controlplane import ControlPlane, free_port
 from kccm.testing.pytest_plugin import KubeCleanup, unique_name
 from kccm.testing.vcsim import Vcsim
@@ -60,16 +62,11 @@ UNINITIALIZED = "node.cloudprovider.kubernetes.io/uninitialized"
 SHUTDOWN = "node.cloudprovider.kubernetes.io/shutdown"
 VMS = int(os.environ.get("KCCM_VSPHERE_E2E_VMS", "4"))
 BUDGET = 60.0 + 0.5 * VMS
-T = TypeVar("T")
 
 
-async def eventually(probe: Callable[[], Awaitable[T | None]], budget: float = BUDGET) -> T:
-    async with asyncio.timeout(budget):
-        while True:
-            value = await probe()
-            if value:
-                return value
-            await asyncio.sleep(0.25)
+eventually = functools.partial(shared_eventually, within=BUDGET, interval=0.25)
+"""The shared :func:`kccm.testing.controllers.eventually` with this module's bound and pace
+(it polls other processes)."""
 
 
 async def apply(kube: KubeApiClient, path: Path) -> None:

@@ -9,6 +9,7 @@ import asyncio
 import ipaddress
 import logging
 from collections.abc import AsyncIterator, Sequence
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -153,12 +154,15 @@ async def env() -> AsyncIterator[Env]:
     made.gate.close()
 
 
-def route_set(routes: Sequence[Route]) -> set[tuple[str, str, frozenset[tuple[str, str]]]]:
+def route_set(
+    routes: Sequence[Route],
+) -> set[tuple[str, str, frozenset[tuple[str, str]], bool]]:
     return {
         (
             x.target_node,
             x.destination_cidr,
             frozenset((a.type, a.address) for a in x.target_node_addresses),
+            x.blackhole,
         )
         for x in routes
     }
@@ -473,10 +477,46 @@ RECONCILE_CASES = [
         [
             r("node-1", "10.120.0.0/24", "10.0.1.1"),
             r("node-2", "10.120.1.0/24", "10.0.2.1"),
-            r("", "10.1.2.0/24", "10.0.100.1"),
+            r("", "10.1.2.0/24", "10.0.100.1", blackhole=True),
         ],
         False,
         id="extra-blackhole-route-not-in-our-range-is-kept",
+    ),
+    # upstream reconcile(): `route.Blackhole || shouldDeleteRoute(...)` — the flag alone
+    # decides for a route to an existing node whose CIDR is still on it (action "keep"); the
+    # route comes back on the next reconcile (see test_blackhole_route_is_replaced_...).
+    pytest.param(
+        [NODE1, NODE2],
+        [
+            r("node-1", "10.120.0.0/24", "10.0.1.1"),
+            r("node-2", "10.120.1.0/24", "10.0.2.1", blackhole=True),
+        ],
+        [r("node-1", "10.120.0.0/24", "10.0.1.1")],
+        False,
+        id="blackhole-route-to-existing-node-with-its-cidr-is-deleted",
+    ),
+    pytest.param(
+        [NODE3],
+        [
+            r("node-3", "10.120.0.0/24", "10.0.3.1", blackhole=True, track=True),
+            r("node-3", "a00:100::/24", "10.0.3.1", track=True),
+        ],
+        [r("node-3", "a00:100::/24", "10.0.3.1", track=True)],
+        True,
+        id="blackhole-tracked-route-with-current-addresses-is-deleted",
+    ),
+    pytest.param(
+        [NODE1],
+        [
+            r("node-1", "10.120.0.0/24", "10.0.1.1"),
+            r("node-1", "10.1.0.0/24", "10.0.1.1", blackhole=True),
+        ],
+        [
+            r("node-1", "10.120.0.0/24", "10.0.1.1"),
+            r("node-1", "10.1.0.0/24", "10.0.1.1", blackhole=True),
+        ],
+        False,
+        id="blackhole-route-to-existing-node-out-of-range-is-kept",
     ),
     pytest.param(
         [NODE1],
@@ -622,6 +662,78 @@ async def test_deletes_finish_before_creates_when_routes_track_addresses(env: En
     await env.clock.run_until_idle()
     await task
     assert env.cloud.calls == ["delete_route", "create_route"]
+    assert route_set(await env.routes()) == route_set([r("node-1", "10.120.0.0/24", "10.0.1.1")])
+
+
+class HeldDeletes(FakeCloud):
+    """A FakeCloud whose ``delete_route`` is held until the test releases it."""
+
+    def __init__(self, clock: FakeClock) -> None:
+        super().__init__(clock=clock)
+        self.delete_entered = asyncio.Event()
+        self.release = asyncio.Event()
+
+    async def delete_route(self, cluster_name: str, route: Route) -> None:
+        self.delete_entered.set()
+        await self.release.wait()
+        await super().delete_route(cluster_name, route)
+
+
+@pytest.mark.parametrize(
+    ("stale", "creates_while_deleting"),
+    [
+        pytest.param(
+            r("node-1", "10.120.0.0/24", "10.0.1.9", track=True),
+            [],
+            id="tracked-addresses-changed-create-waits-for-the-delete",
+        ),
+        pytest.param(
+            r("node-1", "10.120.9.0/24", "10.0.1.1"),
+            ["create_route"],
+            id="untracked-create-runs-beside-the-delete",
+        ),
+    ],
+)
+async def test_create_waits_while_a_delete_is_in_flight_only_when_routes_track_addresses(
+    stale: Route, creates_while_deleting: list[str]
+) -> None:
+    """Upstream reconcile(): ``if routes[0].EnableNodeAddresses { wg.Wait() }`` before the
+    creates (kubernetes#98359: an update is a delete then an add of the same CIDR). Observed
+    while the delete is still held, not afterwards from the call order."""
+    env = Env()
+    env.cloud = HeldDeletes(env.clock)
+    env.context = replace(env.context, cloud=GatedCloud(env.cloud, env.gate))
+    env.events.start()
+    try:
+        stored = await env.add_nodes([NODE1])
+        initial = await env.seed_routes([stale])
+        task = asyncio.create_task(env.controller().reconcile(stored, initial))
+        await asyncio.wait_for(env.cloud.delete_entered.wait(), 5)
+        await env.clock.run_until_idle()  # everything that can run without the delete has run
+        assert not task.done()
+        assert [c for c in env.cloud.calls if c == "create_route"] == creates_while_deleting
+        env.cloud.release.set()
+        await env.clock.run_until_idle()
+        await asyncio.wait_for(task, 5)
+        assert sorted(env.cloud.calls) == ["create_route", "delete_route"]
+        assert route_set(await env.routes()) == route_set(
+            [r("node-1", "10.120.0.0/24", "10.0.1.1")]
+        )
+    finally:
+        env.cloud.release.set()
+        await env.events.shutdown()
+        env.gate.close()
+
+
+async def test_blackhole_route_is_replaced_by_a_real_one_on_the_next_reconcile(env: Env) -> None:
+    """The blackhole's CIDR is still on its node: the first reconcile deletes it (action stays
+    keep, so nothing is created yet), the next one creates the real route."""
+    stored = await env.add_nodes([NODE1])
+    listed = await env.seed_routes([r("node-1", "10.120.0.0/24", "10.0.1.1", blackhole=True)])
+    rc = env.controller()
+    await rc.reconcile(stored, listed)
+    assert (env.cloud.calls, await env.routes()) == (["delete_route"], [])
+    await rc.reconcile(stored, await env.routes())
     assert route_set(await env.routes()) == route_set([r("node-1", "10.120.0.0/24", "10.0.1.1")])
 
 

@@ -1,0 +1,93 @@
+"""kccm.testing.controllers: eventually() and one controller run (on FakeKube)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from kccm.kube.fake import FakeKube
+from kccm.kube.resources import EVENTS
+from kccm.providers.fake import FakeCloud
+from kccm.testing.controllers import controller_run, event_counts, eventually
+
+
+async def test_eventually_returns_the_first_truthy_value() -> None:
+    answers = iter([None, 0, "", "ready"])
+
+    async def probe() -> str | None:
+        return next(answers)
+
+    assert await eventually(probe, 5, interval=0) == "ready"
+
+
+async def test_eventually_times_out() -> None:
+    async def never() -> bool:
+        return False
+
+    with pytest.raises(TimeoutError):
+        await eventually(never, 0.05, interval=0.01)
+
+
+class Crashing:
+    def __init__(self) -> None:
+        self.stops: list[float] = []
+
+    async def run(self) -> None:
+        raise RuntimeError("crashed at start")
+
+    async def stop(self, grace: float = 30.0) -> bool:
+        self.stops.append(grace)
+        return True
+
+
+class Forever:
+    def __init__(self) -> None:
+        self.stopping = asyncio.Event()
+
+    async def run(self) -> None:
+        await self.stopping.wait()
+
+    async def stop(self, grace: float = 30.0) -> bool:
+        self.stopping.set()
+        return True
+
+
+async def test_a_run_stops_its_controllers_once_and_reraises_a_crash() -> None:
+    crashing, forever = Crashing(), Forever()
+    async with controller_run(FakeKube(), FakeCloud(), cluster_name="c1", grace=0.5) as run:
+        assert run.context.cluster_name == "c1"
+        run.start(crashing, forever)
+        with pytest.raises(RuntimeError, match="crashed at start"):
+            await run.stop()  # early: the block's end stops (and raises) nothing more
+    assert crashing.stops == [0.5]
+    assert forever.stopping.is_set()
+    assert all(task.done() for task in run.tasks)
+
+
+async def test_a_builder_that_declined_is_refused() -> None:
+    async with controller_run(FakeKube(), FakeCloud()) as run:
+        with pytest.raises(ValueError, match="returned None"):
+            run.start(None)
+
+
+async def test_event_counts_fold_repeats_per_reason_of_one_component() -> None:
+    kube = FakeKube()
+    for i, (component, reason, count) in enumerate(
+        [
+            ("svc", "Ensured", 2),
+            ("svc", "Ensured", None),
+            ("svc", "Ensuring", 1),
+            ("x", "Ensured", 5),
+        ]
+    ):
+        event = {
+            "metadata": {"name": f"e{i}", "namespace": "ns"},
+            "involvedObject": {"name": "web"},
+            "reason": reason,
+            "source": {"component": component},
+        }
+        if count is not None:
+            event["count"] = count
+        await kube.create(EVENTS, event)
+    assert await event_counts(kube, "ns", "web", "svc") == {"Ensured": 3, "Ensuring": 1}
