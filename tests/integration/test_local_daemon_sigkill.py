@@ -17,7 +17,7 @@ from typing import Any, cast
 
 import pytest
 
-from kccm.app.demo import kubelet_node
+from kccm.devtools.demo import kubelet_node
 from kccm.kube.client import KubeApiClient
 from kccm.kube.resources import NODES, SERVICES
 from kccm.providers.local.dataplane import live_dataplane
