@@ -20,7 +20,7 @@ import pytest
 from kccm.devtools.demo import kubelet_node
 from kccm.kube.client import KubeApiClient
 from kccm.kube.resources import NODES, SERVICES
-from kccm.providers.local.dataplane import live_dataplane
+from kccm.providers.local.dataplane.supervise import live_dataplane
 from kccm.providers.local.store import InstanceRecord, LocalStore
 from kccm.testing.controlplane import ControlPlane, free_port
 from kccm.testing.pytest_plugin import KubeCleanup, unique_name

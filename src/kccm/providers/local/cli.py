@@ -15,8 +15,8 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TextIO
 
-from kccm.providers.local.dataplane import live_dataplane
-from kccm.providers.local.dataplane import main as run_dataplane
+from kccm.providers.local.dataplane.cli import main as run_dataplane
+from kccm.providers.local.dataplane.supervise import live_dataplane
 from kccm.providers.local.store import (
     BackendHealth,
     InstanceRecord,

@@ -109,14 +109,14 @@ heartbeat is fresh and whose process lives, else None."""
 def start_dataplane(state_file: Path) -> int:
     """The default :data:`DataplaneStarter`: the live data plane's pid, starting one if none
     heartbeats (imported here so the provider's import stays light)."""
-    from kccm.providers.local.dataplane import ensure_dataplane_running
+    from kccm.providers.local.dataplane.supervise import ensure_dataplane_running
 
     return ensure_dataplane_running(state_file)
 
 
 def probe_dataplane(state_file: Path, now: float) -> int | None:
     """The default :data:`DataplaneProbe`: the heartbeat row of the state file."""
-    from kccm.providers.local.dataplane import live_dataplane
+    from kccm.providers.local.dataplane.supervise import live_dataplane
 
     beat = live_dataplane(state_file, now=now)
     return None if beat is None else beat.pid
