@@ -29,12 +29,9 @@ the state file; :mod:`.cli` is ``kccm local ...``.
 
 from __future__ import annotations
 
-import asyncio
-import logging
 from typing import TextIO
 
 from kccm.cloudprovider import (
-    ControllerClientBuilder,
     InstancesV2,
     Interface,
     LoadBalancer,
@@ -82,8 +79,6 @@ __all__ = [
     "start_dataplane",
 ]
 
-log = logging.getLogger("kccm.providers.local")
-
 
 class LocalCloud(LocalInstances, LocalLoadBalancers, LocalRoutes, DataplaneSupervision):
     """The ``local`` provider over one :class:`LocalStore`: the composition root of its
@@ -100,26 +95,6 @@ class LocalCloud(LocalInstances, LocalLoadBalancers, LocalRoutes, DataplaneSuper
     ) -> None:
         super().__init__(store, config)
         self._init_supervision(dataplane_starter, dataplane_probe, clock)
-
-    async def initialize(
-        self, client_builder: ControllerClientBuilder | None, stop: asyncio.Event
-    ) -> None:
-        """Start the data plane unless one heartbeats or ``start-dataplane = false``, then
-        supervise it until ``stop`` is set.
-
-        A data plane that cannot start is logged, not fatal: the load balancers are still
-        recorded, the supervisor tries again at its next check, and a data plane started
-        separately serves them too.
-        """
-        if not self.config.global_.start_dataplane:
-            log.info("start-dataplane = false: not starting the data plane")
-            return
-        pid = await self._start()
-        if pid is not None:
-            log.info("data plane pid %d serves %s", pid, self.store.path)
-        self._supervisor = asyncio.get_running_loop().create_task(
-            self._supervise(stop), name="kccm-local-dataplane-supervisor"
-        )
 
     def load_balancer(self) -> LoadBalancer | None:
         return self

@@ -9,6 +9,7 @@ import logging
 from collections.abc import Callable
 from pathlib import Path
 
+from kccm.cloudprovider import ControllerClientBuilder
 from kccm.providers.local.base import LocalBase
 from kccm.util.clock import Clock
 
@@ -63,6 +64,26 @@ class DataplaneSupervision(LocalBase):
         self.dataplane_checks = 0
         self._checked = asyncio.Condition()
         self._supervisor: asyncio.Task[None] | None = None
+
+    async def initialize(
+        self, client_builder: ControllerClientBuilder | None, stop: asyncio.Event
+    ) -> None:
+        """Start the data plane unless one heartbeats or ``start-dataplane = false``, then
+        supervise it until ``stop`` is set.
+
+        A data plane that cannot start is logged, not fatal: the load balancers are still
+        recorded, the supervisor tries again at its next check, and a data plane started
+        separately serves them too.
+        """
+        if not self.config.global_.start_dataplane:
+            log.info("start-dataplane = false: not starting the data plane")
+            return
+        pid = await self._start()
+        if pid is not None:
+            log.info("data plane pid %d serves %s", pid, self.store.path)
+        self._supervisor = asyncio.get_running_loop().create_task(
+            self._supervise(stop), name="kccm-local-dataplane-supervisor"
+        )
 
     async def _start(self) -> int | None:
         try:
