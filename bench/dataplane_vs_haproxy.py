@@ -32,7 +32,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from kccm.providers.local.dataplane import live_dataplane
+from kccm.providers.local.dataplane.supervise import live_dataplane
 from kccm.providers.local.store import LoadBalancerRecord, LocalStore
 
 __all__ = ["main"]

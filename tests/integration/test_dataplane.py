@@ -26,14 +26,9 @@ from typing import Any, cast
 
 import pytest
 
-from kccm.providers.local.dataplane import (
-    DataPlane,
-    DataplaneBusyError,
-    DataplaneSettings,
-    ensure_dataplane_running,
-    live_dataplane,
-)
-from kccm.providers.local.dataplane_health import HealthSettings
+from kccm.providers.local.dataplane.health import HealthSettings
+from kccm.providers.local.dataplane.server import DataPlane, DataplaneBusyError, DataplaneSettings
+from kccm.providers.local.dataplane.supervise import ensure_dataplane_running, live_dataplane
 from kccm.providers.local.store import LoadBalancerRecord, LocalStore
 from kccm.testing.controllers import eventually
 
@@ -434,7 +429,7 @@ async def test_second_data_plane_is_refused(world: World, plane: DataPlane) -> N
 
 PARENT = """
 import sys, time
-from kccm.providers.local.dataplane import ensure_dataplane_running
+from kccm.providers.local.dataplane.supervise import ensure_dataplane_running
 pid = ensure_dataplane_running(sys.argv[1], extra_args=sys.argv[2:])
 print(pid, flush=True)
 time.sleep(60)

@@ -18,10 +18,10 @@ from typing import Any, cast
 
 import pytest
 
-from kccm.app.demo import kubelet_node
+from kccm.devtools.demo import kubelet_node
 from kccm.kube.client import KubeApiClient
 from kccm.kube.resources import NODES, SERVICES
-from kccm.providers.local.dataplane import live_dataplane
+from kccm.providers.local.dataplane.supervise import live_dataplane
 from kccm.providers.local.store import InstanceRecord, LocalStore
 from kccm.testing.controllers import eventually as shared_eventually
 from kccm.testing.controlplane import ControlPlane, free_port

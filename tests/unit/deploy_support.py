@@ -123,14 +123,13 @@ _VERBS = {
     "delete": ("delete",),
     "informer": ("list", "watch"),  # an informer lists then watches
 }
-# Not the daemon: the kube client itself, the test kit, `kccm dev up`.
+# Not the daemon: the kube client itself, the test kit, `kccm dev up` and `kccm dev demo`.
 # providers/vsphere reads its credentials Secret only when configured so; its opt-in grant is
 # examples/vsphere/secret-reader-rbac.yaml (docs/providers/vsphere.md), not deploy/rbac.yaml.
 _NOT_DAEMON = (
     "kube/",
     "testing/",
-    "app/devup.py",
-    "app/demo",  # demo.py, demo_*.py
+    "devtools/",
     "providers/vsphere/credentials.py",
 )
 

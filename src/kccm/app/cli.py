@@ -265,11 +265,11 @@ usage: kccm dev up [--check] [--no-controller-manager] | kccm dev demo
 
 def _dev(args: list[str]) -> int:
     if args[:1] == ["up"]:
-        from kccm.app.devup import run_dev_up
+        from kccm.devtools.devup import run_dev_up
 
         return run_dev_up(args[1:])
     if args[:1] == ["demo"]:
-        from kccm.app.demo import run_demo
+        from kccm.devtools.demo import run_demo
 
         return run_demo(args[1:])
     if args[:1] in (["-h"], ["--help"], ["help"]):
@@ -280,7 +280,7 @@ def _dev(args: list[str]) -> int:
 
 
 def _local(args: list[str]) -> int:
-    from kccm.app.local_cli import run_local
+    from kccm.providers.local.cli import run_local
 
     return run_local(args)
 

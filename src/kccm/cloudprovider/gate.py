@@ -31,6 +31,7 @@ from typing import Any, TypeVar, overload
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
 from kccm.cloudprovider.adapter import DEFAULT_MAX_WORKERS, ThreadPoolAdapter
+from kccm.cloudprovider.calls import declared_calls
 from kccm.cloudprovider.errors import (
     ImplementedElsewhere,
     InstanceNotFound,
@@ -39,7 +40,7 @@ from kccm.cloudprovider.errors import (
     Throttled,
     find_error,
 )
-from kccm.cloudprovider.interface import MaybeAwaitable
+from kccm.cloudprovider.interface import CALL_PROTOCOLS, MaybeAwaitable
 from kccm.util.clock import REAL_CLOCK, Clock
 from kccm.util.tokenbucket import TokenBucket
 
@@ -59,59 +60,12 @@ __all__ = [
 
 T = TypeVar("T")
 
-METHOD_GROUPS: Mapping[str, str] = {
-    **dict.fromkeys(
-        (
-            "get_load_balancer",
-            "get_load_balancer_name",
-            "ensure_load_balancer",
-            "update_load_balancer",
-            "ensure_load_balancer_deleted",
-        ),
-        "load_balancer",
-    ),
-    **dict.fromkeys(
-        (
-            "node_addresses",
-            "node_addresses_by_provider_id",
-            "instance_id",
-            "instance_type",
-            "instance_type_by_provider_id",
-            "add_ssh_key_to_all_instances",
-            "current_node_name",
-            "instance_exists_by_provider_id",
-            "instance_shutdown_by_provider_id",
-            "instance_exists",
-            "instance_shutdown",
-            "instance_metadata",
-            "list_instance_metadata",
-            "get_zone",
-            "get_zone_by_provider_id",
-            "get_zone_by_node_name",
-        ),
-        "instances",
-    ),
-    **dict.fromkeys(("list_routes", "create_route", "delete_route"), "routes"),
-    **dict.fromkeys(("list_clusters", "master"), "clusters"),
-    "get_labels_for_volume": "volumes",
-    "initialize": "initialize",
-}
-"""Which budget (method group) each provider method draws from."""
+_CALLS = declared_calls(CALL_PROTOCOLS)
 
-READ_METHODS: frozenset[str] = frozenset(
-    m
-    for m in METHOD_GROUPS
-    if m
-    not in {
-        "ensure_load_balancer",
-        "update_load_balancer",
-        "ensure_load_balancer_deleted",
-        "add_ssh_key_to_all_instances",
-        "create_route",
-        "delete_route",
-        "initialize",
-    }
-)
+METHOD_GROUPS: Mapping[str, str] = {name: kind.group for name, kind in _CALLS.items()}
+"""Which budget (method group) each provider method draws from (from ``@provider_call``)."""
+
+READ_METHODS: frozenset[str] = frozenset(name for name, kind in _CALLS.items() if kind.read)
 """Methods without side effects: identical concurrent calls may share one provider call."""
 
 

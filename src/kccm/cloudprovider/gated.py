@@ -16,6 +16,7 @@ from kccm.cloudprovider.gate import CallGate, Priority, args_key
 from kccm.cloudprovider.interface import (
     Clusters,
     ControllerClientBuilder,
+    InstanceMetadataLister,
     Instances,
     InstancesV2,
     Interface,
@@ -55,6 +56,9 @@ _P = Priority.NORMAL
 
 
 class _Gated:
+    protocols: tuple[type, ...] = ()
+    """The Protocols whose ``@provider_call`` methods this twin wraps, one async method each."""
+
     def __init__(self, gate: CallGate) -> None:
         self._gate = gate
 
@@ -65,6 +69,8 @@ class _Gated:
 
 
 class GatedLoadBalancer(_Gated):
+    protocols = (LoadBalancer,)
+
     def __init__(self, impl: LoadBalancer, gate: CallGate) -> None:
         super().__init__(gate)
         self.impl = impl
@@ -138,6 +144,8 @@ class GatedLoadBalancer(_Gated):
 
 
 class GatedInstances(_Gated):
+    protocols = (Instances,)
+
     def __init__(self, impl: Instances, gate: CallGate) -> None:
         super().__init__(gate)
         self.impl = impl
@@ -211,6 +219,8 @@ class GatedInstances(_Gated):
 
 
 class GatedInstancesV2(_Gated):
+    protocols = (InstancesV2, InstanceMetadataLister)
+
     def __init__(self, impl: InstancesV2, gate: CallGate) -> None:
         super().__init__(gate)
         self.impl = impl
@@ -249,6 +259,8 @@ class GatedInstancesV2(_Gated):
 
 
 class GatedZones(_Gated):
+    protocols = (Zones,)
+
     def __init__(self, impl: Zones, gate: CallGate) -> None:
         super().__init__(gate)
         self.impl = impl
@@ -271,6 +283,8 @@ class GatedZones(_Gated):
 
 
 class GatedClusters(_Gated):
+    protocols = (Clusters,)
+
     def __init__(self, impl: Clusters, gate: CallGate) -> None:
         super().__init__(gate)
         self.impl = impl
@@ -283,6 +297,8 @@ class GatedClusters(_Gated):
 
 
 class GatedRoutes(_Gated):
+    protocols = (Routes,)
+
     def __init__(self, impl: Routes, gate: CallGate) -> None:
         super().__init__(gate)
         self.impl = impl
@@ -313,6 +329,8 @@ class GatedRoutes(_Gated):
 
 
 class GatedPVLabeler(_Gated):
+    protocols = (PVLabeler,)
+
     def __init__(self, impl: PVLabeler, gate: CallGate) -> None:
         super().__init__(gate)
         self.impl = impl
@@ -331,6 +349,8 @@ def _wrap(impl: T | None, wrapper: Callable[[T, CallGate], Any], gate: CallGate)
 
 class GatedCloud(_Gated):
     """The provider behind the gate. Capabilities are looked up once, at construction."""
+
+    protocols = (Interface,)
 
     def __init__(self, cloud: Interface, gate: CallGate) -> None:
         super().__init__(gate)

@@ -21,6 +21,7 @@ import asyncio
 from collections.abc import Awaitable, Mapping, Sequence
 from typing import Any, Protocol, TypeAlias, TypeVar, cast, runtime_checkable
 
+from kccm.cloudprovider.calls import provider_call
 from kccm.cloudprovider.types import (
     InstanceMetadata,
     LoadBalancerStatus,
@@ -34,6 +35,7 @@ from kccm.cloudprovider.types import (
 )
 
 __all__ = [
+    "CALL_PROTOCOLS",
     "Clusters",
     "ControllerClientBuilder",
     "InformerUser",
@@ -77,6 +79,7 @@ class LoadBalancer(Protocol):
     Every method must treat ``service`` and ``nodes`` as read-only.
     """
 
+    @provider_call("load_balancer", read=True)
     def get_load_balancer(
         self, cluster_name: str, service: Service
     ) -> MaybeAwaitable[tuple[LoadBalancerStatus | None, bool]]:
@@ -88,6 +91,7 @@ class LoadBalancer(Protocol):
         """
         ...
 
+    @provider_call("load_balancer", read=True)
     def get_load_balancer_name(self, cluster_name: str, service: Service) -> MaybeAwaitable[str]:
         """The cloud name of the service's load balancer; stable for one service.
 
@@ -95,6 +99,7 @@ class LoadBalancer(Protocol):
         """
         ...
 
+    @provider_call("load_balancer", read=False)
     def ensure_load_balancer(
         self, cluster_name: str, service: Service, nodes: Sequence[Node]
     ) -> MaybeAwaitable[LoadBalancerStatus]:
@@ -107,6 +112,7 @@ class LoadBalancer(Protocol):
         """
         ...
 
+    @provider_call("load_balancer", read=False)
     def update_load_balancer(
         self, cluster_name: str, service: Service, nodes: Sequence[Node]
     ) -> MaybeAwaitable[None]:
@@ -116,6 +122,7 @@ class LoadBalancer(Protocol):
         """
         ...
 
+    @provider_call("load_balancer", read=False)
     def ensure_load_balancer_deleted(
         self, cluster_name: str, service: Service
     ) -> MaybeAwaitable[None]:
@@ -133,6 +140,7 @@ class Instances(Protocol):
     supported.
     """
 
+    @provider_call("instances", read=True)
     def node_addresses(self, name: NodeName) -> MaybeAwaitable[Sequence[NodeAddress]]:
         """The addresses of the instance behind node ``name``.
 
@@ -140,12 +148,14 @@ class Instances(Protocol):
         """
         ...
 
+    @provider_call("instances", read=True)
     def node_addresses_by_provider_id(
         self, provider_id: str
     ) -> MaybeAwaitable[Sequence[NodeAddress]]:
         """The addresses of the instance with this providerID (never called from that node)."""
         ...
 
+    @provider_call("instances", read=True)
     def instance_id(self, name: NodeName) -> MaybeAwaitable[str]:
         """The cloud instance ID of node ``name`` (without the ``<provider>://`` prefix).
 
@@ -156,22 +166,27 @@ class Instances(Protocol):
         """
         ...
 
+    @provider_call("instances", read=True)
     def instance_type(self, name: NodeName) -> MaybeAwaitable[str]:
         """The instance type of node ``name`` (for the instance-type labels)."""
         ...
 
+    @provider_call("instances", read=True)
     def instance_type_by_provider_id(self, provider_id: str) -> MaybeAwaitable[str]:
         """The instance type of the instance with this providerID."""
         ...
 
+    @provider_call("instances", read=False)
     def add_ssh_key_to_all_instances(self, user: str, key_data: bytes) -> MaybeAwaitable[None]:
         """Add an SSH public key for ``user`` on every instance (usually not implemented)."""
         ...
 
+    @provider_call("instances", read=True)
     def current_node_name(self, hostname: str) -> MaybeAwaitable[NodeName]:
         """The node name of the machine called ``hostname`` (usually ``hostname`` itself)."""
         ...
 
+    @provider_call("instances", read=True)
     def instance_exists_by_provider_id(self, provider_id: str) -> MaybeAwaitable[bool]:
         """Whether the instance still exists; true for stopped instances.
 
@@ -180,6 +195,7 @@ class Instances(Protocol):
         """
         ...
 
+    @provider_call("instances", read=True)
     def instance_shutdown_by_provider_id(self, provider_id: str) -> MaybeAwaitable[bool]:
         """Whether the instance is shut down (it still exists but is not running)."""
         ...
@@ -192,6 +208,7 @@ class InstancesV2(Protocol):
     the node name, labels or annotations. When supported, :class:`Zones` is never called.
     """
 
+    @provider_call("instances", read=True)
     def instance_exists(self, node: Node) -> MaybeAwaitable[bool]:
         """Whether the node's instance exists; true for stopped instances.
 
@@ -199,10 +216,12 @@ class InstancesV2(Protocol):
         """
         ...
 
+    @provider_call("instances", read=True)
     def instance_shutdown(self, node: Node) -> MaybeAwaitable[bool]:
         """Whether the node's instance exists but is shut down."""
         ...
 
+    @provider_call("instances", read=True)
     def instance_metadata(self, node: Node) -> MaybeAwaitable[InstanceMetadata | None]:
         """Everything the node controller writes onto a new node (see :class:`InstanceMetadata`).
 
@@ -215,14 +234,17 @@ class InstancesV2(Protocol):
 class Zones(Protocol):
     """Deprecated zone queries (upstream ``cloudprovider.Zones``); unused with InstancesV2."""
 
+    @provider_call("instances", read=True)
     def get_zone(self) -> MaybeAwaitable[Zone]:
         """The zone of the machine the code runs on (needs local metadata; avoid)."""
         ...
 
+    @provider_call("instances", read=True)
     def get_zone_by_provider_id(self, provider_id: str) -> MaybeAwaitable[Zone]:
         """The zone of the instance with this providerID."""
         ...
 
+    @provider_call("instances", read=True)
     def get_zone_by_node_name(self, name: NodeName) -> MaybeAwaitable[Zone]:
         """The zone of node ``name``."""
         ...
@@ -231,10 +253,12 @@ class Zones(Protocol):
 class Clusters(Protocol):
     """Cluster listing (upstream ``cloudprovider.Clusters``); no controller uses it."""
 
+    @provider_call("clusters", read=True)
     def list_clusters(self) -> MaybeAwaitable[Sequence[str]]:
         """Names of the clusters the cloud knows."""
         ...
 
+    @provider_call("clusters", read=True)
     def master(self, cluster_name: str) -> MaybeAwaitable[str]:
         """The address of the cluster's control plane."""
         ...
@@ -243,14 +267,17 @@ class Clusters(Protocol):
 class Routes(Protocol):
     """Pod-network routes (upstream ``cloudprovider.Routes``)."""
 
+    @provider_call("routes", read=True)
     def list_routes(self, cluster_name: str) -> MaybeAwaitable[Sequence[Route]]:
         """Every route this cluster manages (only those: never another cluster's)."""
         ...
 
+    @provider_call("routes", read=False)
     def create_route(self, cluster_name: str, name_hint: str, route: Route) -> MaybeAwaitable[None]:
         """Create ``route``; ``route.name`` is ignored, ``name_hint`` (the node UID) may be used."""
         ...
 
+    @provider_call("routes", read=False)
     def delete_route(self, cluster_name: str, route: Route) -> MaybeAwaitable[None]:
         """Delete a route as returned by :meth:`list_routes`."""
         ...
@@ -260,6 +287,7 @@ class Routes(Protocol):
 class PVLabeler(Protocol):
     """Deprecated volume labeler for the PV label controller (upstream ``PVLabeler``)."""
 
+    @provider_call("volumes", read=True)
     def get_labels_for_volume(self, volume: PersistentVolume) -> MaybeAwaitable[Mapping[str, str]]:
         """Topology labels for the volume (zone, region); may raise ``DiskNotFound``."""
         ...
@@ -276,6 +304,7 @@ class InstanceMetadataLister(Protocol):
     result (they are never deleted for that: the lifecycle controller decides existence).
     """
 
+    @provider_call("instances", read=True)
     def list_instance_metadata(
         self, nodes: Sequence[Node]
     ) -> MaybeAwaitable[Mapping[NodeName, InstanceMetadata]]:
@@ -295,6 +324,7 @@ class InformerUser(Protocol):
 class Interface(Protocol):
     """A cloud provider (upstream ``cloudprovider.Interface``)."""
 
+    @provider_call("initialize", read=False)
     def initialize(
         self, client_builder: ControllerClientBuilder | None, stop: asyncio.Event
     ) -> MaybeAwaitable[None]:
@@ -336,6 +366,20 @@ class Interface(Protocol):
         """True if a cluster ID is required and set (else the daemon refuses to start, unless
         untagged clouds are allowed)."""
         ...
+
+
+CALL_PROTOCOLS: tuple[type, ...] = (
+    Interface,
+    LoadBalancer,
+    Instances,
+    InstancesV2,
+    InstanceMetadataLister,
+    Zones,
+    Clusters,
+    Routes,
+    PVLabeler,
+)
+"""The Protocols whose ``@provider_call`` methods the call gate serves (see :mod:`.calls`)."""
 
 
 def as_pv_labeler(cloud: object) -> PVLabeler | None:

@@ -250,7 +250,7 @@ def test_version_as_a_real_process() -> None:
 
 
 def test_dev_subcommand_dispatches_before_flag_parsing(monkeypatch: pytest.MonkeyPatch) -> None:
-    import kccm.app.devup
+    import kccm.devtools.devup
 
     seen: list[list[str]] = []
 
@@ -258,7 +258,7 @@ def test_dev_subcommand_dispatches_before_flag_parsing(monkeypatch: pytest.Monke
         seen.append(list(args))
         return 0
 
-    monkeypatch.setattr(kccm.app.devup, "run_dev_up", fake_dev_up)
+    monkeypatch.setattr(kccm.devtools.devup, "run_dev_up", fake_dev_up)
     assert cli.main(["dev", "up", "--check"]) == 0
     assert seen == [["--check"]]
 

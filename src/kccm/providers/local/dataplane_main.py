@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from kccm.providers.local.dataplane import main
+from kccm.providers.local.dataplane.cli import main
 
 __all__: list[str] = []
 

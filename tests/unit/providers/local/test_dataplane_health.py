@@ -8,8 +8,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
 
-from kccm.providers.local.dataplane_health import probe
-from kccm.providers.local.dataplane_model import HealthMode, ProbeTarget
+from kccm.providers.local.dataplane.health import probe
+from kccm.providers.local.dataplane.model import HealthMode, ProbeTarget
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from kccm.providers.local.dataplane_model import (
+from kccm.providers.local.dataplane.model import (
     Backend,
     HealthSpec,
     HealthState,

@@ -19,8 +19,8 @@ import pytest
 from kccm.cloudprovider import CloudConfigError
 from kccm.providers.local import LocalCloud
 from kccm.providers.local.config import load_local_config
-from kccm.providers.local.dataplane import live_dataplane
-from kccm.providers.local.dataplane_store import pid_alive
+from kccm.providers.local.dataplane.store import pid_alive
+from kccm.providers.local.dataplane.supervise import live_dataplane
 from kccm.providers.local.provider import probe_dataplane
 from kccm.providers.local.store import LocalStore
 from kccm.util.clock import FakeClock

@@ -26,7 +26,7 @@ import struct
 from collections.abc import Callable
 from typing import Any, cast
 
-from kccm.providers.local.dataplane_model import (
+from kccm.providers.local.dataplane.model import (
     Backend,
     ListenerSpec,
     SourceFilter,

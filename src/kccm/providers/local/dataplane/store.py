@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from kccm.providers.local.dataplane_model import LoadBalancerSpec, parse_load_balancer
+from kccm.providers.local.dataplane.model import LoadBalancerSpec, parse_load_balancer
 
 __all__ = [
     "BUSY_TIMEOUT_MS",

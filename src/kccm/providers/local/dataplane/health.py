@@ -17,7 +17,7 @@ import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from kccm.providers.local.dataplane_model import HealthState, ProbeTarget
+from kccm.providers.local.dataplane.model import HealthState, ProbeTarget
 
 __all__ = ["HealthChecker", "HealthSettings", "probe"]
 

@@ -1,47 +1,20 @@
-"""The local provider's L4 data plane: a long-lived asyncio proxy driven by the state file.
-
-Desired state is every row of ``load_balancers``. The data plane polls ``PRAGMA data_version``
-every ``poll_interval`` (0.5 s) — one cheap pragma while nothing changes — and on a change
-re-reads the rows, diffs the listeners by (vip, protocol, port) and applies only the
-difference: unchanged listeners are not touched, a changed backend set or source range is
-swapped in place (open connections keep flowing), removed listeners are closed, and a listener
-that cannot bind is retried on the next poll.
-
-Health: one probe per (load balancer, node) as cloud-provider-kind does (see
-:mod:`.dataplane_health`). A backend is *unknown* until its first check completes and unknown
-counts as healthy, so a restarted data plane or a new backend serves at once; the first result
-then decides, and afterwards ``fall`` failures mark it unhealthy and ``rise`` successes healthy.
-Every verdict change is one ``backend_health`` write.
-
-Process: ``kccm local dataplane --state-file PATH`` (or ``python -m
-kccm.providers.local.dataplane_main``). It claims the single ``dataplane`` row (refusing to
-start while another live process heartbeats there), heartbeats every second, and on SIGTERM
-or SIGINT closes its listeners, drops its row and exits 0. :func:`ensure_dataplane_running`
-starts one detached (its own session, stdout/stderr to ``dataplane.log`` beside the state
-file) unless a live one heartbeats, so restarting the controller manager never drops traffic.
-"""
+"""The data plane loop: poll the state file, apply listener changes, probe, heartbeat."""
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import concurrent.futures
 import contextlib
 import logging
-import math
 import os
-import signal
 import sqlite3
-import subprocess
-import sys
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
-from kccm.providers.local.dataplane_health import HealthChecker, HealthSettings
-from kccm.providers.local.dataplane_model import (
+from kccm.providers.local.dataplane.health import HealthChecker, HealthSettings
+from kccm.providers.local.dataplane.model import (
     HealthState,
     ListenerKey,
     ListenerSpec,
@@ -51,13 +24,11 @@ from kccm.providers.local.dataplane_model import (
     listeners_of,
     probe_targets,
 )
-from kccm.providers.local.dataplane_proxy import Listener, start_listener
-from kccm.providers.local.dataplane_store import (
+from kccm.providers.local.dataplane.proxy import Listener, start_listener
+from kccm.providers.local.dataplane.store import (
     DataplaneStore,
     HealthRow,
     Heartbeat,
-    pid_alive,
-    read_heartbeat,
 )
 from kccm.providers.local.store import resolve_state_path
 
@@ -66,9 +37,6 @@ __all__ = [
     "DataplaneBusyError",
     "DataplaneSettings",
     "default_state_file",
-    "ensure_dataplane_running",
-    "live_dataplane",
-    "main",
 ]
 
 log = logging.getLogger("kccm.dataplane")
@@ -257,164 +225,3 @@ class DataPlane:
 
 
 # the process ----------------------------------------------------------------------------
-def _seconds(text: str) -> float:
-    """An argparse type: a finite number of seconds from 0.01 to 3600."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not (math.isfinite(value) and 0.01 <= value <= 3600):
-        raise argparse.ArgumentTypeError(f"{text} is not from 0.01 to 3600 seconds")
-    return value
-
-
-def _count(text: str) -> int:
-    """An argparse type: a whole number from 1 to 100."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if not 1 <= value <= 100:
-        raise argparse.ArgumentTypeError(f"{text} is not from 1 to 100")
-    return value
-
-
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="kccm local dataplane",
-        description="Run the local provider's L4 data plane until SIGTERM.",
-    )
-    parser.add_argument("--state-file", type=Path, default=None, help="the local state file")
-    parser.add_argument("--poll-interval", type=_seconds, default=0.5, help="seconds")
-    parser.add_argument("--health-interval", type=_seconds, default=2.0, help="seconds")
-    parser.add_argument("--health-timeout", type=_seconds, default=3.0, help="seconds")
-    parser.add_argument("--unhealthy-threshold", type=_count, default=2)
-    parser.add_argument("--healthy-threshold", type=_count, default=1)
-    parser.add_argument("--udp-idle-timeout", type=_seconds, default=30.0, help="seconds")
-    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
-    return parser
-
-
-def _settings(ns: argparse.Namespace) -> DataplaneSettings:
-    health = HealthSettings(
-        interval=ns.health_interval,
-        timeout=ns.health_timeout,
-        fall=ns.unhealthy_threshold,
-        rise=ns.healthy_threshold,
-    )
-    return DataplaneSettings(
-        poll_interval=ns.poll_interval, udp_idle_timeout=ns.udp_idle_timeout, health=health
-    )
-
-
-async def _serve(state_file: Path, settings: DataplaneSettings) -> int:
-    loop = asyncio.get_running_loop()
-    stop = asyncio.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
-    plane = DataPlane(state_file, settings)
-    starting = loop.create_task(plane.start())
-    stopping = loop.create_task(stop.wait())
-    await asyncio.wait([starting, stopping], return_when=asyncio.FIRST_COMPLETED)
-    if not starting.done():
-        log.info("signal received while waiting for the state file")
-        starting.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await starting
-        await plane.close()
-        return 0
-    if isinstance(starting.exception(), DataplaneBusyError):
-        stopping.cancel()
-        log.error("%s", starting.exception())
-        return 1
-    try:
-        starting.result()
-        await stopping
-        log.info("signal received, closing listeners")
-    finally:
-        await plane.close()
-    return 0
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """``kccm local dataplane``: run in the foreground until SIGTERM; exit 0."""
-    ns = _parser().parse_args(argv)
-    logging.basicConfig(
-        level=logging.DEBUG if ns.verbose else logging.INFO,
-        format="%(asctime)s %(levelname)s %(name)s[%(process)d]: %(message)s",
-    )
-    state_file = ns.state_file or default_state_file()
-    return asyncio.run(_serve(state_file, _settings(ns)))
-
-
-def live_dataplane(
-    state_file: Path, stale_after: float = 5.0, *, now: float | None = None
-) -> Heartbeat | None:
-    """The data plane heartbeating in ``state_file``, if one is alive: its row is younger
-    than ``stale_after`` seconds at ``now`` (epoch seconds; default the system time) and its
-    pid is a live process (not a zombie)."""
-    _reap()
-    try:
-        beat = read_heartbeat(state_file)
-    except sqlite3.Error:
-        return None
-    at = time.time() if now is None else now
-    if beat is None or at - beat.heartbeat_at > stale_after:
-        return None
-    return beat if pid_alive(beat.pid) else None
-
-
-def ensure_dataplane_running(
-    state_file: str | os.PathLike[str],
-    *,
-    timeout: float = 10.0,
-    extra_args: Sequence[str] = (),
-) -> int:
-    """The pid of the live data plane for ``state_file``, starting a detached one if needed.
-
-    The child runs in a new session with stdin closed and output appended to
-    ``dataplane.log`` beside the state file, so it outlives its caller (a SIGKILLed controller
-    manager leaves traffic flowing). Waits up to ``timeout`` seconds for a heartbeat; raises
-    RuntimeError when none comes.
-    """
-    path = Path(state_file)
-    beat = live_dataplane(path)
-    if beat is not None:
-        return beat.pid
-    child = _spawn(path, extra_args)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        beat = live_dataplane(path)
-        if beat is not None:
-            return beat.pid
-        if child.poll() is not None and child.returncode != 1:
-            break
-        time.sleep(0.05)
-    raise RuntimeError(f"the data plane did not start; see {path.with_name('dataplane.log')}")
-
-
-_CHILDREN: list[subprocess.Popen[bytes]] = []
-"""Data planes started here: kept so they are reaped (no zombie, no ResourceWarning)."""
-
-
-def _reap() -> None:
-    _CHILDREN[:] = [child for child in _CHILDREN if child.poll() is None]
-
-
-def _spawn(path: Path, extra_args: Sequence[str]) -> subprocess.Popen[bytes]:
-    _reap()
-    command = [sys.executable, "-m", "kccm.providers.local.dataplane_main"]
-    command += ["--state-file", str(path), *extra_args]
-    log_path = path.with_name("dataplane.log")
-    fd = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-    with open(fd, "ab") as out:
-        child = subprocess.Popen(
-            command,
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            close_fds=True,
-        )
-    _CHILDREN.append(child)
-    return child

@@ -15,8 +15,8 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TextIO
 
-from kccm.app.dataplane_cli import run_dataplane_cli
-from kccm.providers.local.dataplane import live_dataplane
+from kccm.providers.local.dataplane.cli import main as run_dataplane
+from kccm.providers.local.dataplane.supervise import live_dataplane
 from kccm.providers.local.store import (
     BackendHealth,
     InstanceRecord,
@@ -51,7 +51,7 @@ _DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]
 EXIT_ERROR = 1
 EXIT_USAGE = 2
 Rows = list[dict[str, Any]]
-COMMANDS: dict[str, Callable[[list[str]], int]] = {"dataplane": run_dataplane_cli}
+COMMANDS: dict[str, Callable[[list[str]], int]] = {"dataplane": run_dataplane}
 """Further ``kccm local <name> ...`` commands with their own argument parsing."""
 
 

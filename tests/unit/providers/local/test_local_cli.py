@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from kccm.app.cli import main
-from kccm.app.local_cli import run_local
+from kccm.providers.local.cli import run_local
 from kccm.providers.local.store import InstanceRecord, LoadBalancerRecord, LocalStore, RouteRecord
 
 

@@ -30,8 +30,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from kccm.app.demo_net import HEALTH_PORT, NodeServers, connect_refused, fetch, spread, spread_text
-from kccm.app.demo_procs import spawn, terminate_pid, wait_or_kill
+from kccm.devtools.demo_net import (
+    HEALTH_PORT,
+    NodeServers,
+    connect_refused,
+    fetch,
+    spread,
+    spread_text,
+)
+from kccm.devtools.demo_procs import spawn, terminate_pid, wait_or_kill
 from kccm.kube.client import KubeApiClient
 from kccm.kube.config import load_cluster_config
 from kccm.kube.errors import KubeError, NotFound

@@ -1,49 +1,20 @@
-"""``fake``: an in-memory cloud for tests and demos (like upstream ``cloud-provider/fake``).
-
-It implements every interface of the contract with real state instead of fixed answers:
-
-- instances (:meth:`FakeCloud.add_instance`) drive Instances, InstancesV2 and Zones; an
-  unknown instance does not exist and lookups raise ``InstanceNotFound``; a providerID of
-  another provider (``aws://...``) raises :class:`ForeignProviderID`, never "does not exist";
-- load balancers are created by ``ensure_load_balancer`` (an address from 192.0.2.0/24 per
-  balancer, stable across ensures), re-pointed by ``update_load_balancer`` and removed by
-  ``ensure_load_balancer_deleted``; ``get_load_balancer`` reports what exists. Ensure and
-  update are read-compare-write, as a real provider's should be: they read the balancer,
-  compare it with what the Service, the nodes and the cloud config ask for, and change only
-  what differs (a balancer changed or removed behind the provider's back, with
-  :meth:`FakeCloud.alter_balancer` / :meth:`FakeCloud.remove_balancer`, is repaired);
-- every request to the fake cloud is counted in a
-  :class:`~kccm.cloudprovider.apicalls.CloudAPICalls` ledger (:meth:`FakeCloud.cloud_api_calls`):
-  reads under the method's name, each state change under its own name
-  (``create_load_balancer``, ``set_load_balancer_ports``, ``set_load_balancer_hosts``, ...);
-- routes per cluster, named ``<cluster>-<name hint>-<cidr>``.
-
-Every call is recorded in a bounded log (:attr:`FakeCloud.calls`), errors and latency can be
-injected per method (:meth:`FakeCloud.fail`, :meth:`FakeCloud.set_latency`), and all state
-sits behind one lock, so the fake may be driven from several tasks and threads at once.
-Latency sleeps go through the ``clock`` given to the constructor.
-"""
-
-# ruff: noqa: RUF009 - setting() is a dataclasses.field() factory
+"""The fake cloud itself: :class:`FakeCloud` (see :mod:`kccm.providers.fake`)."""
 
 from __future__ import annotations
 
 import asyncio
 import ipaddress
-import math
 import threading
 from collections import deque
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 import msgspec
 
 from kccm.cloudprovider import (
     CloudAPICalls,
-    CloudConfigError,
-    CloudProviderError,
     Clusters,
     ControllerClientBuilder,
     InstanceMetadata,
@@ -52,7 +23,6 @@ from kccm.cloudprovider import (
     InstancesV2,
     Interface,
     LoadBalancer,
-    LoadBalancerIngress,
     LoadBalancerIPMode,
     LoadBalancerStatus,
     Node,
@@ -68,110 +38,29 @@ from kccm.cloudprovider import (
     Zone,
     Zones,
     default_load_balancer_name,
-    make_provider_id,
 )
-from kccm.cloudprovider.config import load_cloud_config, setting
+from kccm.providers.fake.model import (
+    _FIRST_LB_ADDRESS,
+    _SELF_COUNTED,
+    PROVIDER_NAME,
+    FakeBalancer,
+    FakeCall,
+    FakeCloudError,
+    FakeInstance,
+    ForeignProviderID,
+    _Injected,
+    _metadata,
+    _node_name,
+    _node_names,
+    _ports,
+    _same_route,
+    _service_key,
+    _status,
+    latency_problem,
+)
 from kccm.util.clock import REAL_CLOCK, Clock
 
-__all__ = [
-    "MAX_LATENCY",
-    "FakeBalancer",
-    "FakeCall",
-    "FakeCloud",
-    "FakeCloudConfig",
-    "FakeCloudError",
-    "FakeInstance",
-    "ForeignProviderID",
-    "fake_cloud_from_config",
-    "new_fake_cloud",
-]
-
-PROVIDER_NAME = "fake"
-MAX_LATENCY = 300.0
-"""The longest latency that may be injected (seconds): longer looks like a hang, not a cloud."""
-
-
-def latency_problem(seconds: object) -> str:
-    """Why ``seconds`` is not an injectable latency ("" when it is)."""
-    if isinstance(seconds, bool) or not isinstance(seconds, int | float):
-        return f"{seconds!r} is not a number of seconds"
-    if not math.isfinite(seconds):
-        return f"{seconds} is not a finite number of seconds"
-    if not 0 <= seconds <= MAX_LATENCY:
-        return f"{seconds} s is outside 0 to {MAX_LATENCY:g} s"
-    return ""
-
-
-_FIRST_LB_ADDRESS = ipaddress.IPv4Address("192.0.2.1")
-
-
-class FakeCloudError(Exception):
-    """An error the fake raises on its own (a missing balancer or route, ...)."""
-
-
-class ForeignProviderID(CloudProviderError):
-    """A providerID of another provider (``aws://...``): the fake cannot tell whether that
-    instance exists, so it raises this instead of answering "does not exist"."""
-
-
-@dataclass(frozen=True)
-class FakeCall:
-    """One recorded call: the method name and its arguments."""
-
-    method: str
-    args: tuple[Any, ...] = ()
-
-
-@dataclass(frozen=True)
-class FakeInstance:
-    """A machine in the fake cloud."""
-
-    name: NodeName
-    instance_id: str = ""
-    instance_type: str = "fake.small"
-    addresses: Sequence[NodeAddress] = ()
-    zone: str = "fake-zone-a"
-    region: str = "fake-region"
-    shutdown: bool = False
-    additional_labels: Mapping[str, str] = field(default_factory=dict)
-
-    @property
-    def provider_id(self) -> str:
-        return make_provider_id(PROVIDER_NAME, self.instance_id or self.name)
-
-
-@dataclass(frozen=True)
-class FakeBalancer:
-    """A load balancer in the fake cloud (``hosts`` sorted by name)."""
-
-    name: str
-    service: str  # namespace/name
-    ip: str
-    ports: Sequence[PortStatus]
-    hosts: Sequence[NodeName]
-    ip_mode: LoadBalancerIPMode = LoadBalancerIPMode.VIP
-    """Set from the cloud config (``[Global] load-balancer-ip-mode``): a config-driven setting
-    an ensure brings existing balancers to."""
-
-
-_SELF_COUNTED = frozenset(
-    {
-        "initialize",
-        "ensure_load_balancer",
-        "update_load_balancer",
-        "ensure_load_balancer_deleted",
-        "create_route",
-        "delete_route",
-    }
-)
-"""Methods that count their own requests in the ledger (what they read and what they change);
-every other method is one read request named after itself."""
-
-
-@dataclass
-class _Injected:
-    error: BaseException
-    remaining: int | None  # None: every call
+__all__ = ["FakeCloud"]
 
 
 class FakeCloud:
@@ -677,160 +566,8 @@ class FakeCloud:
             return dict(self.volume_labels.get(name, {}))
 
 
-def _same_route(a: Route, b: Route) -> bool:
-    return a.destination_cidr == b.destination_cidr and a.target_node == b.target_node
-
-
-def _node_name(node: Node) -> str:
-    return str(node.get("metadata", {}).get("name", ""))
-
-
-def _metadata(instance: FakeInstance) -> InstanceMetadata:
-    return InstanceMetadata(
-        provider_id=instance.provider_id,
-        instance_type=instance.instance_type,
-        node_addresses=instance.addresses,
-        zone=instance.zone,
-        region=instance.region,
-        additional_labels=instance.additional_labels,
-    )
-
-
-def _node_names(nodes: Sequence[Node]) -> tuple[NodeName, ...]:
-    return tuple(_node_name(node) for node in nodes)
-
-
-def _service_key(service: Service) -> str:
-    meta = service.get("metadata", {})
-    return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
-
-
-def _ports(service: Service) -> tuple[PortStatus, ...]:
-    return tuple(
-        PortStatus(port=int(p.get("port", 0)), protocol=str(p.get("protocol", "TCP")))
-        for p in service.get("spec", {}).get("ports") or ()
-    )
-
-
-def _status(balancer: FakeBalancer) -> LoadBalancerStatus:
-    ingress = LoadBalancerIngress(ip=balancer.ip, ip_mode=balancer.ip_mode, ports=balancer.ports)
-    return LoadBalancerStatus(ingress=(ingress,))
-
-
-@dataclass(frozen=True)
-class FakeGlobalConfig:
-    """``[Global]`` of the fake's cloud config."""
-
-    zone: str = "fake-zone-a"
-    region: str = "fake-region"
-    disable: list[str] = setting(default_factory=list)
-    """Capabilities to switch off: load_balancer, instances, instances_v2, zones, routes..."""
-    latency: float = 0.0
-    """Seconds every provider call takes (simulates a slow cloud)."""
-    state_file: str = ""
-    """Where the fake keeps its load balancers across restarts (a journal); empty: in memory."""
-    load_balancer_ip_mode: str = "VIP"
-    """``VIP`` or ``Proxy``: the ``ipMode`` of every balancer's ingress (existing balancers are
-    brought to it by their next ensure)."""
-
-
-@dataclass(frozen=True)
-class FakeInstanceConfig:
-    """``[Instance "<node name>"]``: a machine the fake cloud knows."""
-
-    instance_id: str = ""
-    instance_type: str = "fake.small"
-    address: list[str] = setting(default_factory=list)
-    """``<Type>=<address>``, one per line, e.g. ``InternalIP=10.0.0.5``."""
-    zone: str = ""
-    region: str = ""
-    shutdown: bool = False
-
-
-@dataclass(frozen=True)
-class FakeCloudConfig:
-    global_: FakeGlobalConfig = setting(default_factory=FakeGlobalConfig)
-    instance: dict[str, FakeInstanceConfig] = setting(default_factory=dict)
-
-
-def _instance_from_config(
-    name: str, entry: FakeInstanceConfig, glob: FakeGlobalConfig
-) -> FakeInstance:
-    addresses = []
-    for item in entry.address:
-        kind, sep, value = item.partition("=")
-        if not sep or not value:
-            raise CloudConfigError(
-                [f'[Instance "{name}"] address: {item!r} is not <Type>=<address>']
-            )
-        addresses.append(NodeAddress(type=kind.strip(), address=value.strip()))
-    return FakeInstance(
-        name=name,
-        instance_id=entry.instance_id,
-        instance_type=entry.instance_type,
-        addresses=tuple(addresses),
-        zone=entry.zone or glob.zone,
-        region=entry.region or glob.region,
-        shutdown=entry.shutdown,
-    )
-
-
-def fake_cloud_from_config(config: FakeCloudConfig) -> FakeCloud:
-    """A fake cloud with the capabilities, instances and latency a cloud config declares."""
-    glob = config.global_
-    known = {"load_balancer", "instances", "instances_v2", "zones", "clusters", "routes"}
-    unknown = sorted(set(glob.disable) - known)
-    if unknown:
-        raise CloudConfigError(
-            [
-                f"[Global] disable: unknown capability {u!r} (known: {sorted(known)})"
-                for u in unknown
-            ]
-        )
-    problem = latency_problem(glob.latency)
-    if problem:
-        raise CloudConfigError([f"[Global] latency: {problem}"])
-    modes = [mode.value for mode in LoadBalancerIPMode]
-    if glob.load_balancer_ip_mode not in modes:
-        raise CloudConfigError(
-            [
-                f"[Global] load-balancer-ip-mode: {glob.load_balancer_ip_mode!r} is not one "
-                f"of {modes}"
-            ]
-        )
-    off = set(glob.disable)
-    cloud = FakeCloud(
-        enable_load_balancers="load_balancer" not in off,
-        enable_instances="instances" not in off,
-        enable_instances_v2="instances_v2" not in off,
-        enable_zones="zones" not in off,
-        enable_clusters="clusters" not in off,
-        enable_routes="routes" not in off,
-    )
-    cloud.zone = Zone(failure_domain=glob.zone, region=glob.region)
-    cloud.load_balancer_ip_mode = LoadBalancerIPMode(glob.load_balancer_ip_mode)
-    if glob.latency > 0:
-        cloud.set_latency("*", glob.latency)
-    for name, entry in config.instance.items():
-        cloud.add_instance(_instance_from_config(name, entry, glob))
-    if glob.state_file:
-        cloud.persist_balancers(Path(glob.state_file))
-    return cloud
-
-
-def new_fake_cloud(config: TextIO | None) -> FakeCloud:
-    """The ``fake`` entry point. Without a cloud config: an empty fake cloud. With one (gcfg or
-    YAML, see :class:`FakeCloudConfig`): its instances, capabilities and latency."""
-    if config is None:
-        return FakeCloud()
-    return fake_cloud_from_config(load_cloud_config(config, FakeCloudConfig))
-
-
 def _implements_every_interface(
     cloud: FakeCloud,
 ) -> tuple[Interface, LoadBalancer, Instances, InstancesV2, Zones, Clusters, Routes, PVLabeler]:
     """Never called: mypy checks here that FakeCloud keeps implementing every interface."""
     return (cloud, cloud, cloud, cloud, cloud, cloud, cloud, cloud)
-
-
-new_fake_cloud.config_schema = FakeCloudConfig  # type: ignore[attr-defined]  # lets kccm validate the file before start-up

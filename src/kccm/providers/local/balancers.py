@@ -1,0 +1,105 @@
+"""The local provider's LoadBalancer: VIP claims and ``load_balancers`` rows, read-compare-write."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from kccm.cloudprovider import (
+    LoadBalancerStatus,
+    Node,
+    Service,
+    default_load_balancer_name,
+)
+from kccm.providers.local.base import LocalBase
+from kccm.providers.local.compare import (
+    backends_are_current,
+    balancer_is_current,
+    nothing_to_delete,
+)
+from kccm.providers.local.desired import (
+    LocalLoadBalancerError,
+    backends_of,
+    desired_load_balancer,
+    retains_ip,
+    service_key_of,
+    spec_of,
+    status_of,
+)
+from kccm.providers.local.store import (
+    IPUnavailable,
+)
+
+__all__ = ["LocalLoadBalancers"]
+
+
+class LocalLoadBalancers(LocalBase):
+    """LoadBalancer: a VIP per Service from the pool and the row the data plane serves."""
+
+    def get_load_balancer(
+        self, cluster_name: str, service: Service
+    ) -> tuple[LoadBalancerStatus | None, bool]:
+        self._read("find_load_balancer")
+        record = self.store.find_load_balancer(default_load_balancer_name(service))
+        return (status_of(record), True) if record is not None else (None, False)
+
+    def get_load_balancer_name(self, cluster_name: str, service: Service) -> str:
+        return default_load_balancer_name(service)
+
+    def ensure_load_balancer(
+        self, cluster_name: str, service: Service, nodes: Sequence[Node]
+    ) -> LoadBalancerStatus:
+        """Read the row and the claim; write (claim and row, one transaction) only when they
+        differ from what the Service, the nodes and the config ask for."""
+        desired = desired_load_balancer(
+            service, nodes, health_check_mode=self.config.global_.health_check_mode
+        )
+        requested = str(spec_of(service).get("loadBalancerIP") or "") or None
+        self._read("describe_load_balancer")
+        current, claims = self.store.describe_load_balancer(desired.name, desired.service)
+        if balancer_is_current(
+            current, claims, desired, requested_ip=requested, retain=retains_ip(service)
+        ):
+            assert current is not None
+            return status_of(current)
+        self._write("put_load_balancer")
+        try:
+            record = self.store.ensure_load_balancer(
+                desired,
+                candidates=self.pool.addresses,
+                requested_ip=requested,
+                in_pool=self.pool.__contains__,
+                retain=retains_ip(service),
+            )
+        except IPUnavailable as err:
+            raise LocalLoadBalancerError(f"{err} (pool {self.pool})") from err
+        return status_of(record)
+
+    def update_load_balancer(
+        self, cluster_name: str, service: Service, nodes: Sequence[Node]
+    ) -> None:
+        """Read the row; rewrite its backends only when they differ."""
+        name = default_load_balancer_name(service)
+        backends = backends_of(nodes)
+        self._read("find_load_balancer")
+        current = self.store.find_load_balancer(name)
+        if current is not None and backends_are_current(current, backends):
+            return
+        if current is not None:
+            self._write("update_backends")
+        if current is None or self.store.update_backends(name, backends) is None:
+            raise LocalLoadBalancerError(
+                f"load balancer {name} of {service_key_of(service)} is gone"
+            )
+
+    def ensure_load_balancer_deleted(self, cluster_name: str, service: Service) -> None:
+        name, owner, keep = (
+            default_load_balancer_name(service),
+            service_key_of(service),
+            retains_ip(service),
+        )
+        self._read("describe_load_balancer")
+        current, claims = self.store.describe_load_balancer(name, owner)
+        if nothing_to_delete(current, claims, keep_claim=keep):
+            return
+        self._write("delete_load_balancer")
+        self.store.delete_load_balancer(name, owner, keep_claim=keep)

@@ -1,0 +1,115 @@
+"""Each provider method is declared once (``@provider_call`` on its Protocol); the call gate's
+tables derive from it and every gated twin matches its Protocol method for method."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from kccm.cloudprovider import gated as gated_module
+from kccm.cloudprovider.calls import CallKind, call_kind, declared_calls, provider_call
+from kccm.cloudprovider.gate import METHOD_GROUPS, READ_METHODS
+from kccm.cloudprovider.interface import CALL_PROTOCOLS
+
+TWINS = sorted(
+    (
+        cls
+        for cls in vars(gated_module).values()
+        if isinstance(cls, type) and issubclass(cls, gated_module._Gated) and cls.protocols
+    ),
+    key=lambda cls: cls.__name__,
+)
+
+
+def protocol_calls(protocols: tuple[type, ...]) -> dict[str, Callable[..., Any]]:
+    return {
+        name: fn
+        for protocol in protocols
+        for name, fn in vars(protocol).items()
+        if call_kind(fn) is not None
+    }
+
+
+def twin_calls(twin: type) -> dict[str, Callable[..., Any]]:
+    return {
+        name: fn
+        for name, fn in vars(twin).items()
+        if not name.startswith("_") and inspect.iscoroutinefunction(fn)
+    }
+
+
+def test_every_call_protocol_has_exactly_one_gated_twin() -> None:
+    wrapped = [p for twin in TWINS for p in twin.protocols]
+    assert sorted(p.__name__ for p in wrapped) == sorted(p.__name__ for p in CALL_PROTOCOLS)
+
+
+def test_gate_tables_are_the_declarations() -> None:
+    calls = declared_calls(CALL_PROTOCOLS)
+    assert dict(METHOD_GROUPS) == {name: kind.group for name, kind in calls.items()}
+    assert {name for name, kind in calls.items() if kind.read} == READ_METHODS
+
+
+@pytest.mark.parametrize("twin", TWINS, ids=lambda twin: twin.__name__)
+def test_twin_has_the_protocol_methods_and_parameters(twin: type) -> None:
+    declared = protocol_calls(twin.protocols)
+    wrapped = twin_calls(twin)
+    assert sorted(wrapped) == sorted(declared)
+    for name, fn in declared.items():
+        want = inspect.signature(fn)
+        got = inspect.signature(wrapped[name])
+        assert [p for p in got.parameters if p != "priority"] == list(want.parameters), name
+        assert f"MaybeAwaitable[{got.return_annotation}]" == want.return_annotation, name
+
+
+class _Recorder:
+    """A call gate that only records which method name and callable each call used."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, object]] = []
+
+    async def call(self, method: str, fn: object, *args: Any, **kwargs: Any) -> Any:
+        self.calls.append((method, fn))
+        return None
+
+
+class _Impl:
+    """Every attribute is a distinct callable named after itself."""
+
+    def __getattr__(self, name: str) -> Callable[..., None]:
+        def fn(*args: Any) -> None:
+            return None
+
+        fn.__name__ = name
+        self.__dict__[name] = fn
+        return fn
+
+
+@pytest.mark.parametrize("twin", TWINS, ids=lambda twin: twin.__name__)
+def test_twin_passes_its_own_name_and_the_impl_method_to_the_gate(twin: type) -> None:
+    gate, impl = _Recorder(), _Impl()
+    wrapper = object.__new__(twin)
+    wrapper._gate = gate
+    wrapper.impl = wrapper.cloud = impl
+    for name, fn in twin_calls(twin).items():
+        params = [p for p in inspect.signature(fn).parameters if p not in ("self", "priority")]
+        asyncio.run(getattr(wrapper, name)(*[()] * len(params)))
+        method, called = gate.calls[-1]
+        assert (method, getattr(called, "__name__", None)) == (name, name)
+
+
+def test_one_name_declared_two_ways_is_refused() -> None:
+    class A:
+        @provider_call("routes", read=True)
+        def m(self) -> None: ...
+
+    class B:
+        @provider_call("instances", read=True)
+        def m(self) -> None: ...
+
+    assert declared_calls([A, A]) == {"m": CallKind("routes", read=True)}
+    with pytest.raises(TypeError, match="'m' is declared twice"):
+        declared_calls([A, B])
