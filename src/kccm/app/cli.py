@@ -42,7 +42,7 @@ Usage:
 MARKDOWN_INTRO = """\
 # kccm flags
 
-<!-- Generated from the flag definitions in src/kccm/app/options.py by `make flags-doc`
+<!-- Generated from the flag definitions in src/kccm/app/options/ by `make flags-doc`
      (python -m kccm --print-flags-markdown). Do not edit by hand: a test fails when stale. -->
 
 `kccm` takes the flags of upstream's `cloud-controller-manager`, with the same names, syntax
