@@ -114,8 +114,8 @@ def _describe(vc: VCenter, what: str, err: BaseException) -> VSphereAPIError:
     return VSphereAPIError(f"vCenter {vc.server}: {what}: {type(err).__name__}: {err}")
 
 
-class VCenterSession:
-    """A logged-in SOAP session to one vCenter, shared by every thread."""
+class _VCenterClient:
+    """What both sessions to one vCenter hold: its settings, credentials, ledger, timeout."""
 
     def __init__(
         self,
@@ -130,6 +130,16 @@ class VCenterSession:
         self._ledger = ledger
         self._timeout = timeout
         self._lock = threading.Lock()
+        self._init_state()
+
+    def _init_state(self) -> None:
+        """The subclass's own state, set at the end of ``__init__``."""
+
+
+class VCenterSession(_VCenterClient):
+    """A logged-in SOAP session to one vCenter, shared by every thread."""
+
+    def _init_state(self) -> None:
         self._si: Any = None
         self._content: Any = None
         self._generation = 0
@@ -244,25 +254,13 @@ class VCenterSession:
                 si._stub.DropConnections()
 
 
-class TagClient:
+class TagClient(_VCenterClient):
     """The vAPI tagging REST endpoints of one vCenter (``/rest/com/vmware/cis/...``)."""
 
-    def __init__(
-        self,
-        vc: VCenter,
-        credentials: CredentialStore,
-        ledger: CloudAPICalls,
-        *,
-        timeout: float,
-    ) -> None:
-        self.vc = vc
-        self._credentials = credentials
-        self._ledger = ledger
-        self._timeout = timeout
-        self._context = _ssl_context(vc)
-        self._lock = threading.Lock()
+    def _init_state(self) -> None:
+        self._context = _ssl_context(self.vc)
         self._token = ""
-        self._base = f"https://{vc.server}:{vc.port}/rest"
+        self._base = f"https://{self.vc.server}:{self.vc.port}/rest"
 
     def _send(
         self, method: str, path: str, body: Any = None, headers: dict[str, str] | None = None
