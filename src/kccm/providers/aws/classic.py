@@ -468,20 +468,17 @@ class ClassicLoadBalancers:
         add, remove = sorted(wanted - actual), sorted(actual - wanted)
         if add:
             log.info("registering %d instance(s) with load balancer %s", len(add), name)
-            self._api.call(
-                "elb",
-                "register_instances_with_load_balancer",
-                LoadBalancerName=name,
-                Instances=[{"InstanceId": i} for i in add],
-            )
+            self._api.call("elb", "register_instances_with_load_balancer", **_members(name, add))
         if remove:
             log.info("deregistering %d instance(s) from load balancer %s", len(remove), name)
             self._api.call(
-                "elb",
-                "deregister_instances_from_load_balancer",
-                LoadBalancerName=name,
-                Instances=[{"InstanceId": i} for i in remove],
+                "elb", "deregister_instances_from_load_balancer", **_members(name, remove)
             )
+
+
+def _members(name: str, ids: list[str]) -> dict[str, Any]:
+    """The arguments of ``(de)register_instances_with/from_load_balancer``."""
+    return {"LoadBalancerName": name, "Instances": [{"InstanceId": i} for i in ids]}
 
 
 def _scheme_problem(lb: LB, spec: ClassicSpec) -> str:
