@@ -239,20 +239,26 @@ class SecurityGroups:
             )
 
     def authorize(self, group_id: str, rules: Iterable[Rule]) -> None:
-        perms = permissions(rules)
-        if perms and group_id != self.elb_security_group:
-            log.info("security group %s: allowing %d rule(s)", group_id, len(perms))
+        if perms := self._ingress_change(group_id, rules, "allowing"):
             self._api.call(
                 "ec2", "authorize_security_group_ingress", GroupId=group_id, IpPermissions=perms
             )
 
     def revoke(self, group_id: str, rules: Iterable[Rule]) -> None:
-        perms = permissions(rules)
-        if perms and group_id != self.elb_security_group:
-            log.info("security group %s: revoking %d rule(s)", group_id, len(perms))
+        if perms := self._ingress_change(group_id, rules, "revoking"):
             self._api.call(
                 "ec2", "revoke_security_group_ingress", GroupId=group_id, IpPermissions=perms
             )
+
+    def _ingress_change(
+        self, group_id: str, rules: Iterable[Rule], doing: str
+    ) -> list[dict[str, Any]]:
+        """The permissions to send for ``rules`` (logged); none for the shared ELB group."""
+        perms = permissions(rules)
+        if not perms or group_id == self.elb_security_group:
+            return []
+        log.info("security group %s: %s %d rule(s)", group_id, doing, len(perms))
+        return perms
 
     def set_ingress(self, group: Group, wanted: set[Rule]) -> None:
         """Upstream ``setSecurityGroupIngress``: the group's ingress becomes exactly ``wanted``."""
