@@ -31,7 +31,8 @@ from __future__ import annotations
 
 import ipaddress
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
+from contextlib import asynccontextmanager
 from typing import Any, ClassVar, Protocol, TypeVar
 
 import pytest
@@ -166,6 +167,17 @@ class CloudProviderConformance:
     def _lb(self, cloud: Interface) -> LoadBalancer:
         return self._need(cloud.load_balancer(), "LoadBalancer")
 
+    @asynccontextmanager
+    async def _balancer(
+        self, cloud: Interface, name: str, call: ThreadPoolAdapter
+    ) -> AsyncIterator[tuple[LoadBalancer, Service]]:
+        """The provider's LoadBalancer and a Service ``name``; its balancer is deleted after."""
+        lb, svc = self._lb(cloud), make_service(name)
+        try:
+            yield lb, svc
+        finally:
+            await call.call("delete", lb.ensure_load_balancer_deleted, _CLUSTER, svc)
+
     def _v2(self, cloud: Interface) -> InstancesV2:
         return self._need(cloud.instances_v2(), "InstancesV2")
 
@@ -209,42 +221,33 @@ class CloudProviderConformance:
         self, cloud: Interface, lb_nodes: list[Node], call: ThreadPoolAdapter
     ) -> None:
         """Ensuring twice succeeds, returns a usable status, and the same one both times."""
-        lb, svc = self._lb(cloud), make_service("conf-idempotent")
-        try:
+        async with self._balancer(cloud, "conf-idempotent", call) as (lb, svc):
             first = await call.call("ensure", lb.ensure_load_balancer, _CLUSTER, svc, lb_nodes)
             second = await call.call("ensure", lb.ensure_load_balancer, _CLUSTER, svc, lb_nodes)
             assert _usable(first), f"status has no ip or hostname: {first}"
             assert first.ingress == second.ingress
-        finally:
-            await call.call("delete", lb.ensure_load_balancer_deleted, _CLUSTER, svc)
 
     async def test_get_after_ensure_reports_the_balancer(
         self, cloud: Interface, lb_nodes: list[Node], call: ThreadPoolAdapter
     ) -> None:
         """get_load_balancer reports an ensured balancer as existing, with a usable status."""
-        lb, svc = self._lb(cloud), make_service("conf-get")
-        try:
+        async with self._balancer(cloud, "conf-get", call) as (lb, svc):
             await call.call("ensure", lb.ensure_load_balancer, _CLUSTER, svc, lb_nodes)
             status, exists = await call.call("get", lb.get_load_balancer, _CLUSTER, svc)
             assert exists
             assert status is not None
             assert _usable(status)
-        finally:
-            await call.call("delete", lb.ensure_load_balancer_deleted, _CLUSTER, svc)
 
     async def test_update_with_a_changed_node_set(
         self, cloud: Interface, lb_nodes: list[Node], call: ThreadPoolAdapter
     ) -> None:
         """update_load_balancer accepts a different node set, including an empty one."""
-        lb, svc = self._lb(cloud), make_service("conf-update")
-        try:
+        async with self._balancer(cloud, "conf-update", call) as (lb, svc):
             await call.call("ensure", lb.ensure_load_balancer, _CLUSTER, svc, lb_nodes[:2])
             await call.call("update", lb.update_load_balancer, _CLUSTER, svc, lb_nodes[1:])
             await call.call("update", lb.update_load_balancer, _CLUSTER, svc, [])
             _, exists = await call.call("get", lb.get_load_balancer, _CLUSTER, svc)
             assert exists
-        finally:
-            await call.call("delete", lb.ensure_load_balancer_deleted, _CLUSTER, svc)
 
     async def test_an_ensure_or_update_with_nothing_changed_makes_no_mutating_call(
         self, cloud: Interface, lb_nodes: list[Node], call: ThreadPoolAdapter
@@ -252,9 +255,8 @@ class CloudProviderConformance:
         """Read-compare-write: once a balancer is ensured, ensuring it again (as every start
         does) and updating it with the same nodes (in another order) send the cloud no
         mutating request."""
-        lb, svc = self._lb(cloud), make_service("conf-economy")
         ledger = self._ledger(cloud)
-        try:
+        async with self._balancer(cloud, "conf-economy", call) as (lb, svc):
             await call.call("ensure", lb.ensure_load_balancer, _CLUSTER, svc, lb_nodes)
             before = ledger.snapshot()
             await call.call("ensure", lb.ensure_load_balancer, _CLUSTER, svc, lb_nodes)
@@ -262,8 +264,6 @@ class CloudProviderConformance:
             await call.call("update", lb.update_load_balancer, _CLUSTER, svc, nodes)
             made = ledger.snapshot().since(before)
             assert dict(made.writes) == {}, f"mutating requests with nothing changed: {made}"
-        finally:
-            await call.call("delete", lb.ensure_load_balancer_deleted, _CLUSTER, svc)
 
     async def test_a_balancer_changed_behind_the_providers_back_is_repaired(
         self,
@@ -276,9 +276,8 @@ class CloudProviderConformance:
         repairs it (with a ledger: by mutating requests, after which a further ensure finds
         nothing to do)."""
         tamper = self._tamper(load_balancer_tamper)
-        lb, svc = self._lb(cloud), make_service("conf-drift")
         ledger = as_api_call_reporter(cloud)
-        try:
+        async with self._balancer(cloud, "conf-drift", call) as (lb, svc):
             await call.call("ensure", lb.ensure_load_balancer, _CLUSTER, svc, lb_nodes)
             await call.call("tamper", tamper.change, cloud, _CLUSTER, svc)
             intact = tamper.is_intact
@@ -297,8 +296,6 @@ class CloudProviderConformance:
                 await call.call("ensure", lb.ensure_load_balancer, _CLUSTER, svc, lb_nodes)
                 again = ledger.cloud_api_calls().snapshot().since(before)
                 assert dict(again.writes) == {}, f"the repair did not converge: {again}"
-        finally:
-            await call.call("delete", lb.ensure_load_balancer_deleted, _CLUSTER, svc)
 
     async def test_a_balancer_deleted_behind_the_providers_back_is_re_created(
         self,
@@ -310,8 +307,7 @@ class CloudProviderConformance:
         """get_load_balancer reports a balancer deleted in the cloud as absent, and the next
         ensure creates it again, serving what the Service asks for."""
         tamper = self._tamper(load_balancer_tamper)
-        lb, svc = self._lb(cloud), make_service("conf-recreate")
-        try:
+        async with self._balancer(cloud, "conf-recreate", call) as (lb, svc):
             await call.call("ensure", lb.ensure_load_balancer, _CLUSTER, svc, lb_nodes)
             await call.call("tamper", tamper.delete, cloud, _CLUSTER, svc)
             _, exists = await call.call("get", lb.get_load_balancer, _CLUSTER, svc)
@@ -322,8 +318,6 @@ class CloudProviderConformance:
             assert exists
             intact = tamper.is_intact
             assert await call.call("intact", intact, cloud, _CLUSTER, svc, lb_nodes)
-        finally:
-            await call.call("delete", lb.ensure_load_balancer_deleted, _CLUSTER, svc)
 
     @pytest.mark.parametrize(
         "ensure_first",
