@@ -11,6 +11,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from kccm.util.process import pid_exists
+
 __all__ = ["spawn", "terminate_pid", "wait_or_kill"]
 
 
@@ -34,12 +36,8 @@ def wait_or_kill(proc: subprocess.Popen[bytes], grace: float) -> int:
 
 
 def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+    if not pid_exists(pid):
         return False
-    except PermissionError:
-        return True
     with contextlib.suppress(ChildProcessError):  # our own child: reap it if it exited
         if os.waitpid(pid, os.WNOHANG)[0] == pid:
             return False

@@ -12,7 +12,6 @@ file or table reads as "no load balancers yet".
 from __future__ import annotations
 
 import contextlib
-import os
 import sqlite3
 import time
 from collections.abc import Iterator
@@ -20,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kccm.providers.local.dataplane.model import LoadBalancerSpec, parse_load_balancer
+from kccm.util.process import pid_exists
 
 __all__ = [
     "BUSY_TIMEOUT_MS",
@@ -176,12 +176,8 @@ class DataplaneStore:
 
 def pid_alive(pid: int) -> bool:
     """The process exists and is not a zombie."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+    if not pid_exists(pid):
         return False
-    except PermissionError:
-        return True
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
