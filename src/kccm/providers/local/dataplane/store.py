@@ -66,8 +66,14 @@ def _write(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     conn.execute("COMMIT")
 
 
-def _missing_table(exc: sqlite3.OperationalError) -> bool:
-    return "no such table" in str(exc)
+def _select(conn: sqlite3.Connection, sql: str) -> list[sqlite3.Row] | None:
+    """The rows ``sql`` selects; None when its table does not exist (yet)."""
+    try:
+        return conn.execute(sql).fetchall()
+    except sqlite3.OperationalError as exc:
+        if "no such table" in str(exc):
+            return None
+        raise
 
 
 class DataplaneStore:
@@ -99,12 +105,9 @@ class DataplaneStore:
         conn = self._connection()
         if conn is None:
             return None
-        try:
-            rows = conn.execute("SELECT * FROM load_balancers ORDER BY name").fetchall()
-        except sqlite3.OperationalError as exc:
-            if _missing_table(exc):
-                return None
-            raise
+        rows = _select(conn, "SELECT * FROM load_balancers ORDER BY name")
+        if rows is None:
+            return None
         specs = []
         for row in rows:
             with contextlib.suppress(ValueError):
@@ -191,11 +194,9 @@ def read_heartbeat(path: Path) -> Heartbeat | None:
         return None
     conn = _connect(path)
     try:
-        row = conn.execute("SELECT pid, heartbeat_at FROM dataplane WHERE id = 1").fetchone()
-    except sqlite3.OperationalError as exc:
-        if _missing_table(exc):
-            return None
-        raise
+        rows = _select(conn, "SELECT pid, heartbeat_at FROM dataplane WHERE id = 1")
     finally:
         conn.close()
-    return None if row is None else Heartbeat(int(row["pid"]), float(row["heartbeat_at"]))
+    if not rows:
+        return None
+    return Heartbeat(int(rows[0]["pid"]), float(rows[0]["heartbeat_at"]))
