@@ -207,25 +207,32 @@ class VCenterSession(_VCenterClient):
             if self._generation != generation:
                 return
             old, self._si = self._si, None
-            self._si = self._connect()
-            self._content = self._si.content
-            self._generation += 1
-        if old is not None:
-            old._stub.DropConnections()
+            try:
+                self._si = self._connect()
+                self._content = self._si.content
+                self._generation += 1
+            finally:  # the dead session's connections go even when the new login fails
+                if old is not None:
+                    old._stub.DropConnections()
+
+    def _current(self) -> tuple[Any, int]:
+        """The ServiceContent and the login it belongs to, read together (a fault from an
+        older login must not make a newer one log in again)."""
+        with self._lock:
+            if self._si is not None:
+                return self._content, self._generation
+        self.login()
+        with self._lock:
+            return self._content, self._generation
 
     def content(self) -> Any:
         """The ServiceContent (read once per login)."""
-        with self._lock:
-            if self._si is not None:
-                return self._content
-        self.login()
-        return self._content
+        return self._current()[0]
 
     def call(self, what: str, fn: Callable[[Any], T]) -> T:
         """``fn(service_content)``; a ``NotAuthenticated`` fault logs in again once."""
         for attempt in (1, 2):
-            content = self.content()
-            generation = self._generation
+            content, generation = self._current()
             try:
                 return fn(content)
             except vim.fault.NotAuthenticated as err:
