@@ -25,14 +25,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import re
 import shlex
-import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
 import uuid
 from pathlib import Path
 
@@ -44,6 +41,7 @@ from scale import (  # bench/ is on sys.path when run as a script
     cloud_config,
     has_ingress,
     ip_of,
+    launch_daemon,
     lb_service,
     log,
     metric_sum,
@@ -119,18 +117,7 @@ class Run:
             "--bind-address=127.0.0.1",
             *extra,
         ]
-        with log_path.open("wb") as sink:
-            proc = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT)
-        daemon = Daemon(proc, port, token, log_path)
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if proc.poll() is not None:
-                raise SystemExit(f"kccm exited {proc.returncode}:\n{log_path.read_text()[-3000:]}")
-            with contextlib.suppress(OSError, urllib.error.URLError):
-                daemon.metrics()
-                return daemon
-            time.sleep(0.2)
-        raise SystemExit(f"kccm did not serve /metrics within 60 s:\n{log_path.read_text()}")
+        return launch_daemon(command, port, token, log_path)
 
     async def objects(self, kube: KubeApiClient, namespace: str) -> None:
         run = namespace

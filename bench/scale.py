@@ -192,6 +192,11 @@ def start_daemon(kccm: list[str], kubeconfig: Path, config: Path, token: str, tm
         "--bind-address=127.0.0.1",
         *EXTRA_ARGS,
     ]
+    return launch_daemon(args, port, token, log_path)
+
+
+def launch_daemon(args: list[str], port: int, token: str, log_path: Path) -> Daemon:
+    """Run the kccm command line ``args`` (logging to ``log_path``) until it serves /metrics."""
     with log_path.open("wb") as sink:
         proc = subprocess.Popen(args, stdout=sink, stderr=subprocess.STDOUT)
     daemon = Daemon(proc, port, token, log_path)
