@@ -23,7 +23,7 @@ from kccm.controllers.nodelifecycle import NodeLifecycleControllerOptions
 from kccm.kube.client import KubeApiClient
 from kccm.kube.config import load_cluster_config
 from kccm.kube.errors import NotFound
-from kccm.kube.interface import Obj
+from kccm.kube.interface import Obj, WatchEventType
 from kccm.kube.resources import CONFIG_MAPS, LEASES, NAMESPACES, NODES, Resource
 from kccm.providers.fake import FakeCloud, FakeInstance
 from kccm.runtime.events import EventBroadcaster
@@ -210,14 +210,31 @@ async def _taints_with(cluster: Cluster, name: str, key: str) -> set[str] | None
     return keys if key in keys else None
 
 
+async def last_state_before_deletion(kube: KubeApiClient, name: str, version: str) -> Obj:
+    """The Node as it was when it was deleted: the object a watch's DELETED event carries.
+
+    Polling for "marked Unknown" and then for "gone" races kccm, which may delete the Node
+    between two polls; the watch sees every state in order, so nothing is missed."""
+    selector = f"metadata.name={name}"
+    async with asyncio.timeout(60):
+        async for event in kube.watch(
+            NODES, resource_version=version, field_selector=selector, timeout_seconds=60
+        ):
+            if event.type == WatchEventType.DELETED:
+                return event.object
+    raise AssertionError(f"Node {name} was not deleted")
+
+
 async def test_kccm_deletes_a_silent_node_whose_instance_is_gone(cluster: Cluster) -> None:
     name = unique_name("kcm-gone")
     cluster.cloud.add_instance(FakeInstance(name=name))
     heartbeat = await cluster.register(name)
+    version = (await cluster.node(name))["metadata"]["resourceVersion"]
     cluster.cloud.remove_instance(name)
     await heartbeat.stop()
-    await eventually(lambda: cluster.marked_unknown(name))
-    await eventually(lambda: absent(cluster.kube, NODES, name))
+    deleted = await last_state_before_deletion(cluster.kube, name, version)
+    # kccm deleted it only after kube-controller-manager had marked it Unknown
+    assert ready_condition(deleted)["status"] == "Unknown"
     # the garbage collector removes the Lease the Node owned
     await eventually(lambda: absent(cluster.kube, LEASES, name, NODE_LEASE_NAMESPACE))
 
