@@ -110,6 +110,9 @@ class AWSGlobalConfig:
     traffic policy)."""
     cluster_service_shared_load_balancer_health_probe_port: int = 0
     cluster_service_shared_load_balancer_health_probe_path: str = ""
+    supported_topology_instance_type_pattern: str = ""
+    """Instance types expected to have an EC2 topology (a regular expression, upstream's
+    ``SupportedTopologyInstanceTypePattern``; default: see ``kccm.providers.aws.topology``)."""
     role_arn: str = setting(default="", key="RoleARN")
     """Not supported: configure role assumption in the AWS chain (see docs)."""
     api_max_attempts: int = 3
@@ -229,6 +232,7 @@ def _check_global(glob: AWSGlobalConfig) -> list[str]:
         issues.append(
             f"[Global] ClusterServiceSharedLoadBalancerHealthProbePort: {port} is out of range"
         )
+    issues += _check_pattern(glob.supported_topology_instance_type_pattern)
     if glob.role_arn:
         issues.append(
             "[Global] RoleARN: not supported by kccm; let the AWS credential chain assume the "
@@ -237,6 +241,18 @@ def _check_global(glob: AWSGlobalConfig) -> list[str]:
     if glob.api_max_attempts < 1:
         issues.append(f"[Global] APIMaxAttempts: {glob.api_max_attempts} must be at least 1")
     return issues
+
+
+def _check_pattern(pattern: str) -> list[str]:
+    """Upstream compiles the pattern with ``regexp.MustCompile`` (a bad one panics)."""
+    try:
+        re.compile(pattern)
+    except re.error as err:
+        return [
+            f"[Global] SupportedTopologyInstanceTypePattern: {pattern!r} is not a regular "
+            f"expression: {err}"
+        ]
+    return []
 
 
 def _check_override(where: str, override: ServiceOverride) -> list[str]:

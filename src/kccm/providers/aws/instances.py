@@ -23,6 +23,7 @@ from kccm.cloudprovider import (
 )
 from kccm.providers.aws.api import AWSAPI
 from kccm.providers.aws.tags import ClusterTagging, parse_provider_id, provider_id
+from kccm.providers.aws.topology import InstanceTopologies
 
 __all__ = ["ALIVE_STATES", "LABEL_ZONE_ID", "EC2Instances", "ZoneIDs", "node_addresses"]
 
@@ -122,13 +123,19 @@ class EC2Instances:
     """Looks nodes up by providerID (instance ID), else by private DNS name (the node name)."""
 
     def __init__(
-        self, api: AWSAPI, tagging: ClusterTagging, region: str, families: Sequence[str]
+        self,
+        api: AWSAPI,
+        tagging: ClusterTagging,
+        region: str,
+        families: Sequence[str],
+        topologies: InstanceTopologies | None = None,
     ) -> None:
         self._api = api
         self._tagging = tagging
         self._region = region
         self._families = tuple(families)
         self.zone_ids = ZoneIDs(api)
+        self.topologies = topologies if topologies is not None else InstanceTopologies(api)
 
     # -- lookups -------------------------------------------------------------------------------
 
@@ -225,23 +232,33 @@ class EC2Instances:
         return self._metadata(node, instance, with_labels=True)
 
     def _metadata(self, node: Node, instance: Instance, *, with_labels: bool) -> InstanceMetadata:
-        """Upstream ``InstanceMetadata``; ``additional_labels`` (upstream
-        ``getAdditionalLabels``: the zone ID, unless the Node has it) only when asked, as the
-        node controller applies them at initialisation only."""
+        """Upstream ``InstanceMetadata``; ``additional_labels`` only when asked, as the node
+        controller applies them at initialisation only (its periodic refresh uses the
+        addresses alone, so the listing path asks EC2 for nothing more)."""
         zone = str((instance.get("Placement") or {}).get("AvailabilityZone", ""))
         given = str((node.get("spec") or {}).get("providerID", ""))
-        labels = (node.get("metadata") or {}).get("labels") or {}
-        extra = {}
-        if with_labels and LABEL_ZONE_ID not in labels and zone:
-            extra[LABEL_ZONE_ID] = self.zone_ids.of(zone)
+        instance_type = str(instance.get("InstanceType", ""))
         return InstanceMetadata(
             provider_id=given or provider_id(zone, str(instance["InstanceId"])),
-            instance_type=str(instance.get("InstanceType", "")),
+            instance_type=instance_type,
             node_addresses=node_addresses(instance, self._families),
             zone=zone,
             region=self._region,
-            additional_labels=extra,
+            additional_labels=self._labels(node, instance, zone) if with_labels else {},
         )
+
+    def _labels(self, node: Node, instance: Instance, zone: str) -> dict[str, str]:
+        """Upstream ``getAdditionalLabels``: the zone ID, then the network topology labels,
+        each skipped when the Node has its label (``network-node-layer-1`` for the latter)."""
+        labels = (node.get("metadata") or {}).get("labels") or {}
+        extra = {}
+        if LABEL_ZONE_ID not in labels and zone:
+            extra[LABEL_ZONE_ID] = self.zone_ids.of(zone)
+        instance_type = str(instance.get("InstanceType", ""))
+        topology = self.topologies.labels(
+            str(instance["InstanceId"]), instance_type, self._region, labels
+        )
+        return {**extra, **topology}
 
     def list_instance_metadata(self, nodes: Sequence[Node]) -> Mapping[NodeName, InstanceMetadata]:
         """Metadata of the nodes with an EC2 providerID, by node name: one paged

@@ -16,6 +16,7 @@ from kccm.providers.aws.instances import EC2Instances
 from kccm.providers.aws.loadbalancer import NetworkLoadBalancers
 from kccm.providers.aws.routes import VPCRoutes
 from kccm.providers.aws.tags import ClusterTagging
+from kccm.providers.aws.topology import InstanceTopologies
 
 __all__ = ["PROVIDER_NAME", "AWSCloud", "new_aws_cloud"]
 
@@ -35,7 +36,10 @@ class AWSCloud:
         self.tagging = ClusterTagging(
             config.cluster_id, uses_legacy_tag=bool(glob.kubernetes_cluster_tag)
         )
-        self._instances = EC2Instances(self.api, self.tagging, config.region, config.ip_families)
+        topologies = InstanceTopologies(self.api, glob.supported_topology_instance_type_pattern)
+        self._instances = EC2Instances(
+            self.api, self.tagging, config.region, config.ip_families, topologies
+        )
         probe = ProbeMode(
             glob.cluster_service_load_balancer_health_probe_mode,
             glob.cluster_service_shared_load_balancer_health_probe_port,

@@ -6,6 +6,7 @@ packages: the latter two load this file by path with ``load()`` of their own).
 
 from __future__ import annotations
 
+import hashlib
 import http.client
 import logging
 import re
@@ -78,11 +79,92 @@ def _keep_listener_instance_protocol() -> None:
     backend._kccm_keeps_instance_protocol = True
 
 
+# -- DescribeInstanceTopology, which moto 5 does not know ------------------------------------
+
+TOPOLOGY_TYPES = re.compile(
+    r"^(g6e|g7e|hpc6a|hpc6id|hpc7a|hpc7g|hpc8a|p3dn|p4d|p4de|p5|p5e|p5en|trn1|trn1n|trn2|trn2u"
+    r"|p6-b200)\."
+)
+"""Instance types AWS documents as having a topology (API reference and "Prerequisites for
+Amazon EC2 topology"); ``p6-b200`` answers four network nodes, the others three."""
+TOPOLOGY_FAULT: dict[str, str] = {}
+"""``{"code": ...}`` makes every DescribeInstanceTopology answer that EC2 error (tests set it
+with :func:`topology_fault`)."""
+
+
+def network_nodes_of(instance_id: str, zone: str, instance_type: str) -> list[str]:
+    """The network nodes the taught moto reports for an instance, top layer first: shared by
+    the zone's instances at the first layer(s), the instance's own at the last."""
+    layers = 4 if instance_type.startswith("p6-b200.") else 3
+    seeds = [f"{zone}/{layer}" for layer in range(1, layers)] + [instance_id]
+    return ["nn-" + hashlib.sha256(seed.encode()).hexdigest()[:17] for seed in seeds]
+
+
+@contextmanager
+def topology_fault(code: str) -> Iterator[None]:
+    """While inside, DescribeInstanceTopology fails with EC2 error ``code``."""
+    TOPOLOGY_FAULT["code"] = code
+    try:
+        yield
+    finally:
+        TOPOLOGY_FAULT.clear()
+
+
+def _teach_instance_topology() -> None:
+    """Give moto's EC2 ``DescribeInstanceTopology`` (moto 5 has none): AWS's documented
+    answer, ``Instances`` (``instanceSet``) with ``InstanceId``, ``InstanceType``,
+    ``NetworkNodes``, ``AvailabilityZone``, ``ZoneId``, paged by ``MaxResults`` (default 20,
+    not with ``InstanceIds``) and ``NextToken``. Only running instances of a supported type
+    are listed. Patched on moto's response class, so both moto's in-process mock and its
+    server (which serves from this process, as :func:`moto_server` runs it) answer."""
+    from moto.core.responses import ActionResult
+    from moto.ec2.exceptions import EC2ClientError, InvalidParameterCombination
+    from moto.ec2.responses import EC2Response
+
+    response_class: Any = EC2Response
+    if hasattr(response_class, "describe_instance_topology"):
+        return
+
+    def describe_instance_topology(self: Any) -> ActionResult:
+        if code := TOPOLOGY_FAULT.get("code"):
+            raise EC2ClientError(code, f"kccm test fault: {code}")
+        ids = set(self._get_param("InstanceIds", []))
+        if ids and self._get_param("MaxResults") is not None:
+            raise InvalidParameterCombination("MaxResults cannot be used with InstanceIds")
+        listed = [
+            _topology_of(self.ec2_backend, instance)
+            for instance in self.ec2_backend.all_instances()
+            if (not ids or instance.id in ids)
+            and instance.state == "running"
+            and TOPOLOGY_TYPES.match(instance.instance_type)
+        ]
+        start = int(self._get_param("NextToken") or 0)
+        size = int(self._get_param("MaxResults") or 20)
+        page = listed[start : start + size]
+        more = start + size < len(listed)
+        return ActionResult({"Instances": page, "NextToken": str(start + size) if more else None})
+
+    response_class.describe_instance_topology = describe_instance_topology
+
+
+def _topology_of(backend: Any, instance: Any) -> dict[str, Any]:
+    zone = str(instance.placement.zone)
+    found = backend.get_zone_by_name(zone)
+    return {
+        "InstanceId": instance.id,
+        "InstanceType": instance.instance_type,
+        "NetworkNodes": network_nodes_of(instance.id, zone, instance.instance_type),
+        "AvailabilityZone": zone,
+        "ZoneId": found.zone_id if found is not None else "",
+    }
+
+
 @contextmanager
 def moto_server() -> Iterator[str]:
     """A moto server on a free loopback port; yields its URL."""
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
     _keep_listener_instance_protocol()
+    _teach_instance_topology()
     port = free_port()
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
@@ -169,7 +251,9 @@ def build_world(url: str, cluster_id: str, instances: int = 3, cidr_octet: int =
     return world
 
 
-def add_instances(world: World, count: int, *, tagged: bool = True) -> list[str]:
+def add_instances(
+    world: World, count: int, *, tagged: bool = True, instance_type: str = "m5.large"
+) -> list[str]:
     """Start ``count`` more instances, alternating zones; returns their IDs."""
     ec2, _ = clients(world.url)
     started: list[str] = []
@@ -180,7 +264,7 @@ def add_instances(world: World, count: int, *, tagged: bool = True) -> list[str]
             ImageId="ami-12c6146b",
             MinCount=1,
             MaxCount=1,
-            InstanceType="m5.large",
+            InstanceType=instance_type,
             SubnetId=subnet,
             TagSpecifications=tags,
         )
