@@ -74,6 +74,28 @@ def health_change(group: Group, mapping: PortMapping) -> dict[str, Any]:
     return change
 
 
+_FIXED_SETTINGS = ("VpcId", "Protocol", "Port", "TargetType")
+"""What ``ModifyTargetGroup`` cannot change: an adopted group must have what kccm asked."""
+
+
+def _adoptable(existing: Group, asked: Mapping[str, Any]) -> Group:
+    """``existing`` when its fixed settings are the ones asked; else the error upstream gives
+    (``error creating load balancer target group``), naming the differences."""
+    differences = [
+        f"{key} {existing.get(key)!s} (wanted {asked[key]!s})"
+        for key in _FIXED_SETTINGS
+        if str(existing.get(key, "")).upper() != str(asked[key]).upper()
+    ]
+    if differences:
+        raise CloudProviderError(
+            f"error creating load balancer target group: DuplicateTargetGroupName: a target "
+            f"group named {asked['Name']} exists with {', '.join(differences)}; kccm does not "
+            "adopt it: delete it, or change the Service so that its name differs"
+        )
+    log.info("adopting the existing target group %s", asked["Name"])
+    return existing
+
+
 class TargetGroups:
     """Target-group operations of the NLBs (one per Service port)."""
 
@@ -128,7 +150,35 @@ class TargetGroups:
     def create(
         self, vpc_id: str, name: str, mapping: PortMapping, tags: Mapping[str, str]
     ) -> Group:
-        """Create the group, or adopt one of that name an interrupted ensure left."""
+        """Create the group, or adopt the one of that name an interrupted ensure left.
+
+        Upstream ``ensureTargetGroup`` calls ``CreateTargetGroup`` and relies on AWS answering
+        an existing group of the same name and settings with that group (the call is
+        idempotent): it adopts by name, looking at no tag. The name (upstream
+        ``buildTargetGroupName``) hashes the cluster ID, the Service's namespace and name,
+        its ports, protocol and health-check protocol and interval, so a group so named is
+        this cluster's for this Service port. AWS answers ``DuplicateTargetGroupName`` when
+        the settings differ (moto always does): kccm adopts the group only when what AWS
+        cannot change — VPC, protocol, port, target type — is what it asked for (the health
+        check is corrected afterwards); otherwise it fails, as upstream does."""
+        params = self._create_params(vpc_id, name, mapping, tags)
+        log.info("creating target group %s (node port %d)", name, mapping.node_port)
+        try:
+            reply = self._api.call("elbv2", "create_target_group", **params)
+        except CloudProviderError as err:
+            existing = (
+                self.by_name(name) if error_code_of(err) == "DuplicateTargetGroupName" else None
+            )
+            if existing is None:
+                raise
+            return _adoptable(existing, params)
+        group: Group = reply["TargetGroups"][0]
+        return group
+
+    @staticmethod
+    def _create_params(
+        vpc_id: str, name: str, mapping: PortMapping, tags: Mapping[str, str]
+    ) -> dict[str, Any]:
         hc = mapping.health
         params: dict[str, Any] = {
             "Name": name,
@@ -145,18 +195,7 @@ class TargetGroups:
         }
         if hc.protocol != "TCP":
             params["HealthCheckPath"] = hc.path
-        log.info("creating target group %s (node port %d)", name, mapping.node_port)
-        try:
-            reply = self._api.call("elbv2", "create_target_group", **params)
-        except CloudProviderError as err:
-            existing = (
-                self.by_name(name) if error_code_of(err) == "DuplicateTargetGroupName" else None
-            )
-            if existing is None:
-                raise
-            return existing
-        group: Group = reply["TargetGroups"][0]
-        return group
+        return params
 
     def delete(self, arn: str) -> None:
         try:

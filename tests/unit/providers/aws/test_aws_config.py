@@ -121,6 +121,11 @@ def test_the_legacy_cluster_tag_is_the_cluster_id_when_alone() -> None:
             "APIMaxAttempts: 0 must be at least 1",
             id="no-attempts",
         ),
+        pytest.param(
+            "[Global]\nRegion = us-east-1\nSupportedTopologyInstanceTypePattern = ^(p|trn\n",
+            "SupportedTopologyInstanceTypePattern: '^(p|trn' is not a regular expression",
+            id="topology-pattern-not-a-regex",
+        ),
         pytest.param("[Global]\nRegion = us-east-1\nColour = blue\n", "Colour", id="unknown-key"),
     ],
 )
