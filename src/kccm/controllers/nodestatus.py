@@ -158,10 +158,11 @@ class NodeStatusRefresher:
             _log.error("Error listing instance metadata for node addresses: %s", err)
             return
         for node in nodes:
-            self._read(node)
             meta = found.get(node_name(node))
-            if meta is not None:
-                await update_node_address(self._kube, node, meta)
+            if meta is None:
+                continue  # left out (unknown instance): a failed read, due again next tick
+            self._read(node)
+            await update_node_address(self._kube, node, meta)
 
     async def _update_one_status(self, node: Obj) -> None:
         if has_cloud_taint(node):

@@ -990,6 +990,26 @@ async def test_list_call_follows_cloud_address_changes(
     assert all(n["status"]["addresses"] == [INTERNAL2] for n in env.kube.objects(NODES))
 
 
+async def test_a_node_missing_from_the_list_answer_is_asked_again_next_tick(
+    env_factory: Callable[..., Any], clock: FakeClock
+) -> None:
+    """A node the list call leaves out is a failed read (the per-node call raises
+    InstanceNotFound for it): it stays due, so it is in every following tick's list call,
+    not read again only a refresh period later."""
+    cloud = FakeCloud(clock=clock)
+    nodes = many_nodes(cloud, 10, INTERNAL)
+    cloud.remove_instance("node3")
+    options = NodeControllerOptions(node_metadata_refresh_period=3600)
+    env: Env = await env_factory(cloud, nodes, options=options)
+    await run_for(env, clock, 3600)
+    asked = [
+        "node3" in c.args[0] for c in cloud.call_log if c.method == "list_instance_metadata"
+    ]
+    first = asked.index(True)
+    assert all(asked[first:]), asked
+    assert first < len(asked) - 1, "asked once, then never again"
+
+
 def addresses_of(env: Env, name: str) -> Any:
     (node,) = [n for n in env.kube.objects(NODES) if n["metadata"]["name"] == name]
     return node["status"]["addresses"]
