@@ -1,7 +1,8 @@
 """Issue 19's node, annotation and config items through the real daemon (``--cloud-provider=aws``,
 real apiserver, moto behind the fault proxy): the zone-id label, a Node whose instance EC2 does
 not know is deleted, TLS listeners from annotations, changes AWS cannot make reported as a
-Warning naming the annotation, an unknown region refused at start."""
+Warning naming the annotation, an unknown region refused at start; network topology labels
+(moto taught DescribeInstanceTopology, aws_moto.py)."""
 
 from __future__ import annotations
 
@@ -35,6 +36,8 @@ __all__ = ["env", "moto_url"]  # fixtures re-exported for this module
 
 P = "service.beta.kubernetes.io/aws-load-balancer-"
 ZONE_ID = "topology.k8s.aws/zone-id"
+LAYER = "topology.k8s.aws/network-node-layer-"
+GPU = "p5.48xlarge"
 
 
 def test_an_unknown_region_stops_kccm_with_one_line_and_exit_2(tmp_path: Path) -> None:
@@ -106,6 +109,7 @@ async def test_zone_id_ghost_nodes_tls_and_changes_aws_cannot_make(
     env: Env, kube: KubeApiClient, kube_namespace: str, kube_cleanup: KubeCleanup
 ) -> None:
     ns = kube_namespace
+    [gpu] = await asyncio.to_thread(support.add_instances, env.world, 1, instance_type=GPU)
     env.start()
     names = [kube_cleanup.add(NODES, dns) for dns in env.world.instances.values()]
     ghost = kube_cleanup.add(NODES, "ip-10-99-0-1.eu-west-1.compute.internal")
@@ -121,6 +125,14 @@ async def test_zone_id_ghost_nodes_tls_and_changes_aws_cannot_make(
     for node in nodes:
         labels = node["metadata"]["labels"]
         assert labels[ZONE_ID] == zone_ids[labels["topology.kubernetes.io/zone"]]
+        zone, instance_id = labels["topology.kubernetes.io/zone"], node["spec"]["providerID"]
+        instance_id = instance_id.rsplit("/", 1)[-1]
+        layers = {k: v for k, v in labels.items() if k.startswith(LAYER)}
+        if instance_id == gpu:  # the network nodes EC2 lists, layer 1 first
+            wanted = support.network_nodes_of(gpu, zone, GPU)
+            assert layers == {f"{LAYER}{i}": n for i, n in enumerate(wanted, start=1)}
+        else:  # m5.large: EC2 lists no topology
+            assert layers == {}
     node = await kube.get(NODES, ghost)
     node["status"]["conditions"] = [_ready("Unknown")]
     await kube.replace(NODES, node, subresource="status")
