@@ -17,6 +17,10 @@ As upstream:
   ``defaultSupportedTopologyInstanceTypePattern``). Any other error (throttling included) fails
   the Node's initialisation for such a type, so that it is retried; for other types it is
   logged and the Node is initialised without the labels.
+
+kccm initialises Nodes with 32 workers where upstream has one: instances of one type not
+expected to answer are asked about one at a time, so the first answer ("none for this type")
+spares the others their call, and a type costs one call a day, as with upstream's one worker.
 """
 
 from __future__ import annotations
@@ -95,6 +99,8 @@ class InstanceTopologies:
         self._api = api
         self._pattern = re.compile(pattern or DEFAULT_SUPPORTED_PATTERN)
         self.unsupported = _Unsupported(clock)
+        self._type_locks: dict[str, threading.Lock] = {}
+        self._locks_lock = threading.Lock()
 
     def requires_response(self, instance_type: str) -> bool:
         """Upstream ``DoesInstanceTypeRequireResponse`` (Go's ``MatchString``: a search)."""
@@ -134,6 +140,16 @@ class InstanceTopologies:
     def network_nodes(self, instance_id: str, instance_type: str, region: str) -> list[str] | None:
         """Upstream ``GetNodeTopology``: the instance's network nodes, ``None`` when there is
         no topology to be had (remembered as unsupported where upstream does)."""
+        if self.requires_response(instance_type):
+            return self._ask(instance_id, instance_type, region)
+        with self._type_lock(instance_type):
+            return self._ask(instance_id, instance_type, region)
+
+    def _type_lock(self, instance_type: str) -> threading.Lock:
+        with self._locks_lock:
+            return self._type_locks.setdefault(instance_type, threading.Lock())
+
+    def _ask(self, instance_id: str, instance_type: str, region: str) -> list[str] | None:
         if not self._might_support(instance_id, instance_type, region):
             return None
         try:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -195,6 +196,18 @@ def test_an_unsupported_region_is_asked_again_after_a_day(cloud: AWSCloud, world
     meta, made = _topology_calls(cloud, lambda: v2.instance_metadata(node_for(world, second)))
     assert made == 1
     assert len(_layers(dict(meta.additional_labels))) == 3
+
+
+def test_concurrent_initialisations_ask_once_per_unsupported_type(
+    cloud: AWSCloud, world: World
+) -> None:
+    """kccm's 32 node-sync workers cost what upstream's one does: one call for the type."""
+    nodes = [node_for(world, i) for i in _started(world, PLAIN, 8)]
+    v2 = _v2(cloud)
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        metas, made = _topology_calls(cloud, lambda: list(pool.map(v2.instance_metadata, nodes)))
+    assert made == 1
+    assert all(not _layers(dict(m.additional_labels)) for m in metas)
 
 
 def test_the_periodic_refresh_asks_for_no_topology(cloud: AWSCloud, world: World) -> None:
