@@ -1002,9 +1002,7 @@ async def test_a_node_missing_from_the_list_answer_is_asked_again_next_tick(
     options = NodeControllerOptions(node_metadata_refresh_period=3600)
     env: Env = await env_factory(cloud, nodes, options=options)
     await run_for(env, clock, 3600)
-    asked = [
-        "node3" in c.args[0] for c in cloud.call_log if c.method == "list_instance_metadata"
-    ]
+    asked = ["node3" in c.args[0] for c in cloud.call_log if c.method == "list_instance_metadata"]
     first = asked.index(True)
     assert all(asked[first:]), asked
     assert first < len(asked) - 1, "asked once, then never again"

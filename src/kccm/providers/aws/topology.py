@@ -159,7 +159,8 @@ class InstanceTopologies:
                 )
             )
         except CloudProviderError as err:
-            return self._failed(err, region)
+            self._failed(err, region)  # raises unless upstream backs off
+            return None
         if not found:
             self._no_topology(instance_id, instance_type)
             return None
@@ -167,12 +168,14 @@ class InstanceTopologies:
         return [str(node) for node in first.get("NetworkNodes") or ()]
 
     def _failed(self, err: CloudProviderError, region: str) -> None:
+        """The region remembered as unsupported for the codes upstream backs off on; any
+        other error raised again."""
         code = str(getattr(err, "code", ""))
         if code in _BACK_OFF_CODES:
             level = logging.INFO if code == "UnsupportedOperation" else logging.WARNING
             log.log(level, _BACK_OFF_CODES[code], region, err)
             self.unsupported.add(region)
-            return None
+            return
         log.error("Error describing instance topology: %s", err)
         raise err
 
