@@ -17,7 +17,6 @@ import importlib.util
 import json
 import os
 import random
-import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -27,36 +26,21 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-import yaml
 
 from kccm.kube.client import KubeApiClient
 from kccm.kube.errors import NotFound
 from kccm.kube.interface import Obj, PatchType
 from kccm.kube.resources import (
-    CLUSTER_ROLE_BINDINGS,
-    CLUSTER_ROLES,
     EVENTS,
     NODES,
-    ROLE_BINDINGS,
-    ROLES,
-    SERVICE_ACCOUNTS,
     SERVICES,
-    Resource,
 )
 from kccm.testing.controllers import eventually as shared_eventually
-from kccm.testing.controlplane import ControlPlane, free_port
+from kccm.testing.controlplane import ControlPlane
+from kccm.testing.daemon import SA_GROUPS, SA_USER, Daemons, apply_rbac
 from kccm.testing.pytest_plugin import KubeCleanup
 
 ROOT = Path(__file__).resolve().parents[2]
-SA_USER = "system:serviceaccount:kube-system:cloud-controller-manager"
-SA_GROUPS = ("system:serviceaccounts", "system:serviceaccounts:kube-system", "system:authenticated")
-RBAC_KINDS: dict[str, Resource] = {
-    "ServiceAccount": SERVICE_ACCOUNTS,
-    "ClusterRole": CLUSTER_ROLES,
-    "ClusterRoleBinding": CLUSTER_ROLE_BINDINGS,
-    "Role": ROLES,
-    "RoleBinding": ROLE_BINDINGS,
-}
 UNINITIALIZED = "node.cloudprovider.kubernetes.io/uninitialized"
 NODES_WANTED = int(os.environ.get("KCCM_AWS_E2E_NODES", "6"))
 SERVICES_WANTED = int(os.environ.get("KCCM_AWS_E2E_SERVICES", "3"))
@@ -85,45 +69,27 @@ eventually = functools.partial(shared_eventually, within=BUDGET, interval=0.5)
 (it polls other processes)."""
 
 
-async def apply_shipped_rbac(kube: KubeApiClient) -> None:
-    for doc in yaml.safe_load_all((ROOT / "deploy" / "rbac.yaml").read_text()):
-        if doc and doc["kind"] in RBAC_KINDS:
-            meta = doc["metadata"]
-            await kube.patch(
-                RBAC_KINDS[doc["kind"]],
-                meta["name"],
-                doc,
-                patch_type=PatchType.APPLY,
-                namespace=meta.get("namespace"),
-                field_manager="kccm-aws-e2e",
-                force=True,
-            )
-
-
 @dataclass
 class Env:
     world: Any
     proxy: Any
     tmp: Path
     plane: ControlPlane
-    procs: list[subprocess.Popen[str]] = field(default_factory=list)
     figures: dict[str, Any] = field(default_factory=dict)
+    daemons: Daemons = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.daemons = Daemons(self.tmp)
 
     def start(self, *flags: str, **config_keys: str) -> Path:
         config = self.tmp / "aws.conf"
         config.write_text(
             self.world.cloud_config(self.proxy.url, APIMaxAttempts="6", **config_keys)
         )
-        log = self.tmp / f"kccm-{len(self.procs)}.log"
-        args = [
-            sys.executable,
-            "-m",
-            "kccm",
-            "--cloud-provider=aws",
-            f"--cloud-config={config}",
-            f"--kubeconfig={self.plane.kubeconfig_for(SA_USER, SA_GROUPS)}",
-            f"--secure-port={free_port()}",
-            "--bind-address=127.0.0.1",
+        daemon = self.daemons.start(
+            "aws",
+            config,
+            self.plane.kubeconfig_for(SA_USER, SA_GROUPS),
             f"--cluster-name={self.world.cluster_id}",
             "--cluster-cidr=10.244.0.0/16",
             "--leader-elect=false",
@@ -131,24 +97,13 @@ class Env:
             "--route-reconciliation-period=2s",
             "--v=2",
             *flags,
-        ]
-        env = {**os.environ, **support.CREDENTIALS, "PYTHONUNBUFFERED": "1"}
-        env.pop("AWS_PROFILE", None)
-        with log.open("w") as sink:
-            self.procs.append(
-                subprocess.Popen(args, stdout=sink, stderr=subprocess.STDOUT, text=True, env=env)
-            )
-        return log
+            env=support.CREDENTIALS,
+            unset=("AWS_PROFILE",),
+        )
+        return daemon.log
 
     def stop(self) -> None:
-        for proc in self.procs:
-            if proc.poll() is None:
-                proc.terminate()
-                try:
-                    proc.wait(30)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait(10)
+        self.daemons.stop_all(grace=30)
 
 
 async def release_services(kube: KubeApiClient) -> None:
@@ -183,7 +138,7 @@ def moto_url() -> Iterator[str]:
 async def env(
     control_plane: ControlPlane, kube: KubeApiClient, moto_url: str, tmp_path: Path
 ) -> AsyncIterator[Env]:
-    await apply_shipped_rbac(kube)
+    await apply_rbac(kube, ROOT / "deploy" / "rbac.yaml", "kccm-aws-e2e")
     world = await asyncio.to_thread(
         support.build_world,
         moto_url,

@@ -14,8 +14,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import importlib.util
-import os
-import subprocess
 import sys
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -32,7 +30,8 @@ from kccm.kube.errors import NotFound
 from kccm.kube.interface import Obj
 from kccm.kube.resources import EVENTS, NODES, SERVICES
 from kccm.testing.controllers import eventually as shared_eventually
-from kccm.testing.controlplane import ControlPlane, free_port
+from kccm.testing.controlplane import ControlPlane
+from kccm.testing.daemon import Daemons
 from kccm.testing.pytest_plugin import KubeCleanup
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -85,41 +84,26 @@ async def kccm(
     control_plane: ControlPlane, kube: KubeApiClient, proxy: Any, tmp_path: Path
 ) -> AsyncIterator[Callable[[Any], None]]:
     """Start kccm (as cluster-admin: RBAC is the daemon test's subject) against a world."""
-    procs: list[subprocess.Popen[str]] = []
+    daemons = Daemons(tmp_path)
 
     def start(world: Any) -> None:
         config = tmp_path / "aws.conf"
         config.write_text(world.cloud_config(proxy.url, APIMaxAttempts="6"))
-        args = [
-            sys.executable,
-            "-m",
-            "kccm",
-            "--cloud-provider=aws",
-            f"--cloud-config={config}",
-            f"--kubeconfig={control_plane.admin_kubeconfig}",
-            f"--secure-port={free_port()}",
-            "--bind-address=127.0.0.1",
+        daemons.start(
+            "aws",
+            config,
+            control_plane.admin_kubeconfig,
             f"--cluster-name={world.cluster_id}",
             "--configure-cloud-routes=false",
             "--leader-elect=false",
             "--controllers=service",
             "--v=2",
-        ]
-        env = {**os.environ, **support.CREDENTIALS, "PYTHONUNBUFFERED": "1"}
-        env.pop("AWS_PROFILE", None)
-        with (tmp_path / "kccm.log").open("w") as sink:
-            procs.append(
-                subprocess.Popen(args, stdout=sink, stderr=subprocess.STDOUT, text=True, env=env)
-            )
+            env=support.CREDENTIALS,
+            unset=("AWS_PROFILE",),
+        )
 
     yield start
-    for proc in procs:
-        proc.terminate()
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
+    daemons.stop_all(grace=30)
     await release_services(kube)
 
 
