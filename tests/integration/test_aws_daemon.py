@@ -35,6 +35,7 @@ from kccm.kube.resources import (
     NODES,
     SERVICES,
 )
+from kccm.testing.controllers import all_absent
 from kccm.testing.controllers import eventually as shared_eventually
 from kccm.testing.controlplane import ControlPlane
 from kccm.testing.daemon import SA_GROUPS, SA_USER, Daemons, apply_rbac
@@ -259,16 +260,7 @@ async def delete_services(kube: KubeApiClient, ns: str, names: list[str]) -> Non
     for name in names:
         await kube.delete(SERVICES, name, namespace=ns)
 
-    async def gone() -> bool:
-        for name in names:
-            try:
-                await kube.get(SERVICES, name, namespace=ns)
-            except NotFound:
-                continue
-            return False
-        return True
-
-    await eventually(gone)
+    await eventually(lambda: all_absent(kube, SERVICES, names, ns))
 
 
 async def _lbs_where(

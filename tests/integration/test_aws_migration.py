@@ -26,9 +26,9 @@ from test_aws_daemon import release_services
 
 from kccm.cloudprovider import default_load_balancer_name
 from kccm.kube.client import KubeApiClient
-from kccm.kube.errors import NotFound
 from kccm.kube.interface import Obj
 from kccm.kube.resources import EVENTS, NODES, SERVICES
+from kccm.testing.controllers import all_absent
 from kccm.testing.controllers import eventually as shared_eventually
 from kccm.testing.controlplane import ControlPlane
 from kccm.testing.daemon import Daemons
@@ -233,16 +233,7 @@ async def test_kccm_adopts_what_the_upstream_ccm_made_and_deletes_it_all(
     for name in wanted:
         await kube.delete(SERVICES, name, namespace=ns)
 
-    async def gone() -> bool:
-        for name in wanted:
-            try:
-                await kube.get(SERVICES, name, namespace=ns)
-            except NotFound:
-                continue
-            return False
-        return True
-
-    await eventually(gone)
+    await eventually(lambda: all_absent(kube, SERVICES, wanted, ns))
     assert await asyncio.to_thread(_remains, world, node_group, balancer_names) == {
         "classic": [],
         "nlbs": [],

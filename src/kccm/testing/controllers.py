@@ -2,6 +2,8 @@
 
 - :func:`eventually`: poll an async probe until it returns something truthy, bounded; the one
   polling helper of the integration tests (they wait for a condition, never for a fixed time);
+- :func:`absent` / :func:`all_absent`: probes for ``eventually`` that an object (all the named
+  objects) no longer exists;
 - :func:`event_counts`: how often a component recorded each reason about an object;
 - :func:`controller_run`: one run of controllers as the daemon wires them — a
   :class:`~kccm.controllers.base.ControllerContext` with its own registry, call gate, informer
@@ -16,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections import Counter
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Protocol, TypeVar
 
@@ -26,12 +28,21 @@ from kccm.cloudprovider.gate import CallGate
 from kccm.cloudprovider.gated import GatedCloud
 from kccm.cloudprovider.interface import Interface
 from kccm.controllers.base import ControllerContext
+from kccm.kube.errors import NotFound
 from kccm.kube.interface import KubeClient
-from kccm.kube.resources import EVENTS
+from kccm.kube.resources import EVENTS, Resource
 from kccm.runtime.events import EventBroadcaster
 from kccm.runtime.informers import SharedInformerFactory
 
-__all__ = ["ControllerRun", "Runnable", "controller_run", "event_counts", "eventually"]
+__all__ = [
+    "ControllerRun",
+    "Runnable",
+    "absent",
+    "all_absent",
+    "controller_run",
+    "event_counts",
+    "eventually",
+]
 
 T = TypeVar("T")
 
@@ -47,6 +58,27 @@ async def eventually(
             if value:
                 return value
             await asyncio.sleep(interval)
+
+
+async def absent(
+    kube: KubeClient, resource: Resource, name: str, namespace: str | None = None
+) -> bool:
+    """Whether ``name`` is gone (a GET answers NotFound)."""
+    try:
+        await kube.get(resource, name, namespace=namespace)
+    except NotFound:
+        return True
+    return False
+
+
+async def all_absent(
+    kube: KubeClient, resource: Resource, names: Iterable[str], namespace: str | None = None
+) -> bool:
+    """Whether every one of ``names`` is gone."""
+    for name in names:
+        if not await absent(kube, resource, name, namespace):
+            return False
+    return True
 
 
 async def event_counts(kube: KubeClient, namespace: str, name: str, component: str) -> Counter[str]:

@@ -13,11 +13,10 @@ from kccm.cloudprovider.types import Node
 from kccm.controllers import nodelifecycle
 from kccm.controllers.nodelifecycle import NodeLifecycleControllerOptions
 from kccm.kube.client import KubeApiClient
-from kccm.kube.errors import NotFound
 from kccm.kube.interface import Obj, PatchType
 from kccm.kube.resources import EVENTS, NODES
 from kccm.providers.fake import FakeCloud, FakeInstance
-from kccm.testing.controllers import eventually
+from kccm.testing.controllers import absent, eventually
 from kccm.testing.pytest_plugin import KubeCleanup, OpenControllerRun, unique_name
 
 SHUTDOWN = {"key": "node.cloudprovider.kubernetes.io/shutdown", "effect": "NoSchedule"}
@@ -111,14 +110,7 @@ async def test_not_ready_node_without_instance_is_deleted(running: Running) -> N
     name = unique_name(PREFIX)
     await running.create(name, "False")
 
-    async def gone() -> bool:
-        try:
-            await running.kube.get(NODES, name)
-        except NotFound:
-            return True
-        return False
-
-    await eventually(gone)
+    await eventually(lambda: absent(running.kube, NODES, name))
     events = await eventually(lambda: running.events(name))
     assert events == [
         (

@@ -29,12 +29,12 @@ from pyVmomi import vim
 from vsphere_admin import VCAdmin, start_or_skip
 
 from kccm.kube.client import KubeApiClient
-from kccm.kube.errors import NotFound
 from kccm.kube.interface import Obj
 from kccm.kube.resources import (
     NODES,
     SECRETS,
 )
+from kccm.testing.controllers import absent
 from kccm.testing.controllers import eventually as shared_eventually
 from kccm.testing.controlplane import ControlPlane
 from kccm.testing.daemon import SA_GROUPS, SA_USER, Daemons, apply_rbac
@@ -246,7 +246,7 @@ async def test_two_vcenters_nodes_lifecycle_and_faults(
     gone_key = ("vc-a", "DC0_C0_RP0_VM1")
     world.admins["vc-a"].destroy(gone_key[1])
     await _set_ready(kube, vms[gone_key], "Unknown")
-    await eventually(lambda: _deleted(kube, vms[gone_key]))
+    await eventually(lambda: absent(kube, NODES, vms[gone_key]))
     world.figures["node_deleted_s"] = round(time.monotonic() - phase, 2)
     for key, name in vms.items():  # nobody else was touched
         if key != gone_key:
@@ -267,14 +267,6 @@ async def _has(kube: KubeApiClient, name: str, taint: str) -> bool:
 
 async def _lacks(kube: KubeApiClient, name: str, taint: str) -> bool:
     return taint not in await _taints(kube, name)
-
-
-async def _deleted(kube: KubeApiClient, name: str) -> bool:
-    try:
-        await kube.get(NODES, name)
-    except NotFound:
-        return True
-    return False
 
 
 async def test_wrong_password_at_start_is_one_line_and_exit_2(world: World) -> None:

@@ -7,9 +7,15 @@ import asyncio
 import pytest
 
 from kccm.kube.fake import FakeKube
-from kccm.kube.resources import EVENTS
+from kccm.kube.resources import CONFIG_MAPS, EVENTS
 from kccm.providers.fake import FakeCloud
-from kccm.testing.controllers import controller_run, event_counts, eventually
+from kccm.testing.controllers import (
+    absent,
+    all_absent,
+    controller_run,
+    event_counts,
+    eventually,
+)
 
 
 async def test_eventually_returns_the_first_truthy_value() -> None:
@@ -27,6 +33,26 @@ async def test_eventually_times_out() -> None:
 
     with pytest.raises(TimeoutError):
         await eventually(never, 0.05, interval=0.01)
+
+
+@pytest.mark.parametrize(
+    ("existing", "names", "gone"),
+    [
+        pytest.param([], ["a", "b"], True, id="none-exist"),
+        pytest.param(["b"], ["a", "b"], False, id="one-remains"),
+        pytest.param(["a"], [], True, id="no-names"),
+    ],
+)
+async def test_absent_answers_whether_the_objects_are_gone(
+    existing: list[str], names: list[str], gone: bool
+) -> None:
+    kube = FakeKube()
+    for name in existing:
+        await kube.create(CONFIG_MAPS, {"metadata": {"name": name, "namespace": "ns"}})
+    assert await all_absent(kube, CONFIG_MAPS, names, "ns") is gone
+    for name in names:
+        assert await absent(kube, CONFIG_MAPS, name, "ns") is (name not in existing)
+    assert await absent(kube, CONFIG_MAPS, "b", "other-ns"), "another namespace's object"
 
 
 class Crashing:
