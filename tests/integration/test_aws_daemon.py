@@ -39,6 +39,8 @@ from kccm.testing.controllers import all_absent
 from kccm.testing.controllers import eventually as shared_eventually
 from kccm.testing.controlplane import ControlPlane
 from kccm.testing.daemon import SA_GROUPS, SA_USER, Daemons, apply_rbac
+from kccm.testing.kubelet import kubelet_node
+from kccm.testing.kubelet import ready_condition as _ready
 from kccm.testing.pytest_plugin import KubeCleanup
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -155,34 +157,6 @@ async def env(
         environment.stop()
         proxy.stop()
         await release_services(kube)
-
-
-def kubelet_node(name: str, pod_cidr: str) -> Obj:
-    """A Node as kubelet registers it with --cloud-provider=external (named after the
-    instance's private DNS name, as on EC2)."""
-    return {
-        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
-        "spec": {
-            "taints": [{"key": UNINITIALIZED, "value": "true", "effect": "NoSchedule"}],
-            "podCIDR": pod_cidr,
-            "podCIDRs": [pod_cidr],
-        },
-        "status": {
-            "addresses": [{"type": "Hostname", "address": name}],
-            "conditions": [_ready("True")],
-        },
-    }
-
-
-def _ready(status: str) -> dict[str, str]:
-    return {
-        "type": "Ready",
-        "status": status,
-        "reason": "KubeletReady" if status == "True" else "NodeStatusUnknown",
-        "message": "test",
-        "lastHeartbeatTime": "2026-11-21T00:00:00Z",
-        "lastTransitionTime": "2026-11-21T00:00:00Z",
-    }
 
 
 def lb_service(name: str) -> Obj:

@@ -41,14 +41,11 @@ from kccm.testing.certs import CertificateAuthority, KeyPair
 from kccm.testing.controllers import eventually as shared_eventually
 from kccm.testing.controlplane import ControlPlane
 from kccm.testing.daemon import SA_GROUPS, SA_USER, Daemon, Daemons, apply_rbac
+from kccm.testing.kubelet import UNINITIALIZED_TAINT, kubelet_node
 from kccm.testing.pytest_plugin import KubeCleanup, unique_name
 
 ROOT = Path(__file__).resolve().parents[2]
-UNINITIALIZED = {
-    "key": "node.cloudprovider.kubernetes.io/uninitialized",
-    "value": "true",
-    "effect": "NoSchedule",
-}
+UNINITIALIZED = UNINITIALIZED_TAINT
 
 
 eventually = functools.partial(shared_eventually, within=30.0, interval=0.2)
@@ -110,26 +107,6 @@ async def cluster(
         yield c
     finally:
         c.stop_all()
-
-
-def kubelet_node(name: str, pod_cidr: str) -> Obj:
-    return {
-        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
-        "spec": {"taints": [UNINITIALIZED], "podCIDR": pod_cidr, "podCIDRs": [pod_cidr]},
-        "status": {
-            "addresses": [{"type": "Hostname", "address": name}],
-            "conditions": [
-                {
-                    "type": "Ready",
-                    "status": "True",
-                    "reason": "KubeletReady",
-                    "message": "ready",
-                    "lastHeartbeatTime": "2026-11-21T00:00:00Z",
-                    "lastTransitionTime": "2026-11-21T00:00:00Z",
-                }
-            ],
-        },
-    }
 
 
 async def _initialised(kube: KubeApiClient, name: str) -> Obj | None:

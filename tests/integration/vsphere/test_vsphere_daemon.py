@@ -38,6 +38,8 @@ from kccm.testing.controllers import absent
 from kccm.testing.controllers import eventually as shared_eventually
 from kccm.testing.controlplane import ControlPlane
 from kccm.testing.daemon import SA_GROUPS, SA_USER, Daemons, apply_rbac
+from kccm.testing.kubelet import kubelet_node
+from kccm.testing.kubelet import ready_condition as ready
 from kccm.testing.pytest_plugin import KubeCleanup, unique_name
 from kccm.testing.vcsim import Vcsim
 
@@ -51,30 +53,6 @@ BUDGET = 60.0 + 0.5 * VMS
 eventually = functools.partial(shared_eventually, within=BUDGET, interval=0.25)
 """The shared :func:`kccm.testing.controllers.eventually` with this module's bound and pace
 (it polls other processes)."""
-
-
-def kubelet_node(name: str) -> Obj:
-    """A Node as kubelet registers it with --cloud-provider=external (named after the guest's
-    host name, as on vSphere)."""
-    return {
-        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
-        "spec": {"taints": [{"key": UNINITIALIZED, "value": "true", "effect": "NoSchedule"}]},
-        "status": {
-            "addresses": [{"type": "Hostname", "address": name}],
-            "conditions": [ready("True")],
-        },
-    }
-
-
-def ready(status: str) -> dict[str, str]:
-    return {
-        "type": "Ready",
-        "status": status,
-        "reason": "KubeletReady" if status == "True" else "NodeStatusUnknown",
-        "message": "test",
-        "lastHeartbeatTime": "2026-11-21T00:00:00Z",
-        "lastTransitionTime": "2026-11-21T00:00:00Z",
-    }
 
 
 @dataclass
