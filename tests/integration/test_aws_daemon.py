@@ -13,16 +13,13 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import importlib.util
 import json
 import os
 import random
-import sys
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
@@ -41,6 +38,7 @@ from kccm.testing.controlplane import ControlPlane
 from kccm.testing.daemon import SA_GROUPS, SA_USER, Daemons, apply_rbac
 from kccm.testing.kubelet import kubelet_node
 from kccm.testing.kubelet import ready_condition as _ready
+from kccm.testing.modules import load_module
 from kccm.testing.pytest_plugin import KubeCleanup
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -50,21 +48,7 @@ SERVICES_WANTED = int(os.environ.get("KCCM_AWS_E2E_SERVICES", "3"))
 BUDGET = 60.0 + 3.0 * NODES_WANTED + 6.0 * SERVICES_WANTED
 
 
-def _load_support() -> ModuleType:
-    """tests/unit/providers/aws/aws_moto.py (the tests directories are not packages)."""
-    if "aws_moto" in sys.modules:
-        return sys.modules["aws_moto"]
-    path = ROOT / "tests" / "unit" / "providers" / "aws" / "aws_moto.py"
-    spec = importlib.util.spec_from_file_location("aws_moto", path)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["aws_moto"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-support = _load_support()
+support = load_module("aws_moto", ROOT / "tests" / "unit" / "providers" / "aws" / "aws_moto.py")
 
 
 eventually = functools.partial(shared_eventually, within=BUDGET, interval=0.5)

@@ -13,12 +13,9 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import importlib.util
-import sys
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
@@ -32,6 +29,7 @@ from kccm.testing.controllers import all_absent
 from kccm.testing.controllers import eventually as shared_eventually
 from kccm.testing.controlplane import ControlPlane
 from kccm.testing.daemon import Daemons
+from kccm.testing.modules import load_module
 from kccm.testing.pytest_plugin import KubeCleanup
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -41,22 +39,9 @@ TYPE = "service.beta.kubernetes.io/aws-load-balancer-type"
 BUDGET = 90.0
 
 
-def _load(name: str, path: Path) -> ModuleType:
-    """A support module by path (the tests directories are not packages)."""
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-support = _load("aws_moto", AWS_TESTS / "aws_moto.py")
-sg_support = _load("aws_sg_moto", AWS_TESTS / "aws_sg_moto.py")
-layout = _load("aws_upstream_layout", Path(__file__).parent / "aws_upstream_layout.py")
+support = load_module("aws_moto", AWS_TESTS / "aws_moto.py")
+sg_support = load_module("aws_sg_moto", AWS_TESTS / "aws_sg_moto.py")
+layout = load_module("aws_upstream_layout", Path(__file__).parent / "aws_upstream_layout.py")
 
 
 eventually = functools.partial(shared_eventually, within=BUDGET, interval=0.5)
