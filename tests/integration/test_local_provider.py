@@ -24,7 +24,7 @@ from kccm.kube.resources import EVENTS, NODES, SERVICES
 from kccm.providers.local import LocalCloud
 from kccm.providers.local.config import load_local_config
 from kccm.providers.local.store import InstanceRecord, LoadBalancerRecord, LocalStore
-from kccm.testing.controllers import absent, eventually
+from kccm.testing.controllers import absent, event_summaries, eventually
 from kccm.testing.pytest_plugin import KubeCleanup, OpenControllerRun, unique_name
 
 PREFIX = "local-node"
@@ -181,13 +181,10 @@ async def test_an_unavailable_load_balancer_ip_is_a_warning_event_and_no_lb(
     )
 
     async def warning() -> list[str]:
-        listed = await kube.list(
-            EVENTS, namespace=kube_namespace, field_selector=f"involvedObject.name={svc}"
-        )
         return [
-            e["message"]
-            for e in listed.items
-            if (e["type"], e["reason"]) == ("Warning", "SyncLoadBalancerFailed")
+            message
+            for _, kind, reason, message in await event_summaries(kube, kube_namespace, svc)
+            if (kind, reason) == ("Warning", "SyncLoadBalancerFailed")
         ]
 
     (message, *_) = await eventually(warning)
@@ -258,13 +255,10 @@ async def test_a_service_nothing_serves_gets_a_warning_and_no_status(
     )
 
     async def warnings() -> list[str]:
-        listed = await kube.list(
-            EVENTS, namespace=kube_namespace, field_selector=f"involvedObject.name={svc}"
-        )
         return [
-            e["message"]
-            for e in listed.items
-            if (e["type"], e["reason"]) == ("Warning", "SyncLoadBalancerFailed")
+            message
+            for _, kind, reason, message in await event_summaries(kube, kube_namespace, svc)
+            if (kind, reason) == ("Warning", "SyncLoadBalancerFailed")
         ]
 
     (message, *_) = await eventually(warnings)

@@ -4,6 +4,8 @@
   polling helper of the integration tests (they wait for a condition, never for a fixed time);
 - :func:`absent` / :func:`all_absent`: probes for ``eventually`` that an object (all the named
   objects) no longer exists;
+- :func:`events_about` / :func:`event_summaries`: the Events about an object (as
+  (component, type, reason, message));
 - :func:`event_counts`: how often a component recorded each reason about an object;
 - :func:`controller_run`: one run of controllers as the daemon wires them — a
   :class:`~kccm.controllers.base.ControllerContext` with its own registry, call gate, informer
@@ -29,7 +31,7 @@ from kccm.cloudprovider.gated import GatedCloud
 from kccm.cloudprovider.interface import Interface
 from kccm.controllers.base import ControllerContext
 from kccm.kube.errors import NotFound
-from kccm.kube.interface import KubeClient
+from kccm.kube.interface import KubeClient, Obj
 from kccm.kube.resources import EVENTS, Resource
 from kccm.runtime.events import EventBroadcaster
 from kccm.runtime.informers import SharedInformerFactory
@@ -41,6 +43,8 @@ __all__ = [
     "all_absent",
     "controller_run",
     "event_counts",
+    "event_summaries",
+    "events_about",
     "eventually",
 ]
 
@@ -81,14 +85,34 @@ async def all_absent(
     return True
 
 
-async def event_counts(kube: KubeClient, namespace: str, name: str, component: str) -> Counter[str]:
-    """Per reason, how many times ``component`` recorded an event about ``name`` (an Event's
-    ``count`` included: the recorder folds repeats into one object)."""
+async def events_about(kube: KubeClient, namespace: str, name: str) -> list[Obj]:
+    """The Events in ``namespace`` whose involvedObject is named ``name``."""
     listed = await kube.list(
         EVENTS, namespace=namespace, field_selector=f"involvedObject.name={name}"
     )
+    return listed.items
+
+
+async def event_summaries(
+    kube: KubeClient, namespace: str, name: str
+) -> list[tuple[str, str, str, str]]:
+    """(source component, type, reason, message) of each Event about ``name``."""
+    return [
+        (
+            str((e.get("source") or {}).get("component", "")),
+            str(e.get("type", "")),
+            str(e.get("reason", "")),
+            str(e.get("message", "")),
+        )
+        for e in await events_about(kube, namespace, name)
+    ]
+
+
+async def event_counts(kube: KubeClient, namespace: str, name: str, component: str) -> Counter[str]:
+    """Per reason, how many times ``component`` recorded an event about ``name`` (an Event's
+    ``count`` included: the recorder folds repeats into one object)."""
     counts: Counter[str] = Counter()
-    for event in listed.items:
+    for event in await events_about(kube, namespace, name):
         if (event.get("source") or {}).get("component") == component:
             counts[str(event.get("reason", ""))] += int(event.get("count") or 1)
     return counts

@@ -14,9 +14,9 @@ from kccm.controllers import nodelifecycle
 from kccm.controllers.nodelifecycle import NodeLifecycleControllerOptions
 from kccm.kube.client import KubeApiClient
 from kccm.kube.interface import Obj, PatchType
-from kccm.kube.resources import EVENTS, NODES
+from kccm.kube.resources import NODES
 from kccm.providers.fake import FakeCloud, FakeInstance
-from kccm.testing.controllers import absent, eventually
+from kccm.testing.controllers import absent, event_summaries, eventually
 from kccm.testing.pytest_plugin import KubeCleanup, OpenControllerRun, unique_name
 
 SHUTDOWN = {"key": "node.cloudprovider.kubernetes.io/shutdown", "effect": "NoSchedule"}
@@ -83,13 +83,7 @@ class Running:
         return [t for t in node["spec"].get("taints") or () if t["key"] == SHUTDOWN["key"]]
 
     async def events(self, name: str) -> list[tuple[str, str, str, str]]:
-        found = await self.kube.list(
-            EVENTS, namespace="default", field_selector=f"involvedObject.name={name}"
-        )
-        return [
-            (e["source"].get("component", ""), e["type"], e["reason"], e["message"])
-            for e in found.items
-        ]
+        return await event_summaries(self.kube, "default", name)
 
     def calls_for(self, name: str) -> list[str]:
         return [c.method for c in self.cloud.call_log if c.args and c.args[0] == name]

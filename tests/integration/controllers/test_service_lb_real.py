@@ -22,7 +22,13 @@ from kccm.kube.client import KubeApiClient
 from kccm.kube.interface import Obj
 from kccm.kube.resources import EVENTS, NODES, SERVICES
 from kccm.providers.fake import FakeCloud, FakeInstance
-from kccm.testing.controllers import absent, controller_run, event_counts, eventually
+from kccm.testing.controllers import (
+    absent,
+    controller_run,
+    event_counts,
+    events_about,
+    eventually,
+)
 from kccm.testing.pytest_plugin import KubeCleanup, unique_name
 
 EXCLUDE = "node.kubernetes.io/exclude-from-external-load-balancers"
@@ -157,12 +163,11 @@ async def events_of(kube: KubeApiClient, namespace: str, name: str) -> list[tupl
     The apiserver's own controllers (e.g. the ClusterIP repair loop, through events.k8s.io
     with no ``source``) may also record events about a Service at any time; they are not ours.
     """
-    listed = await kube.list(
-        EVENTS, namespace=namespace, field_selector=f"involvedObject.name={name}"
-    )
     return [
         (e["type"], e["reason"], e["message"], e["source"]["component"])
-        for e in sorted(listed.items, key=lambda e: e["metadata"]["name"])
+        for e in sorted(
+            await events_about(kube, namespace, name), key=lambda e: e["metadata"]["name"]
+        )
         if (e.get("source") or {}).get("component") == "service-controller"
     ]
 

@@ -14,6 +14,7 @@ from kccm.testing.controllers import (
     all_absent,
     controller_run,
     event_counts,
+    event_summaries,
     eventually,
 )
 
@@ -117,3 +118,24 @@ async def test_event_counts_fold_repeats_per_reason_of_one_component() -> None:
             event["count"] = count
         await kube.create(EVENTS, event)
     assert await event_counts(kube, "ns", "web", "svc") == {"Ensured": 3, "Ensuring": 1}
+
+
+async def test_event_summaries_project_component_type_reason_message() -> None:
+    """(FakeKube ignores the involvedObject field selector: the real apiserver applies it.)"""
+    kube = FakeKube()
+    for i, source in enumerate([{"component": "svc"}, None]):
+        await kube.create(
+            EVENTS,
+            {
+                "metadata": {"name": f"e{i}", "namespace": "ns"},
+                "involvedObject": {"name": "web"},
+                "type": "Normal",
+                "reason": f"R{i}",
+                "message": f"m{i}",
+                **({"source": source} if source is not None else {}),
+            },
+        )
+    assert await event_summaries(kube, "ns", "web") == [
+        ("svc", "Normal", "R0", "m0"),
+        ("", "Normal", "R1", "m1"),  # no source: an events.k8s.io writer
+    ]
