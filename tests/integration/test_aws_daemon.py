@@ -62,11 +62,8 @@ class Env:
     proxy: Any
     tmp: Path
     plane: ControlPlane
+    daemons: Daemons
     figures: dict[str, Any] = field(default_factory=dict)
-    daemons: Daemons = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.daemons = Daemons(self.tmp)
 
     def start(self, *flags: str, **config_keys: str) -> Path:
         config = self.tmp / "aws.conf"
@@ -134,7 +131,7 @@ async def env(
         random.randrange(20, 250),
     )
     proxy = support.FaultProxy(moto_url, support.every_nth(7)).start()
-    environment = Env(world, proxy, tmp_path, control_plane)
+    environment = Env(world, proxy, tmp_path, control_plane, Daemons(tmp_path))
     try:
         yield environment
     finally:

@@ -19,7 +19,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -58,10 +58,7 @@ class Cluster:
     plane: ControlPlane
     tmp: Path
     kube: KubeApiClient
-    daemons: Daemons = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.daemons = Daemons(self.tmp)
+    daemons: Daemons
 
     def cloud_config(self, nodes: list[str]) -> Path:
         lines = ["[Global]", "zone = e2e-zone", "region = e2e-region", ""]
@@ -102,7 +99,7 @@ async def cluster(
     control_plane: ControlPlane, kube: KubeApiClient, tmp_path: Path
 ) -> AsyncIterator[Cluster]:
     await apply_rbac(kube, ROOT / "deploy" / "rbac.yaml", "kccm-e2e")
-    c = Cluster(control_plane, tmp_path, kube)
+    c = Cluster(control_plane, tmp_path, kube, Daemons(tmp_path))
     try:
         yield c
     finally:

@@ -62,11 +62,8 @@ class World:
     tmp: Path
     plane: ControlPlane
     secret: str
+    daemons: Daemons
     figures: dict[str, Any] = field(default_factory=dict)
-    daemons: Daemons = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.daemons = Daemons(self.tmp)
 
     def config(self) -> str:
         text = f"[Global]\nsecret-name = {self.secret}\nsecret-namespace = kube-system\n"
@@ -132,7 +129,7 @@ async def world(
             "data": {k: base64.b64encode(v.encode()).decode() for k, v in data.items()},
         },
     )
-    env = World(sims, admins, tmp_path, control_plane, secret)
+    env = World(sims, admins, tmp_path, control_plane, secret, Daemons(tmp_path))
     try:
         yield env
     finally:
