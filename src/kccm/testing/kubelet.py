@@ -48,13 +48,19 @@ def micro_time(when: datetime) -> str:
     return when.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
+READY_REASONS = {"True": "KubeletReady", "False": "KubeletNotReady"}
+"""The Ready reasons kubelet posts (pkg/kubelet/nodestatus/setters.go, ReadyCondition); any
+other status is the node lifecycle controller's once kubelet stopped posting
+(NodeStatusUnknown)."""
+
+
 def ready_condition(status: str = "True") -> dict[str, str]:
-    """The Ready condition as kubelet posts it ("True"), or as the node lifecycle controller
-    leaves it once the kubelet stopped posting (another status: reason NodeStatusUnknown)."""
+    """The Ready condition as kubelet posts it ("True", "False"), or as the node lifecycle
+    controller leaves it once kubelet stopped posting ("Unknown")."""
     return {
         "type": "Ready",
         "status": status,
-        "reason": "KubeletReady" if status == "True" else "NodeStatusUnknown",
+        "reason": READY_REASONS.get(status, "NodeStatusUnknown"),
         "message": "test",
         "lastHeartbeatTime": "2026-11-21T00:00:00Z",
         "lastTransitionTime": "2026-11-21T00:00:00Z",

@@ -17,6 +17,7 @@ from kccm.kube.interface import Obj, PatchType
 from kccm.kube.resources import NODES
 from kccm.providers.fake import FakeCloud, FakeInstance
 from kccm.testing.controllers import absent, event_summaries, eventually
+from kccm.testing.kubelet import ready_condition as _ready
 from kccm.testing.pytest_plugin import KubeCleanup, OpenControllerRun, unique_name
 
 SHUTDOWN = {"key": "node.cloudprovider.kubernetes.io/shutdown", "effect": "NoSchedule"}
@@ -46,16 +47,6 @@ def kubelet_node(name: str, ready: str) -> Obj:
             "addresses": [{"type": "InternalIP", "address": "10.0.0.1"}],
             "conditions": [_ready(ready)],
         },
-    }
-
-
-def _ready(status: str) -> dict[str, str]:
-    return {
-        "type": "Ready",
-        "status": status,
-        "reason": "KubeletReady" if status == "True" else "KubeletNotReady",
-        "lastHeartbeatTime": "2026-01-01T00:00:00Z",
-        "lastTransitionTime": "2026-01-01T00:00:00Z",
     }
 
 

@@ -106,6 +106,7 @@ def test_a_kubelet_node_is_uninitialised_ready_and_named_by_host(
     ("status", "reason"),
     [
         pytest.param("True", "KubeletReady", id="posted-by-kubelet"),
+        pytest.param("False", "KubeletNotReady", id="not-ready-posted-by-kubelet"),
         pytest.param("Unknown", "NodeStatusUnknown", id="kubelet-stopped-posting"),
     ],
 )
