@@ -34,6 +34,7 @@ from kccm.kube.resources import (
 )
 from kccm.testing.controllers import all_absent
 from kccm.testing.controllers import eventually as shared_eventually
+from kccm.testing.controllers import initialised_nodes as _all_initialised
 from kccm.testing.controlplane import ControlPlane
 from kccm.testing.daemon import SA_GROUPS, SA_USER, Daemons, apply_rbac
 from kccm.testing.kubelet import kubelet_node
@@ -42,7 +43,6 @@ from kccm.testing.modules import load_module
 from kccm.testing.pytest_plugin import KubeCleanup
 
 ROOT = Path(__file__).resolve().parents[2]
-UNINITIALIZED = "node.cloudprovider.kubernetes.io/uninitialized"
 NODES_WANTED = int(os.environ.get("KCCM_AWS_E2E_NODES", "6"))
 SERVICES_WANTED = int(os.environ.get("KCCM_AWS_E2E_SERVICES", "3"))
 BUDGET = 60.0 + 3.0 * NODES_WANTED + 6.0 * SERVICES_WANTED
@@ -151,20 +151,6 @@ def lb_service(name: str) -> Obj:
             "ports": [{"name": "http", "port": 80, "protocol": "TCP"}],
         },
     }
-
-
-async def _all_initialised(kube: KubeApiClient, names: list[str]) -> list[Obj] | None:
-    nodes = []
-    for name in names:
-        node = await kube.get(NODES, name)
-        taints = {t["key"] for t in node["spec"].get("taints") or []}
-        addresses = {a["type"] for a in node.get("status", {}).get("addresses") or []}
-        if not node["spec"].get("providerID") or UNINITIALIZED in taints:
-            return None
-        if "InternalIP" not in addresses:  # written by a status update of its own
-            return None
-        nodes.append(node)
-    return nodes
 
 
 def _moto_lbs(env: Env) -> dict[str, dict[str, Any]]:

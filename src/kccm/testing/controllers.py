@@ -4,6 +4,7 @@
   polling helper of the integration tests (they wait for a condition, never for a fixed time);
 - :func:`absent` / :func:`all_absent`: probes for ``eventually`` that an object (all the named
   objects) no longer exists;
+- :func:`initialised_nodes`: a probe for Nodes the cloud node controller has initialised;
 - :func:`events_about` / :func:`event_summaries`: the Events about an object (as
   (component, type, reason, message));
 - :func:`event_counts`: how often a component recorded each reason about an object;
@@ -32,9 +33,10 @@ from kccm.cloudprovider.interface import Interface
 from kccm.controllers.base import ControllerContext
 from kccm.kube.errors import NotFound
 from kccm.kube.interface import KubeClient, Obj
-from kccm.kube.resources import EVENTS, Resource
+from kccm.kube.resources import EVENTS, NODES, Resource
 from kccm.runtime.events import EventBroadcaster
 from kccm.runtime.informers import SharedInformerFactory
+from kccm.testing.kubelet import UNINITIALIZED_TAINT
 
 __all__ = [
     "ControllerRun",
@@ -46,6 +48,7 @@ __all__ = [
     "event_summaries",
     "events_about",
     "eventually",
+    "initialised_nodes",
 ]
 
 T = TypeVar("T")
@@ -83,6 +86,23 @@ async def all_absent(
         if not await absent(kube, resource, name, namespace):
             return False
     return True
+
+
+async def initialised_nodes(kube: KubeClient, names: Iterable[str]) -> list[Obj] | None:
+    """The Nodes ``names`` once the cloud node controller has initialised every one (a
+    providerID, no uninitialized taint, an InternalIP address: the last comes with a status
+    update of its own); None while any is not."""
+    nodes = []
+    for name in names:
+        node = await kube.get(NODES, name)
+        taints = {t["key"] for t in node["spec"].get("taints") or []}
+        addresses = {a["type"] for a in node.get("status", {}).get("addresses") or []}
+        if not node["spec"].get("providerID") or UNINITIALIZED_TAINT["key"] in taints:
+            return None
+        if "InternalIP" not in addresses:
+            return None
+        nodes.append(node)
+    return nodes
 
 
 async def events_about(kube: KubeClient, namespace: str, name: str) -> list[Obj]:

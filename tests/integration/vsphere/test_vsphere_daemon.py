@@ -29,13 +29,13 @@ from pyVmomi import vim
 from vsphere_admin import VCAdmin, start_or_skip
 
 from kccm.kube.client import KubeApiClient
-from kccm.kube.interface import Obj
 from kccm.kube.resources import (
     NODES,
     SECRETS,
 )
 from kccm.testing.controllers import absent
 from kccm.testing.controllers import eventually as shared_eventually
+from kccm.testing.controllers import initialised_nodes as _initialised
 from kccm.testing.controlplane import ControlPlane
 from kccm.testing.daemon import SA_GROUPS, SA_USER, Daemons, apply_rbac
 from kccm.testing.kubelet import kubelet_node
@@ -44,7 +44,6 @@ from kccm.testing.pytest_plugin import KubeCleanup, unique_name
 from kccm.testing.vcsim import Vcsim
 
 ROOT = Path(__file__).resolve().parents[3]
-UNINITIALIZED = "node.cloudprovider.kubernetes.io/uninitialized"
 SHUTDOWN = "node.cloudprovider.kubernetes.io/shutdown"
 VMS = int(os.environ.get("KCCM_VSPHERE_E2E_VMS", "4"))
 BUDGET = 60.0 + 0.5 * VMS
@@ -139,20 +138,6 @@ async def world(
         for sim in sims.values():
             sim.stop()
         await kube.delete(SECRETS, secret, namespace="kube-system")
-
-
-async def _initialised(kube: KubeApiClient, names: list[str]) -> list[Obj] | None:
-    nodes = []
-    for name in names:
-        node = await kube.get(NODES, name)
-        taints = {t["key"] for t in node["spec"].get("taints") or []}
-        addresses = {a["type"] for a in node.get("status", {}).get("addresses") or []}
-        if not node["spec"].get("providerID") or UNINITIALIZED in taints:
-            return None
-        if "InternalIP" not in addresses:
-            return None
-        nodes.append(node)
-    return nodes
 
 
 async def _taints(kube: KubeApiClient, name: str) -> set[str]:

@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from kccm.kube.fake import FakeKube
-from kccm.kube.resources import CONFIG_MAPS, EVENTS
+from kccm.kube.resources import CONFIG_MAPS, EVENTS, NODES
 from kccm.providers.fake import FakeCloud
 from kccm.testing.controllers import (
     absent,
@@ -16,7 +16,9 @@ from kccm.testing.controllers import (
     event_counts,
     event_summaries,
     eventually,
+    initialised_nodes,
 )
+from kccm.testing.kubelet import kubelet_node
 
 
 async def test_eventually_returns_the_first_truthy_value() -> None:
@@ -139,3 +141,34 @@ async def test_event_summaries_project_component_type_reason_message() -> None:
         ("svc", "Normal", "R0", "m0"),
         ("", "Normal", "R1", "m1"),  # no source: an events.k8s.io writer
     ]
+
+
+def _initialised(name: str, **changes: object) -> dict[str, object]:
+    node = kubelet_node(name)
+    node["spec"] = {"providerID": f"fake://{name}", "taints": []}
+    node["status"]["addresses"].append({"type": "InternalIP", "address": "10.0.0.1"})
+    for path, value in changes.items():
+        where, key = path.split("__")
+        node[where][key] = value
+    return node
+
+
+@pytest.mark.parametrize(
+    ("second", "done"),
+    [
+        pytest.param({}, True, id="both-initialised"),
+        pytest.param({"spec__providerID": ""}, False, id="no-provider-id"),
+        pytest.param({"spec__taints": kubelet_node("x")["spec"]["taints"]}, False, id="tainted"),
+        pytest.param({"status__addresses": []}, False, id="no-internal-ip-yet"),
+    ],
+)
+async def test_initialised_nodes_waits_for_every_node(
+    second: dict[str, object], done: bool
+) -> None:
+    kube = FakeKube()
+    await kube.create(NODES, _initialised("a"))
+    await kube.create(NODES, _initialised("b", **second))
+    nodes = await initialised_nodes(kube, ["a", "b"])
+    assert (nodes is not None) is done
+    if nodes is not None:
+        assert [n["metadata"]["name"] for n in nodes] == ["a", "b"]
