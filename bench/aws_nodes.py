@@ -18,13 +18,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib.util
 import os
-import sys
 import time
 import uuid
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 from prometheus_client import CollectorRegistry
@@ -43,24 +40,13 @@ from kccm.providers.aws.config import load_aws_config
 from kccm.runtime.events import EventBroadcaster
 from kccm.runtime.informers import SharedInformerFactory
 from kccm.testing.controlplane import ControlPlane
+from kccm.testing.modules import load_module
 
 ROOT = Path(__file__).resolve().parents[1]
 UNINIT = "node.cloudprovider.kubernetes.io/uninitialized"
 
 
-def _support() -> ModuleType:
-    """tests/unit/providers/aws/aws_moto.py: moto server, VPC world."""
-    path = ROOT / "tests" / "unit" / "providers" / "aws" / "aws_moto.py"
-    spec = importlib.util.spec_from_file_location("aws_moto", path)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["aws_moto"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-support = _support()
+support = load_module("aws_moto", ROOT / "tests" / "unit" / "providers" / "aws" / "aws_moto.py")
 
 
 def run_instances(world: Any, count: int) -> None:

@@ -15,14 +15,11 @@ third round repairs them: mutating requests per repaired balancer.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
-import sys
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import boto3
@@ -32,22 +29,12 @@ from kccm.cloudprovider.apicalls import APICallCounts
 from kccm.providers.aws import AWSCloud
 from kccm.providers.aws.annotations import TYPE
 from kccm.providers.aws.config import load_aws_config
+from kccm.testing.modules import load_module
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _support() -> ModuleType:
-    path = ROOT / "tests" / "unit" / "providers" / "aws" / "aws_moto.py"
-    spec = importlib.util.spec_from_file_location("aws_moto", path)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["aws_moto"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-support = _support()
+support = load_module("aws_moto", ROOT / "tests" / "unit" / "providers" / "aws" / "aws_moto.py")
 
 
 def service(i: int, kind: str) -> dict[str, Any]:

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import boto3
@@ -20,23 +17,11 @@ from kccm.providers.aws.annotations import TYPE
 from kccm.providers.aws.balancers import is_nlb
 from kccm.providers.aws.config import load_aws_config
 from kccm.testing.conformance import CloudProviderConformance, make_service
+from kccm.testing.modules import load_module
 
-
-def _load_support() -> ModuleType:
-    """tests/unit/providers/aws/aws_moto.py (the tests directories are not packages)."""
-    if "aws_moto" in sys.modules:
-        return sys.modules["aws_moto"]
-    path = Path(__file__).resolve().parents[1] / "unit" / "providers" / "aws" / "aws_moto.py"
-    spec = importlib.util.spec_from_file_location("aws_moto", path)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["aws_moto"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-support = _load_support()
+support = load_module(
+    "aws_moto", Path(__file__).resolve().parents[1] / "unit" / "providers" / "aws" / "aws_moto.py"
+)
 
 
 @pytest.fixture(scope="module")

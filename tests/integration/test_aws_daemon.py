@@ -13,91 +13,47 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import importlib.util
 import json
 import os
 import random
-import subprocess
-import sys
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
-import yaml
 
 from kccm.kube.client import KubeApiClient
 from kccm.kube.errors import NotFound
 from kccm.kube.interface import Obj, PatchType
 from kccm.kube.resources import (
-    CLUSTER_ROLE_BINDINGS,
-    CLUSTER_ROLES,
     EVENTS,
     NODES,
-    ROLE_BINDINGS,
-    ROLES,
-    SERVICE_ACCOUNTS,
     SERVICES,
-    Resource,
 )
+from kccm.testing.controllers import all_absent
 from kccm.testing.controllers import eventually as shared_eventually
-from kccm.testing.controlplane import ControlPlane, free_port
+from kccm.testing.controllers import initialised_nodes as _all_initialised
+from kccm.testing.controlplane import ControlPlane
+from kccm.testing.daemon import SA_GROUPS, SA_USER, Daemons, apply_rbac
+from kccm.testing.kubelet import kubelet_node
+from kccm.testing.kubelet import ready_condition as _ready
+from kccm.testing.modules import load_module
 from kccm.testing.pytest_plugin import KubeCleanup
 
 ROOT = Path(__file__).resolve().parents[2]
-SA_USER = "system:serviceaccount:kube-system:cloud-controller-manager"
-SA_GROUPS = ("system:serviceaccounts", "system:serviceaccounts:kube-system", "system:authenticated")
-RBAC_KINDS: dict[str, Resource] = {
-    "ServiceAccount": SERVICE_ACCOUNTS,
-    "ClusterRole": CLUSTER_ROLES,
-    "ClusterRoleBinding": CLUSTER_ROLE_BINDINGS,
-    "Role": ROLES,
-    "RoleBinding": ROLE_BINDINGS,
-}
-UNINITIALIZED = "node.cloudprovider.kubernetes.io/uninitialized"
 NODES_WANTED = int(os.environ.get("KCCM_AWS_E2E_NODES", "6"))
 SERVICES_WANTED = int(os.environ.get("KCCM_AWS_E2E_SERVICES", "3"))
 BUDGET = 60.0 + 3.0 * NODES_WANTED + 6.0 * SERVICES_WANTED
 
 
-def _load_support() -> ModuleType:
-    """tests/unit/providers/aws/aws_moto.py (the tests directories are not packages)."""
-    if "aws_moto" in sys.modules:
-        return sys.modules["aws_moto"]
-    path = ROOT / "tests" / "unit" / "providers" / "aws" / "aws_moto.py"
-    spec = importlib.util.spec_from_file_location("aws_moto", path)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["aws_moto"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-support = _load_support()
+support = load_module("aws_moto", ROOT / "tests" / "unit" / "providers" / "aws" / "aws_moto.py")
 
 
 eventually = functools.partial(shared_eventually, within=BUDGET, interval=0.5)
 """The shared :func:`kccm.testing.controllers.eventually` with this module's bound and pace
 (it polls other processes)."""
-
-
-async def apply_shipped_rbac(kube: KubeApiClient) -> None:
-    for doc in yaml.safe_load_all((ROOT / "deploy" / "rbac.yaml").read_text()):
-        if doc and doc["kind"] in RBAC_KINDS:
-            meta = doc["metadata"]
-            await kube.patch(
-                RBAC_KINDS[doc["kind"]],
-                meta["name"],
-                doc,
-                patch_type=PatchType.APPLY,
-                namespace=meta.get("namespace"),
-                field_manager="kccm-aws-e2e",
-                force=True,
-            )
 
 
 @dataclass
@@ -106,7 +62,7 @@ class Env:
     proxy: Any
     tmp: Path
     plane: ControlPlane
-    procs: list[subprocess.Popen[str]] = field(default_factory=list)
+    daemons: Daemons
     figures: dict[str, Any] = field(default_factory=dict)
 
     def start(self, *flags: str, **config_keys: str) -> Path:
@@ -114,16 +70,10 @@ class Env:
         config.write_text(
             self.world.cloud_config(self.proxy.url, APIMaxAttempts="6", **config_keys)
         )
-        log = self.tmp / f"kccm-{len(self.procs)}.log"
-        args = [
-            sys.executable,
-            "-m",
-            "kccm",
-            "--cloud-provider=aws",
-            f"--cloud-config={config}",
-            f"--kubeconfig={self.plane.kubeconfig_for(SA_USER, SA_GROUPS)}",
-            f"--secure-port={free_port()}",
-            "--bind-address=127.0.0.1",
+        daemon = self.daemons.start(
+            "aws",
+            config,
+            self.plane.kubeconfig_for(SA_USER, SA_GROUPS),
             f"--cluster-name={self.world.cluster_id}",
             "--cluster-cidr=10.244.0.0/16",
             "--leader-elect=false",
@@ -131,24 +81,13 @@ class Env:
             "--route-reconciliation-period=2s",
             "--v=2",
             *flags,
-        ]
-        env = {**os.environ, **support.CREDENTIALS, "PYTHONUNBUFFERED": "1"}
-        env.pop("AWS_PROFILE", None)
-        with log.open("w") as sink:
-            self.procs.append(
-                subprocess.Popen(args, stdout=sink, stderr=subprocess.STDOUT, text=True, env=env)
-            )
-        return log
+            env=support.CREDENTIALS,
+            unset=("AWS_PROFILE",),
+        )
+        return daemon.log
 
     def stop(self) -> None:
-        for proc in self.procs:
-            if proc.poll() is None:
-                proc.terminate()
-                try:
-                    proc.wait(30)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait(10)
+        self.daemons.stop_all(grace=30)
 
 
 async def release_services(kube: KubeApiClient) -> None:
@@ -183,7 +122,7 @@ def moto_url() -> Iterator[str]:
 async def env(
     control_plane: ControlPlane, kube: KubeApiClient, moto_url: str, tmp_path: Path
 ) -> AsyncIterator[Env]:
-    await apply_shipped_rbac(kube)
+    await apply_rbac(kube, ROOT / "deploy" / "rbac.yaml", "kccm-aws-e2e")
     world = await asyncio.to_thread(
         support.build_world,
         moto_url,
@@ -192,41 +131,13 @@ async def env(
         random.randrange(20, 250),
     )
     proxy = support.FaultProxy(moto_url, support.every_nth(7)).start()
-    environment = Env(world, proxy, tmp_path, control_plane)
+    environment = Env(world, proxy, tmp_path, control_plane, Daemons(tmp_path))
     try:
         yield environment
     finally:
         environment.stop()
         proxy.stop()
         await release_services(kube)
-
-
-def kubelet_node(name: str, pod_cidr: str) -> Obj:
-    """A Node as kubelet registers it with --cloud-provider=external (named after the
-    instance's private DNS name, as on EC2)."""
-    return {
-        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
-        "spec": {
-            "taints": [{"key": UNINITIALIZED, "value": "true", "effect": "NoSchedule"}],
-            "podCIDR": pod_cidr,
-            "podCIDRs": [pod_cidr],
-        },
-        "status": {
-            "addresses": [{"type": "Hostname", "address": name}],
-            "conditions": [_ready("True")],
-        },
-    }
-
-
-def _ready(status: str) -> dict[str, str]:
-    return {
-        "type": "Ready",
-        "status": status,
-        "reason": "KubeletReady" if status == "True" else "NodeStatusUnknown",
-        "message": "test",
-        "lastHeartbeatTime": "2026-11-21T00:00:00Z",
-        "lastTransitionTime": "2026-11-21T00:00:00Z",
-    }
 
 
 def lb_service(name: str) -> Obj:
@@ -240,20 +151,6 @@ def lb_service(name: str) -> Obj:
             "ports": [{"name": "http", "port": 80, "protocol": "TCP"}],
         },
     }
-
-
-async def _all_initialised(kube: KubeApiClient, names: list[str]) -> list[Obj] | None:
-    nodes = []
-    for name in names:
-        node = await kube.get(NODES, name)
-        taints = {t["key"] for t in node["spec"].get("taints") or []}
-        addresses = {a["type"] for a in node.get("status", {}).get("addresses") or []}
-        if not node["spec"].get("providerID") or UNINITIALIZED in taints:
-            return None
-        if "InternalIP" not in addresses:  # written by a status update of its own
-            return None
-        nodes.append(node)
-    return nodes
 
 
 def _moto_lbs(env: Env) -> dict[str, dict[str, Any]]:
@@ -304,16 +201,7 @@ async def delete_services(kube: KubeApiClient, ns: str, names: list[str]) -> Non
     for name in names:
         await kube.delete(SERVICES, name, namespace=ns)
 
-    async def gone() -> bool:
-        for name in names:
-            try:
-                await kube.get(SERVICES, name, namespace=ns)
-            except NotFound:
-                continue
-            return False
-        return True
-
-    await eventually(gone)
+    await eventually(lambda: all_absent(kube, SERVICES, names, ns))
 
 
 async def _lbs_where(

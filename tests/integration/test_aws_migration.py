@@ -13,14 +13,9 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import importlib.util
-import os
-import subprocess
-import sys
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
@@ -28,11 +23,13 @@ from test_aws_daemon import release_services
 
 from kccm.cloudprovider import default_load_balancer_name
 from kccm.kube.client import KubeApiClient
-from kccm.kube.errors import NotFound
 from kccm.kube.interface import Obj
 from kccm.kube.resources import EVENTS, NODES, SERVICES
+from kccm.testing.controllers import all_absent
 from kccm.testing.controllers import eventually as shared_eventually
-from kccm.testing.controlplane import ControlPlane, free_port
+from kccm.testing.controlplane import ControlPlane
+from kccm.testing.daemon import Daemons
+from kccm.testing.modules import load_module
 from kccm.testing.pytest_plugin import KubeCleanup
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -42,22 +39,9 @@ TYPE = "service.beta.kubernetes.io/aws-load-balancer-type"
 BUDGET = 90.0
 
 
-def _load(name: str, path: Path) -> ModuleType:
-    """A support module by path (the tests directories are not packages)."""
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-support = _load("aws_moto", AWS_TESTS / "aws_moto.py")
-sg_support = _load("aws_sg_moto", AWS_TESTS / "aws_sg_moto.py")
-layout = _load("aws_upstream_layout", Path(__file__).parent / "aws_upstream_layout.py")
+support = load_module("aws_moto", AWS_TESTS / "aws_moto.py")
+sg_support = load_module("aws_sg_moto", AWS_TESTS / "aws_sg_moto.py")
+layout = load_module("aws_upstream_layout", Path(__file__).parent / "aws_upstream_layout.py")
 
 
 eventually = functools.partial(shared_eventually, within=BUDGET, interval=0.5)
@@ -85,41 +69,26 @@ async def kccm(
     control_plane: ControlPlane, kube: KubeApiClient, proxy: Any, tmp_path: Path
 ) -> AsyncIterator[Callable[[Any], None]]:
     """Start kccm (as cluster-admin: RBAC is the daemon test's subject) against a world."""
-    procs: list[subprocess.Popen[str]] = []
+    daemons = Daemons(tmp_path)
 
     def start(world: Any) -> None:
         config = tmp_path / "aws.conf"
         config.write_text(world.cloud_config(proxy.url, APIMaxAttempts="6"))
-        args = [
-            sys.executable,
-            "-m",
-            "kccm",
-            "--cloud-provider=aws",
-            f"--cloud-config={config}",
-            f"--kubeconfig={control_plane.admin_kubeconfig}",
-            f"--secure-port={free_port()}",
-            "--bind-address=127.0.0.1",
+        daemons.start(
+            "aws",
+            config,
+            control_plane.admin_kubeconfig,
             f"--cluster-name={world.cluster_id}",
             "--configure-cloud-routes=false",
             "--leader-elect=false",
             "--controllers=service",
             "--v=2",
-        ]
-        env = {**os.environ, **support.CREDENTIALS, "PYTHONUNBUFFERED": "1"}
-        env.pop("AWS_PROFILE", None)
-        with (tmp_path / "kccm.log").open("w") as sink:
-            procs.append(
-                subprocess.Popen(args, stdout=sink, stderr=subprocess.STDOUT, text=True, env=env)
-            )
+            env=support.CREDENTIALS,
+            unset=("AWS_PROFILE",),
+        )
 
     yield start
-    for proc in procs:
-        proc.terminate()
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
+    daemons.stop_all(grace=30)
     await release_services(kube)
 
 
@@ -249,16 +218,7 @@ async def test_kccm_adopts_what_the_upstream_ccm_made_and_deletes_it_all(
     for name in wanted:
         await kube.delete(SERVICES, name, namespace=ns)
 
-    async def gone() -> bool:
-        for name in wanted:
-            try:
-                await kube.get(SERVICES, name, namespace=ns)
-            except NotFound:
-                continue
-            return False
-        return True
-
-    await eventually(gone)
+    await eventually(lambda: all_absent(kube, SERVICES, wanted, ns))
     assert await asyncio.to_thread(_remains, world, node_group, balancer_names) == {
         "classic": [],
         "nlbs": [],

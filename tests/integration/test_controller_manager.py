@@ -7,10 +7,11 @@ taint it when its instance is shut down)."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 from prometheus_client import CollectorRegistry
@@ -22,30 +23,23 @@ from kccm.controllers.base import ControllerContext
 from kccm.controllers.nodelifecycle import NodeLifecycleControllerOptions
 from kccm.kube.client import KubeApiClient
 from kccm.kube.config import load_cluster_config
-from kccm.kube.errors import NotFound
 from kccm.kube.interface import Obj, WatchEventType
-from kccm.kube.resources import CONFIG_MAPS, LEASES, NAMESPACES, NODES, Resource
+from kccm.kube.resources import CONFIG_MAPS, LEASES, NAMESPACES, NODES
 from kccm.providers.fake import FakeCloud, FakeInstance
 from kccm.runtime.events import EventBroadcaster
 from kccm.runtime.informers import SharedInformerFactory
+from kccm.testing.controllers import absent
+from kccm.testing.controllers import eventually as shared_eventually
 from kccm.testing.controlplane import ControlPlane
 from kccm.testing.kubelet import NODE_LEASE_NAMESPACE, KubeletHeartbeat
 from kccm.testing.pytest_plugin import unique_name
-
-T = TypeVar("T")
 
 UNREACHABLE = "node.kubernetes.io/unreachable"
 SHUTDOWN = "node.cloudprovider.kubernetes.io/shutdown"
 
 
-async def eventually(probe: Callable[[], Awaitable[T | None]], within: float = 30.0) -> T:
-    """Poll ``probe`` until it returns something truthy, at most ``within`` seconds."""
-    async with asyncio.timeout(within):
-        while True:
-            result = await probe()
-            if result:
-                return result
-            await asyncio.sleep(0.1)
+eventually = functools.partial(shared_eventually, within=30.0, interval=0.1)
+"""The shared :func:`kccm.testing.controllers.eventually` with this module's bound and pace."""
 
 
 @pytest.fixture
@@ -56,14 +50,6 @@ async def kcm_kube(control_plane_kcm: ControlPlane) -> AsyncIterator[KubeApiClie
         yield client
     finally:
         await client.close()
-
-
-async def absent(kube: KubeApiClient, resource: Resource, name: str, ns: str | None = None) -> bool:
-    try:
-        await kube.get(resource, name, namespace=ns)
-    except NotFound:
-        return True
-    return False
 
 
 def ready_condition(node: Obj) -> dict[str, Any]:

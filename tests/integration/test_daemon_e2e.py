@@ -19,7 +19,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,38 +28,24 @@ import yaml
 
 from kccm.kube.client import KubeApiClient
 from kccm.kube.errors import NotFound
-from kccm.kube.interface import Obj, PatchType
+from kccm.kube.interface import Obj
 from kccm.kube.resources import (
     CLUSTER_ROLE_BINDINGS,
     CLUSTER_ROLES,
     LEASES,
     NODES,
-    ROLE_BINDINGS,
-    ROLES,
     SERVICE_ACCOUNTS,
     SERVICES,
-    Resource,
 )
 from kccm.testing.certs import CertificateAuthority, KeyPair
 from kccm.testing.controllers import eventually as shared_eventually
-from kccm.testing.controlplane import ControlPlane, free_port
+from kccm.testing.controlplane import ControlPlane
+from kccm.testing.daemon import SA_GROUPS, SA_USER, Daemon, Daemons, apply_rbac
+from kccm.testing.kubelet import UNINITIALIZED_TAINT, kubelet_node
 from kccm.testing.pytest_plugin import KubeCleanup, unique_name
 
 ROOT = Path(__file__).resolve().parents[2]
-SA_USER = "system:serviceaccount:kube-system:cloud-controller-manager"
-SA_GROUPS = ("system:serviceaccounts", "system:serviceaccounts:kube-system", "system:authenticated")
-KINDS: dict[str, Resource] = {
-    "ServiceAccount": SERVICE_ACCOUNTS,
-    "ClusterRole": CLUSTER_ROLES,
-    "ClusterRoleBinding": CLUSTER_ROLE_BINDINGS,
-    "Role": ROLES,
-    "RoleBinding": ROLE_BINDINGS,
-}
-UNINITIALIZED = {
-    "key": "node.cloudprovider.kubernetes.io/uninitialized",
-    "value": "true",
-    "effect": "NoSchedule",
-}
+UNINITIALIZED = UNINITIALIZED_TAINT
 
 
 eventually = functools.partial(shared_eventually, within=30.0, interval=0.2)
@@ -67,59 +53,12 @@ eventually = functools.partial(shared_eventually, within=30.0, interval=0.2)
 (it polls other processes)."""
 
 
-async def apply_shipped_rbac(kube: KubeApiClient) -> None:
-    for doc in yaml.safe_load_all((ROOT / "deploy" / "rbac.yaml").read_text()):
-        if not doc or doc["kind"] not in KINDS:
-            continue
-        meta = doc["metadata"]
-        await kube.patch(
-            KINDS[doc["kind"]],
-            meta["name"],
-            doc,
-            patch_type=PatchType.APPLY,
-            namespace=meta.get("namespace"),
-            field_manager="kccm-e2e",
-            force=True,
-        )
-
-
-@dataclass
-class Daemon:
-    proc: subprocess.Popen[str]
-    port: int
-    log: Path
-
-    def url(self, path: str) -> str:
-        return f"https://127.0.0.1:{self.port}{path}"
-
-    def get(
-        self,
-        path: str,
-        token: str | None = None,
-        *,
-        context: ssl.SSLContext | None = None,
-        headers: dict[str, str] | None = None,
-    ) -> tuple[int, str]:
-        request = urllib.request.Request(self.url(path), headers=headers or {})
-        if token:
-            request.add_header("Authorization", f"Bearer {token}")
-        context = context or ssl._create_unverified_context()  # self-signed serving cert
-        try:
-            with urllib.request.urlopen(request, context=context, timeout=5) as resp:
-                return int(resp.status), resp.read().decode()
-        except urllib.error.HTTPError as exc:
-            return int(exc.code), exc.read().decode()
-
-    def logs(self) -> str:
-        return self.log.read_text(errors="replace")
-
-
 @dataclass
 class Cluster:
     plane: ControlPlane
     tmp: Path
     kube: KubeApiClient
-    daemons: list[Daemon] = field(default_factory=list)
+    daemons: Daemons
 
     def cloud_config(self, nodes: list[str]) -> Path:
         lines = ["[Global]", "zone = e2e-zone", "region = e2e-region", ""]
@@ -136,18 +75,10 @@ class Cluster:
         return path
 
     def start(self, cloud_config: Path, *extra: str, env: dict[str, str] | None = None) -> Daemon:
-        kubeconfig = self.plane.kubeconfig_for(SA_USER, SA_GROUPS)
-        port = free_port()
-        log = self.tmp / f"kccm-{len(self.daemons)}.log"
-        args = [
-            sys.executable,
-            "-m",
-            "kccm",
-            "--cloud-provider=fake",
-            f"--cloud-config={cloud_config}",
-            f"--kubeconfig={kubeconfig}",
-            f"--secure-port={port}",
-            "--bind-address=127.0.0.1",
+        return self.daemons.start(
+            "fake",
+            cloud_config,
+            self.plane.kubeconfig_for(SA_USER, SA_GROUPS),
             "--cluster-cidr=10.244.0.0/16",
             "--leader-elect=true",
             "--leader-elect-lease-duration=4s",
@@ -156,56 +87,23 @@ class Cluster:
             "--node-monitor-period=1s",
             "--v=2",
             *extra,
-        ]
-        with log.open("w") as sink:
-            proc = subprocess.Popen(
-                args,
-                stdout=sink,
-                stderr=subprocess.STDOUT,
-                text=True,
-                env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
-            )
-        daemon = Daemon(proc, port, log)
-        self.daemons.append(daemon)
-        return daemon
+            env=env,
+        )
 
     def stop_all(self) -> None:
-        for daemon in self.daemons:
-            if daemon.proc.poll() is None:
-                daemon.proc.kill()
-                daemon.proc.wait(10)
+        self.daemons.stop_all(grace=0)
 
 
 @pytest.fixture
 async def cluster(
     control_plane: ControlPlane, kube: KubeApiClient, tmp_path: Path
 ) -> AsyncIterator[Cluster]:
-    await apply_shipped_rbac(kube)
-    c = Cluster(control_plane, tmp_path, kube)
+    await apply_rbac(kube, ROOT / "deploy" / "rbac.yaml", "kccm-e2e")
+    c = Cluster(control_plane, tmp_path, kube, Daemons(tmp_path))
     try:
         yield c
     finally:
         c.stop_all()
-
-
-def kubelet_node(name: str, pod_cidr: str) -> Obj:
-    return {
-        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
-        "spec": {"taints": [UNINITIALIZED], "podCIDR": pod_cidr, "podCIDRs": [pod_cidr]},
-        "status": {
-            "addresses": [{"type": "Hostname", "address": name}],
-            "conditions": [
-                {
-                    "type": "Ready",
-                    "status": "True",
-                    "reason": "KubeletReady",
-                    "message": "ready",
-                    "lastHeartbeatTime": "2026-11-21T00:00:00Z",
-                    "lastTransitionTime": "2026-11-21T00:00:00Z",
-                }
-            ],
-        },
-    }
 
 
 async def _initialised(kube: KubeApiClient, name: str) -> Obj | None:
@@ -403,12 +301,6 @@ GRACE = 2.0
 EXIT_BUDGET = GRACE + 5.0 + 8.0
 
 
-async def _logged(daemon: Daemon, text: str) -> bool:
-    if daemon.proc.poll() is not None:
-        pytest.fail(f"kccm exited early ({daemon.proc.returncode}):\n{daemon.logs()[-3000:]}")
-    return text in daemon.logs()
-
-
 def _hanging(cluster: Cluster, method: str, nodes: list[str], *extra: str) -> Daemon:
     return cluster.start(
         cluster.cloud_config(nodes),
@@ -436,7 +328,7 @@ async def test_sigterm_while_initialize_hangs_in_a_thread_exits_after_the_grace_
     cluster: Cluster,
 ) -> None:
     daemon = _hanging(cluster, "initialize", [])
-    await eventually(lambda: _logged(daemon, "HANGING initialize"))
+    await eventually(lambda: daemon.logged("HANGING initialize"))
     code, took = await _exit_after_sigterm(daemon)
     print(f"\nSIGTERM with initialize hung in a thread: exit {code} after {took:.2f} s")
     logs = daemon.logs()
@@ -452,9 +344,9 @@ async def test_sigterm_while_a_cloud_call_hangs_in_a_thread_exits_after_the_grac
 ) -> None:
     node = kube_cleanup.add(NODES, unique_name("e2e-hang"))
     daemon = _hanging(cluster, "instance_metadata", [node], "--controllers=cloud-node")
-    await eventually(lambda: _logged(daemon, "caches synced"))
+    await eventually(lambda: daemon.logged("caches synced"))
     await kube.create(NODES, kubelet_node(node, "10.244.41.0/24"))
-    await eventually(lambda: _logged(daemon, "HANGING instance_metadata"))
+    await eventually(lambda: daemon.logged("HANGING instance_metadata"))
     code, took = await _exit_after_sigterm(daemon)
     print(f"\nSIGTERM with instance_metadata hung in a thread: exit {code} after {took:.2f} s")
     logs = daemon.logs()
@@ -543,7 +435,7 @@ async def test_cluster_cidr_is_required_only_when_the_provider_has_routes(
         assert "provider supports routes" in errors[0]
         assert "Traceback" not in daemon.logs()
     else:
-        await eventually(lambda: _logged(daemon, "caches synced"))
+        await eventually(lambda: daemon.logged("caches synced"))
         assert daemon.proc.poll() is None
 
 
@@ -671,7 +563,7 @@ async def test_upstream_flags_start_and_work_on_the_real_apiserver(
         "--vmodule=service*=4",
         "--log-flush-frequency=5s",
     )
-    await eventually(lambda: _logged(daemon, "serving securely on 127.0.0.1:"))
+    await eventually(lambda: daemon.logged("serving securely on 127.0.0.1:"))
 
     status, body = await asyncio.to_thread(daemon.get, "/metrics")
     assert status == 200, "/metrics is listed: open without credentials"
@@ -727,7 +619,7 @@ async def test_upstream_flags_start_and_work_on_the_real_apiserver(
 
 async def test_default_allow_paths_keep_metrics_closed_and_health_open(cluster: Cluster) -> None:
     daemon = cluster.start(cluster.cloud_config([]), "--controllers=service")
-    await eventually(lambda: _logged(daemon, "serving securely on"))
+    await eventually(lambda: daemon.logged("serving securely on"))
     assert (await asyncio.to_thread(daemon.get, "/metrics"))[0] == 403
     for path in ("/healthz", "/readyz", "/livez", "/healthz/leaderElection"):
         assert (await asyncio.to_thread(daemon.get, path))[0] == 200, path
@@ -750,7 +642,7 @@ async def test_v4_json_logs_carry_no_transport_traces_and_true_messages(
         "--bind-address=0.0.0.0",
         "--configure-cloud-routes=false",
     )
-    await eventually(lambda: _logged(daemon, "caches synced"))
+    await eventually(lambda: daemon.logged("caches synced"))
     await kube.create(NODES, kubelet_node(node, "10.244.51.0/24"))
     await eventually(lambda: _initialised(kube, node))
     daemon.proc.send_signal(signal.SIGTERM)
@@ -785,7 +677,7 @@ async def test_delegation_kubeconfigs_are_the_identities_that_make_the_reviews(
     daemon = cluster.start(
         cluster.cloud_config([]), "--controllers=service", f"--authorization-kubeconfig={powerless}"
     )
-    await eventually(lambda: _logged(daemon, "serving securely on"))
+    await eventually(lambda: daemon.logged("serving securely on"))
     status, body = await asyncio.to_thread(daemon.get, "/metrics")
     assert status == 500, "the SubjectAccessReview itself was refused to the powerless user"
     assert "authorization check failed" in body

@@ -8,6 +8,7 @@ renew deadline 3 s, retry 0.5 s) so the run takes minutes, not a quarter of an h
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
 import os
@@ -23,6 +24,10 @@ from dataclasses import dataclass, field
 
 import pytest
 
+from kccm.kube.client import KubeApiClient
+from kccm.kube.config import load_cluster_config
+from kccm.kube.interface import WatchEventType
+from kccm.kube.resources import LEASES
 from kccm.testing.controlplane import ControlPlane
 from kccm.testing.pytest_plugin import unique_name
 
@@ -78,6 +83,44 @@ class Cluster:
                 return event
         raise AssertionError(f"no {kind!r} event within {timeout} s; log: {self.log[-10:]}")
 
+    def await_candidates(self, timeout: float) -> None:
+        """Until every live process has started campaigning (its 'candidate' event)."""
+        deadline = time.monotonic() + timeout
+        while missing := set(self.procs) - self._campaigning():
+            try:
+                self.log.append(self.events.get(timeout=max(deadline - time.monotonic(), 0)))
+            except queue.Empty:
+                raise AssertionError(
+                    f"{sorted(missing)} not campaigning: {self.log[-10:]}"
+                ) from None
+
+    def _campaigning(self) -> set[str]:
+        return {str(e["identity"]) for e in self.log if e["event"] == "candidate"}
+
+    def await_renewals(self, holder: str, count: int, timeout: float) -> None:
+        """Until the Lease, read from a watch, shows ``holder`` renewing it ``count`` times;
+        fails if another holder writes it meanwhile."""
+        asyncio.run(asyncio.wait_for(self._renewals(holder, count), timeout))
+
+    async def _renewals(self, holder: str, count: int) -> None:
+        client = KubeApiClient(load_cluster_config(self.kubeconfig))
+        where = {"namespace": "kube-system", "field_selector": f"metadata.name={self.lease_name}"}
+        renewals: set[str] = set()
+        try:
+            version = (await client.list(LEASES, **where)).resource_version
+            while len(renewals) < count:  # a new watch whenever the server ends one
+                async for event in client.watch(LEASES, resource_version=version, **where):
+                    version = event.resource_version or version
+                    if event.type is WatchEventType.BOOKMARK:
+                        continue
+                    spec = event.object.get("spec") or {}
+                    assert spec.get("holderIdentity") == holder, f"{holder} lost it: {spec}"
+                    renewals.add(str(spec.get("renewTime")))
+                    if len(renewals) >= count:
+                        break
+        finally:
+            await client.close()
+
     def kill(self, identity: str) -> float:
         proc = self.procs.pop(identity)
         proc.send_signal(signal.SIGKILL)
@@ -127,7 +170,11 @@ def test_leader_killed_repeatedly_never_two_leaders(cluster: Cluster) -> None:
         event = cluster.next_event("started", timeout=LEASE + 2 * RETRY * 2.2 + 10)
         takeovers.append(float(event["t"]) - killed_at)  # type: ignore[arg-type]
         leader = str(event["identity"])
-    time.sleep(RETRY * 2)  # let any (wrong) second leader show itself before checking
+    # Let any (wrong) second leader show itself before checking: every candidate campaigns,
+    # then the leader renews 4 times (>= 3 * RETRY, longer than a follower's longest pause
+    # between tries, RETRY * 2.2), so each follower has tried to take the held lease.
+    cluster.await_candidates(timeout=30)
+    cluster.await_renewals(leader, count=4, timeout=30)
     while not cluster.events.empty():
         cluster.log.append(cluster.events.get())
 

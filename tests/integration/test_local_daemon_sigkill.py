@@ -11,7 +11,6 @@ import os
 import random
 import signal
 import subprocess
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any, cast
@@ -25,6 +24,7 @@ from kccm.providers.local.dataplane.supervise import live_dataplane
 from kccm.providers.local.store import InstanceRecord, LocalStore
 from kccm.testing.controllers import eventually as shared_eventually
 from kccm.testing.controlplane import ControlPlane, free_port
+from kccm.testing.daemon import daemon_args, daemon_env
 from kccm.testing.pytest_plugin import KubeCleanup, unique_name
 
 TCP_NODE_PORT, UDP_NODE_PORT, HEALTH_PORT = 31081, 31082, 10256
@@ -71,23 +71,17 @@ async def _node_servers(name: str, address: str, tcp_port: int = TCP_NODE_PORT) 
 
 
 def _daemon(kubeconfig: Path, cloud_config: Path, log: Path) -> subprocess.Popen[bytes]:
-    args = [
-        sys.executable,
-        "-m",
-        "kccm",
-        "--cloud-provider=local",
-        f"--cloud-config={cloud_config}",
-        f"--kubeconfig={kubeconfig}",
+    args = daemon_args(
+        "local",
+        cloud_config,
+        kubeconfig,
+        free_port(),
         "--leader-elect=false",
-        f"--secure-port={free_port()}",
-        "--bind-address=127.0.0.1",
         "--controllers=*,-route",
         "--node-monitor-period=1s",
-    ]
-    with log.open("ab") as sink:
-        return subprocess.Popen(
-            args, stdout=sink, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"}
-        )
+    )
+    with log.open("ab") as sink:  # one log across restarts
+        return subprocess.Popen(args, stdout=sink, stderr=subprocess.STDOUT, env=daemon_env())
 
 
 async def _tcp_once(vip: str) -> str:

@@ -19,13 +19,12 @@ from kccm.controllers.nodelifecycle import NodeLifecycleControllerOptions
 from kccm.controllers.service import ServiceControllerOptions
 from kccm.controllers.service import build as build_service_controller
 from kccm.kube.client import KubeApiClient
-from kccm.kube.errors import NotFound
 from kccm.kube.interface import Obj
 from kccm.kube.resources import EVENTS, NODES, SERVICES
 from kccm.providers.local import LocalCloud
 from kccm.providers.local.config import load_local_config
 from kccm.providers.local.store import InstanceRecord, LoadBalancerRecord, LocalStore
-from kccm.testing.controllers import eventually
+from kccm.testing.controllers import absent, event_summaries, eventually
 from kccm.testing.pytest_plugin import KubeCleanup, OpenControllerRun, unique_name
 
 PREFIX = "local-node"
@@ -162,14 +161,7 @@ async def test_a_deleted_instance_deletes_its_node(running: Running) -> None:
     assert await running.shutdown_taints(name) == []
     running.store.delete_instance(name)
 
-    async def gone() -> bool:
-        try:
-            await running.kube.get(NODES, name)
-        except NotFound:
-            return True
-        return False
-
-    assert await eventually(gone)
+    assert await eventually(lambda: absent(running.kube, NODES, name))
 
 
 async def test_an_unavailable_load_balancer_ip_is_a_warning_event_and_no_lb(
@@ -189,13 +181,10 @@ async def test_an_unavailable_load_balancer_ip_is_a_warning_event_and_no_lb(
     )
 
     async def warning() -> list[str]:
-        listed = await kube.list(
-            EVENTS, namespace=kube_namespace, field_selector=f"involvedObject.name={svc}"
-        )
         return [
-            e["message"]
-            for e in listed.items
-            if (e["type"], e["reason"]) == ("Warning", "SyncLoadBalancerFailed")
+            message
+            for _, kind, reason, message in await event_summaries(kube, kube_namespace, svc)
+            if (kind, reason) == ("Warning", "SyncLoadBalancerFailed")
         ]
 
     (message, *_) = await eventually(warning)
@@ -227,14 +216,7 @@ async def test_another_providers_node_is_not_deleted(running: Running) -> None:
         control = unique_name(PREFIX)
         await running.node(control, "127.0.10.45", "False")  # no instance: does not exist
 
-        async def gone(name: str = control) -> bool:
-            try:
-                await running.kube.get(NODES, name)
-            except NotFound:
-                return True
-            return False
-
-        assert await eventually(gone)
+        assert await eventually(lambda name=control: absent(running.kube, NODES, name))
     assert (await running.kube.get(NODES, foreign))["spec"]["providerID"].startswith("aws://")
 
 
@@ -273,13 +255,10 @@ async def test_a_service_nothing_serves_gets_a_warning_and_no_status(
     )
 
     async def warnings() -> list[str]:
-        listed = await kube.list(
-            EVENTS, namespace=kube_namespace, field_selector=f"involvedObject.name={svc}"
-        )
         return [
-            e["message"]
-            for e in listed.items
-            if (e["type"], e["reason"]) == ("Warning", "SyncLoadBalancerFailed")
+            message
+            for _, kind, reason, message in await event_summaries(kube, kube_namespace, svc)
+            if (kind, reason) == ("Warning", "SyncLoadBalancerFailed")
         ]
 
     (message, *_) = await eventually(warnings)

@@ -4,9 +4,7 @@ ServiceAccount make each call of docs/deploy.md's table and refuses its neighbou
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -39,24 +37,12 @@ from kccm.kube.resources import (
 )
 from kccm.testing.controllers import eventually
 from kccm.testing.controlplane import ControlPlane
+from kccm.testing.modules import load_module
 from kccm.testing.pytest_plugin import KubeCleanup, unique_name
 
-
-def _load_support() -> Any:
-    """tests/unit/deploy_support.py (the tests directories are not packages)."""
-    if "deploy_support" in sys.modules:
-        return sys.modules["deploy_support"]
-    path = Path(__file__).resolve().parents[1] / "unit" / "deploy_support.py"
-    spec = importlib.util.spec_from_file_location("deploy_support", path)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["deploy_support"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-support = _load_support()
+support = load_module(
+    "deploy_support", Path(__file__).resolve().parents[1] / "unit" / "deploy_support.py"
+)
 NS = "kube-system"
 MANAGER = "kccm-manifest-test"
 BY_KIND: dict[str, Resource] = {

@@ -2,6 +2,11 @@
 
 - :func:`eventually`: poll an async probe until it returns something truthy, bounded; the one
   polling helper of the integration tests (they wait for a condition, never for a fixed time);
+- :func:`absent` / :func:`all_absent`: probes for ``eventually`` that an object (all the named
+  objects) no longer exists;
+- :func:`initialised_nodes`: a probe for Nodes the cloud node controller has initialised;
+- :func:`events_about` / :func:`event_summaries`: the Events about an object (as
+  (component, type, reason, message));
 - :func:`event_counts`: how often a component recorded each reason about an object;
 - :func:`controller_run`: one run of controllers as the daemon wires them — a
   :class:`~kccm.controllers.base.ControllerContext` with its own registry, call gate, informer
@@ -16,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections import Counter
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Protocol, TypeVar
 
@@ -26,12 +31,25 @@ from kccm.cloudprovider.gate import CallGate
 from kccm.cloudprovider.gated import GatedCloud
 from kccm.cloudprovider.interface import Interface
 from kccm.controllers.base import ControllerContext
-from kccm.kube.interface import KubeClient
-from kccm.kube.resources import EVENTS
+from kccm.kube.errors import NotFound
+from kccm.kube.interface import KubeClient, Obj
+from kccm.kube.resources import EVENTS, NODES, Resource
 from kccm.runtime.events import EventBroadcaster
 from kccm.runtime.informers import SharedInformerFactory
+from kccm.testing.kubelet import UNINITIALIZED_TAINT
 
-__all__ = ["ControllerRun", "Runnable", "controller_run", "event_counts", "eventually"]
+__all__ = [
+    "ControllerRun",
+    "Runnable",
+    "absent",
+    "all_absent",
+    "controller_run",
+    "event_counts",
+    "event_summaries",
+    "events_about",
+    "eventually",
+    "initialised_nodes",
+]
 
 T = TypeVar("T")
 
@@ -49,14 +67,72 @@ async def eventually(
             await asyncio.sleep(interval)
 
 
-async def event_counts(kube: KubeClient, namespace: str, name: str, component: str) -> Counter[str]:
-    """Per reason, how many times ``component`` recorded an event about ``name`` (an Event's
-    ``count`` included: the recorder folds repeats into one object)."""
+async def absent(
+    kube: KubeClient, resource: Resource, name: str, namespace: str | None = None
+) -> bool:
+    """Whether ``name`` is gone (a GET answers NotFound)."""
+    try:
+        await kube.get(resource, name, namespace=namespace)
+    except NotFound:
+        return True
+    return False
+
+
+async def all_absent(
+    kube: KubeClient, resource: Resource, names: Iterable[str], namespace: str | None = None
+) -> bool:
+    """Whether every one of ``names`` is gone."""
+    for name in names:
+        if not await absent(kube, resource, name, namespace):
+            return False
+    return True
+
+
+async def initialised_nodes(kube: KubeClient, names: Iterable[str]) -> list[Obj] | None:
+    """The Nodes ``names`` once the cloud node controller has initialised every one (a
+    providerID, no uninitialized taint, an InternalIP address: the last comes with a status
+    update of its own); None while any is not."""
+    nodes = []
+    for name in names:
+        node = await kube.get(NODES, name)
+        taints = {t["key"] for t in node["spec"].get("taints") or []}
+        addresses = {a["type"] for a in node.get("status", {}).get("addresses") or []}
+        if not node["spec"].get("providerID") or UNINITIALIZED_TAINT["key"] in taints:
+            return None
+        if "InternalIP" not in addresses:
+            return None
+        nodes.append(node)
+    return nodes
+
+
+async def events_about(kube: KubeClient, namespace: str, name: str) -> list[Obj]:
+    """The Events in ``namespace`` whose involvedObject is named ``name``."""
     listed = await kube.list(
         EVENTS, namespace=namespace, field_selector=f"involvedObject.name={name}"
     )
+    return listed.items
+
+
+async def event_summaries(
+    kube: KubeClient, namespace: str, name: str
+) -> list[tuple[str, str, str, str]]:
+    """(source component, type, reason, message) of each Event about ``name``."""
+    return [
+        (
+            str((e.get("source") or {}).get("component", "")),
+            str(e.get("type", "")),
+            str(e.get("reason", "")),
+            str(e.get("message", "")),
+        )
+        for e in await events_about(kube, namespace, name)
+    ]
+
+
+async def event_counts(kube: KubeClient, namespace: str, name: str, component: str) -> Counter[str]:
+    """Per reason, how many times ``component`` recorded an event about ``name`` (an Event's
+    ``count`` included: the recorder folds repeats into one object)."""
     counts: Counter[str] = Counter()
-    for event in listed.items:
+    for event in await events_about(kube, namespace, name):
         if (event.get("source") or {}).get("component") == component:
             counts[str(event.get("reason", ""))] += int(event.get("count") or 1)
     return counts

@@ -25,14 +25,62 @@ from kccm.kube.interface import KubeClient, Obj
 from kccm.kube.resources import LEASES, NODES
 from kccm.util.clock import REAL_CLOCK, Clock
 
-__all__ = ["NODE_LEASE_NAMESPACE", "KubeletHeartbeat", "micro_time"]
+__all__ = [
+    "NODE_LEASE_NAMESPACE",
+    "UNINITIALIZED_TAINT",
+    "KubeletHeartbeat",
+    "kubelet_node",
+    "micro_time",
+    "ready_condition",
+]
 
 NODE_LEASE_NAMESPACE = "kube-node-lease"
+UNINITIALIZED_TAINT = {
+    "key": "node.cloudprovider.kubernetes.io/uninitialized",
+    "value": "true",
+    "effect": "NoSchedule",
+}
+"""The taint kubelet --cloud-provider=external registers a Node with (cloudproviderapi)."""
 
 
 def micro_time(when: datetime) -> str:
     """A metav1.MicroTime: RFC 3339 with microseconds, UTC."""
     return when.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+READY_REASONS = {"True": "KubeletReady", "False": "KubeletNotReady"}
+"""The Ready reasons kubelet posts (pkg/kubelet/nodestatus/setters.go, ReadyCondition); any
+other status is the node lifecycle controller's once kubelet stopped posting
+(NodeStatusUnknown)."""
+
+
+def ready_condition(status: str = "True") -> dict[str, str]:
+    """The Ready condition as kubelet posts it ("True", "False"), or as the node lifecycle
+    controller leaves it once kubelet stopped posting ("Unknown")."""
+    return {
+        "type": "Ready",
+        "status": status,
+        "reason": READY_REASONS.get(status, "NodeStatusUnknown"),
+        "message": "test",
+        "lastHeartbeatTime": "2026-11-21T00:00:00Z",
+        "lastTransitionTime": "2026-11-21T00:00:00Z",
+    }
+
+
+def kubelet_node(name: str, pod_cidr: str | None = None) -> Obj:
+    """A Node as kubelet registers it with --cloud-provider=external: its host name as label
+    and address, the uninitialized taint, Ready; ``pod_cidr`` as podCIDR(s) when given."""
+    spec: Obj = {"taints": [dict(UNINITIALIZED_TAINT)]}
+    if pod_cidr:
+        spec |= {"podCIDR": pod_cidr, "podCIDRs": [pod_cidr]}
+    return {
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+        "spec": spec,
+        "status": {
+            "addresses": [{"type": "Hostname", "address": name}],
+            "conditions": [ready_condition()],
+        },
+    }
 
 
 @dataclass

@@ -15,9 +15,9 @@ from kccm.controllers import node as node_controller
 from kccm.controllers.node import CloudNodeController, NodeControllerOptions
 from kccm.kube.client import KubeApiClient
 from kccm.kube.interface import Obj, PatchType
-from kccm.kube.resources import EVENTS, NODES
+from kccm.kube.resources import NODES
 from kccm.providers.fake import FakeCloud, FakeInstance
-from kccm.testing.controllers import eventually
+from kccm.testing.controllers import event_summaries, eventually
 from kccm.testing.pytest_plugin import KubeCleanup, OpenControllerRun, unique_name
 
 UNINIT = {
@@ -106,13 +106,7 @@ class Running:
         return node
 
     async def events(self, name: str) -> list[tuple[str, str, str, str]]:
-        found = await self.kube.list(
-            EVENTS, namespace="default", field_selector=f"involvedObject.name={name}"
-        )
-        return [
-            (e["source"].get("component", ""), e["type"], e["reason"], e["message"])
-            for e in found.items
-        ]
+        return await event_summaries(self.kube, "default", name)
 
 
 @pytest.fixture

@@ -13,11 +13,11 @@ from kccm.cloudprovider.types import Node
 from kccm.controllers import nodelifecycle
 from kccm.controllers.nodelifecycle import NodeLifecycleControllerOptions
 from kccm.kube.client import KubeApiClient
-from kccm.kube.errors import NotFound
 from kccm.kube.interface import Obj, PatchType
-from kccm.kube.resources import EVENTS, NODES
+from kccm.kube.resources import NODES
 from kccm.providers.fake import FakeCloud, FakeInstance
-from kccm.testing.controllers import eventually
+from kccm.testing.controllers import absent, event_summaries, eventually
+from kccm.testing.kubelet import ready_condition as _ready
 from kccm.testing.pytest_plugin import KubeCleanup, OpenControllerRun, unique_name
 
 SHUTDOWN = {"key": "node.cloudprovider.kubernetes.io/shutdown", "effect": "NoSchedule"}
@@ -50,16 +50,6 @@ def kubelet_node(name: str, ready: str) -> Obj:
     }
 
 
-def _ready(status: str) -> dict[str, str]:
-    return {
-        "type": "Ready",
-        "status": status,
-        "reason": "KubeletReady" if status == "True" else "KubeletNotReady",
-        "lastHeartbeatTime": "2026-01-01T00:00:00Z",
-        "lastTransitionTime": "2026-01-01T00:00:00Z",
-    }
-
-
 @dataclass
 class Running:
     kube: KubeApiClient
@@ -84,13 +74,7 @@ class Running:
         return [t for t in node["spec"].get("taints") or () if t["key"] == SHUTDOWN["key"]]
 
     async def events(self, name: str) -> list[tuple[str, str, str, str]]:
-        found = await self.kube.list(
-            EVENTS, namespace="default", field_selector=f"involvedObject.name={name}"
-        )
-        return [
-            (e["source"].get("component", ""), e["type"], e["reason"], e["message"])
-            for e in found.items
-        ]
+        return await event_summaries(self.kube, "default", name)
 
     def calls_for(self, name: str) -> list[str]:
         return [c.method for c in self.cloud.call_log if c.args and c.args[0] == name]
@@ -111,14 +95,7 @@ async def test_not_ready_node_without_instance_is_deleted(running: Running) -> N
     name = unique_name(PREFIX)
     await running.create(name, "False")
 
-    async def gone() -> bool:
-        try:
-            await running.kube.get(NODES, name)
-        except NotFound:
-            return True
-        return False
-
-    await eventually(gone)
+    await eventually(lambda: absent(running.kube, NODES, name))
     events = await eventually(lambda: running.events(name))
     assert events == [
         (

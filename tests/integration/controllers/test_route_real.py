@@ -14,9 +14,9 @@ from kccm.cloudprovider.types import Route
 from kccm.controllers import route as route_controller
 from kccm.kube.client import KubeApiClient
 from kccm.kube.interface import Obj
-from kccm.kube.resources import EVENTS, NODES
+from kccm.kube.resources import NODES
 from kccm.providers.fake import FakeCloud, FakeCloudError
-from kccm.testing.controllers import eventually
+from kccm.testing.controllers import events_about, eventually
 from kccm.testing.pytest_plugin import KubeCleanup, OpenControllerRun, unique_name
 
 CLUSTER = "kubernetes"
@@ -69,10 +69,7 @@ class Running:
         return None
 
     async def events(self, name: str) -> list[dict[str, Any]]:
-        found = await self.kube.list(
-            EVENTS, namespace="default", field_selector=f"involvedObject.name={name}"
-        )
-        return found.items
+        return await events_about(self.kube, "default", name)
 
 
 async def start(

@@ -19,11 +19,16 @@ from kccm.cloudprovider.types import LoadBalancerStatus, Node, NodeAddress, Serv
 from kccm.controllers.node import build as build_node_controller
 from kccm.controllers.service import ServiceController, ServiceControllerOptions, build
 from kccm.kube.client import KubeApiClient
-from kccm.kube.errors import NotFound
 from kccm.kube.interface import Obj
 from kccm.kube.resources import EVENTS, NODES, SERVICES
 from kccm.providers.fake import FakeCloud, FakeInstance
-from kccm.testing.controllers import controller_run, event_counts, eventually
+from kccm.testing.controllers import (
+    absent,
+    controller_run,
+    event_counts,
+    events_about,
+    eventually,
+)
 from kccm.testing.pytest_plugin import KubeCleanup, unique_name
 
 EXCLUDE = "node.kubernetes.io/exclude-from-external-load-balancers"
@@ -158,12 +163,11 @@ async def events_of(kube: KubeApiClient, namespace: str, name: str) -> list[tupl
     The apiserver's own controllers (e.g. the ClusterIP repair loop, through events.k8s.io
     with no ``source``) may also record events about a Service at any time; they are not ours.
     """
-    listed = await kube.list(
-        EVENTS, namespace=namespace, field_selector=f"involvedObject.name={name}"
-    )
     return [
         (e["type"], e["reason"], e["message"], e["source"]["component"])
-        for e in sorted(listed.items, key=lambda e: e["metadata"]["name"])
+        for e in sorted(
+            await events_about(kube, namespace, name), key=lambda e: e["metadata"]["name"]
+        )
         if (e.get("source") or {}).get("component") == "service-controller"
     ]
 
@@ -231,14 +235,7 @@ async def test_lifecycle_finalizer_status_events_and_deletion(
     # Deletion: the finalizer holds the object until the load balancer is gone.
     await kube.delete(SERVICES, name, namespace=ns)
 
-    async def gone() -> bool:
-        try:
-            await kube.get(SERVICES, name, namespace=ns)
-        except NotFound:
-            return True
-        return False
-
-    await eventually(gone)
+    await eventually(lambda: absent(kube, SERVICES, name, ns))
     assert not any(b.service == f"{ns}/{name}" for b in running.cloud.balancers.values())
     events = await wait_events(kube, ns, name, "DeletingLoadBalancer", "DeletedLoadBalancer")
     assert ("Normal", "DeletingLoadBalancer", "Deleting load balancer", "service-controller") in (

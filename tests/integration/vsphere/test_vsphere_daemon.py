@@ -18,7 +18,6 @@ import functools
 import json
 import os
 import subprocess
-import sys
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -26,39 +25,25 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from pyVmomi import vim
 from vsphere_admin import VCAdmin, start_or_skip
 
 from kccm.kube.client import KubeApiClient
-from kccm.kube.errors import NotFound
-from kccm.kube.interface import Obj, PatchType
 from kccm.kube.resources import (
-    CLUSTER_ROLE_BINDINGS,
-    CLUSTER_ROLES,
     NODES,
-    ROLE_BINDINGS,
-    ROLES,
     SECRETS,
-    SERVICE_ACCOUNTS,
-    Resource,
 )
+from kccm.testing.controllers import absent
 from kccm.testing.controllers import eventually as shared_eventually
-from kccm.testing.controlplane import ControlPlane, free_port
+from kccm.testing.controllers import initialised_nodes as _initialised
+from kccm.testing.controlplane import ControlPlane
+from kccm.testing.daemon import SA_GROUPS, SA_USER, Daemons, apply_rbac
+from kccm.testing.kubelet import kubelet_node
+from kccm.testing.kubelet import ready_condition as ready
 from kccm.testing.pytest_plugin import KubeCleanup, unique_name
 from kccm.testing.vcsim import Vcsim
 
 ROOT = Path(__file__).resolve().parents[3]
-SA_USER = "system:serviceaccount:kube-system:cloud-controller-manager"
-SA_GROUPS = ("system:serviceaccounts", "system:serviceaccounts:kube-system", "system:authenticated")
-RBAC_KINDS: dict[str, Resource] = {
-    "ServiceAccount": SERVICE_ACCOUNTS,
-    "ClusterRole": CLUSTER_ROLES,
-    "ClusterRoleBinding": CLUSTER_ROLE_BINDINGS,
-    "Role": ROLES,
-    "RoleBinding": ROLE_BINDINGS,
-}
-UNINITIALIZED = "node.cloudprovider.kubernetes.io/uninitialized"
 SHUTDOWN = "node.cloudprovider.kubernetes.io/shutdown"
 VMS = int(os.environ.get("KCCM_VSPHERE_E2E_VMS", "4"))
 BUDGET = 60.0 + 0.5 * VMS
@@ -69,46 +54,6 @@ eventually = functools.partial(shared_eventually, within=BUDGET, interval=0.25)
 (it polls other processes)."""
 
 
-async def apply(kube: KubeApiClient, path: Path) -> None:
-    text = await asyncio.to_thread(path.read_text)
-    for doc in yaml.safe_load_all(text):
-        if doc and doc["kind"] in RBAC_KINDS:
-            meta = doc["metadata"]
-            await kube.patch(
-                RBAC_KINDS[doc["kind"]],
-                meta["name"],
-                doc,
-                patch_type=PatchType.APPLY,
-                namespace=meta.get("namespace"),
-                field_manager="kccm-vsphere-e2e",
-                force=True,
-            )
-
-
-def kubelet_node(name: str) -> Obj:
-    """A Node as kubelet registers it with --cloud-provider=external (named after the guest's
-    host name, as on vSphere)."""
-    return {
-        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
-        "spec": {"taints": [{"key": UNINITIALIZED, "value": "true", "effect": "NoSchedule"}]},
-        "status": {
-            "addresses": [{"type": "Hostname", "address": name}],
-            "conditions": [ready("True")],
-        },
-    }
-
-
-def ready(status: str) -> dict[str, str]:
-    return {
-        "type": "Ready",
-        "status": status,
-        "reason": "KubeletReady" if status == "True" else "NodeStatusUnknown",
-        "message": "test",
-        "lastHeartbeatTime": "2026-11-21T00:00:00Z",
-        "lastTransitionTime": "2026-11-21T00:00:00Z",
-    }
-
-
 @dataclass
 class World:
     sims: dict[str, Vcsim]
@@ -116,7 +61,7 @@ class World:
     tmp: Path
     plane: ControlPlane
     secret: str
-    procs: list[subprocess.Popen[str]] = field(default_factory=list)
+    daemons: Daemons
     figures: dict[str, Any] = field(default_factory=dict)
 
     def config(self) -> str:
@@ -127,43 +72,21 @@ class World:
         return text + "\n[Labels]\nzone = k8s-zone\nregion = k8s-region\n"
 
     def start(self, config: str, *extra: str) -> tuple[subprocess.Popen[str], Path]:
-        path = self.tmp / f"vsphere-{len(self.procs)}.conf"
+        path = self.tmp / f"vsphere-{len(self.daemons)}.conf"
         path.write_text(config)
-        log = self.tmp / f"kccm-{len(self.procs)}.log"
-        args = [
-            sys.executable,
-            "-m",
-            "kccm",
-            "--cloud-provider=vsphere",
-            f"--cloud-config={path}",
-            f"--kubeconfig={self.plane.kubeconfig_for(SA_USER, SA_GROUPS)}",
-            f"--secure-port={free_port()}",
-            "--bind-address=127.0.0.1",
+        daemon = self.daemons.start(
+            "vsphere",
+            path,
+            self.plane.kubeconfig_for(SA_USER, SA_GROUPS),
             "--leader-elect=false",
             "--node-monitor-period=1s",
             "--v=2",
             *extra,
-        ]
-        with log.open("w") as sink:
-            proc = subprocess.Popen(
-                args,
-                stdout=sink,
-                stderr=subprocess.STDOUT,
-                text=True,
-                env={**os.environ, "PYTHONUNBUFFERED": "1"},
-            )
-        self.procs.append(proc)
-        return proc, log
+        )
+        return daemon.proc, daemon.log
 
     def stop(self) -> None:
-        for proc in self.procs:
-            if proc.poll() is None:
-                proc.terminate()
-                try:
-                    proc.wait(30)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait(10)
+        self.daemons.stop_all(grace=30)
 
     def calls(self) -> dict[str, int]:
         """vSphere calls per method, both vCenters summed (SOAP method or REST path)."""
@@ -180,8 +103,10 @@ class World:
 async def world(
     control_plane: ControlPlane, kube: KubeApiClient, tmp_path: Path
 ) -> AsyncIterator[World]:
-    await apply(kube, ROOT / "deploy" / "rbac.yaml")
-    await apply(kube, ROOT / "examples" / "vsphere" / "secret-reader-rbac.yaml")
+    await apply_rbac(kube, ROOT / "deploy" / "rbac.yaml", "kccm-vsphere-e2e")
+    await apply_rbac(
+        kube, ROOT / "examples" / "vsphere" / "secret-reader-rbac.yaml", "kccm-vsphere-e2e"
+    )
     sims = {
         "vc-a": start_or_skip(vms=VMS, hosts=2, hostname_prefix="a-", ip_base="10.10.0.0"),
         "vc-b": start_or_skip(vms=VMS, hosts=2, hostname_prefix="b-", ip_base="10.20.0.0"),
@@ -203,7 +128,7 @@ async def world(
             "data": {k: base64.b64encode(v.encode()).decode() for k, v in data.items()},
         },
     )
-    env = World(sims, admins, tmp_path, control_plane, secret)
+    env = World(sims, admins, tmp_path, control_plane, secret, Daemons(tmp_path))
     try:
         yield env
     finally:
@@ -213,20 +138,6 @@ async def world(
         for sim in sims.values():
             sim.stop()
         await kube.delete(SECRETS, secret, namespace="kube-system")
-
-
-async def _initialised(kube: KubeApiClient, names: list[str]) -> list[Obj] | None:
-    nodes = []
-    for name in names:
-        node = await kube.get(NODES, name)
-        taints = {t["key"] for t in node["spec"].get("taints") or []}
-        addresses = {a["type"] for a in node.get("status", {}).get("addresses") or []}
-        if not node["spec"].get("providerID") or UNINITIALIZED in taints:
-            return None
-        if "InternalIP" not in addresses:
-            return None
-        nodes.append(node)
-    return nodes
 
 
 async def _taints(kube: KubeApiClient, name: str) -> set[str]:
@@ -295,7 +206,7 @@ async def test_two_vcenters_nodes_lifecycle_and_faults(
     gone_key = ("vc-a", "DC0_C0_RP0_VM1")
     world.admins["vc-a"].destroy(gone_key[1])
     await _set_ready(kube, vms[gone_key], "Unknown")
-    await eventually(lambda: _deleted(kube, vms[gone_key]))
+    await eventually(lambda: absent(kube, NODES, vms[gone_key]))
     world.figures["node_deleted_s"] = round(time.monotonic() - phase, 2)
     for key, name in vms.items():  # nobody else was touched
         if key != gone_key:
@@ -316,14 +227,6 @@ async def _has(kube: KubeApiClient, name: str, taint: str) -> bool:
 
 async def _lacks(kube: KubeApiClient, name: str, taint: str) -> bool:
     return taint not in await _taints(kube, name)
-
-
-async def _deleted(kube: KubeApiClient, name: str) -> bool:
-    try:
-        await kube.get(NODES, name)
-    except NotFound:
-        return True
-    return False
 
 
 async def test_wrong_password_at_start_is_one_line_and_exit_2(world: World) -> None:

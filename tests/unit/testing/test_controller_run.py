@@ -7,9 +7,18 @@ import asyncio
 import pytest
 
 from kccm.kube.fake import FakeKube
-from kccm.kube.resources import EVENTS
+from kccm.kube.resources import CONFIG_MAPS, EVENTS, NODES
 from kccm.providers.fake import FakeCloud
-from kccm.testing.controllers import controller_run, event_counts, eventually
+from kccm.testing.controllers import (
+    absent,
+    all_absent,
+    controller_run,
+    event_counts,
+    event_summaries,
+    eventually,
+    initialised_nodes,
+)
+from kccm.testing.kubelet import kubelet_node
 
 
 async def test_eventually_returns_the_first_truthy_value() -> None:
@@ -27,6 +36,26 @@ async def test_eventually_times_out() -> None:
 
     with pytest.raises(TimeoutError):
         await eventually(never, 0.05, interval=0.01)
+
+
+@pytest.mark.parametrize(
+    ("existing", "names", "gone"),
+    [
+        pytest.param([], ["a", "b"], True, id="none-exist"),
+        pytest.param(["b"], ["a", "b"], False, id="one-remains"),
+        pytest.param(["a"], [], True, id="no-names"),
+    ],
+)
+async def test_absent_answers_whether_the_objects_are_gone(
+    existing: list[str], names: list[str], gone: bool
+) -> None:
+    kube = FakeKube()
+    for name in existing:
+        await kube.create(CONFIG_MAPS, {"metadata": {"name": name, "namespace": "ns"}})
+    assert await all_absent(kube, CONFIG_MAPS, names, "ns") is gone
+    for name in names:
+        assert await absent(kube, CONFIG_MAPS, name, "ns") is (name not in existing)
+    assert await absent(kube, CONFIG_MAPS, "b", "other-ns"), "another namespace's object"
 
 
 class Crashing:
@@ -91,3 +120,55 @@ async def test_event_counts_fold_repeats_per_reason_of_one_component() -> None:
             event["count"] = count
         await kube.create(EVENTS, event)
     assert await event_counts(kube, "ns", "web", "svc") == {"Ensured": 3, "Ensuring": 1}
+
+
+async def test_event_summaries_project_component_type_reason_message() -> None:
+    """(FakeKube ignores the involvedObject field selector: the real apiserver applies it.)"""
+    kube = FakeKube()
+    for i, source in enumerate([{"component": "svc"}, None]):
+        await kube.create(
+            EVENTS,
+            {
+                "metadata": {"name": f"e{i}", "namespace": "ns"},
+                "involvedObject": {"name": "web"},
+                "type": "Normal",
+                "reason": f"R{i}",
+                "message": f"m{i}",
+                **({"source": source} if source is not None else {}),
+            },
+        )
+    assert await event_summaries(kube, "ns", "web") == [
+        ("svc", "Normal", "R0", "m0"),
+        ("", "Normal", "R1", "m1"),  # no source: an events.k8s.io writer
+    ]
+
+
+def _initialised(name: str, **changes: object) -> dict[str, object]:
+    node = kubelet_node(name)
+    node["spec"] = {"providerID": f"fake://{name}", "taints": []}
+    node["status"]["addresses"].append({"type": "InternalIP", "address": "10.0.0.1"})
+    for path, value in changes.items():
+        where, key = path.split("__")
+        node[where][key] = value
+    return node
+
+
+@pytest.mark.parametrize(
+    ("second", "done"),
+    [
+        pytest.param({}, True, id="both-initialised"),
+        pytest.param({"spec__providerID": ""}, False, id="no-provider-id"),
+        pytest.param({"spec__taints": kubelet_node("x")["spec"]["taints"]}, False, id="tainted"),
+        pytest.param({"status__addresses": []}, False, id="no-internal-ip-yet"),
+    ],
+)
+async def test_initialised_nodes_waits_for_every_node(
+    second: dict[str, object], done: bool
+) -> None:
+    kube = FakeKube()
+    await kube.create(NODES, _initialised("a"))
+    await kube.create(NODES, _initialised("b", **second))
+    nodes = await initialised_nodes(kube, ["a", "b"])
+    assert (nodes is not None) is done
+    if nodes is not None:
+        assert [n["metadata"]["name"] for n in nodes] == ["a", "b"]

@@ -9,7 +9,13 @@ import pytest
 
 from kccm.kube.fake import FakeKube
 from kccm.kube.resources import LEASES, NODES
-from kccm.testing.kubelet import NODE_LEASE_NAMESPACE, KubeletHeartbeat
+from kccm.testing.kubelet import (
+    NODE_LEASE_NAMESPACE,
+    UNINITIALIZED_TAINT,
+    KubeletHeartbeat,
+    kubelet_node,
+    ready_condition,
+)
 from kccm.util.clock import FakeClock
 
 
@@ -75,3 +81,34 @@ async def test_stops_on_its_own_when_the_lease_is_gone(kube: FakeKube) -> None:
     await kube.delete(LEASES, "node-a", namespace=NODE_LEASE_NAMESPACE)
     await clock.advance(1.0)
     assert not heartbeat.running
+
+
+@pytest.mark.parametrize(
+    ("pod_cidr", "spec_keys"),
+    [
+        pytest.param(None, {"taints"}, id="no-pod-cidr"),
+        pytest.param("10.244.1.0/24", {"taints", "podCIDR", "podCIDRs"}, id="with-pod-cidr"),
+    ],
+)
+def test_a_kubelet_node_is_uninitialised_ready_and_named_by_host(
+    pod_cidr: str | None, spec_keys: set[str]
+) -> None:
+    node = kubelet_node("n1", pod_cidr)
+    assert set(node["spec"]) == spec_keys
+    assert node["spec"]["taints"] == [UNINITIALIZED_TAINT]
+    assert node["spec"]["taints"][0] is not UNINITIALIZED_TAINT, "a copy: tests may edit it"
+    assert node["metadata"]["labels"] == {"kubernetes.io/hostname": "n1"}
+    assert node["status"]["addresses"] == [{"type": "Hostname", "address": "n1"}]
+    assert node["status"]["conditions"] == [ready_condition("True")]
+
+
+@pytest.mark.parametrize(
+    ("status", "reason"),
+    [
+        pytest.param("True", "KubeletReady", id="posted-by-kubelet"),
+        pytest.param("False", "KubeletNotReady", id="not-ready-posted-by-kubelet"),
+        pytest.param("Unknown", "NodeStatusUnknown", id="kubelet-stopped-posting"),
+    ],
+)
+def test_the_ready_condition_reason_follows_the_status(status: str, reason: str) -> None:
+    assert ready_condition(status)["reason"] == reason

@@ -1,0 +1,192 @@
+"""The kccm daemon as a subprocess of an integration test.
+
+:class:`Daemons` starts ``python -m kccm`` (any provider, cloud config and kubeconfig) on a free
+loopback port with its output in ``kccm-<n>.log`` and stops every daemon it started;
+:class:`Daemon` answers HTTPS requests to the serving port, reads the log, tells when a line was
+logged (failing at once if the process exited) and stops the process: SIGTERM, then SIGKILL after
+a grace. :func:`apply_rbac` server-side applies a manifest's RBAC objects (``deploy/rbac.yaml``)
+so the daemon can run as the shipped ServiceAccount (:data:`SA_USER`, :data:`SA_GROUPS`, for
+:meth:`kccm.testing.controlplane.ControlPlane.kubeconfig_for`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import ssl
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from kccm.kube.interface import KubeClient, PatchType
+from kccm.kube.resources import (
+    CLUSTER_ROLE_BINDINGS,
+    CLUSTER_ROLES,
+    ROLE_BINDINGS,
+    ROLES,
+    SERVICE_ACCOUNTS,
+    Resource,
+)
+from kccm.testing.controlplane import free_port
+
+SA_USER = "system:serviceaccount:kube-system:cloud-controller-manager"
+SA_GROUPS = ("system:serviceaccounts", "system:serviceaccounts:kube-system", "system:authenticated")
+RBAC_KINDS: Mapping[str, Resource] = {
+    "ServiceAccount": SERVICE_ACCOUNTS,
+    "ClusterRole": CLUSTER_ROLES,
+    "ClusterRoleBinding": CLUSTER_ROLE_BINDINGS,
+    "Role": ROLES,
+    "RoleBinding": ROLE_BINDINGS,
+}
+KILL_WAIT = 10.0
+"""Seconds to wait for a SIGKILLed daemon to be reaped."""
+
+
+class DaemonExited(AssertionError):
+    """The daemon ended while a test still waited for it (the message ends with its log)."""
+
+
+async def apply_rbac(kube: KubeClient, manifest: Path, field_manager: str) -> None:
+    """Server-side apply (forced, as ``field_manager``) every RBAC object in ``manifest``; the
+    other documents are skipped."""
+    text = await asyncio.to_thread(manifest.read_text)
+    for doc in yaml.safe_load_all(text):
+        if not doc or doc.get("kind") not in RBAC_KINDS:
+            continue
+        meta = doc["metadata"]
+        await kube.patch(
+            RBAC_KINDS[doc["kind"]],
+            meta["name"],
+            doc,
+            patch_type=PatchType.APPLY,
+            namespace=meta.get("namespace"),
+            field_manager=field_manager,
+            force=True,
+        )
+
+
+def daemon_args(
+    provider: str, cloud_config: Path, kubeconfig: Path, port: int, *flags: str
+) -> list[str]:
+    """``python -m kccm`` serving on ``127.0.0.1:port``, then ``flags`` as given."""
+    return [
+        sys.executable,
+        "-m",
+        "kccm",
+        f"--cloud-provider={provider}",
+        f"--cloud-config={cloud_config}",
+        f"--kubeconfig={kubeconfig}",
+        f"--secure-port={port}",
+        "--bind-address=127.0.0.1",
+        *flags,
+    ]
+
+
+def daemon_env(env: Mapping[str, str] | None = None, unset: Iterable[str] = ()) -> dict[str, str]:
+    """This process's environment with unbuffered Python output, ``env`` on top, ``unset``
+    removed."""
+    merged = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
+    for name in unset:
+        merged.pop(name, None)
+    return merged
+
+
+@dataclass
+class Daemon:
+    """One started daemon: its process, serving port and log file."""
+
+    proc: subprocess.Popen[str]
+    port: int
+    log: Path
+
+    def url(self, path: str) -> str:
+        return f"https://127.0.0.1:{self.port}{path}"
+
+    def get(
+        self,
+        path: str,
+        token: str | None = None,
+        *,
+        context: ssl.SSLContext | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> tuple[int, str]:
+        """(status, body) of a GET to the serving port (blocking: call it in a thread)."""
+        request = urllib.request.Request(self.url(path), headers=headers or {})
+        if token:
+            request.add_header("Authorization", f"Bearer {token}")
+        context = context or ssl._create_unverified_context()  # self-signed serving cert
+        try:
+            with urllib.request.urlopen(request, context=context, timeout=5) as resp:
+                return int(resp.status), resp.read().decode()
+        except urllib.error.HTTPError as exc:
+            return int(exc.code), exc.read().decode()
+
+    def logs(self) -> str:
+        return self.log.read_text(errors="replace")
+
+    async def logged(self, text: str) -> bool:
+        """Whether the log holds ``text`` (a probe for ``eventually``); raises
+        :class:`DaemonExited` once the process has ended, so a waiting test fails at once
+        instead of at its time limit."""
+        if self.proc.poll() is not None:
+            logs = await asyncio.to_thread(self.logs)
+            raise DaemonExited(f"kccm exited early ({self.proc.returncode}):\n{logs[-3000:]}")
+        return text in await asyncio.to_thread(self.logs)
+
+    def stop(self, grace: float) -> int:
+        """SIGTERM, SIGKILL after ``grace`` seconds (at once when ``grace`` is 0); the exit
+        status."""
+        if self.proc.poll() is None and grace > 0:
+            self.proc.terminate()
+            try:
+                return self.proc.wait(grace)
+            except subprocess.TimeoutExpired:
+                pass
+        if self.proc.poll() is None:
+            self.proc.kill()
+        return self.proc.wait(KILL_WAIT)
+
+
+@dataclass
+class Daemons:
+    """The daemons a test started, logging to ``tmp/kccm-<n>.log``; ``stop_all`` in teardown."""
+
+    tmp: Path
+    started: list[Daemon] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.started)
+
+    def start(
+        self,
+        provider: str,
+        cloud_config: Path,
+        kubeconfig: Path,
+        *flags: str,
+        env: Mapping[str, str] | None = None,
+        unset: Iterable[str] = (),
+    ) -> Daemon:
+        port = free_port()
+        log = self.tmp / f"kccm-{len(self.started)}.log"
+        args = daemon_args(provider, cloud_config, kubeconfig, port, *flags)
+        with log.open("w") as sink:
+            proc = subprocess.Popen(
+                args,
+                stdout=sink,
+                stderr=subprocess.STDOUT,
+                text=True,
+                env=daemon_env(env, unset),
+            )
+        daemon = Daemon(proc, port, log)
+        self.started.append(daemon)
+        return daemon
+
+    def stop_all(self, grace: float) -> None:
+        for daemon in self.started:
+            daemon.stop(grace)
