@@ -11,8 +11,8 @@ are one key); what differs between them is handled here:
 - YAML: ``vcenter: {<name>: {server: ..., ...}}`` (``server`` required); lists are lists.
 
 A ``[Global] server`` adds one vCenter with the global settings, as upstream does. Per-vCenter
-values fall back to ``[Global]``. Environment-variable overrides (``VSPHERE_*``) are not read
-(see docs/providers/vsphere.md).
+values fall back to ``[Global]``. The ``VSPHERE_*`` environment overrides (upstream ``FromEnv``)
+are applied afterwards, as upstream does, by :mod:`kccm.providers.vsphere.envconfig`.
 """
 
 # ruff: noqa: RUF009 - setting() is a dataclasses.field() factory
@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TextIO
 
@@ -31,6 +32,7 @@ __all__ = [
     "DEFAULT_PORT",
     "DEFAULT_ROUNDTRIP_COUNT",
     "GLOBAL_SECRET_REF",
+    "GlobalDefaults",
     "NodesConfig",
     "VCenter",
     "VSphereConfig",
@@ -151,9 +153,23 @@ class VCenter:
 
 
 @dataclass(frozen=True)
+class GlobalDefaults:
+    """``[Global]``'s connection settings after upstream's defaulting: what a vCenter defined
+    by ``VSPHERE_VCENTER_<id>`` falls back to (upstream ``FromEnv``)."""
+
+    user: str = ""
+    password: str = field(default="", repr=False)
+    port: int = DEFAULT_PORT
+    datacenters: tuple[str, ...] = ()
+    ca_file: str = ""
+    thumbprint: str = ""
+
+
+@dataclass(frozen=True)
 class VSphereConfig:
     vcenters: dict[str, VCenter]
     """By tenant ref, in file order."""
+    defaults: GlobalDefaults = GlobalDefaults()
     zone_category: str = ""
     region_category: str = ""
     nodes: NodesConfig = NodesConfig()
@@ -216,12 +232,14 @@ def _global_secret(glob: _GlobalSection) -> bool:
     )
 
 
-def _families(values: tuple[str, ...], where: str, issues: list[str]) -> tuple[str, ...]:
+def _families(
+    values: tuple[str, ...], where: str, environ: Mapping[str, str], issues: list[str]
+) -> tuple[str, ...]:
     families = tuple(v.lower() for v in values) or ("ipv4",)
     for family in families:
         if family not in IP_FAMILIES:
             issues.append(f"{where} ip-family: {family!r}: Invalid IP Family type (ipv4 or ipv6)")
-    if len(families) > 1 and DUAL_STACK_ENV not in os.environ:
+    if len(families) > 1 and DUAL_STACK_ENV not in environ:
         issues.append(
             f"{where} ip-family: multiple IP families specified but {DUAL_STACK_ENV} env var "
             "is not set (as upstream)"
@@ -247,7 +265,12 @@ def _credentials(
 
 
 def _vcenter(
-    name: str, vc: _VirtualCenterSection, glob: _GlobalSection, yaml: bool, issues: list[str]
+    name: str,
+    vc: _VirtualCenterSection,
+    glob: _GlobalSection,
+    yaml: bool,
+    environ: Mapping[str, str],
+    issues: list[str],
 ) -> VCenter:
     where = f"vcenter {name!r}" if yaml else f'[VirtualCenter "{name}"]'
     if yaml and not vc.server:
@@ -275,7 +298,9 @@ def _vcenter(
         secret_name=vc.secret_name or (glob.secret_name if secret_ref == GLOBAL_SECRET_REF else ""),
         secret_namespace=vc.secret_namespace
         or (glob.secret_namespace if secret_ref == GLOBAL_SECRET_REF else ""),
-        ip_families=_families(_split(vc.ip_family) or _split(glob.ip_family), where, issues),
+        ip_families=_families(
+            _split(vc.ip_family) or _split(glob.ip_family), where, environ, issues
+        ),
     )
 
 
@@ -294,7 +319,7 @@ def _global_vcenter(glob: _GlobalSection) -> _VirtualCenterSection:
     )
 
 
-def _build(schema: _Schema) -> VSphereConfig:
+def _build(schema: _Schema, environ: Mapping[str, str]) -> VSphereConfig:
     issues: list[str] = []
     glob = schema.global_
     yaml = bool(schema.vcenter)
@@ -305,7 +330,9 @@ def _build(schema: _Schema) -> VSphereConfig:
         sections[glob.server] = _global_vcenter(glob)
     if not sections:
         issues.append("No Virtual Center hosts defined ([VirtualCenter] or [Global] server)")
-    vcenters = {name: _vcenter(name, vc, glob, yaml, issues) for name, vc in sections.items()}
+    vcenters = {
+        name: _vcenter(name, vc, glob, yaml, environ, issues) for name, vc in sections.items()
+    }
     nodes = _nodes(schema.nodes, issues)
     if glob.secret_name and glob.secrets_directory:
         issues.append("[Global]: set secret-name/secret-namespace or secrets-directory, not both")
@@ -317,6 +344,14 @@ def _build(schema: _Schema) -> VSphereConfig:
         raise CloudConfigError(issues)
     return VSphereConfig(
         vcenters=vcenters,
+        defaults=GlobalDefaults(
+            user=glob.user,
+            password=glob.password,
+            port=glob.port or DEFAULT_PORT,
+            datacenters=_split(glob.datacenters),
+            ca_file=glob.ca_file,
+            thumbprint=glob.thumbprint,
+        ),
         zone_category=schema.labels.zone,
         region_category=schema.labels.region,
         nodes=nodes,
@@ -327,8 +362,20 @@ def _build(schema: _Schema) -> VSphereConfig:
     )
 
 
-def load_vsphere_config(stream: TextIO | str | None) -> VSphereConfig:
-    """Parse and check the cloud config (INI or YAML); every problem is reported at once."""
+def load_vsphere_config(
+    stream: TextIO | str | None,
+    environ: Mapping[str, str] | None = None,
+    *,
+    path_exists: Callable[[str], bool] = os.path.exists,
+) -> VSphereConfig:
+    """Parse and check the cloud config (INI or YAML), then apply the ``VSPHERE_*`` overrides
+    from ``environ`` (default: the process environment) as upstream ``ReadCPIConfig`` does;
+    every problem is reported at once. ``path_exists`` decides whether the default secrets
+    directory is there (a seam for tests)."""
+    # Imported here: envconfig builds on this module's types.
+    from kccm.providers.vsphere.envconfig import apply_environment
+
+    env = os.environ if environ is None else environ
     if stream is None:
         raise CloudConfigError(["no vSphere cloud provider config file given (--cloud-config)"])
-    return _build(load_cloud_config(stream, _Schema))
+    return apply_environment(_build(load_cloud_config(stream, _Schema), env), env, path_exists)
