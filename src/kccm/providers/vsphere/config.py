@@ -20,6 +20,7 @@ are applied afterwards, as upstream does, by :mod:`kccm.providers.vsphere.envcon
 from __future__ import annotations
 
 import ipaddress
+import logging
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -38,6 +39,8 @@ __all__ = [
     "VSphereConfig",
     "load_vsphere_config",
 ]
+
+log = logging.getLogger(__name__)
 
 DEFAULT_PORT = 443
 """``DefaultVCenterPort``."""
@@ -104,6 +107,54 @@ class _NodesSection:
 
 
 @dataclass(frozen=True)
+class _NsxtSection:
+    """Upstream ``pkg/nsxt/config`` ``[NSXT]``: accepted, not used (no NSX-T in kccm)."""
+
+    user: str = ""
+    password: str = setting(default="", secret=True)
+    host: str = ""
+    insecure_flag: bool = False
+    remote_auth: bool = False
+    secret_name: str = ""
+    secret_namespace: str = ""
+    vmc_access_token: str = setting(default="", secret=True)
+    vmc_auth_host: str = ""
+    client_auth_cert_file: str = ""
+    client_auth_key_file: str = ""
+    ca_file: str = ""
+
+
+@dataclass(frozen=True)
+class _LoadBalancerClassSection:
+    """Upstream ``loadbalancer/config`` ``[LoadBalancerClass "<name>"]``: accepted, not used."""
+
+    ip_pool_name: str = ""
+    ip_pool_id: str = ""
+    tcp_app_profile_name: str = ""
+    tcp_app_profile_path: str = ""
+    udp_app_profile_name: str = ""
+    udp_app_profile_path: str = ""
+
+
+@dataclass(frozen=True)
+class _LoadBalancerSection(_LoadBalancerClassSection):
+    """Upstream ``[LoadBalancer]``: accepted, not used."""
+
+    size: str = ""
+    lb_service_id: str = ""
+    tier1_gateway_path: str = ""
+    snat_disabled: bool = False
+    tags: str = ""
+
+
+@dataclass(frozen=True)
+class _RouteSection:
+    """Upstream ``route/config`` ``[Route]``: accepted, not used."""
+
+    router_path: str = ""
+
+
+@dataclass(frozen=True)
 class _Schema:
     global_: _GlobalSection = setting(default_factory=_GlobalSection)
     virtual_center: dict[str, _VirtualCenterSection] = setting(default_factory=dict)
@@ -112,6 +163,25 @@ class _Schema:
     """YAML: ``vcenter: {<name>: {...}}``."""
     labels: _LabelsSection = setting(default_factory=_LabelsSection)
     nodes: _NodesSection = setting(default_factory=_NodesSection)
+    # Read by upstream's NSX-T load balancer and route providers from the same file, which
+    # kccm does not implement: accepted so a CPI config loads unchanged, then ignored.
+    nsxt: _NsxtSection = setting(default_factory=_NsxtSection)
+    load_balancer: _LoadBalancerSection = setting(default_factory=_LoadBalancerSection)
+    load_balancer_class: dict[str, _LoadBalancerClassSection] = setting(default_factory=dict)
+    route: _RouteSection = setting(default_factory=_RouteSection)
+
+    def unused_sections(self) -> list[str]:
+        """The NSX-T sections that are set (kccm logs that it ignores them)."""
+        found = [
+            name
+            for name, value, empty in (
+                ("NSXT", self.nsxt, _NsxtSection()),
+                ("LoadBalancer", self.load_balancer, _LoadBalancerSection()),
+                ("Route", self.route, _RouteSection()),
+            )
+            if value != empty
+        ]
+        return found + [f'LoadBalancerClass "{name}"' for name in self.load_balancer_class]
 
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -319,6 +389,21 @@ def _global_vcenter(glob: _GlobalSection) -> _VirtualCenterSection:
     )
 
 
+def _warn_secret_settings(glob: _GlobalSection) -> None:
+    """Upstream accepts these (its ``isSecretInfoProvided`` is then false: every vCenter needs
+    a user and password); kccm loads them too and says why the Secret is not used."""
+    if glob.secret_name and glob.secrets_directory:
+        log.warning(
+            "vsphere: [Global] sets both secret-name and secrets-directory: as upstream, "
+            "neither counts, each vCenter needs its own user and password"
+        )
+    elif bool(glob.secret_name) != bool(glob.secret_namespace):
+        log.warning(
+            "vsphere: [Global] secret-name and secret-namespace go together: as upstream, "
+            "without both no Secret is read and each vCenter needs its own user and password"
+        )
+
+
 def _build(schema: _Schema, environ: Mapping[str, str]) -> VSphereConfig:
     issues: list[str] = []
     glob = schema.global_
@@ -334,14 +419,17 @@ def _build(schema: _Schema, environ: Mapping[str, str]) -> VSphereConfig:
         name: _vcenter(name, vc, glob, yaml, environ, issues) for name, vc in sections.items()
     }
     nodes = _nodes(schema.nodes, issues)
-    if glob.secret_name and glob.secrets_directory:
-        issues.append("[Global]: set secret-name/secret-namespace or secrets-directory, not both")
-    if bool(glob.secret_name) != bool(glob.secret_namespace):
-        issues.append("[Global]: secret-name and secret-namespace go together")
+    _warn_secret_settings(glob)
     if glob.request_timeout < 0:
         issues.append(f"[Global] request-timeout: {glob.request_timeout} must be positive")
     if issues:
         raise CloudConfigError(issues)
+    for name in schema.unused_sections():
+        log.warning(
+            "vsphere: cloud config section [%s] is ignored: kccm has no NSX-T load balancer "
+            "or routes (docs/providers/vsphere.md)",
+            name,
+        )
     return VSphereConfig(
         vcenters=vcenters,
         defaults=GlobalDefaults(
