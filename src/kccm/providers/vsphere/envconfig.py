@@ -144,10 +144,8 @@ def _vcenter_ids(env: _Env) -> list[tuple[str, str]]:
     ]
 
 
-def _env_vcenter(env: _Env, ident: str, name: str, config: VSphereConfig) -> VCenter:
-    """One vCenter from ``VSPHERE_VCENTER_<id>`` (upstream ``FromEnv``'s loop)."""
-    g = config.defaults
-    var = f"VCENTER_{ident}_"
+def _warn_ignored(env: _Env, var: str) -> None:
+    """Upstream reads these with inverted error checks, so their values never count."""
     for suffix, effect in _IGNORED_PER_VCENTER.items():
         if var + suffix in env.environ:
             log.warning(
@@ -158,40 +156,52 @@ def _env_vcenter(env: _Env, ident: str, name: str, config: VSphereConfig) -> VCe
         log.warning(
             "vsphere: %s=%s is ignored, as upstream FromEnv does (IPv4)", var + "IP_FAMILY", family
         )
-    secret_name, secret_namespace = "", ""
-    if var + "SECRET_NAME" in env.environ and var + "SECRET_NAMESPACE" in env.environ:
-        secret_name = env.environ[var + "SECRET_NAME"]
-        secret_namespace = env.environ[var + "SECRET_NAMESPACE"]
-    user, password = env.lookup(var + "USERNAME", g.user), env.lookup(var + "PASSWORD", g.password)
+
+
+def _with_credentials(env: _Env, ident: str, vc: VCenter, config: VSphereConfig) -> VCenter:
+    """Where ``vc``'s credentials come from: its own Secret (both variables set), else its user
+    and password, else the global Secret or directory; else it is an error."""
+    var = f"VCENTER_{ident}_"
+    name, namespace = (
+        env.environ.get(var + "SECRET_NAME"),
+        env.environ.get(var + "SECRET_NAMESPACE"),
+    )
+    if name and namespace:
+        return dataclasses.replace(
+            vc, secret_ref=f"{namespace}/{name}", secret_name=name, secret_namespace=namespace
+        )
+    if vc.user and vc.password:
+        return vc  # upstream logs in with these first (its secretRef only serves a retry)
+    if (config.secret_name and config.secret_namespace) or config.secrets_directory:
+        return dataclasses.replace(vc, secret_ref=GLOBAL_SECRET_REF)
+    if not vc.user:
+        what, own, fallback = "Username", "USERNAME", "USER"
+    else:
+        what, own, fallback = "Password", "PASSWORD", "PASSWORD"
+    env.issues.append(
+        f"{_VC_PREFIX}{ident}={vc.tenant_ref}: {what} is missing "
+        f"(set {var}{own} or VSPHERE_{fallback}, or a Secret)"
+    )
+    return vc
+
+
+def _env_vcenter(env: _Env, ident: str, name: str, config: VSphereConfig) -> VCenter:
+    """One vCenter from ``VSPHERE_VCENTER_<id>`` (upstream ``FromEnv``'s loop)."""
+    g = config.defaults
+    var = f"VCENTER_{ident}_"
+    _warn_ignored(env, var)
     datacenters = env.environ.get(var + "DATACENTERS")
     vc = VCenter(
         tenant_ref=name,
         server=env.lookup(var + "SERVER", "") or name,
         port=env.port(var + "PORT", env.lookup(var + "PORT", ""), g.port),
-        user=user,
-        password=password,
+        user=env.lookup(var + "USERNAME", g.user),
+        password=env.lookup(var + "PASSWORD", g.password),
         datacenters=g.datacenters if datacenters is None else _split(datacenters),
         ca_file=env.lookup(var + "CAFILE", g.ca_file),
         thumbprint=env.lookup(var + "THUMBPRINT", g.thumbprint),
     )
-    if secret_name and secret_namespace:
-        return dataclasses.replace(
-            vc,
-            secret_ref=f"{secret_namespace}/{secret_name}",
-            secret_name=secret_name,
-            secret_namespace=secret_namespace,
-        )
-    if user and password:
-        return vc  # upstream logs in with these first (its secretRef only serves a retry)
-    if (config.secret_name and config.secret_namespace) or config.secrets_directory:
-        return dataclasses.replace(vc, secret_ref=GLOBAL_SECRET_REF)
-    missing = "Username" if not user else "Password"
-    env.issues.append(
-        f"{_VC_PREFIX}{ident}={name}: {missing} is missing (set {var}"
-        f"{'USERNAME' if not user else 'PASSWORD'} or VSPHERE_{'USER' if not user else 'PASSWORD'}"
-        ", or a Secret)"
-    )
-    return vc
+    return _with_credentials(env, ident, vc, config)
 
 
 def _nodes(env: _Env, nodes: NodesConfig) -> NodesConfig:

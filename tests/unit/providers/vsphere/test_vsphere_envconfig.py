@@ -315,3 +315,16 @@ def test_a_password_variable_never_appears_in_errors() -> None:
     with pytest.raises(CloudConfigError) as err:
         load({"VSPHERE_VCENTER_A": "vc2", "VCENTER_A_PASSWORD": "hunter2", "VCENTER_A_PORT": "x"})
     assert "hunter2" not in str(err.value)
+
+
+def test_ignored_per_vcenter_variables_are_logged(caplog: pytest.LogCaptureFixture) -> None:
+    load(
+        {
+            "VSPHERE_VCENTER_A": "vc2",
+            "VCENTER_A_INSECURE": "true",
+            "VCENTER_A_ROUNDTRIP": "7",
+            "VCENTER_A_IP_FAMILY": "ipv6",
+        }
+    )
+    ignored = sorted(m.split(" ")[1] for m in caplog.messages if "is ignored" in m)
+    assert ignored == ["VCENTER_A_INSECURE", "VCENTER_A_IP_FAMILY=ipv6", "VCENTER_A_ROUNDTRIP"]
