@@ -7,7 +7,11 @@ module asks for 4 per pool, 1 cluster of 3 hosts plus 1 standalone host: 8 VMs).
 from __future__ import annotations
 
 import logging
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -255,3 +259,68 @@ def test_legacy_instances_and_zones_give_the_same_answers(
     assert (found.failure_domain, found.region) == expected
     found = zones.get_zone_by_provider_id(pid)
     assert (found.failure_domain, found.region) == expected
+
+
+def env_only_config(vcsim: Vcsim) -> tuple[str, dict[str, str]]:
+    """A file that is valid without credentials (they would come from a global Secret) and
+    upstream ``FromEnv`` variables that redefine its vCenter with credentials of their own."""
+    text = (
+        "[Global]\nsecret-name = never-read\nsecret-namespace = kube-system\n\n"
+        f'[VirtualCenter "{vcsim.host}"]\nport = {vcsim.port}\n'
+    )
+    env = {
+        "VSPHERE_VCENTER_SIM": vcsim.host,
+        "VCENTER_SIM_PORT": str(vcsim.port),
+        "VCENTER_SIM_USERNAME": vcsim.username,
+        "VCENTER_SIM_PASSWORD": vcsim.password,
+        "VSPHERE_CAFILE": vcsim.ca_file,
+        "VSPHERE_LABEL_ZONE": LABELS[0],
+        "VSPHERE_LABEL_REGION": LABELS[1],
+    }
+    return text, env
+
+
+def test_credentials_from_environment_variables_only(
+    vcsim: Vcsim, admin: VCAdmin, tagged: dict[str, str]
+) -> None:
+    text, env = env_only_config(vcsim)
+    assert "password" not in text
+    vcsim.reset_calls()
+    cloud = new_vsphere_cloud(text, environ=env)  # logs in: the start fails without them
+    try:
+        assert cloud.credentials.secret_refs() == {}  # no Secret needed any more
+        assert vcsim.calls()["soap"].get("Login") == 1
+        meta = cloud._instances.instance_metadata(node(vcsim.hostname("DC0_C0_RP0_VM0")))
+        assert meta.provider_id == f"vsphere://{admin.vm('DC0_C0_RP0_VM0').config.uuid}"
+        assert (meta.zone, meta.region) == ("zone-a", "region-1")
+    finally:
+        cloud.close()
+
+
+KUBECONFIG = """apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:{port}"}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: x, context: {cluster: c, user: u}}]
+current-context: x
+"""
+
+
+def test_a_bad_variable_ends_the_daemon_with_exit_2(vcsim: Vcsim, tmp_path: Path) -> None:
+    text, env = env_only_config(vcsim)
+    config = tmp_path / "vsphere.conf"
+    config.write_text(text)
+    kubeconfig = tmp_path / "kubeconfig"  # read, never dialled: the provider is built first
+    kubeconfig.write_text(KUBECONFIG.replace("{port}", str(free_port())))
+    args = [f"--cloud-config={config}", f"--kubeconfig={kubeconfig}", "--leader-elect=false"]
+    result = subprocess.run(
+        [sys.executable, "-m", "kccm", "--cloud-provider=vsphere", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env={**os.environ, **env, "VCENTER_SIM_PORT": "https"},
+    )
+    assert result.returncode == 2, result.stderr
+    assert "VCENTER_SIM_PORT='https': not a TCP port" in result.stderr
+    assert vcsim.password not in result.stderr

@@ -11,8 +11,8 @@ are one key); what differs between them is handled here:
 - YAML: ``vcenter: {<name>: {server: ..., ...}}`` (``server`` required); lists are lists.
 
 A ``[Global] server`` adds one vCenter with the global settings, as upstream does. Per-vCenter
-values fall back to ``[Global]``. Environment-variable overrides (``VSPHERE_*``) are not read
-(see docs/providers/vsphere.md).
+values fall back to ``[Global]``. The ``VSPHERE_*`` environment overrides (upstream ``FromEnv``)
+are applied afterwards, as upstream does, by :mod:`kccm.providers.vsphere.envconfig`.
 """
 
 # ruff: noqa: RUF009 - setting() is a dataclasses.field() factory
@@ -20,7 +20,9 @@ values fall back to ``[Global]``. Environment-variable overrides (``VSPHERE_*``)
 from __future__ import annotations
 
 import ipaddress
+import logging
 import os
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TextIO
 
@@ -31,11 +33,14 @@ __all__ = [
     "DEFAULT_PORT",
     "DEFAULT_ROUNDTRIP_COUNT",
     "GLOBAL_SECRET_REF",
+    "GlobalDefaults",
     "NodesConfig",
     "VCenter",
     "VSphereConfig",
     "load_vsphere_config",
 ]
+
+log = logging.getLogger(__name__)
 
 DEFAULT_PORT = 443
 """``DefaultVCenterPort``."""
@@ -102,6 +107,54 @@ class _NodesSection:
 
 
 @dataclass(frozen=True)
+class _NsxtSection:
+    """Upstream ``pkg/nsxt/config`` ``[NSXT]``: accepted, not used (no NSX-T in kccm)."""
+
+    user: str = ""
+    password: str = setting(default="", secret=True)
+    host: str = ""
+    insecure_flag: bool = False
+    remote_auth: bool = False
+    secret_name: str = ""
+    secret_namespace: str = ""
+    vmc_access_token: str = setting(default="", secret=True)
+    vmc_auth_host: str = ""
+    client_auth_cert_file: str = ""
+    client_auth_key_file: str = ""
+    ca_file: str = ""
+
+
+@dataclass(frozen=True)
+class _LoadBalancerClassSection:
+    """Upstream ``loadbalancer/config`` ``[LoadBalancerClass "<name>"]``: accepted, not used."""
+
+    ip_pool_name: str = ""
+    ip_pool_id: str = ""
+    tcp_app_profile_name: str = ""
+    tcp_app_profile_path: str = ""
+    udp_app_profile_name: str = ""
+    udp_app_profile_path: str = ""
+
+
+@dataclass(frozen=True)
+class _LoadBalancerSection(_LoadBalancerClassSection):
+    """Upstream ``[LoadBalancer]``: accepted, not used."""
+
+    size: str = ""
+    lb_service_id: str = ""
+    tier1_gateway_path: str = ""
+    snat_disabled: bool = False
+    tags: str = ""
+
+
+@dataclass(frozen=True)
+class _RouteSection:
+    """Upstream ``route/config`` ``[Route]``: accepted, not used."""
+
+    router_path: str = ""
+
+
+@dataclass(frozen=True)
 class _Schema:
     global_: _GlobalSection = setting(default_factory=_GlobalSection)
     virtual_center: dict[str, _VirtualCenterSection] = setting(default_factory=dict)
@@ -110,6 +163,25 @@ class _Schema:
     """YAML: ``vcenter: {<name>: {...}}``."""
     labels: _LabelsSection = setting(default_factory=_LabelsSection)
     nodes: _NodesSection = setting(default_factory=_NodesSection)
+    # Read by upstream's NSX-T load balancer and route providers from the same file, which
+    # kccm does not implement: accepted so a CPI config loads unchanged, then ignored.
+    nsxt: _NsxtSection = setting(default_factory=_NsxtSection)
+    load_balancer: _LoadBalancerSection = setting(default_factory=_LoadBalancerSection)
+    load_balancer_class: dict[str, _LoadBalancerClassSection] = setting(default_factory=dict)
+    route: _RouteSection = setting(default_factory=_RouteSection)
+
+    def unused_sections(self) -> list[str]:
+        """The NSX-T sections that are set (kccm logs that it ignores them)."""
+        found = [
+            name
+            for name, value, empty in (
+                ("NSXT", self.nsxt, _NsxtSection()),
+                ("LoadBalancer", self.load_balancer, _LoadBalancerSection()),
+                ("Route", self.route, _RouteSection()),
+            )
+            if value != empty
+        ]
+        return found + [f'LoadBalancerClass "{name}"' for name in self.load_balancer_class]
 
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -151,9 +223,23 @@ class VCenter:
 
 
 @dataclass(frozen=True)
+class GlobalDefaults:
+    """``[Global]``'s connection settings after upstream's defaulting: what a vCenter defined
+    by ``VSPHERE_VCENTER_<id>`` falls back to (upstream ``FromEnv``)."""
+
+    user: str = ""
+    password: str = field(default="", repr=False)
+    port: int = DEFAULT_PORT
+    datacenters: tuple[str, ...] = ()
+    ca_file: str = ""
+    thumbprint: str = ""
+
+
+@dataclass(frozen=True)
 class VSphereConfig:
     vcenters: dict[str, VCenter]
     """By tenant ref, in file order."""
+    defaults: GlobalDefaults = GlobalDefaults()
     zone_category: str = ""
     region_category: str = ""
     nodes: NodesConfig = NodesConfig()
@@ -216,12 +302,14 @@ def _global_secret(glob: _GlobalSection) -> bool:
     )
 
 
-def _families(values: tuple[str, ...], where: str, issues: list[str]) -> tuple[str, ...]:
+def _families(
+    values: tuple[str, ...], where: str, environ: Mapping[str, str], issues: list[str]
+) -> tuple[str, ...]:
     families = tuple(v.lower() for v in values) or ("ipv4",)
     for family in families:
         if family not in IP_FAMILIES:
             issues.append(f"{where} ip-family: {family!r}: Invalid IP Family type (ipv4 or ipv6)")
-    if len(families) > 1 and DUAL_STACK_ENV not in os.environ:
+    if len(families) > 1 and DUAL_STACK_ENV not in environ:
         issues.append(
             f"{where} ip-family: multiple IP families specified but {DUAL_STACK_ENV} env var "
             "is not set (as upstream)"
@@ -247,7 +335,12 @@ def _credentials(
 
 
 def _vcenter(
-    name: str, vc: _VirtualCenterSection, glob: _GlobalSection, yaml: bool, issues: list[str]
+    name: str,
+    vc: _VirtualCenterSection,
+    glob: _GlobalSection,
+    yaml: bool,
+    environ: Mapping[str, str],
+    issues: list[str],
 ) -> VCenter:
     where = f"vcenter {name!r}" if yaml else f'[VirtualCenter "{name}"]'
     if yaml and not vc.server:
@@ -275,7 +368,9 @@ def _vcenter(
         secret_name=vc.secret_name or (glob.secret_name if secret_ref == GLOBAL_SECRET_REF else ""),
         secret_namespace=vc.secret_namespace
         or (glob.secret_namespace if secret_ref == GLOBAL_SECRET_REF else ""),
-        ip_families=_families(_split(vc.ip_family) or _split(glob.ip_family), where, issues),
+        ip_families=_families(
+            _split(vc.ip_family) or _split(glob.ip_family), where, environ, issues
+        ),
     )
 
 
@@ -294,7 +389,22 @@ def _global_vcenter(glob: _GlobalSection) -> _VirtualCenterSection:
     )
 
 
-def _build(schema: _Schema) -> VSphereConfig:
+def _warn_secret_settings(glob: _GlobalSection) -> None:
+    """Upstream accepts these (its ``isSecretInfoProvided`` is then false: every vCenter needs
+    a user and password); kccm loads them too and says why the Secret is not used."""
+    if glob.secret_name and glob.secrets_directory:
+        log.warning(
+            "vsphere: [Global] sets both secret-name and secrets-directory: as upstream, "
+            "neither counts, each vCenter needs its own user and password"
+        )
+    elif bool(glob.secret_name) != bool(glob.secret_namespace):
+        log.warning(
+            "vsphere: [Global] secret-name and secret-namespace go together: as upstream, "
+            "without both no Secret is read and each vCenter needs its own user and password"
+        )
+
+
+def _build(schema: _Schema, environ: Mapping[str, str]) -> VSphereConfig:
     issues: list[str] = []
     glob = schema.global_
     yaml = bool(schema.vcenter)
@@ -305,18 +415,31 @@ def _build(schema: _Schema) -> VSphereConfig:
         sections[glob.server] = _global_vcenter(glob)
     if not sections:
         issues.append("No Virtual Center hosts defined ([VirtualCenter] or [Global] server)")
-    vcenters = {name: _vcenter(name, vc, glob, yaml, issues) for name, vc in sections.items()}
+    vcenters = {
+        name: _vcenter(name, vc, glob, yaml, environ, issues) for name, vc in sections.items()
+    }
     nodes = _nodes(schema.nodes, issues)
-    if glob.secret_name and glob.secrets_directory:
-        issues.append("[Global]: set secret-name/secret-namespace or secrets-directory, not both")
-    if bool(glob.secret_name) != bool(glob.secret_namespace):
-        issues.append("[Global]: secret-name and secret-namespace go together")
+    _warn_secret_settings(glob)
     if glob.request_timeout < 0:
         issues.append(f"[Global] request-timeout: {glob.request_timeout} must be positive")
     if issues:
         raise CloudConfigError(issues)
+    for name in schema.unused_sections():
+        log.warning(
+            "vsphere: cloud config section [%s] is ignored: kccm has no NSX-T load balancer "
+            "or routes (docs/providers/vsphere.md)",
+            name,
+        )
     return VSphereConfig(
         vcenters=vcenters,
+        defaults=GlobalDefaults(
+            user=glob.user,
+            password=glob.password,
+            port=glob.port or DEFAULT_PORT,
+            datacenters=_split(glob.datacenters),
+            ca_file=glob.ca_file,
+            thumbprint=glob.thumbprint,
+        ),
         zone_category=schema.labels.zone,
         region_category=schema.labels.region,
         nodes=nodes,
@@ -327,8 +450,20 @@ def _build(schema: _Schema) -> VSphereConfig:
     )
 
 
-def load_vsphere_config(stream: TextIO | str | None) -> VSphereConfig:
-    """Parse and check the cloud config (INI or YAML); every problem is reported at once."""
+def load_vsphere_config(
+    stream: TextIO | str | None,
+    environ: Mapping[str, str] | None = None,
+    *,
+    path_exists: Callable[[str], bool] = os.path.exists,
+) -> VSphereConfig:
+    """Parse and check the cloud config (INI or YAML), then apply the ``VSPHERE_*`` overrides
+    from ``environ`` (default: the process environment) as upstream ``ReadCPIConfig`` does;
+    every problem is reported at once. ``path_exists`` decides whether the default secrets
+    directory is there (a seam for tests)."""
+    # Imported here: envconfig builds on this module's types.
+    from kccm.providers.vsphere.envconfig import apply_environment
+
+    env = os.environ if environ is None else environ
     if stream is None:
         raise CloudConfigError(["no vSphere cloud provider config file given (--cloud-config)"])
-    return _build(load_cloud_config(stream, _Schema))
+    return apply_environment(_build(load_cloud_config(stream, _Schema), env), env, path_exists)

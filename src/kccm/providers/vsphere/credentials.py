@@ -114,7 +114,8 @@ class CredentialStore:
         self._by_ref: dict[str, dict[str, Credential]] = {}
         self._versions: dict[str, str] = {}
         self._listeners: list[Callable[[str], None]] = []
-        if config.secrets_directory:
+        global_users = any(vc.secret_ref == GLOBAL_SECRET_REF for vc in config.vcenters.values())
+        if config.secrets_directory and global_users:  # (the default one may hold anything)
             self._by_ref[GLOBAL_SECRET_REF] = self._read_directory(config.secrets_directory)
 
     @staticmethod

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Mapping
 from typing import TextIO
 
 from kccm.cloudprovider import (
@@ -149,9 +150,12 @@ class VSphereCloud:
         return True  # upstream HasClusterID: always true (no cluster tagging in vSphere)
 
 
-def new_vsphere_cloud(config: TextIO | None) -> VSphereCloud:
-    """The ``vsphere`` factory (entry point ``kccm.cloud_providers``): parses the config and
-    logs in with the credentials it holds, so a wrong password stops the start."""
-    cloud = VSphereCloud(load_vsphere_config(config))
+def new_vsphere_cloud(
+    config: TextIO | str | None, *, environ: Mapping[str, str] | None = None
+) -> VSphereCloud:
+    """The ``vsphere`` factory (entry point ``kccm.cloud_providers``): parses the config with
+    the ``VSPHERE_*`` overrides from ``environ`` (default: the process environment) and logs
+    in with the credentials it holds, so a wrong password stops the start."""
+    cloud = VSphereCloud(load_vsphere_config(config, environ))
     cloud.verify(secret_based=False)
     return cloud

@@ -155,12 +155,90 @@ def test_secret_settings_choose_where_credentials_come_from() -> None:
         "no-file",
     ],
 )
-def test_bad_configs_name_the_problem(
-    text: str | None, message: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.delenv("ENABLE_ALPHA_DUAL_STACK", raising=False)
+def test_bad_configs_name_the_problem(text: str | None, message: str) -> None:
     with pytest.raises(CloudConfigError, match=message):
-        load_vsphere_config(text)
+        load_vsphere_config(text, {})
+
+
+def test_the_dual_stack_gate_is_read_from_the_given_environment() -> None:
+    text = '[VirtualCenter "vc"]\nuser=u\npassword=p\nip-family = ipv6,ipv4\n'
+    config = load_vsphere_config(text, {"ENABLE_ALPHA_DUAL_STACK": ""})
+    assert config.vcenters["vc"].ip_families == ("ipv6", "ipv4")
+
+
+NSXT_INI = """
+[NSXT]
+host = nsx.example.com
+user = admin
+password = nsx-secret
+insecure-flag = true
+
+[LoadBalancer]
+size = SMALL
+ip-pool-name = pool
+tier1-gateway-path = /infra/tier-1s/t1
+
+[LoadBalancerClass "public"]
+ip-pool-name = public-pool
+
+[Route]
+router-path = /infra/tier-1s/t1
+"""
+
+NSXT_YAML = """
+nsxt:
+  host: nsx.example.com
+  insecureFlag: true
+loadBalancer:
+  size: SMALL
+  ipPoolName: pool
+loadBalancerClass:
+  public:
+    ipPoolName: public-pool
+route:
+  routerPath: /infra/tier-1s/t1
+"""
+
+
+@pytest.mark.parametrize(
+    ("text", "section"),
+    [
+        ('[VirtualCenter "vc"]\nuser = u\npassword = p\n' + NSXT_INI, "[NSXT]"),
+        ("vcenter:\n  vc:\n    server: vc\n    user: u\n    password: p\n" + NSXT_YAML, "[Route]"),
+    ],
+    ids=["ini", "yaml"],
+)
+def test_nsxt_sections_of_a_cpi_config_load_and_are_reported_ignored(
+    text: str, section: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Upstream reads them with its NSX-T readers from the same file; kccm has none."""
+    config = load_vsphere_config(text, {})
+    assert list(config.vcenters) == ["vc"]
+    ignored = [r.getMessage() for r in caplog.records if "is ignored" in r.getMessage()]
+    assert len(ignored) == 4
+    assert any(section in message for message in ignored)
+    assert not any("nsx-secret" in message for message in caplog.messages)
+
+
+@pytest.mark.parametrize(
+    "global_",
+    [
+        "secret-name = s\nsecret-namespace = ns\nsecrets-directory = /run/creds\n",
+        "secret-name = s\n",
+    ],
+    ids=["secret-and-directory", "name-without-namespace"],
+)
+def test_half_or_double_secret_settings_load_as_upstream(
+    global_: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Upstream's isSecretInfoProvided is then false: the vCenters' own credentials count."""
+    config = load_vsphere_config(
+        f'[Global]\n{global_}[VirtualCenter "vc"]\nuser=u\npassword=p\n', {}
+    )
+    assert (config.vcenters["vc"].secret_ref, config.vcenters["vc"].user) == ("", "u")
+    assert "vsphere: [Global]" in caplog.text
+    with pytest.raises(CloudConfigError, match="Username is missing"):
+        load_vsphere_config(f'[Global]\n{global_}[VirtualCenter "vc"]\n', {})
 
 
 def test_a_password_never_appears_in_errors() -> None:
