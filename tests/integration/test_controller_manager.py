@@ -7,6 +7,7 @@ taint it when its instance is shut down)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
@@ -38,7 +39,7 @@ UNREACHABLE = "node.kubernetes.io/unreachable"
 SHUTDOWN = "node.cloudprovider.kubernetes.io/shutdown"
 
 
-async def eventually(probe: Callable[[], Awaitable[T | None]], within: float = 30.0) -> T:
+async def eventually(probe: Callable[[], Awaitable[T | None]], within: float = 60.0) -> T:
     """Poll ``probe`` until it returns something truthy, at most ``within`` seconds."""
     async with asyncio.timeout(within):
         while True:
@@ -166,7 +167,7 @@ async def cluster(kcm_kube: KubeApiClient) -> AsyncIterator[Cluster]:
         for heartbeat in running.heartbeats.values():
             await heartbeat.stop()
         for name in running.heartbeats:
-            if not await absent(kcm_kube, NODES, name):
+            with contextlib.suppress(NotFound):  # kccm may delete it meanwhile
                 await kcm_kube.delete(NODES, name)
         await ctrl.stop()
         task.cancel()
@@ -201,7 +202,9 @@ async def test_a_silent_kubelet_is_marked_not_ready_by_the_controller_manager(
         "Kubelet stopped posting node status.",
     )
     assert UNREACHABLE in await eventually(lambda: _taints_with(cluster, name, UNREACHABLE))
-    assert grace - 1 <= took <= grace + 10, f"marked after {took:.1f} s (grace {grace} s)"
+    # behaviour: not before the grace period; the upper bound only catches "never by the
+    # grace period's logic" (a loaded machine delays kube-controller-manager's monitor pass)
+    assert grace - 1 <= took <= grace + 40, f"marked after {took:.1f} s (grace {grace} s)"
     assert SHUTDOWN not in taint_keys(await cluster.node(name)), "the instance is running"
 
 

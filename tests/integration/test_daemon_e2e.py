@@ -62,7 +62,7 @@ UNINITIALIZED = {
 }
 
 
-eventually = functools.partial(shared_eventually, within=30.0, interval=0.2)
+eventually = functools.partial(shared_eventually, within=60.0, interval=0.2)
 """The shared :func:`kccm.testing.controllers.eventually` with this module's bound and pace
 (it polls other processes)."""
 
@@ -350,7 +350,7 @@ async def test_two_replicas_failover_on_sigterm(
     stopped_at = time.monotonic()
     first.proc.send_signal(signal.SIGTERM)
     assert await asyncio.to_thread(first.proc.wait, 60) == 0, first.logs()[-3000:]
-    new_leader = await eventually(lambda: _holder_other_than(kube, leader), within=30)
+    new_leader = await eventually(lambda: _holder_other_than(kube, leader))
     takeover = time.monotonic() - stopped_at
     await kube.create(NODES, kubelet_node(nodes[1], "10.244.32.0/24"))
     await eventually(lambda: _initialised(kube, nodes[1]))
