@@ -392,9 +392,9 @@ async def test_daemon_runs_nodes_routes_and_nlbs_on_moto_absorbing_throttling(
     gone = next(iter(names))
     ec2, _ = support.clients(world.url)
     await asyncio.to_thread(ec2.terminate_instances, InstanceIds=[gone])
-    node = await kube.get(NODES, names[gone])
-    node["status"]["conditions"] = [_ready("Unknown")]
-    await kube.replace(NODES, node, subresource="status")
+    # a patch, not get + replace: kccm may write the Node in between (409)
+    unknown = {"status": {"conditions": [_ready("Unknown")]}}
+    await kube.patch(NODES, names[gone], unknown, subresource="status")
 
     async def node_deleted() -> bool:
         try:
