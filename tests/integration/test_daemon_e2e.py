@@ -310,8 +310,14 @@ async def test_daemon_initialises_nodes_serves_lbs_routes_and_guards_metrics(
     reader = await _sa_token(
         kube, kube_cleanup, [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]
     )
-    status, metrics = await asyncio.to_thread(daemon.get, "/metrics", reader)
-    assert status == 200
+
+    async def read_metrics() -> str | None:
+        """The new binding reaches the apiserver's authorizer through an informer: until then
+        kccm's delegated check is answered "no" (and kccm may cache that answer a while)."""
+        status, text = await asyncio.to_thread(daemon.get, "/metrics", reader)
+        return text if status == 200 else None
+
+    metrics = await eventually(read_metrics)
     assert "running_managed_controllers" in metrics
     assert "workqueue_adds_total" in metrics
     # The fake's own cloud requests (issue 16): the balancers it created (other tests' Services
