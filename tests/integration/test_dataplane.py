@@ -60,16 +60,35 @@ class Node:
     address: str
     servers: list[Any] = field(default_factory=list)
     health: asyncio.Server | None = None
+    writers: set[asyncio.StreamWriter] = field(default_factory=set)
+    """Accepted connections still open (closed at the end: none left for the GC to warn of)."""
+
+    @contextlib.asynccontextmanager
+    async def serving(self, writer: asyncio.StreamWriter) -> AsyncIterator[None]:
+        """One accepted connection: closed however its handler ends (a probe cut short by the
+        data plane, a proxied stream aborted, the test's end)."""
+        self.writers.add(writer)
+        try:
+            with contextlib.suppress(asyncio.IncompleteReadError, ConnectionError):
+                yield
+        finally:
+            self.writers.discard(writer)
+            writer.close()
+
+    async def close_connections(self) -> None:
+        for writer in list(self.writers):
+            writer.close()
+            with contextlib.suppress(Exception):
+                await writer.wait_closed()
 
 
 async def _tcp_backend(node: Node, port: int) -> asyncio.Server:
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        writer.write(node.name.encode() + b"\n")
-        with contextlib.suppress(ConnectionError):
+        async with node.serving(writer):
+            writer.write(node.name.encode() + b"\n")
             while data := await reader.read(65536):
                 writer.write(data)
                 await writer.drain()
-        writer.close()
 
     return await asyncio.start_server(handle, node.address, port, reuse_address=True)
 
@@ -90,10 +109,10 @@ class _UdpBackend(asyncio.DatagramProtocol):
 
 async def _health_server(node: Node, port: int) -> asyncio.Server:
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await reader.readuntil(b"\r\n\r\n")
-        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")
-        await writer.drain()
-        writer.close()
+        async with node.serving(writer):
+            await reader.readuntil(b"\r\n\r\n")
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")
+            await writer.drain()
 
     return await asyncio.start_server(handle, node.address, port, reuse_address=True)
 
@@ -188,6 +207,7 @@ async def world(tmp_path: Path) -> AsyncIterator[World]:
             server.close()
         if node.health is not None:
             node.health.close()
+        await node.close_connections()
 
 
 @pytest.fixture
