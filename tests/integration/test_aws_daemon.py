@@ -371,10 +371,9 @@ async def test_daemon_runs_nodes_routes_and_nlbs_on_moto_absorbing_throttling(
 
     # -- update: a new port on every Service --------------------------------------------------
     phase = time.monotonic()
-    for name in services:
-        svc = await kube.get(SERVICES, name, namespace=ns)
-        svc["spec"]["ports"][0]["port"] = 8080
-        await kube.replace(SERVICES, svc)
+    for name in services:  # a patch, not get + replace: kccm may write the Service between
+        port = [{"op": "replace", "path": "/spec/ports/0/port", "value": 8080}]
+        await kube.patch(SERVICES, name, port, patch_type=PatchType.JSON, namespace=ns)
     await eventually(
         lambda: _lbs_where(env, lambda lbs: all(lb["ports"] == [8080] for lb in lbs.values()))
     )

@@ -27,7 +27,7 @@ import pytest
 import yaml
 
 from kccm.kube.client import KubeApiClient
-from kccm.kube.errors import NotFound
+from kccm.kube.errors import Conflict, NotFound
 from kccm.kube.interface import Obj, PatchType
 from kccm.kube.resources import (
     CLUSTER_ROLE_BINDINGS,
@@ -374,18 +374,20 @@ async def _holder_other_than(kube: KubeApiClient, old: str) -> str | None:
 async def test_losing_the_lease_exits_non_zero(cluster: Cluster, kube: KubeApiClient) -> None:
     daemon = cluster.start(cluster.cloud_config([]), "--controllers=service")
     holder = await eventually(lambda: _holder(kube))
-    lease = await kube.get(LEASES, "cloud-controller-manager", namespace="kube-system")
-    now = time.strftime("%Y-%m-%dT%H:%M:%S.000000Z", time.gmtime())
-    stolen = {
-        **lease,
-        "spec": {
-            **lease["spec"],
-            "holderIdentity": "usurper",
-            "renewTime": now,
-            "leaseDurationSeconds": 60,
-        },
-    }
-    await kube.replace(LEASES, stolen)  # another manager took the lease
+
+    async def steal() -> Obj | None:
+        """Another manager takes the lease (None: kccm renewed it meanwhile, a 409; again)."""
+        lease = await kube.get(LEASES, "cloud-controller-manager", namespace="kube-system")
+        now = time.strftime("%Y-%m-%dT%H:%M:%S.000000Z", time.gmtime())
+        spec = {"holderIdentity": "usurper", "renewTime": now, "leaseDurationSeconds": 60}
+        stolen = {**lease, "spec": {**lease["spec"], **spec}}
+        try:
+            await kube.replace(LEASES, stolen)
+        except Conflict:
+            return None
+        return stolen
+
+    stolen = await eventually(steal)
     try:
         code = await asyncio.to_thread(daemon.proc.wait, 30)
     except subprocess.TimeoutExpired:
