@@ -259,10 +259,9 @@ async def test_daemon_runs_nodes_routes_and_nlbs_on_moto_absorbing_throttling(
 
     # -- update: a new port on every Service --------------------------------------------------
     phase = time.monotonic()
-    for name in services:
-        svc = await kube.get(SERVICES, name, namespace=ns)
-        svc["spec"]["ports"][0]["port"] = 8080
-        await kube.replace(SERVICES, svc)
+    for name in services:  # a patch, not get + replace: kccm may write the Service between
+        port = [{"op": "replace", "path": "/spec/ports/0/port", "value": 8080}]
+        await kube.patch(SERVICES, name, port, patch_type=PatchType.JSON, namespace=ns)
     await eventually(
         lambda: _lbs_where(env, lambda lbs: all(lb["ports"] == [8080] for lb in lbs.values()))
     )
@@ -280,9 +279,9 @@ async def test_daemon_runs_nodes_routes_and_nlbs_on_moto_absorbing_throttling(
     gone = next(iter(names))
     ec2, _ = support.clients(world.url)
     await asyncio.to_thread(ec2.terminate_instances, InstanceIds=[gone])
-    node = await kube.get(NODES, names[gone])
-    node["status"]["conditions"] = [_ready("Unknown")]
-    await kube.replace(NODES, node, subresource="status")
+    # a patch, not get + replace: kccm may write the Node in between (409)
+    unknown = {"status": {"conditions": [_ready("Unknown")]}}
+    await kube.patch(NODES, names[gone], unknown, subresource="status")
 
     async def node_deleted() -> bool:
         try:

@@ -133,9 +133,9 @@ async def test_zone_id_ghost_nodes_tls_and_changes_aws_cannot_make(
             assert layers == {f"{LAYER}{i}": n for i, n in enumerate(wanted, start=1)}
         else:  # m5.large: EC2 lists no topology
             assert layers == {}
-    node = await kube.get(NODES, ghost)
-    node["status"]["conditions"] = [_ready("Unknown")]
-    await kube.replace(NODES, node, subresource="status")
+    # a patch, not get + replace: kccm may write the Node in between (409)
+    unknown = {"status": {"conditions": [_ready("Unknown")]}}
+    await kube.patch(NODES, ghost, unknown, subresource="status")
 
     async def ghost_deleted() -> bool:
         try:
@@ -171,10 +171,10 @@ async def test_zone_id_ghost_nodes_tls_and_changes_aws_cannot_make(
 
     # -- a change AWS cannot make: a Warning naming the annotation, never "Ensured" -----------
     for name in services:
-        before = await _ensured(kube, ns, name)
-        current = await kube.get(SERVICES, name, namespace=ns)
-        current["metadata"]["annotations"][P + "internal"] = "true"
-        await kube.replace(SERVICES, current)
+        # the Ensured event is posted after the status: count from it, not from before it
+        before = await eventually(lambda name=name: _ensured(kube, ns, name))
+        internal = {"metadata": {"annotations": {P + "internal": "true"}}}
+        await kube.patch(SERVICES, name, internal, namespace=ns)
         [warning] = await eventually(lambda name=name: _warned(kube, ns, name, P + "internal"))
         assert warning["reason"] == "SyncLoadBalancerFailed"
         assert await _ensured(kube, ns, name) == before

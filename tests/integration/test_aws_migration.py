@@ -101,8 +101,8 @@ def ready_node(world: Any, instance: str) -> Obj:
 
 
 async def _make_ready(kube: KubeApiClient, name: str) -> None:
-    node = await kube.get(NODES, name)
-    node["status"] = {
+    # a patch, not get + replace: a running kccm may write the Node in between (409)
+    status = {
         "addresses": [{"type": "Hostname", "address": name}],
         "conditions": [
             {
@@ -115,7 +115,7 @@ async def _make_ready(kube: KubeApiClient, name: str) -> None:
             }
         ],
     }
-    await kube.replace(NODES, node, subresource="status")
+    await kube.patch(NODES, name, {"status": status}, subresource="status")
 
 
 def lb_service(name: str, annotations: dict[str, str], **spec: Any) -> Obj:

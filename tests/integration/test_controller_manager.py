@@ -7,6 +7,7 @@ taint it when its instance is shut down)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import time
 from collections.abc import AsyncIterator
@@ -23,6 +24,7 @@ from kccm.controllers.base import ControllerContext
 from kccm.controllers.nodelifecycle import NodeLifecycleControllerOptions
 from kccm.kube.client import KubeApiClient
 from kccm.kube.config import load_cluster_config
+from kccm.kube.errors import NotFound
 from kccm.kube.interface import Obj, WatchEventType
 from kccm.kube.resources import CONFIG_MAPS, LEASES, NAMESPACES, NODES
 from kccm.providers.fake import FakeCloud, FakeInstance
@@ -38,7 +40,7 @@ UNREACHABLE = "node.kubernetes.io/unreachable"
 SHUTDOWN = "node.cloudprovider.kubernetes.io/shutdown"
 
 
-eventually = functools.partial(shared_eventually, within=30.0, interval=0.1)
+eventually = functools.partial(shared_eventually, within=60.0, interval=0.1)
 """The shared :func:`kccm.testing.controllers.eventually` with this module's bound and pace."""
 
 
@@ -152,7 +154,7 @@ async def cluster(kcm_kube: KubeApiClient) -> AsyncIterator[Cluster]:
         for heartbeat in running.heartbeats.values():
             await heartbeat.stop()
         for name in running.heartbeats:
-            if not await absent(kcm_kube, NODES, name):
+            with contextlib.suppress(NotFound):  # kccm may delete it meanwhile
                 await kcm_kube.delete(NODES, name)
         await ctrl.stop()
         task.cancel()
@@ -187,7 +189,9 @@ async def test_a_silent_kubelet_is_marked_not_ready_by_the_controller_manager(
         "Kubelet stopped posting node status.",
     )
     assert UNREACHABLE in await eventually(lambda: _taints_with(cluster, name, UNREACHABLE))
-    assert grace - 1 <= took <= grace + 10, f"marked after {took:.1f} s (grace {grace} s)"
+    # behaviour: not before the grace period; the upper bound only catches "never by the
+    # grace period's logic" (a loaded machine delays kube-controller-manager's monitor pass)
+    assert grace - 1 <= took <= grace + 40, f"marked after {took:.1f} s (grace {grace} s)"
     assert SHUTDOWN not in taint_keys(await cluster.node(name)), "the instance is running"
 
 

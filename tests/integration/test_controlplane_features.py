@@ -60,7 +60,7 @@ async def _eventually_allowed(client: KubeApiClient) -> None:
             return False
         return True
 
-    await eventually(allowed, 10, interval=0.1)
+    await eventually(allowed, 60, interval=0.1)
 
 
 async def test_apiserver_restart_keeps_data_and_clients_reconnect(

@@ -88,7 +88,7 @@ async def test_create_patch_watch_delete(
     assert await kube.delete(resource, name, namespace=ns) is None
 
     seen: list[WatchEventType] = []
-    async with asyncio.timeout(15):
+    async with asyncio.timeout(60):
         async for event in kube.watch(
             resource, resource_version=start.resource_version, namespace=ns
         ):

@@ -53,6 +53,7 @@ from kccm.testing.controlplane import (
     leftover_processes,
 )
 from kccm.testing.kubelet import NODE_LEASE_NAMESPACE, KubeletHeartbeat
+from kccm.testing.nodewatch import first_node_state, ready_condition, ready_unknown
 
 __all__ = ["DemoSettings", "StepFailed", "run_demo"]
 
@@ -76,6 +77,15 @@ class DemoSettings:
 
     def address(self, index: int) -> str:
         return f"{self.node_ip_prefix}{index + 1}"
+
+
+async def _outcome(task: asyncio.Task[T]) -> tuple[T | None, str]:
+    """For :meth:`Demo.wait`: the task's result once it is done (its error, a failed step)."""
+    if not task.done():
+        return None, "not yet"
+    if (error := task.exception()) is not None:
+        raise StepFailed("the awaited state", f"{type(error).__name__}: {error}")
+    return task.result(), ""
 
 
 class StepFailed(Exception):
@@ -203,23 +213,23 @@ class Demo:
         return self.settings.nodes[index]
 
     async def silence_kubelet(self, name: str) -> str:
-        """Stop the Node's heartbeat; wait for kube-controller-manager to mark it NotReady."""
+        """Stop the Node's heartbeat; wait for kube-controller-manager to mark it NotReady,
+        read from a watch (kccm may delete the Node right after: a poll could miss it)."""
+        version = (await self.kube.get(NODES, name))["metadata"]["resourceVersion"]
+        marked = asyncio.create_task(first_node_state(self.kube, name, version, ready_unknown))
         await self.heartbeats[name].stop()
         began = time.monotonic()
-        ready = await self.wait(f"{name} Ready=Unknown", lambda: self._unknown(name))
+        try:
+            node = await self.wait(f"{name} Ready=Unknown", lambda: _outcome(marked))
+        finally:
+            marked.cancel()
+        ready = ready_condition(node)
         took = time.monotonic() - began
         grace = self.plane.controller_manager_settings.node_monitor_grace_period
         return (
             f"its kubelet silent: kube-controller-manager set Ready={ready['status']} "
             f"({ready['reason']}) {took:.1f} s later (grace {grace:g} s)"
         )
-
-    async def _unknown(self, name: str) -> tuple[dict[str, Any] | None, str]:
-        node = await self.kube.get(NODES, name)
-        conditions = (node.get("status") or {}).get("conditions") or []
-        ready: dict[str, Any] = next((c for c in conditions if c.get("type") == "Ready"), {})
-        done = ready.get("status") == "Unknown" and ready.get("reason") == "NodeStatusUnknown"
-        return (ready if done else None), f"Ready={ready.get('status')} ({ready.get('reason')})"
 
     async def expect_spread(self, expected: set[str]) -> str:
         seen, failures = await spread(self.vip, self.settings.service_port, self.settings.requests)

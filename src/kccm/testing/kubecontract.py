@@ -20,7 +20,7 @@ from kccm.kube.resources import CONFIG_MAPS, NODES, SERVICES, Resource
 
 __all__ = ["CASES", "KubeCase", "KubeCaseEnv"]
 
-_WAIT = 15.0
+_WAIT = 60.0
 
 
 @dataclass

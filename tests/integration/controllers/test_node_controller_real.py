@@ -4,6 +4,7 @@ update, periodic address refresh."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -12,6 +13,7 @@ import pytest
 
 from kccm.cloudprovider import NodeAddress
 from kccm.controllers import node as node_controller
+from kccm.controllers import nodestatus
 from kccm.controllers.node import CloudNodeController, NodeControllerOptions
 from kccm.kube.client import KubeApiClient
 from kccm.kube.interface import Obj, PatchType
@@ -215,9 +217,15 @@ async def test_additional_labels_filtered_and_existing_kept(
     assert "k8s.io/forbidden" not in labels
 
 
+async def status_pass_done(caplog: pytest.LogCaptureFixture) -> bool:
+    """The periodic status refresh has finished a pass (it logs each one)."""
+    return any("nodes status took" in r.getMessage() for r in caplog.records)
+
+
 async def test_beta_labels_reconciled_to_ga_on_update(
-    running: Callable[..., Awaitable[Running]],
+    running: Callable[..., Awaitable[Running]], caplog: pytest.LogCaptureFixture
 ) -> None:
+    caplog.set_level(logging.INFO, logger=nodestatus.__name__)
     env = await running()
     name = unique_name("node")
     await env.create(
@@ -229,7 +237,10 @@ async def test_beta_labels_reconciled_to_ga_on_update(
         return node["metadata"]["labels"].get("topology.kubernetes.io/zone") == value
 
     await eventually(lambda: ga("z1"))
-    calls_before = len(env.cloud.calls)  # the status loop's first pass may have run
+    # the status loop's pass at start (the next is minutes away) may ask the cloud about the
+    # node: count from its end, not from a moment it may still be running
+    await eventually(lambda: status_pass_done(caplog))
+    calls_before = len(env.cloud.calls)
     await env.kube.patch(
         NODES,
         name,

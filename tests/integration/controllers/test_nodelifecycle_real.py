@@ -97,7 +97,7 @@ async def test_not_ready_node_without_instance_is_deleted(running: Running) -> N
 
     await eventually(lambda: absent(running.kube, NODES, name))
     events = await eventually(lambda: running.events(name))
-    assert events == [
+    assert [e for e in events if e[1] == "Normal"] == [
         (
             "cloud-node-lifecycle-controller",
             "Normal",
@@ -105,6 +105,9 @@ async def test_not_ready_node_without_instance_is_deleted(running: Running) -> N
             f"Deleting node {name} because it does not exist in the cloud provider",
         )
     ]
+    # a monitor pass may still find the Node in its cache before the watch drops it: that
+    # second delete finds nothing (DeleteNodeFailed, not found); no other failure
+    assert all("not found" in e[3] for e in events if e[1] != "Normal"), events
 
 
 async def test_shut_down_instance_is_tainted_until_ready(running: Running) -> None:

@@ -92,6 +92,16 @@ class Running:
         queues = (self.controller.service_queue, self.controller.node_queue)
         return not any(len(q) or q.processing for q in queues)
 
+    async def knows_nodes(self, *names: str) -> None:
+        """Wait until the controller's Node cache holds ``names``: its Service and Node watches
+        are separate streams, so a Service created after a Node may reach it first (and be
+        ensured without that Node, then updated when the Node arrives)."""
+
+        async def cached() -> bool:
+            return all(self.controller.nodes.get(name) is not None for name in names)
+
+        await eventually(cached)
+
     def ensures(self, key: str) -> int:
         return sum(
             1
@@ -198,6 +208,7 @@ async def test_lifecycle_finalizer_status_events_and_deletion(
     ns, name = kube_namespace, unique_name("svc")
     node = unique_name("node")
     await create_node(kube, kube_cleanup, node)
+    await running.knows_nodes(node)
     await kube.create(SERVICES, lb_service(name, ns))
 
     ingress = await eventually(lambda: ingress_of(kube, ns, name))
@@ -300,6 +311,7 @@ async def test_excluded_node_updates_only_load_balancer_services(
     a, b = unique_name("node-a"), unique_name("node-b")
     await create_node(kube, kube_cleanup, a)
     await create_node(kube, kube_cleanup, b)
+    await running.knows_nodes(a, b)  # else their late arrival updates the balancers too
     s1, s2 = unique_name("s1"), unique_name("s2")
     classed, plain = unique_name("classed"), unique_name("plain")
     await kube.create(SERVICES, lb_service(classed, ns, loadBalancerClass="example.com/other"))

@@ -146,9 +146,8 @@ async def _taints(kube: KubeApiClient, name: str) -> set[str]:
 
 
 async def _set_ready(kube: KubeApiClient, name: str, status: str) -> None:
-    node = await kube.get(NODES, name)
-    node["status"]["conditions"] = [ready(status)]
-    await kube.replace(NODES, node, subresource="status")
+    # a patch, not get + replace: kccm may write the Node in between (409)
+    await kube.patch(NODES, name, {"status": {"conditions": [ready(status)]}}, subresource="status")
 
 
 async def test_two_vcenters_nodes_lifecycle_and_faults(

@@ -187,10 +187,12 @@ def test_faults_are_clear_errors_and_the_next_call_works(
 
 
 def test_a_slow_vcenter_times_out_and_recovers(vcsim: Vcsim, tagged: dict[str, str]) -> None:
-    text = vcsim.ini_config(extra="[Global]\nrequest-timeout = 0.5\n")
+    # every request of this cloud (its login, the recovery) must beat the timeout on a loaded
+    # machine too: 3 s, and a delay well past it
+    text = vcsim.ini_config(extra="[Global]\nrequest-timeout = 3\n")
     cloud = new_vsphere_cloud(text)
     try:
-        vcsim.add_delay("RetrievePropertiesEx", 1500, count=1)
+        vcsim.add_delay("RetrievePropertiesEx", 12_000, count=1)
         name = vcsim.hostname("DC0_C0_RP0_VM0")
         with pytest.raises(CloudProviderError, match="timed out"):
             cloud._instances.instance_metadata(node(name))
