@@ -129,10 +129,10 @@ class NLBGroups:
     def detached(self, before: Sequence[str], after: Sequence[str], owner: str) -> None:
         """Upstream ``removeOwnedSecurityGroups`` after an update: groups the NLB no longer
         has are deleted when the cluster owns them; failures are logged, as upstream."""
-        gone = set(before) - set(after)
-        owned = [g for g in self._groups.describe(gone).values() if self._groups.is_owned(g)]
-        for group in owned:
-            self._groups.revoke_references(str(group["GroupId"]))
+        gone = self._groups.describe(set(before) - set(after))
+        for gid in sorted(gone):  # upstream revokes references to every detached group
+            self._groups.revoke_references(gid)
+        owned = [g for g in gone.values() if self._groups.is_owned(g)]
         try:
             self._groups.delete_groups((str(g["GroupId"]) for g in owned), owner)
         except (CloudProviderError, RetryError) as err:
