@@ -27,9 +27,11 @@ from test_aws_daemon import (  # the daemon module's environment (fixtures inclu
     support,
 )
 
+from kccm.cloudprovider import default_load_balancer_name
 from kccm.kube.client import KubeApiClient
 from kccm.kube.errors import NotFound
 from kccm.kube.resources import EVENTS, NODES, SERVICES
+from kccm.providers.aws.nlbgroups import nlb_group_name
 from kccm.testing.pytest_plugin import KubeCleanup
 
 __all__ = ["env", "moto_url"]  # fixtures re-exported for this module
@@ -195,3 +197,39 @@ async def _warned(kube: KubeApiClient, ns: str, name: str, word: str) -> list[di
         for e in await _events(kube, ns, name)
         if e.get("type") == "Warning" and word in e.get("message", "")
     ]
+
+
+def _nlb_groups(env: Env, name: str) -> list[str]:
+    _, elbv2 = support.clients(env.world.url)
+    found = elbv2.describe_load_balancers(Names=[name])["LoadBalancers"]
+    return list(found[0].get("SecurityGroups") or [])
+
+
+def _group_ids(env: Env, group_name: str) -> list[str]:
+    ec2, _ = support.clients(env.world.url)
+    filters = [
+        {"Name": "group-name", "Values": [group_name]},
+        {"Name": "vpc-id", "Values": [env.world.vpc_id]},
+    ]
+    return [g["GroupId"] for g in ec2.describe_security_groups(Filters=filters)["SecurityGroups"]]
+
+
+async def test_nlb_security_group_mode_managed_gives_the_nlb_its_group_and_deletes_it(
+    env: Env, kube: KubeApiClient, kube_namespace: str, kube_cleanup: KubeCleanup
+) -> None:
+    """``NLBSecurityGroupMode = Managed`` through the daemon: the NLB is created with the
+    group upstream's ``GetSecurityGroupNameForNLB`` names; the Service's delete removes it."""
+    ns = kube_namespace
+    env.start(NLBSecurityGroupMode="Managed")
+    names = [kube_cleanup.add(NODES, dns) for dns in env.world.instances.values()]
+    for i, name in enumerate(names):
+        await kube.create(NODES, kubelet_node(name, f"10.244.{i}.0/24"))
+    await eventually(lambda: _all_initialised(kube, names))
+    created = await kube.create(SERVICES, lb_service("managed-sg"), namespace=ns)
+    await eventually(lambda: _hostnames(kube, ns, ["managed-sg"]))
+    lb_name = default_load_balancer_name(created)
+    group_name = nlb_group_name(env.world.cluster_id, created)  # --cluster-name=<cluster id>
+    [group] = await asyncio.to_thread(_group_ids, env, group_name)
+    assert await asyncio.to_thread(_nlb_groups, env, lb_name) == [group]
+    await delete_services(kube, ns, ["managed-sg"])
+    assert await asyncio.to_thread(_group_ids, env, group_name) == []

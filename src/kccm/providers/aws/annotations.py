@@ -260,8 +260,14 @@ def _mappings(service: Service, hc: HealthCheck) -> tuple[PortMapping, ...]:
     return tuple(mappings)
 
 
-def load_balancer_spec(service: Service, probe: ProbeMode = ProbeMode()) -> LoadBalancerSpec:
-    """Everything the provider needs from a Service; ServiceAnnotationError names the problem."""
+def load_balancer_spec(
+    service: Service,
+    probe: ProbeMode = ProbeMode(),
+    accept: tuple[str, ...] = (),
+) -> LoadBalancerSpec:
+    """Everything the provider needs from a Service; ServiceAnnotationError names the problem.
+    ``accept``: annotations of :data:`UNSUPPORTED` handled elsewhere (``security-groups`` in
+    ``NLBSecurityGroupMode = Managed``)."""
     meta: Mapping[str, Any] = service.get("metadata") or {}
     spec: Mapping[str, Any] = service.get("spec") or {}
     annotations = _annotations(service)
@@ -273,9 +279,12 @@ def load_balancer_spec(service: Service, probe: ProbeMode = ProbeMode()) -> Load
             "Classic ELB)"
         )
     for key in UNSUPPORTED:
-        if key in annotations:
+        if key in annotations and key not in accept:
+            managed = (
+                " unless [Global] NLBSecurityGroupMode = Managed" if key == UNSUPPORTED[0] else ""
+            )
             raise ServiceAnnotationError(
-                f"annotation {key} is not supported by kccm's aws provider"
+                f"annotation {key} is not supported by kccm's aws provider for NLBs{managed}"
             )
     if spec.get("sessionAffinity", "None") not in ("None", ""):
         raise ServiceAnnotationError(

@@ -37,6 +37,7 @@ from kccm.providers.aws.loadbalancer import (
     status_of,
     target_instance_ids,
 )
+from kccm.providers.aws.nlbgroups import MANAGED, SECURITY_GROUPS, NLBGroups
 from kccm.providers.aws.nlboptions import TARGET_GROUP_ATTRIBUTES
 from kccm.providers.aws.securitygroups import NodePorts, SecurityGroups
 from kccm.providers.aws.sgrules import source_ranges
@@ -96,10 +97,15 @@ class ServiceLoadBalancers:
         nlb: NetworkLoadBalancers,
         groups: SecurityGroups,
         probe: ProbeMode = ProbeMode(),  # noqa: B008
+        *,
+        nlb_groups_managed: bool = False,
     ) -> None:
         self._api = api
         self._nlb = nlb
         self._groups = groups
+        self._own = NLBGroups(groups, managed=nlb_groups_managed)
+        if nlb_groups_managed:  # upstream ensureNLBSecurityGroup's bring-your-own groups
+            nlb.accept = (SECURITY_GROUPS,)
         self._probe = probe
         self.classic = ClassicLoadBalancers(api, tagging, groups, self._subnets, probe)
         # an NLB is never created over a Classic ELB of the same name (a type change)
@@ -134,7 +140,7 @@ class ServiceLoadBalancers:
         self._check_kind_unchanged(service)
         if not is_nlb(service):
             return self.classic.ensure(service, nodes)
-        lb = self._nlb.ensure(service, nodes)
+        lb = self._ensure_nlb(cluster_name, service, nodes)
         self._sync_nlb_rules(service, nodes, lb)
         return status_of(lb)
 
@@ -159,9 +165,15 @@ class ServiceLoadBalancers:
         # the node rules before the balancer (a failure leaves the balancer for the retry to
         # find) and after it, as upstream (a rule an update racing this delete added is gone)
         name = default_load_balancer_name(service)
+        lb = self._nlb_of(service)
+        own = self._own.to_delete(service, (lb or {}).get("SecurityGroups") or ())
         self._groups.sync_nlb_rules(name, (), (), (), None)
         self._nlb.ensure_load_balancer_deleted(cluster_name, service)
         self._groups.sync_nlb_rules(name, (), (), (), None)
+        # upstream EnsureLoadBalancerDeleted: the NLB's own groups go after it; a retry after
+        # DependencyViolation no longer finds the balancer, so the managed group by its name
+        left = self._own.leftover(cluster_name, service)
+        self._own.delete(sorted({*own, *left}), name)
 
     def _check_kind_unchanged(self, service: Service) -> None:
         """Upstream's hostname check, confirmed with AWS before refusing: the balancer of the
@@ -181,6 +193,33 @@ class ServiceLoadBalancers:
         if lb is None or lb.get("DNSName") != published_hostname(service):
             raise error
 
+    # -- the NLB's own security group (NLBSecurityGroupMode = Managed) -------------------------
+
+    def _ensure_nlb(self, cluster_name: str, service: Service, nodes: Sequence[Node]) -> LB:
+        """Upstream ``EnsureLoadBalancer``'s NLB branch: ``ensureNLBSecurityGroup``, then
+        ``ensureLoadBalancerv2`` with those groups, then ``ensureNLBSecurityGroupRules`` and
+        the clean-up of detached owned groups."""
+        spec = load_balancer_spec(
+            service, self._probe, self._nlb.accept
+        )  # bad input fails before any write
+        sources = self._source_ranges(service)
+        existing = self._nlb_of(service) if self._own.managed else None
+        wanted, managed_id = self._own.choose(cluster_name, service, existing)
+        lb = self._nlb.ensure(service, nodes, wanted)
+        if managed_id:
+            self._own.sync_rules(managed_id, spec, sources)
+        if existing is not None and wanted is not None:
+            before = existing.get("SecurityGroups") or ()
+            self._own.detached(before, wanted, default_load_balancer_name(service))
+        return lb
+
+    @staticmethod
+    def _source_ranges(service: Service) -> tuple[str, ...]:
+        try:
+            return source_ranges(service)
+        except ValueError as err:
+            raise ServiceAnnotationError(str(err)) from None
+
     # -- the NLB's node security-group rules ----------------------------------------------------
 
     def _nlb_of(self, service: Service) -> Mapping[str, Any] | None:
@@ -191,14 +230,11 @@ class ServiceLoadBalancers:
         branch of ``EnsureLoadBalancer`` (and so of ``UpdateLoadBalancer``)."""
         if self._groups.disable_ingress:
             return
-        spec = load_balancer_spec(service, self._probe)
+        spec = load_balancer_spec(service, self._probe, self._nlb.accept)
         subnet_ids = sorted(z["SubnetId"] for z in lb.get("AvailabilityZones") or ())
         subnets = self._api.pages("ec2", "describe_subnets", "Subnets", SubnetIds=subnet_ids)
         cidrs = sorted({s["CidrBlock"] for s in subnets})
-        try:
-            clients = source_ranges(service)
-        except ValueError as err:
-            raise ServiceAnnotationError(str(err)) from None
+        clients = self._source_ranges(service)
         instances = self._groups.instances(target_instance_ids(nodes, spec.target_labels))
         ports = NodePorts(
             traffic=frozenset(m.node_port for m in spec.mappings),
@@ -236,4 +272,5 @@ def service_load_balancers(
         disable_ingress=glob.disable_security_group_ingress,
         elb_security_group=glob.elb_security_group,
     )
-    return ServiceLoadBalancers(api, tagging, nlb, groups, probe)
+    managed = glob.nlb_security_group_mode == MANAGED
+    return ServiceLoadBalancers(api, tagging, nlb, groups, probe, nlb_groups_managed=managed)

@@ -115,6 +115,9 @@ class AWSGlobalConfig:
     ``SupportedTopologyInstanceTypePattern``; default: see ``kccm.providers.aws.topology``)."""
     role_arn: str = setting(default="", key="RoleARN")
     """Not supported: configure role assumption in the AWS chain (see docs)."""
+    nlb_security_group_mode: str = setting(default="", key="NLBSecurityGroupMode")
+    """``Managed``: every new NLB gets a security group of its own (upstream
+    ``NLBSecurityGroupMode``, matched exactly); empty: NLBs have no security group."""
     api_max_attempts: int = 3
     """kccm extension: attempts per AWS call, retries included (botocore standard mode)."""
 
@@ -237,6 +240,12 @@ def _check_global(glob: AWSGlobalConfig) -> list[str]:
         issues.append(
             "[Global] RoleARN: not supported by kccm; let the AWS credential chain assume the "
             "role (AWS_ROLE_ARN with a web identity token, or role_arn in a profile)"
+        )
+    if glob.nlb_security_group_mode not in ("", "Managed"):
+        # upstream IsNLBSecurityGroupModeManaged (config.go): an error for anything else
+        issues.append(
+            f"[Global] NLBSecurityGroupMode: {glob.nlb_security_group_mode!r} is not "
+            "'Managed' (the only mode; exact case) or empty"
         )
     if glob.api_max_attempts < 1:
         issues.append(f"[Global] APIMaxAttempts: {glob.api_max_attempts} must be at least 1")

@@ -135,6 +135,9 @@ class NetworkLoadBalancers:
         self._probe = probe
         self.subnets = SubnetFinder(api, tagging, vpc_id=vpc_id, subnet_id=subnet_id)
         self.groups = TargetGroups(api, tagging)
+        self.accept: tuple[str, ...] = ()
+        """Annotations otherwise refused that the caller handles (``security-groups`` in
+        ``NLBSecurityGroupMode = Managed``)."""
         self.classic_exists: Callable[[str], bool] | None = None
         """Hook for the Classic ELB side: whether a Classic ELB of this name exists. Set, an
         NLB is never created where a Classic ELB serves the Service: the type change is
@@ -181,12 +184,19 @@ class NetworkLoadBalancers:
     ) -> LoadBalancerStatus:
         return status_of(self.ensure(service, nodes))
 
-    def ensure(self, service: Service, nodes: Sequence[Node]) -> LB:
+    def ensure(
+        self,
+        service: Service,
+        nodes: Sequence[Node],
+        security_groups: Sequence[str] | None = None,
+    ) -> LB:
         """Ensure, returning the balancer as described (the node-rule sync reads its subnets
-        from it instead of describing it again)."""
+        from it instead of describing it again). ``security_groups``: the groups a new NLB is
+        created with and an existing one is set to when they differ (upstream
+        ``ensureLoadBalancerv2``'s ``securityGroups``); ``None`` or empty leaves them."""
         if handled_elsewhere(service):
             raise ImplementedElsewhere()
-        spec = load_balancer_spec(service, self._probe)
+        spec = load_balancer_spec(service, self._probe, self.accept)
         name = default_load_balancer_name(service)
         instances = target_instance_ids(nodes, spec.target_labels)
         tags = self._tagging.build({**spec.extra_tags, SERVICE_NAME_TAG: spec.service_key})
@@ -194,10 +204,11 @@ class NetworkLoadBalancers:
         problems: list[str] = []
         if lb is None:
             self._refuse_type_change(name, spec)
-            lb = self._create(name, spec, tags)
+            lb = self._create(name, spec, tags, security_groups or ())
         else:
             problems = self._immutable_differences(lb, spec)
             self._sync_tags(lb, tags)
+            self._sync_security_groups(lb, security_groups or ())
         self._sync_listeners(lb, spec, instances, tags)
         self._sync_attributes(lb, spec)
         if problems:
@@ -217,7 +228,7 @@ class NetworkLoadBalancers:
         """Update the targets, returning the balancer as described."""
         if handled_elsewhere(service):
             raise ImplementedElsewhere()
-        spec = load_balancer_spec(service, self._probe)
+        spec = load_balancer_spec(service, self._probe, self.accept)
         name = default_load_balancer_name(service)
         lb = self.describe(name)
         if lb is None:
@@ -248,7 +259,7 @@ class NetworkLoadBalancers:
         """Target groups this Service's ports would use that no listener holds (left by an
         ensure interrupted between creating a group and its listener)."""
         try:
-            spec = load_balancer_spec(service, self._probe)
+            spec = load_balancer_spec(service, self._probe, self.accept)
         except ServiceAnnotationError:
             return []
         found = []
@@ -264,12 +275,19 @@ class NetworkLoadBalancers:
 
     # -- ensure steps -------------------------------------------------------------------------
 
-    def _create(self, name: str, spec: LoadBalancerSpec, tags: Mapping[str, str]) -> LB:
+    def _create(
+        self,
+        name: str,
+        spec: LoadBalancerSpec,
+        tags: Mapping[str, str],
+        security_groups: Sequence[str],
+    ) -> LB:
         subnets = self.subnets.for_balancer(spec.subnets, spec.internal)
         mappings = subnet_mappings(spec, subnets)
         log.info(
             "creating load balancer %s for %s in %s", name, spec.service_key, ", ".join(subnets)
         )
+        extra: dict[str, Any] = {"SecurityGroups": list(security_groups)} if security_groups else {}
         created = self._api.call(
             "elbv2",
             "create_load_balancer",
@@ -278,6 +296,7 @@ class NetworkLoadBalancers:
             Scheme="internal" if spec.internal else "internet-facing",
             SubnetMappings=mappings,
             Tags=aws_tags(tags),
+            **extra,
         )
         lb: LB = created["LoadBalancers"][0]
         return lb
@@ -324,6 +343,18 @@ class NetworkLoadBalancers:
         missing = {k: v for k, v in tags.items() if current.get(k) != v}
         if missing:
             self._api.call("elbv2", "add_tags", ResourceArns=[arn], Tags=aws_tags(missing))
+
+    def _sync_security_groups(self, lb: LB, wanted: Sequence[str]) -> None:
+        """Upstream ``ensureLoadBalancerv2``: ``SetSecurityGroups`` when the wanted groups
+        (non-empty) differ from the NLB's."""
+        if wanted and set(wanted) != set(lb.get("SecurityGroups") or ()):
+            log.info("setting security groups of %s to %s", lb["LoadBalancerName"], wanted)
+            self._api.call(
+                "elbv2",
+                "set_security_groups",
+                LoadBalancerArn=lb["LoadBalancerArn"],
+                SecurityGroups=list(wanted),
+            )
 
     def _sync_listeners(
         self, lb: LB, spec: LoadBalancerSpec, instances: list[str], tags: Mapping[str, str]

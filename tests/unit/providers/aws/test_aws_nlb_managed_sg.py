@@ -1,0 +1,313 @@
+"""``[Global] NLBSecurityGroupMode = Managed``: an NLB's own security group, as upstream's
+``ensureNLBSecurityGroup`` / ``ensureNLBSecurityGroupRules`` / ``EnsureLoadBalancerDeleted``
+manage it, against moto (server mode, as the other aws tests)."""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+from aws_moto import World, clients, node_for
+from aws_sg_moto import group_named, group_rules, node_security_group
+
+from kccm.cloudprovider import CloudConfigError, default_load_balancer_name
+from kccm.providers.aws import AWSCloud
+from kccm.providers.aws.config import load_aws_config
+from kccm.providers.aws.nlbgroups import NLB_GROUP_DESCRIPTION, nlb_group_name
+
+P = "service.beta.kubernetes.io/aws-load-balancer-"
+CLUSTER = "kubernetes"
+
+
+def nlb_service(**spec: Any) -> dict[str, Any]:
+    return {
+        "metadata": {
+            "name": "web-app",
+            "namespace": "shop",
+            "uid": str(uuid.uuid4()),
+            "annotations": {P + "type": "nlb"},
+        },
+        "spec": {
+            "type": "LoadBalancer",
+            "ports": [{"name": "http", "port": 80, "protocol": "TCP", "nodePort": 30080}],
+            **spec,
+        },
+    }
+
+
+@pytest.fixture
+def managed(world: World, aws_env: None) -> AWSCloud:
+    config = world.cloud_config(APIMaxAttempts="1", NLBSecurityGroupMode="Managed")
+    return AWSCloud(load_aws_config(config))
+
+
+def _lb(cloud: AWSCloud) -> Any:
+    lb = cloud.load_balancer()
+    assert lb is not None
+    return lb
+
+
+def nodes(world: World) -> list[dict[str, Any]]:
+    return [node_for(world, i) for i in world.instances]
+
+
+def nlb(world: World, svc: Mapping[str, Any]) -> dict[str, Any]:
+    _, elbv2 = clients(world.url)
+    found = elbv2.describe_load_balancers(Names=[default_load_balancer_name(svc)])
+    return dict(found["LoadBalancers"][0])
+
+
+def own_group(world: World, svc: Mapping[str, Any]) -> dict[str, Any]:
+    group = group_named(world.url, world.vpc_id, nlb_group_name(CLUSTER, svc))
+    assert group is not None
+    return group
+
+
+def writes(before: Mapping[str, int], after: Mapping[str, int]) -> dict[str, int]:
+    """Mutating calls between two ledger counts (anything but describe_*)."""
+    return {
+        k: n - before.get(k, 0)
+        for k, n in after.items()
+        if n != before.get(k, 0) and ":describe_" not in k
+    }
+
+
+def rules(*ports: int, cidrs: tuple[str, ...] = ("0.0.0.0/0",)) -> set[tuple[Any, ...]]:
+    return {("tcp", p, p, c, "") for p in ports for c in cidrs} | {
+        ("icmp", 3, 4, c, "") for c in cidrs
+    }
+
+
+# -- naming ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("namespace", "name", "prefix"),
+    [
+        pytest.param("shop", "web", "k8s-shop-web-", id="short-names"),
+        pytest.param("kube-system", "my-long.service", "k8s-kubesyst-mylongse-", id="cut-clean"),
+    ],
+)
+def test_group_name_is_upstreams(namespace: str, name: str, prefix: str) -> None:
+    svc = {"metadata": {"name": name, "namespace": namespace, "uid": "u-1"}}
+    digest = hashlib.sha256(f"{CLUSTER}{name}{namespace}u-1".encode()).hexdigest()
+    assert nlb_group_name(CLUSTER, svc) == prefix + digest[:10]
+
+
+# -- config ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        pytest.param("managed", id="lower-case"),
+        pytest.param("Unmanaged", id="other-word"),
+    ],
+)
+def test_a_mode_other_than_managed_is_a_config_error(world: World, value: str) -> None:
+    with pytest.raises(CloudConfigError, match=f"NLBSecurityGroupMode: '{value}' is not"):
+        load_aws_config(world.cloud_config(NLBSecurityGroupMode=value))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        pytest.param("[Global]\nRegion = eu-west-1\nNLBSecurityGroupMode = Managed\n", id="gcfg"),
+        pytest.param("Global:\n  region: eu-west-1\n  nlbSecurityGroupMode: Managed\n", id="yaml"),
+    ],
+)
+def test_the_key_is_read_in_both_formats(text: str) -> None:
+    assert load_aws_config(text).global_.nlb_security_group_mode == "Managed"
+
+
+# -- ensure ----------------------------------------------------------------------------------
+
+
+def test_create_makes_the_group_with_upstreams_name_description_tags_and_rules(
+    managed: AWSCloud, world: World
+) -> None:
+    svc = nlb_service(loadBalancerSourceRanges=["203.0.113.0/24", "198.51.100.0/24"])
+    svc["spec"]["ports"].append({"name": "tls", "port": 443, "protocol": "TCP", "nodePort": 30443})
+    svc["metadata"]["annotations"][P + "additional-resource-tags"] = "team=shop"
+    _lb(managed).ensure_load_balancer(CLUSTER, svc, nodes(world))
+    group = own_group(world, svc)
+    assert group["Description"] == NLB_GROUP_DESCRIPTION
+    tags = {t["Key"]: t["Value"] for t in group["Tags"]}
+    assert tags[f"kubernetes.io/cluster/{world.cluster_id}"] == "owned"
+    assert tags["team"] == "shop"
+    cidrs = ("198.51.100.0/24", "203.0.113.0/24")
+    assert group_rules(world.url, group["GroupId"]) == rules(80, 443, cidrs=cidrs)
+    assert nlb(world, svc)["SecurityGroups"] == [group["GroupId"]]
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        pytest.param(
+            {"loadBalancerSourceRanges": ["192.0.2.0/24"]},
+            rules(80, cidrs=("192.0.2.0/24",)),
+            id="source-ranges",
+        ),
+        pytest.param(
+            {"ports": [{"name": "https", "port": 443, "protocol": "TCP", "nodePort": 30443}]},
+            rules(443),
+            id="ports",
+        ),
+    ],
+)
+def test_rules_follow_the_service(
+    managed: AWSCloud, world: World, change: dict[str, Any], expected: set[Any]
+) -> None:
+    svc = nlb_service()
+    lb = _lb(managed)
+    lb.ensure_load_balancer(CLUSTER, svc, nodes(world))
+    svc["spec"].update(change)
+    lb.ensure_load_balancer(CLUSTER, svc, nodes(world))
+    assert group_rules(world.url, own_group(world, svc)["GroupId"]) == expected
+
+
+def test_an_unchanged_ensure_writes_nothing(managed: AWSCloud, world: World) -> None:
+    svc = nlb_service()
+    lb = _lb(managed)
+    lb.ensure_load_balancer(CLUSTER, svc, nodes(world))
+    before = dict(managed.api.counts())
+    lb.ensure_load_balancer(CLUSTER, svc, nodes(world))
+    assert writes(before, managed.api.counts()) == {}
+
+
+def test_rules_changed_behind_kccms_back_are_put_back(managed: AWSCloud, world: World) -> None:
+    svc = nlb_service()
+    lb = _lb(managed)
+    lb.ensure_load_balancer(CLUSTER, svc, nodes(world))
+    gid = own_group(world, svc)["GroupId"]
+    ec2, _ = clients(world.url)
+    ec2.revoke_security_group_ingress(
+        GroupId=gid,
+        IpPermissions=[
+            {
+                "IpProtocol": "tcp",
+                "FromPort": 80,
+                "ToPort": 80,
+                "IpRanges": [{"CidrIp": "0.0.0.0/0"}],
+            }
+        ],
+    )
+    ec2.authorize_security_group_ingress(
+        GroupId=gid,
+        IpPermissions=[
+            {
+                "IpProtocol": "tcp",
+                "FromPort": 22,
+                "ToPort": 22,
+                "IpRanges": [{"CidrIp": "0.0.0.0/0"}],
+            }
+        ],
+    )
+    lb.ensure_load_balancer(CLUSTER, svc, nodes(world))
+    assert group_rules(world.url, gid) == rules(80)
+
+
+def test_the_upstream_ccms_group_is_adopted_not_recreated(managed: AWSCloud, world: World) -> None:
+    """A group made by the Go CCM (same name, cluster-owned, its rules) and its NLB: kccm
+    writes nothing."""
+    svc = nlb_service()
+    lb = _lb(managed)
+    lb.ensure_load_balancer(CLUSTER, svc, nodes(world))
+    gid = own_group(world, svc)["GroupId"]
+    fresh = AWSCloud(load_aws_config(world.cloud_config(NLBSecurityGroupMode="Managed")))
+    before = dict(fresh.api.counts())
+    _lb(fresh).ensure_load_balancer(CLUSTER, svc, nodes(world))
+    assert writes(before, fresh.api.counts()) == {}
+    assert nlb(world, svc)["SecurityGroups"] == [gid]
+
+
+def test_a_byo_group_is_attached_and_its_rules_left_alone(managed: AWSCloud, world: World) -> None:
+    ec2, _ = clients(world.url)
+    byo = ec2.create_security_group(GroupName="byo", Description="mine", VpcId=world.vpc_id)
+    svc = nlb_service()
+    svc["metadata"]["annotations"][P + "security-groups"] = byo["GroupId"]
+    _lb(managed).ensure_load_balancer(CLUSTER, svc, nodes(world))
+    assert nlb(world, svc)["SecurityGroups"] == [byo["GroupId"]]
+    assert group_rules(world.url, byo["GroupId"]) == set()
+    assert group_named(world.url, world.vpc_id, nlb_group_name(CLUSTER, svc)) is None
+
+
+def test_switching_to_byo_sets_the_groups_and_deletes_the_managed_one(
+    managed: AWSCloud, world: World
+) -> None:
+    svc = nlb_service()
+    lb = _lb(managed)
+    lb.ensure_load_balancer(CLUSTER, svc, nodes(world))
+    ec2, _ = clients(world.url)
+    byo = ec2.create_security_group(GroupName="byo", Description="mine", VpcId=world.vpc_id)
+    svc["metadata"]["annotations"][P + "security-groups"] = byo["GroupId"]
+    lb.ensure_load_balancer(CLUSTER, svc, nodes(world))
+    assert nlb(world, svc)["SecurityGroups"] == [byo["GroupId"]]
+    assert group_named(world.url, world.vpc_id, nlb_group_name(CLUSTER, svc)) is None
+
+
+def test_an_existing_nlb_without_groups_is_left_without(world: World, aws_env: None) -> None:
+    svc = nlb_service()
+    plain = AWSCloud(load_aws_config(world.cloud_config()))
+    _lb(plain).ensure_load_balancer(CLUSTER, svc, nodes(world))
+    config = world.cloud_config(NLBSecurityGroupMode="Managed")
+    managed = AWSCloud(load_aws_config(config))
+    before = dict(managed.api.counts())
+    _lb(managed).ensure_load_balancer(CLUSTER, svc, nodes(world))
+    assert writes(before, managed.api.counts()) == {}
+    assert not nlb(world, svc).get("SecurityGroups")
+    assert group_named(world.url, world.vpc_id, nlb_group_name(CLUSTER, svc)) is None
+
+
+def test_without_the_mode_an_nlb_gets_no_group(cloud: AWSCloud, world: World) -> None:
+    svc = nlb_service()
+    _lb(cloud).ensure_load_balancer(CLUSTER, svc, nodes(world))
+    assert not nlb(world, svc).get("SecurityGroups")
+
+
+# -- delete ----------------------------------------------------------------------------------
+
+
+def test_delete_removes_the_group_and_the_node_rules(managed: AWSCloud, world: World) -> None:
+    node_group = node_security_group(world)
+    svc = nlb_service()
+    lb = _lb(managed)
+    lb.ensure_load_balancer(CLUSTER, svc, nodes(world))
+    assert group_rules(world.url, node_group) != set()
+    lb.ensure_load_balancer_deleted(CLUSTER, svc)
+    assert group_named(world.url, world.vpc_id, nlb_group_name(CLUSTER, svc)) is None
+    assert group_rules(world.url, node_group) == set()
+
+
+def test_delete_keeps_a_byo_group(managed: AWSCloud, world: World) -> None:
+    ec2, _ = clients(world.url)
+    tags = [{"Key": f"kubernetes.io/cluster/{world.cluster_id}", "Value": "owned"}]
+    byo = ec2.create_security_group(
+        GroupName="byo",
+        Description="mine",
+        VpcId=world.vpc_id,
+        TagSpecifications=[{"ResourceType": "security-group", "Tags": tags}],
+    )["GroupId"]
+    svc = nlb_service()
+    svc["metadata"]["annotations"][P + "security-groups"] = byo
+    lb = _lb(managed)
+    lb.ensure_load_balancer(CLUSTER, svc, nodes(world))
+    lb.ensure_load_balancer_deleted(CLUSTER, svc)
+    assert ec2.describe_security_groups(GroupIds=[byo])["SecurityGroups"]
+
+
+def test_a_delete_retried_after_the_balancer_went_finds_the_group_by_name(
+    managed: AWSCloud, world: World
+) -> None:
+    """The DependencyViolation retry: the NLB is gone, its group is still there (moto never
+    reports DependencyViolation: the state is made by deleting the NLB directly)."""
+    svc = nlb_service()
+    lb = _lb(managed)
+    lb.ensure_load_balancer(CLUSTER, svc, nodes(world))
+    _, elbv2 = clients(world.url)
+    elbv2.delete_load_balancer(LoadBalancerArn=nlb(world, svc)["LoadBalancerArn"])
+    lb.ensure_load_balancer_deleted(CLUSTER, svc)
+    assert group_named(world.url, world.vpc_id, nlb_group_name(CLUSTER, svc)) is None
