@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kccm.cloudprovider import (
+    CloudProviderError,
     ImplementedElsewhere,
     LoadBalancerStatus,
     Node,
@@ -152,7 +153,15 @@ class ServiceLoadBalancers:
         if not is_nlb(service):
             self.classic.update(service, nodes)
             return
-        self._sync_nlb_rules(service, nodes, self._nlb.update(service, nodes))
+        # upstream UpdateLoadBalancer's NLB branch: "Load balancer not found" when it is gone
+        # (the controller's next ensure re-creates it), otherwise the whole EnsureLoadBalancer,
+        # so drift is repaired on a Node change too (read-compare-write: reads when unchanged)
+        if self._nlb_of(service) is None:
+            meta = service.get("metadata") or {}
+            key = f"{meta.get('namespace')}/{meta.get('name')}"
+            name = default_load_balancer_name(service)
+            raise CloudProviderError(f"load balancer {name} of {key} not found")
+        self.ensure_load_balancer(cluster_name, service, nodes)
 
     def ensure_load_balancer_deleted(self, cluster_name: str, service: Service) -> None:
         if handled_elsewhere(service):

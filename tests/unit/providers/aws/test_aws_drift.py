@@ -10,7 +10,7 @@ import pytest
 from aws_moto import World, clients
 from test_aws_loadbalancer import P, _lb, nodes, service, state
 
-from kccm.cloudprovider import default_load_balancer_name
+from kccm.cloudprovider import CloudProviderError, default_load_balancer_name
 from kccm.providers.aws import AWSCloud
 
 Drift = Callable[[Any, dict[str, Any]], None]
@@ -68,19 +68,19 @@ def delete_the_balancer(elbv2: Any, lb: dict[str, Any]) -> None:
     elbv2.delete_load_balancer(LoadBalancerArn=lb["LoadBalancerArn"])
 
 
-@pytest.mark.parametrize(
-    "drift",
-    [
-        pytest.param(delete_listener, id="listener-deleted"),
-        pytest.param(delete_listener_and_group, id="listener-and-target-group-deleted"),
-        pytest.param(change_health_check, id="health-check-changed"),
-        pytest.param(deregister_a_target, id="target-deregistered"),
-        pytest.param(turn_cross_zone_on, id="attribute-changed"),
-        pytest.param(remove_the_service_tag, id="tag-removed"),
-        pytest.param(point_the_listener_elsewhere, id="listener-forwards-elsewhere"),
-        pytest.param(delete_the_balancer, id="balancer-deleted"),
-    ],
-)
+DRIFTS = [
+    pytest.param(delete_listener, id="listener-deleted"),
+    pytest.param(delete_listener_and_group, id="listener-and-target-group-deleted"),
+    pytest.param(change_health_check, id="health-check-changed"),
+    pytest.param(deregister_a_target, id="target-deregistered"),
+    pytest.param(turn_cross_zone_on, id="attribute-changed"),
+    pytest.param(remove_the_service_tag, id="tag-removed"),
+    pytest.param(point_the_listener_elsewhere, id="listener-forwards-elsewhere"),
+    pytest.param(delete_the_balancer, id="balancer-deleted"),
+]
+
+
+@pytest.mark.parametrize("drift", DRIFTS)
 def test_the_next_ensure_repairs_drift(cloud: AWSCloud, world: World, drift: Drift) -> None:
     svc = service(((80, 30080), (443, 30443)))
     status = _lb(cloud).ensure_load_balancer("k", svc, nodes(world))
@@ -96,6 +96,40 @@ def test_the_next_ensure_repairs_drift(cloud: AWSCloud, world: World, drift: Dri
     before = cloud.cloud_api_calls().snapshot()
     _lb(cloud).ensure_load_balancer("k", svc, nodes(world))
     assert cloud.cloud_api_calls().snapshot().since(before).writes == {}
+
+
+@pytest.mark.parametrize("drift", [d for d in DRIFTS if d.id != "balancer-deleted"])
+def test_an_update_repairs_drift_with_the_whole_ensure(
+    cloud: AWSCloud, world: World, drift: Drift
+) -> None:
+    """Upstream ``UpdateLoadBalancer`` runs ``EnsureLoadBalancer`` for an NLB, so a Node change
+    repairs drift too; unchanged, it still writes nothing."""
+    svc = service(((80, 30080), (443, 30443)))
+    _lb(cloud).ensure_load_balancer("k", svc, nodes(world))
+    wanted = _comparable(state(world, svc))
+    _, elbv2 = clients(world.url)
+    name = default_load_balancer_name(svc)
+    drift(elbv2, elbv2.describe_load_balancers(Names=[name])["LoadBalancers"][0])
+    assert _comparable(state(world, svc)) != wanted  # the drift is real
+    _lb(cloud).update_load_balancer("k", svc, nodes(world))
+    assert _comparable(state(world, svc)) == wanted
+    before = cloud.cloud_api_calls().snapshot()
+    _lb(cloud).update_load_balancer("k", svc, nodes(world))
+    assert cloud.cloud_api_calls().snapshot().since(before).writes == {}
+
+
+def test_an_update_of_a_deleted_nlb_fails_and_creates_nothing(
+    cloud: AWSCloud, world: World
+) -> None:
+    """Upstream: "Load balancer not found"; the service controller's next ensure re-creates."""
+    svc = service(((80, 30080),))
+    _lb(cloud).ensure_load_balancer("k", svc, nodes(world))
+    _, elbv2 = clients(world.url)
+    name = default_load_balancer_name(svc)
+    delete_the_balancer(elbv2, elbv2.describe_load_balancers(Names=[name])["LoadBalancers"][0])
+    with pytest.raises(CloudProviderError, match=f"load balancer {name} of .* not found"):
+        _lb(cloud).update_load_balancer("k", svc, nodes(world))
+    assert _state_or_none(world, svc) is None
 
 
 def _state_or_none(world: World, svc: dict[str, Any]) -> dict[str, Any] | None:
