@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
 from typing import Any
 
 import pytest
-from aws_moto import World, clients, node_for
+from aws_lb import lb_of, nodes, writes
+from aws_moto import World, clients
 from aws_sg_moto import (
     certificate,
     classic_names,
@@ -50,25 +50,6 @@ def service(
     }
 
 
-def nodes(world: World, count: int | None = None) -> list[dict[str, Any]]:
-    return [node_for(world, i) for i in list(world.instances)[:count]]
-
-
-def _lb(cloud: AWSCloud) -> Any:
-    lb = cloud.load_balancer()
-    assert lb is not None
-    return lb
-
-
-def writes(before: Mapping[str, int], after: Mapping[str, int]) -> dict[str, int]:
-    """The mutating calls made between two ``api.counts()`` (every non-describe call)."""
-    return {
-        k: n - before.get(k, 0)
-        for k, n in after.items()
-        if n != before.get(k, 0) and ":describe_" not in k
-    }
-
-
 @pytest.fixture
 def node_group(world: World) -> str:
     return node_security_group(world)
@@ -78,7 +59,7 @@ def test_no_type_annotation_makes_a_classic_elb_like_upstream(
     cloud: AWSCloud, world: World, node_group: str
 ) -> None:
     svc = service(((80, 30080), (8080, 30081)), {P + "additional-resource-tags": "team=web"})
-    status = _lb(cloud).ensure_load_balancer("k", svc, nodes(world))
+    status = lb_of(cloud).ensure_load_balancer("k", svc, nodes(world))
     name = default_load_balancer_name(svc)
     found = classic_state(world.url, name)
     assert status.ingress[0].hostname == found["lb"]["DNSName"]
@@ -133,10 +114,10 @@ def test_a_second_ensure_writes_nothing(
         },
         ports=((80, 30080), (443, 30443)),
     )
-    _lb(cloud).ensure_load_balancer("k", svc, nodes(world))
+    lb_of(cloud).ensure_load_balancer("k", svc, nodes(world))
     before = dict(cloud.api.counts())
-    _lb(cloud).ensure_load_balancer("k", svc, nodes(world))
-    _lb(cloud).update_load_balancer("k", svc, nodes(world))
+    lb_of(cloud).ensure_load_balancer("k", svc, nodes(world))
+    lb_of(cloud).update_load_balancer("k", svc, nodes(world))
     assert writes(before, cloud.api.counts()) == {}
 
 
@@ -182,7 +163,7 @@ def test_drift_is_repaired_by_the_next_ensure(
     cloud: AWSCloud, world: World, node_group: str
 ) -> None:
     svc = service()
-    _lb(cloud).ensure_load_balancer("k", svc, nodes(world))
+    lb_of(cloud).ensure_load_balancer("k", svc, nodes(world))
     name = default_load_balancer_name(svc)
     wanted = classic_state(world.url, name)
     own = group_named(world.url, world.vpc_id, f"k8s-elb-{name}")
@@ -190,7 +171,7 @@ def test_drift_is_repaired_by_the_next_ensure(
     wanted_rules = group_rules(world.url, own["GroupId"]), group_rules(world.url, node_group)
     _drift(world, name, node_group, own["GroupId"])
     assert classic_state(world.url, name) != wanted
-    _lb(cloud).ensure_load_balancer("k", svc, nodes(world))
+    lb_of(cloud).ensure_load_balancer("k", svc, nodes(world))
     repaired = classic_state(world.url, name)
     for key in ("listeners", "instances"):
         assert repaired[key] == wanted[key], key
@@ -203,7 +184,7 @@ def test_drift_is_repaired_by_the_next_ensure(
 
 def test_instances_follow_the_nodes(cloud: AWSCloud, world: World, node_group: str) -> None:
     svc = service()
-    lb = _lb(cloud)
+    lb = lb_of(cloud)
     lb.ensure_load_balancer("k", svc, nodes(world, 1))
     name = default_load_balancer_name(svc)
     assert classic_state(world.url, name)["instances"] == [next(iter(world.instances))]
@@ -252,7 +233,7 @@ def test_listener_protocols_follow_the_annotations(
         ((80, 30080), (443, 30443)),
         {k: cert if v == CERT else v for k, v in annotations.items()},
     )
-    _lb(cloud).ensure_load_balancer("k", svc, nodes(world))
+    lb_of(cloud).ensure_load_balancer("k", svc, nodes(world))
     found = classic_state(world.url, default_load_balancer_name(svc))["listeners"]
     assert [listener[:3] for listener in found] == listeners
 
@@ -269,7 +250,7 @@ def test_ssl_negotiation_policy_and_proxy_protocol(
             P + "proxy-protocol": "*",
         },
     )
-    _lb(cloud).ensure_load_balancer("k", svc, nodes(world))
+    lb_of(cloud).ensure_load_balancer("k", svc, nodes(world))
     lb = classic_state(world.url, default_load_balancer_name(svc))["lb"]
     policies = {
         d["Listener"]["LoadBalancerPort"]: d["PolicyNames"] for d in lb["ListenerDescriptions"]
@@ -278,7 +259,7 @@ def test_ssl_negotiation_policy_and_proxy_protocol(
     backends = {b["InstancePort"]: b["PolicyNames"] for b in lb["BackendServerDescriptions"]}
     assert backends == {30080: ["k8s-proxyprotocol-enabled"], 30443: ["k8s-proxyprotocol-enabled"]}
     svc["metadata"]["annotations"].pop(P + "proxy-protocol")
-    _lb(cloud).ensure_load_balancer("k", svc, nodes(world))
+    lb_of(cloud).ensure_load_balancer("k", svc, nodes(world))
     lb = classic_state(world.url, default_load_balancer_name(svc))["lb"]
     assert all(not b["PolicyNames"] for b in lb["BackendServerDescriptions"])
 
@@ -296,7 +277,7 @@ def test_attribute_annotations(cloud: AWSCloud, world: World, node_group: str) -
             P + "access-log-s3-bucket-prefix": "web",
         }
     )
-    _lb(cloud).ensure_load_balancer("k", svc, nodes(world))
+    lb_of(cloud).ensure_load_balancer("k", svc, nodes(world))
     attrs = classic_state(world.url, default_load_balancer_name(svc))["attributes"]
     assert attrs["ConnectionDraining"] == {"Enabled": True, "Timeout": 42}
     assert attrs["ConnectionSettings"] == {"IdleTimeout": 120}
@@ -313,7 +294,7 @@ def test_source_ranges_shape_the_balancer_group(
     cloud: AWSCloud, world: World, node_group: str
 ) -> None:
     svc = service(loadBalancerSourceRanges=["10.1.0.0/16", "192.168.7.1/24"])
-    _lb(cloud).ensure_load_balancer("k", svc, nodes(world))
+    lb_of(cloud).ensure_load_balancer("k", svc, nodes(world))
     own = group_named(world.url, world.vpc_id, f"k8s-elb-{default_load_balancer_name(svc)}")
     assert own is not None
     assert group_rules(world.url, own["GroupId"]) == {
@@ -322,7 +303,7 @@ def test_source_ranges_shape_the_balancer_group(
         for cidr in ("10.1.0.0/16", "192.168.7.0/24")
     }
     svc["spec"]["loadBalancerSourceRanges"] = ["10.1.0.0/16"]
-    _lb(cloud).ensure_load_balancer("k", svc, nodes(world))
+    lb_of(cloud).ensure_load_balancer("k", svc, nodes(world))
     assert group_rules(world.url, own["GroupId"]) == {
         ("tcp", 80, 80, "10.1.0.0/16", ""),
         ("icmp", 3, 4, "10.1.0.0/16", ""),
@@ -341,7 +322,7 @@ def test_annotated_security_groups_replace_the_own_group(
 ) -> None:
     byo, extra = _user_group(world, "byo"), _user_group(world, "extra")
     svc = service(annotations={P + "extra-security-groups": extra})
-    lb = _lb(cloud)
+    lb = lb_of(cloud)
     lb.ensure_load_balancer("k", svc, nodes(world))
     name = default_load_balancer_name(svc)
     own = group_named(world.url, world.vpc_id, f"k8s-elb-{name}")
@@ -362,7 +343,7 @@ def test_local_traffic_policy_health_checks_the_health_check_node_port(
     cloud: AWSCloud, world: World, node_group: str
 ) -> None:
     svc = service(externalTrafficPolicy="Local", healthCheckNodePort=32100)
-    _lb(cloud).ensure_load_balancer("k", svc, nodes(world))
+    lb_of(cloud).ensure_load_balancer("k", svc, nodes(world))
     hc = classic_state(world.url, default_load_balancer_name(svc))["lb"]["HealthCheck"]
     assert hc["Target"] == "HTTP:32100/healthz"
 
@@ -371,7 +352,7 @@ def test_delete_removes_the_balancer_its_group_and_the_node_rule(
     cloud: AWSCloud, world: World, node_group: str
 ) -> None:
     svc = service()
-    lb = _lb(cloud)
+    lb = lb_of(cloud)
     lb.ensure_load_balancer("k", svc, nodes(world))
     name = default_load_balancer_name(svc)
     lb.ensure_load_balancer_deleted("k", svc)
@@ -386,7 +367,7 @@ def test_a_group_left_by_an_interrupted_delete_is_removed(
     cloud: AWSCloud, world: World, node_group: str
 ) -> None:
     svc = service()
-    lb = _lb(cloud)
+    lb = lb_of(cloud)
     lb.ensure_load_balancer("k", svc, nodes(world))
     name = default_load_balancer_name(svc)
     elb_client(world.url).delete_load_balancer(LoadBalancerName=name)
@@ -401,7 +382,7 @@ def test_disable_security_group_ingress_leaves_the_node_group_alone(
     config = world.cloud_config(APIMaxAttempts="1", DisableSecurityGroupIngress="true")
     cloud = AWSCloud(load_aws_config(config))
     svc = service()
-    _lb(cloud).ensure_load_balancer("k", svc, nodes(world))
+    lb_of(cloud).ensure_load_balancer("k", svc, nodes(world))
     assert group_rules(world.url, node_group) == set()
 
 
@@ -411,12 +392,12 @@ def test_elb_security_group_of_the_cloud_config_is_used_and_never_edited(
     shared = _user_group(world, "shared-elb")
     cloud = AWSCloud(load_aws_config(world.cloud_config(ElbSecurityGroup=shared)))
     svc = service()
-    _lb(cloud).ensure_load_balancer("k", svc, nodes(world))
+    lb_of(cloud).ensure_load_balancer("k", svc, nodes(world))
     name = default_load_balancer_name(svc)
     assert classic_state(world.url, name)["lb"]["SecurityGroups"] == [shared]
     assert group_named(world.url, world.vpc_id, f"k8s-elb-{name}") is None
     assert group_rules(world.url, shared) == set()
-    _lb(cloud).ensure_load_balancer_deleted("k", svc)
+    lb_of(cloud).ensure_load_balancer_deleted("k", svc)
     assert group_rules(world.url, shared) == set()
 
 
@@ -439,7 +420,9 @@ def test_bad_input_creates_nothing(
     message: str,
 ) -> None:
     with pytest.raises(ServiceAnnotationError, match=message):
-        _lb(cloud).ensure_load_balancer("k", service(annotations=annotations, **spec), nodes(world))
+        lb_of(cloud).ensure_load_balancer(
+            "k", service(annotations=annotations, **spec), nodes(world)
+        )
     assert classic_names(world.url, world.vpc_id) == []
 
 
@@ -447,7 +430,7 @@ def test_udp_is_refused_as_upstream_refuses_it(cloud: AWSCloud, world: World) ->
     svc = service()
     svc["spec"]["ports"][0]["protocol"] = "UDP"
     with pytest.raises(ServiceAnnotationError, match="Protocol UDP not supported"):
-        _lb(cloud).ensure_load_balancer("k", svc, nodes(world))
+        lb_of(cloud).ensure_load_balancer("k", svc, nodes(world))
 
 
 @pytest.mark.parametrize(
@@ -463,7 +446,7 @@ def test_the_kind_of_a_published_balancer_cannot_change(
     svc = service(annotations=annotations)
     svc["status"] = {"loadBalancer": {"ingress": [{"hostname": hostname}]}}
     with pytest.raises(ServiceAnnotationError, match="cannot update Load Balancer Type"):
-        _lb(cloud).ensure_load_balancer("k", svc, nodes(world))
+        lb_of(cloud).ensure_load_balancer("k", svc, nodes(world))
 
 
 def test_a_scheme_change_is_refused_naming_the_annotation_after_the_rest_is_applied(
@@ -472,13 +455,13 @@ def test_a_scheme_change_is_refused_naming_the_annotation_after_the_rest_is_appl
     """As for an NLB: AWS cannot change a Classic ELB's scheme, so the ensure fails (a Warning
     event, never "Ensured") naming ``aws-load-balancer-internal``; the rest is applied."""
     svc = service()
-    _lb(cloud).ensure_load_balancer("k", svc, nodes(world))
+    lb_of(cloud).ensure_load_balancer("k", svc, nodes(world))
     svc["metadata"]["annotations"] = {
         P + "internal": "true",
         P + "healthcheck-healthy-threshold": "6",
     }
     with pytest.raises(ImmutableChange, match=r"scheme \(" + P + "internal asks internal"):
-        _lb(cloud).ensure_load_balancer("k", svc, nodes(world))
+        lb_of(cloud).ensure_load_balancer("k", svc, nodes(world))
     found = classic_state(world.url, default_load_balancer_name(svc))
     assert found["lb"]["Scheme"] == "internet-facing"
     assert found["lb"]["HealthCheck"]["HealthyThreshold"] == 6
@@ -489,18 +472,18 @@ def test_an_nlb_publishing_its_own_hostname_is_not_a_kind_change(
 ) -> None:
     """moto names NLBs like Classic ELBs: the hostname check is confirmed with AWS."""
     svc = service(annotations={P + "type": "nlb"})
-    status = _lb(cloud).ensure_load_balancer("k", svc, nodes(world))
+    status = lb_of(cloud).ensure_load_balancer("k", svc, nodes(world))
     svc["status"] = {"loadBalancer": {"ingress": [{"hostname": status.ingress[0].hostname}]}}
-    assert _lb(cloud).ensure_load_balancer("k", svc, nodes(world)) == status
+    assert lb_of(cloud).ensure_load_balancer("k", svc, nodes(world)) == status
 
 
 def test_deleting_a_service_removes_the_nlb_an_earlier_kccm_made_without_the_annotation(
     cloud: AWSCloud, world: World, node_group: str
 ) -> None:
     svc = service(annotations={P + "type": "nlb"})
-    _lb(cloud).ensure_load_balancer("k", svc, nodes(world))
+    lb_of(cloud).ensure_load_balancer("k", svc, nodes(world))
     svc["metadata"]["annotations"] = {}
-    _lb(cloud).ensure_load_balancer_deleted("k", svc)
+    lb_of(cloud).ensure_load_balancer_deleted("k", svc)
     _, elbv2 = clients(world.url)
     assert [
         lb for lb in elbv2.describe_load_balancers()["LoadBalancers"] if lb["VpcId"] == world.vpc_id
@@ -513,7 +496,7 @@ def test_a_deleted_balancer_whose_group_remains_still_exists_for_the_controller(
 ) -> None:
     """So that the service controller calls delete again (it asks first, as upstream)."""
     svc = service()
-    lb = _lb(cloud)
+    lb = lb_of(cloud)
     lb.ensure_load_balancer("k", svc, nodes(world))
     elb_client(world.url).delete_load_balancer(LoadBalancerName=default_load_balancer_name(svc))
     assert lb.get_load_balancer("k", svc) == (None, True)
@@ -525,7 +508,7 @@ def test_an_older_kccms_nlb_without_the_annotation_exists_for_the_controller(
     cloud: AWSCloud, world: World
 ) -> None:
     svc = service(annotations={P + "type": "nlb"})
-    lb = _lb(cloud)
+    lb = lb_of(cloud)
     status = lb.ensure_load_balancer("k", svc, nodes(world))
     svc["metadata"]["annotations"] = {}
     assert lb.get_load_balancer("k", svc) == (status, True)

@@ -7,8 +7,9 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from aws_lb import lb_of, nodes
 from aws_moto import World, clients
-from test_aws_loadbalancer import P, _lb, nodes, service, state
+from test_aws_loadbalancer import P, service, state
 
 from kccm.cloudprovider import CloudProviderError, default_load_balancer_name
 from kccm.providers.aws import AWSCloud
@@ -83,18 +84,18 @@ DRIFTS = [
 @pytest.mark.parametrize("drift", DRIFTS)
 def test_the_next_ensure_repairs_drift(cloud: AWSCloud, world: World, drift: Drift) -> None:
     svc = service(((80, 30080), (443, 30443)))
-    status = _lb(cloud).ensure_load_balancer("k", svc, nodes(world))
+    status = lb_of(cloud).ensure_load_balancer("k", svc, nodes(world))
     wanted = _comparable(state(world, svc))
     _, elbv2 = clients(world.url)
     name = default_load_balancer_name(svc)
     drift(elbv2, elbv2.describe_load_balancers(Names=[name])["LoadBalancers"][0])
     assert _comparable(_state_or_none(world, svc)) != wanted  # the drift is real
-    repaired = _lb(cloud).ensure_load_balancer("k", svc, nodes(world))
+    repaired = lb_of(cloud).ensure_load_balancer("k", svc, nodes(world))
     assert _comparable(state(world, svc)) == wanted
     if drift is not delete_the_balancer:
         assert repaired == status
     before = cloud.cloud_api_calls().snapshot()
-    _lb(cloud).ensure_load_balancer("k", svc, nodes(world))
+    lb_of(cloud).ensure_load_balancer("k", svc, nodes(world))
     assert cloud.cloud_api_calls().snapshot().since(before).writes == {}
 
 
@@ -105,16 +106,16 @@ def test_an_update_repairs_drift_with_the_whole_ensure(
     """Upstream ``UpdateLoadBalancer`` runs ``EnsureLoadBalancer`` for an NLB, so a Node change
     repairs drift too; unchanged, it still writes nothing."""
     svc = service(((80, 30080), (443, 30443)))
-    _lb(cloud).ensure_load_balancer("k", svc, nodes(world))
+    lb_of(cloud).ensure_load_balancer("k", svc, nodes(world))
     wanted = _comparable(state(world, svc))
     _, elbv2 = clients(world.url)
     name = default_load_balancer_name(svc)
     drift(elbv2, elbv2.describe_load_balancers(Names=[name])["LoadBalancers"][0])
     assert _comparable(state(world, svc)) != wanted  # the drift is real
-    _lb(cloud).update_load_balancer("k", svc, nodes(world))
+    lb_of(cloud).update_load_balancer("k", svc, nodes(world))
     assert _comparable(state(world, svc)) == wanted
     before = cloud.cloud_api_calls().snapshot()
-    _lb(cloud).update_load_balancer("k", svc, nodes(world))
+    lb_of(cloud).update_load_balancer("k", svc, nodes(world))
     assert cloud.cloud_api_calls().snapshot().since(before).writes == {}
 
 
@@ -123,12 +124,12 @@ def test_an_update_of_a_deleted_nlb_fails_and_creates_nothing(
 ) -> None:
     """Upstream: "Load balancer not found"; the service controller's next ensure re-creates."""
     svc = service(((80, 30080),))
-    _lb(cloud).ensure_load_balancer("k", svc, nodes(world))
+    lb_of(cloud).ensure_load_balancer("k", svc, nodes(world))
     _, elbv2 = clients(world.url)
     name = default_load_balancer_name(svc)
     delete_the_balancer(elbv2, elbv2.describe_load_balancers(Names=[name])["LoadBalancers"][0])
     with pytest.raises(CloudProviderError, match=f"load balancer {name} of .* not found"):
-        _lb(cloud).update_load_balancer("k", svc, nodes(world))
+        lb_of(cloud).update_load_balancer("k", svc, nodes(world))
     assert _state_or_none(world, svc) is None
 
 
@@ -160,7 +161,7 @@ def test_a_changed_config_reaches_an_existing_balancer(
     from kccm.providers.aws.config import load_aws_config
 
     svc = service()
-    _lb(cloud).ensure_load_balancer("k", svc, nodes(world))
+    lb_of(cloud).ensure_load_balancer("k", svc, nodes(world))
     shared = AWSCloud(
         load_aws_config(
             world.cloud_config(
@@ -168,7 +169,7 @@ def test_a_changed_config_reaches_an_existing_balancer(
             )
         )
     )
-    _lb(shared).ensure_load_balancer("k", svc, nodes(world))
+    lb_of(shared).ensure_load_balancer("k", svc, nodes(world))
     [group] = state(world, svc)["groups"]
     assert (group["HealthCheckProtocol"], group["HealthCheckPort"]) == ("HTTP", "10256")
     assert len(state(world, svc)["groups"]) == 1  # the old group is gone
@@ -178,12 +179,12 @@ def test_changes_aws_cannot_make_are_reported_naming_the_annotation(
     cloud: AWSCloud, world: World
 ) -> None:
     svc = service()
-    _lb(cloud).ensure_load_balancer("k", svc, nodes(world))
+    lb_of(cloud).ensure_load_balancer("k", svc, nodes(world))
     svc["metadata"]["annotations"][P + "internal"] = "true"
     svc["metadata"]["annotations"][P + "subnets"] = world.subnet_ids[0]
     svc["metadata"]["annotations"][P + "healthcheck-healthy-threshold"] = "6"
     with pytest.raises(Exception, match=r"aws-load-balancer-internal.*aws-load-balancer-subnets"):
-        _lb(cloud).ensure_load_balancer("k", svc, nodes(world))
+        lb_of(cloud).ensure_load_balancer("k", svc, nodes(world))
     found = state(world, svc)
     assert found["lb"]["Scheme"] == "internet-facing"
     assert found["groups"][0]["HealthyThresholdCount"] == 6  # the rest was applied
@@ -197,7 +198,7 @@ def test_no_nlb_is_created_where_a_classic_elb_serves_the_service(
     ``classic_exists`` hook refuses the type change, naming the annotation."""
     svc = service()
     del svc["metadata"]["annotations"][P + "type"]
-    lb = _lb(cloud)
+    lb = lb_of(cloud)
     lb.ensure_load_balancer("k", svc, nodes(world))
     svc["metadata"]["annotations"][P + "type"] = "nlb"
     with pytest.raises(

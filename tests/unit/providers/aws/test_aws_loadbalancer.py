@@ -6,19 +6,14 @@ import uuid
 from typing import Any
 
 import pytest
-from aws_moto import World, clients, leftovers, node_for
+from aws_lb import lb_of, nodes
+from aws_moto import World, clients, leftovers
 
 from kccm.cloudprovider import CloudProviderError, ImplementedElsewhere, default_load_balancer_name
 from kccm.providers.aws import AWSCloud
 from kccm.providers.aws.annotations import ServiceAnnotationError
 
 P = "service.beta.kubernetes.io/aws-load-balancer-"
-
-
-def _lb(cloud: AWSCloud) -> Any:
-    lb = cloud.load_balancer()
-    assert lb is not None
-    return lb
 
 
 def service(
@@ -41,10 +36,6 @@ def service(
             **spec,
         },
     }
-
-
-def nodes(world: World, count: int | None = None) -> list[dict[str, Any]]:
-    return [node_for(world, i) for i in list(world.instances)[:count]]
 
 
 def state(world: World, svc: dict[str, Any]) -> dict[str, Any]:
@@ -97,7 +88,7 @@ def state(world: World, svc: dict[str, Any]) -> dict[str, Any]:
 
 def test_ensure_creates_an_nlb_like_upstream(cloud: AWSCloud, world: World) -> None:
     svc = service(((80, 30080), (443, 30443)), {P + "additional-resource-tags": "team=web"})
-    status = _lb(cloud).ensure_load_balancer("k", svc, nodes(world))
+    status = lb_of(cloud).ensure_load_balancer("k", svc, nodes(world))
     found = state(world, svc)
     lb = found["lb"]
     assert lb["Type"] == "network"
@@ -124,14 +115,14 @@ def test_ensure_is_idempotent_and_makes_no_writes_the_second_time(
     cloud: AWSCloud, world: World
 ) -> None:
     svc = service(((80, 30080), (443, 30443)), {P + "additional-resource-tags": "team=web"})
-    first = _lb(cloud).ensure_load_balancer("k", svc, nodes(world))
+    first = lb_of(cloud).ensure_load_balancer("k", svc, nodes(world))
     created = cloud.cloud_api_calls().snapshot()
     assert created.writes["elbv2:create_load_balancer"] == 1  # the ledger classes writes
     assert created.writes["elbv2:create_target_group"] == 2
     assert "elbv2:describe_load_balancers" in created.reads
     before = cloud.cloud_api_calls().snapshot()
-    second = _lb(cloud).ensure_load_balancer("k", svc, nodes(world))
-    _lb(cloud).update_load_balancer("k", svc, nodes(world))
+    second = lb_of(cloud).ensure_load_balancer("k", svc, nodes(world))
+    lb_of(cloud).update_load_balancer("k", svc, nodes(world))
     calls = cloud.cloud_api_calls().snapshot().since(before)
     assert first == second
     assert calls.writes == {}
@@ -140,7 +131,7 @@ def test_ensure_is_idempotent_and_makes_no_writes_the_second_time(
 
 def test_targets_follow_the_nodes(cloud: AWSCloud, world: World) -> None:
     svc = service()
-    lb = _lb(cloud)
+    lb = lb_of(cloud)
     lb.ensure_load_balancer("k", svc, nodes(world, 1))
     lb.update_load_balancer("k", svc, nodes(world))
     [targets] = state(world, svc)["targets"].values()
@@ -154,7 +145,7 @@ def test_target_node_labels_select_the_targets(cloud: AWSCloud, world: World) ->
     chosen = nodes(world)
     chosen[0]["metadata"]["labels"] = {"pool": "edge"}
     svc = service(annotations={P + "target-node-labels": "pool=edge"})
-    _lb(cloud).ensure_load_balancer("k", svc, chosen)
+    lb_of(cloud).ensure_load_balancer("k", svc, chosen)
     [targets] = state(world, svc)["targets"].values()
     assert [t for t, _ in targets] == [chosen[0]["metadata"]["uid"]]
 
@@ -163,7 +154,7 @@ def test_local_traffic_policy_health_checks_the_health_check_node_port(
     cloud: AWSCloud, world: World
 ) -> None:
     svc = service(externalTrafficPolicy="Local", healthCheckNodePort=32100)
-    _lb(cloud).ensure_load_balancer("k", svc, nodes(world))
+    lb_of(cloud).ensure_load_balancer("k", svc, nodes(world))
     [group] = state(world, svc)["groups"]
     assert (group["HealthCheckProtocol"], group["HealthCheckPort"], group["HealthCheckPath"]) == (
         "HTTP",
@@ -177,7 +168,7 @@ def test_changed_ports_replace_listeners_and_groups_leaving_nothing_behind(
     cloud: AWSCloud, world: World
 ) -> None:
     svc = service(((80, 30080), (81, 30081)))
-    lb = _lb(cloud)
+    lb = lb_of(cloud)
     lb.ensure_load_balancer("k", svc, nodes(world))
     old = set(state(world, svc)["listeners"].values())
     svc["spec"]["ports"] = [
@@ -200,19 +191,19 @@ def test_annotations_shape_the_nlb(cloud: AWSCloud, world: World) -> None:
             P + "healthcheck-healthy-threshold": "5",
         }
     )
-    _lb(cloud).ensure_load_balancer("k", svc, nodes(world))
+    lb_of(cloud).ensure_load_balancer("k", svc, nodes(world))
     found = state(world, svc)
     assert found["lb"]["Scheme"] == "internal"
     assert found["attributes"]["load_balancing.cross_zone.enabled"] == "true"
     assert found["groups"][0]["HealthyThresholdCount"] == 5
     svc["metadata"]["annotations"][P + "healthcheck-healthy-threshold"] = "4"
-    _lb(cloud).ensure_load_balancer("k", svc, nodes(world))
+    lb_of(cloud).ensure_load_balancer("k", svc, nodes(world))
     assert state(world, svc)["groups"][0]["HealthyThresholdCount"] == 4  # modified in place
 
 
 def test_delete_removes_everything_it_created(cloud: AWSCloud, world: World) -> None:
     svc = service(((80, 30080), (443, 30443)))
-    lb = _lb(cloud)
+    lb = lb_of(cloud)
     lb.ensure_load_balancer("k", svc, nodes(world))
     lb.ensure_load_balancer_deleted("k", svc)
     assert leftovers(world.url, world.vpc_id) == {
@@ -228,7 +219,7 @@ def test_delete_also_finds_a_group_an_interrupted_ensure_left(
     cloud: AWSCloud, world: World
 ) -> None:
     svc = service()
-    lb = _lb(cloud)
+    lb = lb_of(cloud)
     lb.ensure_load_balancer("k", svc, nodes(world))
     _, elbv2 = clients(world.url)
     found = state(world, svc)
@@ -244,7 +235,7 @@ def test_delete_also_finds_a_group_an_interrupted_ensure_left(
 
 def test_an_existing_orphan_group_is_adopted_by_ensure(cloud: AWSCloud, world: World) -> None:
     svc = service()
-    lb = _lb(cloud)
+    lb = lb_of(cloud)
     lb.ensure_load_balancer("k", svc, nodes(world))
     _, elbv2 = clients(world.url)
     arn = state(world, svc)["lb"]["LoadBalancerArn"]
@@ -261,7 +252,7 @@ def test_the_aws_load_balancer_controllers_services_are_left_alone(
     cloud: AWSCloud, world: World, kind: str
 ) -> None:
     svc = service(annotations={P + "type": kind})
-    lb = _lb(cloud)
+    lb = lb_of(cloud)
     with pytest.raises(ImplementedElsewhere):
         lb.ensure_load_balancer("k", svc, nodes(world))
     with pytest.raises(ImplementedElsewhere):
@@ -272,7 +263,7 @@ def test_the_aws_load_balancer_controllers_services_are_left_alone(
 
 def test_a_bad_annotation_creates_nothing(cloud: AWSCloud, world: World) -> None:
     with pytest.raises(ServiceAnnotationError, match="healthcheck-interval"):
-        _lb(cloud).ensure_load_balancer(
+        lb_of(cloud).ensure_load_balancer(
             "k", service(annotations={P + "healthcheck-interval": "1"}), nodes(world)
         )
     assert leftovers(world.url, world.vpc_id)["load_balancers"] == []
@@ -280,19 +271,19 @@ def test_a_bad_annotation_creates_nothing(cloud: AWSCloud, world: World) -> None
 
 def test_update_of_a_missing_balancer_is_an_error(cloud: AWSCloud, world: World) -> None:
     with pytest.raises(CloudProviderError, match="not found"):
-        _lb(cloud).update_load_balancer("k", service(), nodes(world))
+        lb_of(cloud).update_load_balancer("k", service(), nodes(world))
 
 
 def test_subnets_by_annotation(cloud: AWSCloud, world: World) -> None:
     ec2, _ = clients(world.url)
     ec2.create_tags(Resources=[world.subnet_ids[1]], Tags=[{"Key": "Name", "Value": "public-b"}])
     svc = service(annotations={P + "subnets": "public-b"})
-    _lb(cloud).ensure_load_balancer("k", svc, nodes(world))
+    lb_of(cloud).ensure_load_balancer("k", svc, nodes(world))
     assert [z["SubnetId"] for z in state(world, svc)["lb"]["AvailabilityZones"]] == [
         world.subnet_ids[1]
     ]
     with pytest.raises(ServiceAnnotationError, match="expected to find 1 subnets"):
-        _lb(cloud).ensure_load_balancer(
+        lb_of(cloud).ensure_load_balancer(
             "k", service(annotations={P + "subnets": "nope"}), nodes(world)
         )
 
@@ -321,10 +312,10 @@ def test_subnet_discovery_follows_upstreams_rules(cloud: AWSCloud, world: World)
     roles = ("kubernetes.io/role/elb", "kubernetes.io/role/internal-elb")
     private = _private_subnet(world, "eu-west-1a", 50, roles)
     public = service()
-    _lb(cloud).ensure_load_balancer("k", public, nodes(world))
+    lb_of(cloud).ensure_load_balancer("k", public, nodes(world))
     zones = {z["SubnetId"] for z in state(world, public)["lb"]["AvailabilityZones"]}
     assert zones == set(world.subnet_ids)  # internet-facing: public subnets only
     internal = service(annotations={P + "internal": "true"})
-    _lb(cloud).ensure_load_balancer("k", internal, nodes(world))
+    lb_of(cloud).ensure_load_balancer("k", internal, nodes(world))
     zones = {z["SubnetId"] for z in state(world, internal)["lb"]["AvailabilityZones"]}
     assert zones == {private, world.subnet_ids[1]}  # the role tag wins zone a

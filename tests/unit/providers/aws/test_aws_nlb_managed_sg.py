@@ -10,7 +10,8 @@ from collections.abc import Mapping
 from typing import Any
 
 import pytest
-from aws_moto import World, clients, node_for
+from aws_lb import lb_of, nodes, writes
+from aws_moto import World, clients
 from aws_sg_moto import group_named, group_rules, node_security_group
 
 from kccm.cloudprovider import CloudConfigError, default_load_balancer_name
@@ -44,16 +45,6 @@ def managed(world: World, aws_env: None) -> AWSCloud:
     return AWSCloud(load_aws_config(config))
 
 
-def _lb(cloud: AWSCloud) -> Any:
-    lb = cloud.load_balancer()
-    assert lb is not None
-    return lb
-
-
-def nodes(world: World) -> list[dict[str, Any]]:
-    return [node_for(world, i) for i in world.instances]
-
-
 def nlb(world: World, svc: Mapping[str, Any]) -> dict[str, Any]:
     _, elbv2 = clients(world.url)
     found = elbv2.describe_load_balancers(Names=[default_load_balancer_name(svc)])
@@ -64,15 +55,6 @@ def own_group(world: World, svc: Mapping[str, Any]) -> dict[str, Any]:
     group = group_named(world.url, world.vpc_id, nlb_group_name(CLUSTER, svc))
     assert group is not None
     return group
-
-
-def writes(before: Mapping[str, int], after: Mapping[str, int]) -> dict[str, int]:
-    """Mutating calls between two ledger counts (anything but describe_*)."""
-    return {
-        k: n - before.get(k, 0)
-        for k, n in after.items()
-        if n != before.get(k, 0) and ":describe_" not in k
-    }
 
 
 def rules(*ports: int, cidrs: tuple[str, ...] = ("0.0.0.0/0",)) -> set[tuple[Any, ...]]:
@@ -132,7 +114,7 @@ def test_create_makes_the_group_with_upstreams_name_description_tags_and_rules(
     svc = nlb_service(loadBalancerSourceRanges=["203.0.113.0/24", "198.51.100.0/24"])
     svc["spec"]["ports"].append({"name": "tls", "port": 443, "protocol": "TCP", "nodePort": 30443})
     svc["metadata"]["annotations"][P + "additional-resource-tags"] = "team=shop"
-    _lb(managed).ensure_load_balancer(CLUSTER, svc, nodes(world))
+    lb_of(managed).ensure_load_balancer(CLUSTER, svc, nodes(world))
     group = own_group(world, svc)
     assert group["Description"] == NLB_GROUP_DESCRIPTION
     tags = {t["Key"]: t["Value"] for t in group["Tags"]}
@@ -162,7 +144,7 @@ def test_rules_follow_the_service(
     managed: AWSCloud, world: World, change: dict[str, Any], expected: set[Any]
 ) -> None:
     svc = nlb_service()
-    lb = _lb(managed)
+    lb = lb_of(managed)
     lb.ensure_load_balancer(CLUSTER, svc, nodes(world))
     svc["spec"].update(change)
     lb.ensure_load_balancer(CLUSTER, svc, nodes(world))
@@ -171,7 +153,7 @@ def test_rules_follow_the_service(
 
 def test_an_unchanged_ensure_writes_nothing(managed: AWSCloud, world: World) -> None:
     svc = nlb_service()
-    lb = _lb(managed)
+    lb = lb_of(managed)
     lb.ensure_load_balancer(CLUSTER, svc, nodes(world))
     before = dict(managed.api.counts())
     lb.ensure_load_balancer(CLUSTER, svc, nodes(world))
@@ -180,7 +162,7 @@ def test_an_unchanged_ensure_writes_nothing(managed: AWSCloud, world: World) -> 
 
 def test_rules_changed_behind_kccms_back_are_put_back(managed: AWSCloud, world: World) -> None:
     svc = nlb_service()
-    lb = _lb(managed)
+    lb = lb_of(managed)
     lb.ensure_load_balancer(CLUSTER, svc, nodes(world))
     gid = own_group(world, svc)["GroupId"]
     ec2, _ = clients(world.url)
@@ -214,12 +196,12 @@ def test_the_upstream_ccms_group_is_adopted_not_recreated(managed: AWSCloud, wor
     """A group made by the Go CCM (same name, cluster-owned, its rules) and its NLB: kccm
     writes nothing."""
     svc = nlb_service()
-    lb = _lb(managed)
+    lb = lb_of(managed)
     lb.ensure_load_balancer(CLUSTER, svc, nodes(world))
     gid = own_group(world, svc)["GroupId"]
     fresh = AWSCloud(load_aws_config(world.cloud_config(NLBSecurityGroupMode="Managed")))
     before = dict(fresh.api.counts())
-    _lb(fresh).ensure_load_balancer(CLUSTER, svc, nodes(world))
+    lb_of(fresh).ensure_load_balancer(CLUSTER, svc, nodes(world))
     assert writes(before, fresh.api.counts()) == {}
     assert nlb(world, svc)["SecurityGroups"] == [gid]
 
@@ -229,7 +211,7 @@ def test_a_byo_group_is_attached_and_its_rules_left_alone(managed: AWSCloud, wor
     byo = ec2.create_security_group(GroupName="byo", Description="mine", VpcId=world.vpc_id)
     svc = nlb_service()
     svc["metadata"]["annotations"][P + "security-groups"] = byo["GroupId"]
-    _lb(managed).ensure_load_balancer(CLUSTER, svc, nodes(world))
+    lb_of(managed).ensure_load_balancer(CLUSTER, svc, nodes(world))
     assert nlb(world, svc)["SecurityGroups"] == [byo["GroupId"]]
     assert group_rules(world.url, byo["GroupId"]) == set()
     assert group_named(world.url, world.vpc_id, nlb_group_name(CLUSTER, svc)) is None
@@ -239,7 +221,7 @@ def test_switching_to_byo_sets_the_groups_and_deletes_the_managed_one(
     managed: AWSCloud, world: World
 ) -> None:
     svc = nlb_service()
-    lb = _lb(managed)
+    lb = lb_of(managed)
     lb.ensure_load_balancer(CLUSTER, svc, nodes(world))
     ec2, _ = clients(world.url)
     byo = ec2.create_security_group(GroupName="byo", Description="mine", VpcId=world.vpc_id)
@@ -252,11 +234,11 @@ def test_switching_to_byo_sets_the_groups_and_deletes_the_managed_one(
 def test_an_existing_nlb_without_groups_is_left_without(world: World, aws_env: None) -> None:
     svc = nlb_service()
     plain = AWSCloud(load_aws_config(world.cloud_config()))
-    _lb(plain).ensure_load_balancer(CLUSTER, svc, nodes(world))
+    lb_of(plain).ensure_load_balancer(CLUSTER, svc, nodes(world))
     config = world.cloud_config(NLBSecurityGroupMode="Managed")
     managed = AWSCloud(load_aws_config(config))
     before = dict(managed.api.counts())
-    _lb(managed).ensure_load_balancer(CLUSTER, svc, nodes(world))
+    lb_of(managed).ensure_load_balancer(CLUSTER, svc, nodes(world))
     assert writes(before, managed.api.counts()) == {}
     assert not nlb(world, svc).get("SecurityGroups")
     assert group_named(world.url, world.vpc_id, nlb_group_name(CLUSTER, svc)) is None
@@ -264,7 +246,7 @@ def test_an_existing_nlb_without_groups_is_left_without(world: World, aws_env: N
 
 def test_without_the_mode_an_nlb_gets_no_group(cloud: AWSCloud, world: World) -> None:
     svc = nlb_service()
-    _lb(cloud).ensure_load_balancer(CLUSTER, svc, nodes(world))
+    lb_of(cloud).ensure_load_balancer(CLUSTER, svc, nodes(world))
     assert not nlb(world, svc).get("SecurityGroups")
 
 
@@ -274,7 +256,7 @@ def test_without_the_mode_an_nlb_gets_no_group(cloud: AWSCloud, world: World) ->
 def test_delete_removes_the_group_and_the_node_rules(managed: AWSCloud, world: World) -> None:
     node_group = node_security_group(world)
     svc = nlb_service()
-    lb = _lb(managed)
+    lb = lb_of(managed)
     lb.ensure_load_balancer(CLUSTER, svc, nodes(world))
     assert group_rules(world.url, node_group) != set()
     lb.ensure_load_balancer_deleted(CLUSTER, svc)
@@ -293,7 +275,7 @@ def test_delete_keeps_a_byo_group(managed: AWSCloud, world: World) -> None:
     )["GroupId"]
     svc = nlb_service()
     svc["metadata"]["annotations"][P + "security-groups"] = byo
-    lb = _lb(managed)
+    lb = lb_of(managed)
     lb.ensure_load_balancer(CLUSTER, svc, nodes(world))
     lb.ensure_load_balancer_deleted(CLUSTER, svc)
     assert ec2.describe_security_groups(GroupIds=[byo])["SecurityGroups"]
@@ -305,7 +287,7 @@ def test_a_delete_retried_after_the_balancer_went_finds_the_group_by_name(
     """The DependencyViolation retry: the NLB is gone, its group is still there (moto never
     reports DependencyViolation: the state is made by deleting the NLB directly)."""
     svc = nlb_service()
-    lb = _lb(managed)
+    lb = lb_of(managed)
     lb.ensure_load_balancer(CLUSTER, svc, nodes(world))
     _, elbv2 = clients(world.url)
     elbv2.delete_load_balancer(LoadBalancerArn=nlb(world, svc)["LoadBalancerArn"])

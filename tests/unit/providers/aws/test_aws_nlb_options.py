@@ -7,8 +7,9 @@ from typing import Any
 
 import boto3
 import pytest
+from aws_lb import lb_of, nodes
 from aws_moto import CREDENTIALS, REGION, World, clients
-from test_aws_loadbalancer import P, _lb, nodes, service
+from test_aws_loadbalancer import P, service
 
 from kccm.cloudprovider import default_load_balancer_name
 from kccm.providers.aws import AWSCloud
@@ -49,7 +50,7 @@ def _described(world: World, svc: dict[str, Any]) -> dict[str, Any]:
 
 def _no_writes_on_reensure(cloud: AWSCloud, svc: dict[str, Any], world: World) -> None:
     before = cloud.cloud_api_calls().snapshot()
-    _lb(cloud).ensure_load_balancer("k", svc, nodes(world))
+    lb_of(cloud).ensure_load_balancer("k", svc, nodes(world))
     assert cloud.cloud_api_calls().snapshot().since(before).writes == {}
 
 
@@ -61,7 +62,7 @@ def test_tls_listeners_follow_the_certificate_and_policy(cloud: AWSCloud, world:
         P + "ssl-negotiation-policy": "ELBSecurityPolicy-TLS13-1-2-2021-06",
     }
     svc = service(((80, 30080), (443, 30443)), annotations)
-    _lb(cloud).ensure_load_balancer("k", svc, nodes(world))
+    lb_of(cloud).ensure_load_balancer("k", svc, nodes(world))
     listeners = _described(world, svc)["listeners"]
     assert (listeners[80]["Protocol"], listeners[443]["Protocol"]) == ("TCP", "TLS")
     assert listeners[443]["Certificates"] == [{"CertificateArn": first}]
@@ -71,7 +72,7 @@ def test_tls_listeners_follow_the_certificate_and_policy(cloud: AWSCloud, world:
     # checked here instead of sent.
     sent = _intercept(cloud, "modify_listener")
     svc["metadata"]["annotations"][P + "ssl-cert"] = second
-    _lb(cloud).ensure_load_balancer("k", svc, nodes(world))
+    lb_of(cloud).ensure_load_balancer("k", svc, nodes(world))
     [modify] = sent
     assert (modify["Port"], modify["Protocol"]) == (443, "TLS")
     assert modify["Certificates"] == [{"CertificateArn": second}]
@@ -101,7 +102,7 @@ def test_proxy_protocol_and_access_logs(cloud: AWSCloud, world: World) -> None:
         P + "access-log-s3-bucket-prefix": "nlb",
     }
     svc = service(annotations=annotations)
-    _lb(cloud).ensure_load_balancer("k", svc, nodes(world))
+    lb_of(cloud).ensure_load_balancer("k", svc, nodes(world))
     found = _described(world, svc)
     assert found["group_attributes"][80]["proxy_protocol_v2.enabled"] == "true"
     assert {k: v for k, v in found["attributes"].items() if k.startswith("access_logs")} == {
@@ -114,7 +115,7 @@ def test_proxy_protocol_and_access_logs(cloud: AWSCloud, world: World) -> None:
         P + "type": "nlb",
         P + "target-group-attributes": "proxy_protocol_v2.enabled=false",
     }
-    _lb(cloud).ensure_load_balancer("k", svc, nodes(world))
+    lb_of(cloud).ensure_load_balancer("k", svc, nodes(world))
     found = _described(world, svc)
     assert found["group_attributes"][80]["proxy_protocol_v2.enabled"] == "false"
     assert found["attributes"]["access_logs.s3.enabled"] == "false"
@@ -126,7 +127,7 @@ def test_eip_allocations_and_private_addresses_go_into_the_subnet_mappings(
     ec2, _ = clients(world.url)
     eips = [ec2.allocate_address(Domain="vpc")["AllocationId"] for _ in world.subnet_ids]
     svc = service(annotations={P + "eip-allocations": ",".join(eips)})
-    _lb(cloud).ensure_load_balancer("k", svc, nodes(world))  # moto accepts them ...
+    lb_of(cloud).ensure_load_balancer("k", svc, nodes(world))  # moto accepts them ...
     _, elbv2 = clients(world.url)
     elbv2.delete_load_balancer(
         LoadBalancerArn=elbv2.describe_load_balancers(Names=[default_load_balancer_name(svc)])[
@@ -137,7 +138,7 @@ def test_eip_allocations_and_private_addresses_go_into_the_subnet_mappings(
     private = ["10.10.0.10", "10.10.1.10"]
     svc["metadata"]["annotations"][P + "private-ipv4-addresses"] = ",".join(private)
     with pytest.raises(KeyError):  # the intercepted create answers nothing
-        _lb(cloud).ensure_load_balancer("k", svc, nodes(world))
+        lb_of(cloud).ensure_load_balancer("k", svc, nodes(world))
     [created] = sent
     assert [m.get("AllocationId") for m in created["SubnetMappings"]] == eips
     assert [m.get("PrivateIPv4Address") for m in created["SubnetMappings"]] == private
@@ -146,7 +147,7 @@ def test_eip_allocations_and_private_addresses_go_into_the_subnet_mappings(
 def test_too_few_eips_are_refused_before_anything_is_created(cloud: AWSCloud, world: World) -> None:
     svc = service(annotations={P + "eip-allocations": "eipalloc-1"})
     with pytest.raises(ServiceAnnotationError, match="eip-allocations: must have the same number"):
-        _lb(cloud).ensure_load_balancer("k", svc, nodes(world))
+        lb_of(cloud).ensure_load_balancer("k", svc, nodes(world))
     _, elbv2 = clients(world.url)
     names = [lb["LoadBalancerName"] for lb in elbv2.describe_load_balancers()["LoadBalancers"]]
     assert default_load_balancer_name(svc) not in names
@@ -156,6 +157,6 @@ def test_the_proxy_protocol_annotation_is_not_read_on_an_nlb(cloud: AWSCloud, wo
     """Upstream's NLB branch returns before ``-proxy-protocol`` is read (aws.go
     ``EnsureLoadBalancer``): a Service moved from upstream keeps plain TCP to its back ends."""
     svc = service(annotations={P + "proxy-protocol": "*"})
-    _lb(cloud).ensure_load_balancer("k", svc, nodes(world))
+    lb_of(cloud).ensure_load_balancer("k", svc, nodes(world))
     found = _described(world, svc)
     assert found["group_attributes"][80].get("proxy_protocol_v2.enabled", "false") == "false"

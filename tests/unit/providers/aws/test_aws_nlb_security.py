@@ -8,7 +8,8 @@ from collections.abc import Mapping
 from typing import Any
 
 import pytest
-from aws_moto import World, clients, node_for
+from aws_lb import lb_of, nodes
+from aws_moto import World, clients
 from aws_sg_moto import group_rules, node_security_group
 
 from kccm.cloudprovider import CloudProviderError, default_load_balancer_name
@@ -35,16 +36,6 @@ def nlb_service(node_port: int = 30080, **spec: Any) -> dict[str, Any]:
     }
 
 
-def nodes(world: World) -> list[dict[str, Any]]:
-    return [node_for(world, i) for i in world.instances]
-
-
-def _lb(cloud: AWSCloud) -> Any:
-    lb = cloud.load_balancer()
-    assert lb is not None
-    return lb
-
-
 def subnet_cidrs(world: World) -> list[str]:
     ec2, _ = clients(world.url)
     subnets = ec2.describe_subnets(SubnetIds=world.subnet_ids)["Subnets"]
@@ -68,7 +59,7 @@ def test_cluster_policy_opens_the_node_port_to_everyone_with_upstreams_descripti
     cloud: AWSCloud, world: World, node_group: str
 ) -> None:
     svc = nlb_service()
-    _lb(cloud).ensure_load_balancer("k", svc, nodes(world))
+    lb_of(cloud).ensure_load_balancer("k", svc, nodes(world))
     name = default_load_balancer_name(svc)
     # the health rule is left out: the client rule covers it (upstream's shortcut)
     assert group_rules(world.url, node_group) == {
@@ -85,7 +76,7 @@ def test_local_policy_and_source_ranges_add_the_health_rule_from_the_subnets(
         healthCheckNodePort=32100,
         loadBalancerSourceRanges=["203.0.113.0/24"],
     )
-    _lb(cloud).ensure_load_balancer("k", svc, nodes(world))
+    lb_of(cloud).ensure_load_balancer("k", svc, nodes(world))
     name = default_load_balancer_name(svc)
     assert group_rules(world.url, node_group) == {
         ("tcp", 30080, 30080, "203.0.113.0/24", f"{CLIENT}={name}"),
@@ -98,7 +89,7 @@ def test_changed_ranges_replace_the_rules_and_a_second_ensure_writes_nothing(
     cloud: AWSCloud, world: World, node_group: str
 ) -> None:
     svc = nlb_service(loadBalancerSourceRanges=["203.0.113.0/24"])
-    lb = _lb(cloud)
+    lb = lb_of(cloud)
     lb.ensure_load_balancer("k", svc, nodes(world))
     svc["spec"]["loadBalancerSourceRanges"] = ["198.51.100.0/24"]
     lb.ensure_load_balancer("k", svc, nodes(world))
@@ -138,7 +129,7 @@ def test_rules_the_upstream_ccm_wrote_are_recognised(
         ],
     )
     before = dict(cloud.api.counts())
-    _lb(cloud).ensure_load_balancer("k", svc, nodes(world))
+    lb_of(cloud).ensure_load_balancer("k", svc, nodes(world))
     assert ec2_writes(before, cloud.api.counts()) == {}
 
 
@@ -146,7 +137,7 @@ def test_delete_removes_the_rules_and_keeps_the_mtu_rule_another_nlb_needs(
     cloud: AWSCloud, world: World, node_group: str
 ) -> None:
     first, second = nlb_service(30080), nlb_service(30081)
-    lb = _lb(cloud)
+    lb = lb_of(cloud)
     lb.ensure_load_balancer("k", first, nodes(world))
     lb.ensure_load_balancer("k", second, nodes(world))
     lb.ensure_load_balancer_deleted("k", first)
@@ -168,7 +159,7 @@ def test_rules_of_others_are_never_touched(cloud: AWSCloud, world: World, node_g
     }
     ec2.authorize_security_group_ingress(GroupId=node_group, IpPermissions=[ssh])
     svc = nlb_service()
-    lb = _lb(cloud)
+    lb = lb_of(cloud)
     lb.ensure_load_balancer("k", svc, nodes(world))
     lb.ensure_load_balancer_deleted("k", svc)
     assert group_rules(world.url, node_group) == {("tcp", 22, 22, "10.0.0.0/8", "ssh")}
@@ -179,7 +170,7 @@ def test_disable_security_group_ingress_is_honoured(
 ) -> None:
     config = world.cloud_config(DisableSecurityGroupIngress="true")
     cloud = AWSCloud(load_aws_config(config))
-    _lb(cloud).ensure_load_balancer("k", nlb_service(), nodes(world))
+    lb_of(cloud).ensure_load_balancer("k", nlb_service(), nodes(world))
     assert group_rules(world.url, node_group) == set()
 
 
@@ -192,7 +183,7 @@ def test_the_node_group_is_the_one_tagged_for_the_cluster(cloud: AWSCloud, world
     for instance in world.instances:
         ec2.modify_instance_attribute(InstanceId=instance, Groups=[other, tagged])
     svc = nlb_service()
-    _lb(cloud).ensure_load_balancer("k", svc, nodes(world))
+    lb_of(cloud).ensure_load_balancer("k", svc, nodes(world))
     assert len(group_rules(world.url, tagged)) == 2
     assert group_rules(world.url, other) == set()
 
@@ -208,4 +199,4 @@ def test_two_untagged_groups_are_an_error_naming_the_instance(
     instance = next(iter(world.instances))
     ec2.modify_instance_attribute(InstanceId=instance, Groups=groups)
     with pytest.raises(CloudProviderError, match=f"Multiple untagged security groups.*{instance}"):
-        _lb(cloud).ensure_load_balancer("k", nlb_service(), nodes(world))
+        lb_of(cloud).ensure_load_balancer("k", nlb_service(), nodes(world))

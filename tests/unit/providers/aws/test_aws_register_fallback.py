@@ -11,8 +11,9 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from aws_lb import nodes
 from aws_moto import World, clients
-from test_aws_loadbalancer import nodes, service, state
+from test_aws_loadbalancer import service, state
 
 from kccm.cloudprovider import CloudProviderError
 from kccm.providers.aws import AWSCloud

@@ -6,17 +6,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from aws_lb import lb_of
 from aws_moto import World, clients, node_for
 from test_aws_loadbalancer import service, state
 
 from kccm.cloudprovider import CloudProviderError
 from kccm.providers.aws import AWSCloud
-
-
-def _lb(cloud: AWSCloud) -> Any:
-    lb = cloud.load_balancer()
-    assert lb is not None
-    return lb
 
 
 def _other_vpc(world: World) -> str:
@@ -39,7 +34,7 @@ def test_a_group_of_the_wanted_name_is_adopted_only_with_its_fixed_settings(
 ) -> None:
     svc = service()
     nodes = [node_for(world, i) for i in world.instances]
-    lb = _lb(cloud)
+    lb = lb_of(cloud)
     lb.ensure_load_balancer("k", svc, nodes)
     [group] = state(world, svc)["groups"]
     lb.ensure_load_balancer_deleted("k", svc)

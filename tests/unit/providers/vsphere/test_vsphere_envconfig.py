@@ -55,6 +55,12 @@ def net(text: str) -> ipaddress.IPv4Network | ipaddress.IPv6Network:
 
 Check = Callable[[VSphereConfig], object]
 
+
+def vcenter(name: str, *attrs: str) -> Check:
+    """The check reading ``attrs`` of the vCenter ``name``, in that order."""
+    return lambda c: tuple(getattr(c.vcenters[name], attr) for attr in attrs)
+
+
 CASES: list[tuple[str, str, dict[str, str], Check, object]] = [
     ("no-variables-keep-the-file", FILE, {}, lambda c: list(c.vcenters), ["vc1"]),
     (
@@ -68,14 +74,7 @@ CASES: list[tuple[str, str, dict[str, str], Check, object]] = [
         "vcenter-id-adds-a-vcenter-with-the-file-global-defaults",
         FILE,
         {"VSPHERE_VCENTER_A": "vc2"},
-        lambda c: (
-            c.vcenters["vc2"].server,
-            c.vcenters["vc2"].user,
-            c.vcenters["vc2"].port,
-            c.vcenters["vc2"].datacenters,
-            c.vcenters["vc2"].ca_file,
-            c.vcenters["vc2"].secret_ref,
-        ),
+        vcenter("vc2", "server", "user", "port", "datacenters", "ca_file", "secret_ref"),
         ("vc2", "file-user", 8443, ("dc-file",), "/file/ca.pem", ""),
     ),
     (
@@ -90,14 +89,7 @@ CASES: list[tuple[str, str, dict[str, str], Check, object]] = [
             "VSPHERE_CAFILE": "/env/ca.pem",
             "VSPHERE_THUMBPRINT": "AB:CD",
         },
-        lambda c: (
-            c.vcenters["vc2"].user,
-            c.vcenters["vc2"].password,
-            c.vcenters["vc2"].port,
-            c.vcenters["vc2"].datacenters,
-            c.vcenters["vc2"].ca_file,
-            c.vcenters["vc2"].thumbprint,
-        ),
+        vcenter("vc2", "user", "password", "port", "datacenters", "ca_file", "thumbprint"),
         ("env-user", "env-pw", 9443, ("d1", "d2"), "/env/ca.pem", "AB:CD"),
     ),
     (
@@ -113,14 +105,7 @@ CASES: list[tuple[str, str, dict[str, str], Check, object]] = [
             "VCENTER_A_CAFILE": "/a/ca.pem",
             "VCENTER_A_THUMBPRINT": "EF",
         },
-        lambda c: (
-            c.vcenters["vc2"].user,
-            c.vcenters["vc2"].password,
-            c.vcenters["vc2"].port,
-            c.vcenters["vc2"].datacenters,
-            c.vcenters["vc2"].ca_file,
-            c.vcenters["vc2"].thumbprint,
-        ),
+        vcenter("vc2", "user", "password", "port", "datacenters", "ca_file", "thumbprint"),
         ("a-user", "a-pw", 10443, ("dA",), "/a/ca.pem", "EF"),
     ),
     (
@@ -160,11 +145,7 @@ CASES: list[tuple[str, str, dict[str, str], Check, object]] = [
             "VCENTER_A_IP_FAMILY": "ipv6",
             "VSPHERE_INSECURE": "true",
         },
-        lambda c: (
-            c.vcenters["vc2"].insecure,
-            c.vcenters["vc2"].roundtrip_count,
-            c.vcenters["vc2"].ip_families,
-        ),
+        vcenter("vc2", "insecure", "roundtrip_count", "ip_families"),
         (False, 3, ("ipv4",)),
     ),
     (
@@ -202,11 +183,7 @@ CASES: list[tuple[str, str, dict[str, str], Check, object]] = [
         "global-secret-variables-move-the-global-secret",
         FILE_GLOBAL_SECRET,
         {"VSPHERE_SECRET_NAME": "env-secret", "VSPHERE_SECRET_NAMESPACE": "env-ns"},
-        lambda c: (
-            c.vcenters["vc1"].secret_ref,
-            c.vcenters["vc1"].secret_namespace,
-            c.vcenters["vc1"].secret_name,
-        ),
+        vcenter("vc1", "secret_ref", "secret_namespace", "secret_name"),
         (GLOBAL_SECRET_REF, "env-ns", "env-secret"),
     ),
     (
