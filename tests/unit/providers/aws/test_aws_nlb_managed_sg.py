@@ -5,7 +5,6 @@ manage it, against moto (server mode, as the other aws tests)."""
 from __future__ import annotations
 
 import hashlib
-import uuid
 from collections.abc import Mapping
 from typing import Any
 
@@ -13,6 +12,7 @@ import pytest
 from aws_lb import lb_of, nodes, writes
 from aws_moto import World, clients
 from aws_sg_moto import group_named, group_rules, node_security_group
+from test_aws_nlb_security import nlb_service
 
 from kccm.cloudprovider import CloudConfigError, default_load_balancer_name
 from kccm.providers.aws import AWSCloud
@@ -21,22 +21,6 @@ from kccm.providers.aws.nlbgroups import NLB_GROUP_DESCRIPTION, nlb_group_name
 
 P = "service.beta.kubernetes.io/aws-load-balancer-"
 CLUSTER = "kubernetes"
-
-
-def nlb_service(**spec: Any) -> dict[str, Any]:
-    return {
-        "metadata": {
-            "name": "web-app",
-            "namespace": "shop",
-            "uid": str(uuid.uuid4()),
-            "annotations": {P + "type": "nlb"},
-        },
-        "spec": {
-            "type": "LoadBalancer",
-            "ports": [{"name": "http", "port": 80, "protocol": "TCP", "nodePort": 30080}],
-            **spec,
-        },
-    }
 
 
 @pytest.fixture
