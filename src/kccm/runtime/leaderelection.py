@@ -47,6 +47,7 @@ __all__ = [
     "default_identity",
 ]
 
+_RELEASE_ATTEMPTS = 3
 _log = logging.getLogger(__name__)
 _JITTER = 1.2  # client-go's JitterFactor for the retry period
 
@@ -339,19 +340,45 @@ class LeaderElector:
     # -- stopping ----------------------------------------------------------------------------
 
     async def _release_if_configured(self) -> None:
-        if not (self.config.release_on_cancel and self._leading and self._lease is not None):
+        if not (self.config.release_on_cancel and self._leading):
             return
-        now = _micro_time(self._clock.now())
-        released = LeaseRecord("", 1, now, now, self._observed.transitions if self._observed else 0)
         try:
-            await _bounded(
-                self._clock, self.config.renew_deadline, self._write(self._lease, released)
-            )
-            _log.info("released lease %s/%s", self.config.namespace, self.config.name)
+            released = await _bounded(self._clock, self.config.renew_deadline, self._release())
         except (TimeoutError, KubeError) as exc:
             _log.warning(
                 "failed to release lease %s/%s: %s", self.config.namespace, self.config.name, exc
             )
+            return
+        if released:
+            _log.info("released lease %s/%s", self.config.namespace, self.config.name)
+
+    async def _release(self) -> bool:
+        """client-go ``release()``: read the lease first ("update the resourceVersion of
+        lease"), since a renewal cancelled in flight may have been written without our
+        learning its resourceVersion; then clear the holder with a 1 s duration. Unlike
+        client-go, which trusts its last observed record, kccm leaves the lease alone when
+        the fresh read shows another holder, and reads again on a conflict (the cancelled
+        renewal may reach etcd after our read)."""
+        for attempt in range(_RELEASE_ATTEMPTS):
+            lease = await self._client.get(
+                LEASES, self.config.name, namespace=self.config.namespace
+            )
+            record = LeaseRecord.from_lease(lease)
+            if record.holder != self.config.identity:
+                _log.info(
+                    "not releasing lease %s/%s: it is held by %r",
+                    self.config.namespace,
+                    self.config.name,
+                    record.holder,
+                )
+                return False
+            now = _micro_time(self._clock.now())
+            try:
+                return await self._write(lease, LeaseRecord("", 1, now, now, record.transitions))
+            except Conflict:
+                if attempt + 1 == _RELEASE_ATTEMPTS:
+                    raise
+        return False
 
     async def _stop_leading(self) -> None:
         if not self._leading:

@@ -129,6 +129,43 @@ async def test_release_on_cancel_hands_over_within_a_retry_period(clock: FakeClo
     await _stop(b)
 
 
+class AnswerLosingKube(FakeKube):
+    """While ``losing`` is set, a Lease update is stored but its answer never arrives, as when
+    a renewal in flight is cancelled or its connection drops."""
+
+    losing = False
+
+    async def replace(self, *args: Any, **kwargs: Any) -> Any:
+        written = await super().replace(*args, **kwargs)
+        if self.losing:
+            raise ServerTimeout("the answer was lost")
+        return written
+
+
+async def test_release_after_a_renewal_whose_answer_was_lost(clock: FakeClock) -> None:
+    """The stored lease is newer than the last one we saw: the release reads it first, as
+    client-go does, instead of failing on a stale resourceVersion and leaving the lease held."""
+    kube = AnswerLosingKube()
+    a = _candidate(kube, clock, "a", release_on_cancel=True)
+    await clock.advance(0)
+    kube.losing = True
+    await clock.advance(2.5)  # one renewal stored, its answer lost
+    kube.losing = False
+    await _stop(a)
+    assert (await _lease(kube))["holderIdentity"] == ""
+
+
+async def test_release_leaves_a_lease_someone_else_took(clock: FakeClock) -> None:
+    kube = FakeKube()
+    a = _candidate(kube, clock, "a", release_on_cancel=True)
+    await clock.advance(1)
+    lease = await kube.get(LEASES, NAME, namespace=NS)
+    lease["spec"].update(holderIdentity="b")
+    await kube.replace(LEASES, lease)
+    await _stop(a)
+    assert (await _lease(kube))["holderIdentity"] == "b"
+
+
 class FlakyKube(FakeKube):
     """Writes start failing when ``broken`` is set."""
 
