@@ -170,6 +170,15 @@ class Daemon:
             body = response.read().decode()
         return time.perf_counter() - start, body
 
+    async def wait_logged(self, text: str, within: float = 60.0) -> None:
+        """Until the daemon's log has ``text`` (it polls a file another process writes)."""
+        deadline = time.monotonic() + within
+        while text not in self.log_path.read_text(errors="replace"):
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                tail = self.log_path.read_text(errors="replace")[-3000:]
+                raise SystemExit(f"kccm never logged {text!r}:\n{tail}")
+            await asyncio.sleep(0.1)
+
     def stop(self) -> None:
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
@@ -409,7 +418,7 @@ class Bench:
         config = cloud_config(self.tmp / f"init-{run}.conf", names, self.latency, None)
         daemon = start_daemon(self.kccm, self.plane.admin_kubeconfig, config, self.token, self.tmp)
         try:
-            await asyncio.sleep(2.0)  # leader election on a fresh lease, informers synced
+            await daemon.wait_logged("caches synced")  # leader elected, informers synced
             async with Completion(
                 self.kube, NODES, count, untainted, label_selector=f"bench-run={run}"
             ) as completion:

@@ -188,5 +188,20 @@ class Daemons:
         return daemon
 
     def stop_all(self, grace: float) -> None:
+        """Stop every daemon, then print each log's warnings, errors and last lines: pytest
+        shows them under "Captured stdout teardown" when the test failed (and drops them
+        when it passed), so a CI failure can be diagnosed from its output alone."""
         for daemon in self.started:
             daemon.stop(grace)
+        for daemon in self.started:
+            print(f"\n--- {daemon.log.name} (exit {daemon.proc.returncode}) ---")
+            print(log_digest(daemon.logs()))
+
+
+def log_digest(text: str, *, tail: int = 40, limit: int = 8000) -> str:
+    """klog warnings and errors (``W``/``E`` lines), then the last ``tail`` lines, at most
+    ``limit`` characters from the end."""
+    lines = text.splitlines()
+    notable = [line for line in lines[:-tail] if line.startswith(("W", "E"))]
+    digest = "\n".join([*notable, "...", *lines[-tail:]] if notable else lines[-tail:])
+    return digest[-limit:]

@@ -22,6 +22,7 @@ from kccm.testing.daemon import (
     apply_rbac,
     daemon_args,
     daemon_env,
+    log_digest,
 )
 
 READY = "import signal, sys, time\n{handler}\nprint('ready', flush=True)\ntime.sleep(60)\n"
@@ -106,6 +107,40 @@ def test_daemons_number_their_logs_and_stop_them_all(tmp_path: Path) -> None:
     assert len(daemons) == 2
     daemons.stop_all(grace=30)
     assert all(d.proc.poll() is not None for d in started)
+
+
+def test_stop_all_prints_each_log_for_a_failed_test_report(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    daemons = Daemons(tmp_path)
+    config = tmp_path / "c.conf"
+    config.write_text("")
+    daemon = daemons.start("no-such-provider", config, tmp_path / "k.yaml")
+    assert daemon.proc.wait(60) == 2
+    daemons.stop_all(grace=30)
+    printed = capsys.readouterr().out
+    assert "--- kccm-0.log (exit 2) ---" in printed
+    assert "no-such-provider" in printed, "the daemon's own error line is shown"
+
+
+@pytest.mark.parametrize(
+    ("lines", "digest"),
+    [
+        pytest.param(["I a", "I b"], "I a\nI b", id="short-log-whole"),
+        pytest.param(
+            ["I a", "W warn", "I b", "E err", "I c", "I d"],
+            "W warn\nE err\n...\nI c\nI d",
+            id="warnings-and-errors-then-the-tail",
+        ),
+        pytest.param(["I a", "I b", "I c", "I d"], "I c\nI d", id="quiet-log-only-the-tail"),
+    ],
+)
+def test_log_digest(lines: list[str], digest: str) -> None:
+    assert log_digest("\n".join(lines), tail=2) == digest
+
+
+def test_log_digest_keeps_the_end_of_a_long_log() -> None:
+    assert log_digest("x" * 100 + "\nEND", tail=2, limit=10) == "x" * 6 + "\nEND"
 
 
 class _RecordingKube:
