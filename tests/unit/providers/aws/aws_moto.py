@@ -330,6 +330,15 @@ EC2_THROTTLING_BODY = (
 )
 
 
+class _ProxyServer(ThreadingHTTPServer):
+    """socketserver listens with a backlog of 5: a burst of connections (six route deletions
+    at once) while this process is busy overflows it, and a dropped SYN costs the client
+    1 + 2 + 4 ... seconds of retransmission, long enough to stall a controller's reconcile
+    for a minute. werkzeug (moto's server) listens with 128."""
+
+    request_queue_size = 128
+
+
 @dataclass
 class FaultProxy:
     """An HTTP proxy in front of moto that answers ``Throttling`` to the requests ``throttle``
@@ -388,7 +397,7 @@ class FaultProxy:
                 self.end_headers()
                 self.wfile.write(data)
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server = _ProxyServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
         threading.Thread(target=self._server.serve_forever, name="fault-proxy", daemon=True).start()
