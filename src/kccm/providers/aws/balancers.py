@@ -38,7 +38,7 @@ from kccm.providers.aws.loadbalancer import (
     status_of,
     target_instance_ids,
 )
-from kccm.providers.aws.nlbgroups import MANAGED, SECURITY_GROUPS, NLBGroups
+from kccm.providers.aws.nlbgroups import MANAGED, NLBGroups
 from kccm.providers.aws.nlboptions import TARGET_GROUP_ATTRIBUTES
 from kccm.providers.aws.securitygroups import NodePorts, SecurityGroups
 from kccm.providers.aws.sgrules import source_ranges
@@ -105,8 +105,6 @@ class ServiceLoadBalancers:
         self._nlb = nlb
         self._groups = groups
         self._own = NLBGroups(groups, managed=nlb_groups_managed)
-        if nlb_groups_managed:  # upstream ensureNLBSecurityGroup's bring-your-own groups
-            nlb.accept = (SECURITY_GROUPS,)
         self._probe = probe
         self.classic = ClassicLoadBalancers(api, tagging, groups, self._subnets, probe)
         # an NLB is never created over a Classic ELB of the same name (a type change)
@@ -208,9 +206,7 @@ class ServiceLoadBalancers:
         """Upstream ``EnsureLoadBalancer``'s NLB branch: ``ensureNLBSecurityGroup``, then
         ``ensureLoadBalancerv2`` with those groups, then ``ensureNLBSecurityGroupRules`` and
         the clean-up of detached owned groups."""
-        spec = load_balancer_spec(
-            service, self._probe, self._nlb.accept
-        )  # bad input fails before any write
+        spec = load_balancer_spec(service, self._probe)  # bad input fails before any write
         sources = self._source_ranges(service)
         existing = self._nlb_of(service) if self._own.managed else None
         wanted, managed_id = self._own.choose(cluster_name, service, existing)
@@ -239,7 +235,7 @@ class ServiceLoadBalancers:
         branch of ``EnsureLoadBalancer`` (and so of ``UpdateLoadBalancer``)."""
         if self._groups.disable_ingress:
             return
-        spec = load_balancer_spec(service, self._probe, self._nlb.accept)
+        spec = load_balancer_spec(service, self._probe)
         subnet_ids = sorted(z["SubnetId"] for z in lb.get("AvailabilityZones") or ())
         subnets = self._api.pages("ec2", "describe_subnets", "Subnets", SubnetIds=subnet_ids)
         cidrs = sorted({s["CidrBlock"] for s in subnets})

@@ -3,7 +3,8 @@
 Upstream cloud-provider-aws (``pkg/providers/v1/aws.go``):
 
 - ``ensureNLBSecurityGroup`` chooses the groups an NLB is given: none when the mode is off (an
-  existing NLB keeps what it has); in Managed mode none either for an existing NLB that has no
+  existing NLB keeps what it has; the ``aws-load-balancer-security-groups`` annotation is
+  ignored, logged at info level); in Managed mode none either for an existing NLB that has no
   group (AWS cannot add groups to an NLB created without one), the groups of the
   ``aws-load-balancer-security-groups`` annotation (bring your own: their rules are never
   touched), else the group named by ``GetSecurityGroupNameForNLB``, described
@@ -31,7 +32,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kccm.cloudprovider import CloudProviderError, RetryError, Service
-from kccm.providers.aws.annotations import ADDITIONAL_TAGS, LoadBalancerSpec, key_value_list
+from kccm.providers.aws.annotations import (
+    ADDITIONAL_TAGS,
+    EXTRA_SECURITY_GROUPS,
+    SECURITY_GROUPS,
+    LoadBalancerSpec,
+    key_value_list,
+)
 from kccm.providers.aws.classic_spec import security_group_list
 from kccm.providers.aws.securitygroups import SecurityGroups
 from kccm.providers.aws.sgrules import Rule, icmp_mtu
@@ -50,8 +57,6 @@ MANAGED = "Managed"
 """Upstream ``config.NLBSecurityGroupModeManaged`` (matched exactly, case included)."""
 NLB_GROUP_DESCRIPTION = "[k8s] Managed SecurityGroup for LoadBalancer"
 """Upstream ``ensureNLBSecurityGroup``'s description of the group it creates."""
-SECURITY_GROUPS = "service.beta.kubernetes.io/aws-load-balancer-security-groups"
-EXTRA_SECURITY_GROUPS = "service.beta.kubernetes.io/aws-load-balancer-extra-security-groups"
 _NOT_ALNUM = re.compile(r"[^0-9A-Za-z]")
 """Upstream ``invalidSecurityGroupNameNLBPattern`` (``[[:^alnum:]]``)."""
 
@@ -62,6 +67,10 @@ def _meta(service: Service) -> Mapping[str, Any]:
 
 def _annotations(service: Service) -> Mapping[str, str]:
     return _meta(service).get("annotations") or {}
+
+
+def _key(service: Service) -> str:
+    return f"{_meta(service).get('namespace', '')}/{_meta(service).get('name', '')}"
 
 
 def nlb_group_name(cluster_name: str, service: Service) -> str:
@@ -103,6 +112,13 @@ class NLBGroups:
         """Upstream ``ensureNLBSecurityGroup``: the groups the NLB is to have (``None``: keep
         whatever it has) and the managed group's ID ("" when the rules are not kccm's)."""
         if not self.managed:
+            if SECURITY_GROUPS in _annotations(service):
+                log.info(
+                    "NLB of %s: annotation %s ignored (only read with [Global] "
+                    "NLBSecurityGroupMode = Managed, as upstream)",
+                    _key(service),
+                    SECURITY_GROUPS,
+                )
             return None, ""
         if existing is not None and not existing.get("SecurityGroups"):
             log.info(

@@ -4,7 +4,10 @@ manage it, against moto (server mode, as the other aws tests)."""
 
 from __future__ import annotations
 
+import copy
 import hashlib
+import logging
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -16,6 +19,7 @@ from test_aws_nlb_security import nlb_service
 
 from kccm.cloudprovider import CloudConfigError, default_load_balancer_name
 from kccm.providers.aws import AWSCloud
+from kccm.providers.aws.annotations import ServiceAnnotationError
 from kccm.providers.aws.config import load_aws_config
 from kccm.providers.aws.nlbgroups import NLB_GROUP_DESCRIPTION, nlb_group_name
 
@@ -232,6 +236,49 @@ def test_without_the_mode_an_nlb_gets_no_group(cloud: AWSCloud, world: World) ->
     svc = nlb_service()
     lb_of(cloud).ensure_load_balancer(CLUSTER, svc, nodes(world))
     assert not nlb(world, svc).get("SecurityGroups")
+
+
+def test_without_the_mode_the_security_groups_annotation_is_ignored(
+    cloud: AWSCloud, world: World, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Upstream ``ensureNLBSecurityGroup`` reads the annotation only in Managed mode: the
+    Service is served (not refused), the NLB gets no group, the group is not touched, the
+    Service is left as it was; kccm says so in its log."""
+    ec2, _ = clients(world.url)
+    byo = ec2.create_security_group(GroupName="byo", Description="mine", VpcId=world.vpc_id)
+    svc = nlb_service()
+    svc["metadata"]["annotations"][P + "security-groups"] = byo["GroupId"]
+    before = copy.deepcopy(svc)
+    lb = lb_of(cloud)
+    with caplog.at_level(logging.INFO, logger="kccm.providers.aws.nlbgroups"):
+        lb.ensure_load_balancer(CLUSTER, svc, nodes(world))
+        counts = dict(cloud.api.counts())
+        lb.update_load_balancer(CLUSTER, svc, nodes(world))
+    assert writes(counts, cloud.api.counts()) == {}
+    assert not nlb(world, svc).get("SecurityGroups")
+    assert group_rules(world.url, byo["GroupId"]) == set()
+    assert svc == before
+    ignored = [r for r in caplog.records if "security-groups ignored" in r.getMessage()]
+    assert ignored
+    assert {r.levelno for r in ignored} == {logging.INFO}
+
+
+@pytest.mark.parametrize(
+    "mode", [pytest.param("", id="unmanaged"), pytest.param("Managed", id="managed")]
+)
+def test_extra_security_groups_are_refused_in_upstreams_words(
+    world: World, aws_env: None, mode: str
+) -> None:
+    config = world.cloud_config(APIMaxAttempts="1", NLBSecurityGroupMode=mode)
+    svc = nlb_service()
+    svc["metadata"]["annotations"][P + "extra-security-groups"] = "sg-1"
+    lb = lb_of(AWSCloud(load_aws_config(config)))
+    expected = (
+        'BYO extra security group annotation "service.beta.kubernetes.io/'
+        'aws-load-balancer-extra-security-groups" is not supported by NLB'
+    )
+    with pytest.raises(ServiceAnnotationError, match=re.escape(expected)):
+        lb.ensure_load_balancer(CLUSTER, svc, nodes(world))
 
 
 # -- delete ----------------------------------------------------------------------------------
