@@ -125,7 +125,13 @@ class ServiceLoadBalancers:
         if handled_elsewhere(service):
             return None, False
         if is_nlb(service):
-            return self._nlb.get_load_balancer(cluster_name, service)
+            status, exists = self._nlb.get_load_balancer(cluster_name, service)
+            if not exists and self._own.leftover(cluster_name, service):
+                # the NLB went but AWS still held its group (DependencyViolation): it counts
+                # as existing so that the service controller calls delete again (upstream
+                # polls inside EnsureLoadBalancerDeleted instead), as for Classic ELB groups
+                return None, True
+            return status, exists
         status, exists = self.classic.get(service)
         if not exists and self._nlb_of(service) is not None:
             return self._nlb.get_load_balancer(cluster_name, service)  # made by an older kccm

@@ -17,7 +17,9 @@ Upstream cloud-provider-aws (``pkg/providers/v1/aws.go``):
   (``removeOwnedSecurityGroups``);
 - ``EnsureLoadBalancerDeleted`` deletes the NLB's cluster-owned groups that no annotation names
   (``buildSecurityGroupsToDelete``, ``isOwnedSecurityGroup``) after the balancer, retrying while
-  AWS still reports ``DependencyViolation`` (``deleteSecurityGroupsWithBackoff``).
+  AWS still reports ``DependencyViolation`` (``deleteSecurityGroupsWithBackoff``); the
+  retry finds the managed group by its name (:meth:`NLBGroups.leftover`), and while it is
+  left the balancer counts as existing (``GetLoadBalancer``) so that the retry happens.
 
 The node security group's rules do not change with the mode: upstream keeps calling
 ``updateInstanceSecurityGroupsForNLB`` with the client and subnet CIDRs.
@@ -67,6 +69,15 @@ def _meta(service: Service) -> Mapping[str, Any]:
 
 def _annotations(service: Service) -> Mapping[str, str]:
     return _meta(service).get("annotations") or {}
+
+
+def _annotated(service: Service) -> set[str]:
+    """The groups the Service's security-group annotations name (never deleted)."""
+    annotations = _annotations(service)
+    return {
+        *security_group_list(annotations.get(SECURITY_GROUPS, "")),
+        *security_group_list(annotations.get(EXTRA_SECURITY_GROUPS, "")),
+    }
 
 
 def _key(service: Service) -> str:
@@ -157,12 +168,7 @@ class NLBGroups:
     def to_delete(self, service: Service, lb_groups: Sequence[str]) -> list[str]:
         """Upstream ``buildSecurityGroupsToDelete`` for an NLB: the balancer's groups that the
         cluster owns, other than ``ElbSecurityGroup`` and those an annotation names."""
-        annotations = _annotations(service)
-        named = {
-            *security_group_list(annotations.get(SECURITY_GROUPS, "")),
-            *security_group_list(annotations.get(EXTRA_SECURITY_GROUPS, "")),
-            self._groups.elb_security_group,
-        }
+        named = {*_annotated(service), self._groups.elb_security_group}
         return sorted(
             gid
             for gid, group in self._groups.describe(lb_groups).items()
@@ -171,11 +177,13 @@ class NLBGroups:
 
     def leftover(self, cluster_name: str, service: Service) -> list[str]:
         """After the balancer is gone (a retry of a delete that met ``DependencyViolation``),
-        the managed group is found by its name; only a cluster-owned one is deleted."""
-        if not self.managed:
-            return []
+        the managed group is found by its name; only a cluster-owned one that no annotation
+        names is deleted. Looked for in either mode: a group made in Managed mode outlives a
+        switch of the mode (upstream's delete, polling in place, deletes it then too)."""
         group = self._groups.by_name(nlb_group_name(cluster_name, service))
         if group is None or not self._groups.is_owned(group):
+            return []
+        if str(group["GroupId"]) in _annotated(service):
             return []
         return [str(group["GroupId"])]
 

@@ -324,3 +324,41 @@ def test_a_delete_retried_after_the_balancer_went_finds_the_group_by_name(
     elbv2.delete_load_balancer(LoadBalancerArn=nlb(world, svc)["LoadBalancerArn"])
     lb.ensure_load_balancer_deleted(CLUSTER, svc)
     assert group_named(world.url, world.vpc_id, nlb_group_name(CLUSTER, svc)) is None
+
+
+@pytest.mark.parametrize(
+    "mode_at_delete",
+    [pytest.param("Managed", id="still-managed"), pytest.param("", id="mode-turned-off")],
+)
+def test_a_balancer_gone_with_its_group_left_is_reported_so_the_delete_is_retried(
+    managed: AWSCloud, world: World, mode_at_delete: str
+) -> None:
+    """The service controller calls delete only while ``get_load_balancer`` says the balancer
+    exists (upstream ``syncLoadBalancerIfNeeded``): after a delete met DependencyViolation
+    (made here by deleting the NLB directly: moto never reports it) the group left must keep
+    the answer "exists", or the finalizer goes and the group is never deleted."""
+    svc = nlb_service()
+    lb_of(managed).ensure_load_balancer(CLUSTER, svc, nodes(world))
+    _, elbv2 = clients(world.url)
+    elbv2.delete_load_balancer(LoadBalancerArn=nlb(world, svc)["LoadBalancerArn"])
+    config = world.cloud_config(APIMaxAttempts="1", NLBSecurityGroupMode=mode_at_delete)
+    lb = lb_of(AWSCloud(load_aws_config(config)))
+    assert lb.get_load_balancer(CLUSTER, svc) == (None, True)
+    lb.ensure_load_balancer_deleted(CLUSTER, svc)
+    assert group_named(world.url, world.vpc_id, nlb_group_name(CLUSTER, svc)) is None
+    assert lb.get_load_balancer(CLUSTER, svc) == (None, False)
+
+
+def test_a_left_group_the_annotation_names_is_not_the_balancers(
+    managed: AWSCloud, world: World
+) -> None:
+    svc = nlb_service()
+    lb = lb_of(managed)
+    lb.ensure_load_balancer(CLUSTER, svc, nodes(world))
+    gid = own_group(world, svc)["GroupId"]
+    _, elbv2 = clients(world.url)
+    elbv2.delete_load_balancer(LoadBalancerArn=nlb(world, svc)["LoadBalancerArn"])
+    svc["metadata"]["annotations"][P + "security-groups"] = gid
+    assert lb.get_load_balancer(CLUSTER, svc) == (None, False)
+    lb.ensure_load_balancer_deleted(CLUSTER, svc)
+    assert group_named(world.url, world.vpc_id, nlb_group_name(CLUSTER, svc)) is not None
