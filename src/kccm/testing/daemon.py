@@ -132,12 +132,16 @@ class Daemon:
 
     async def logged(self, text: str) -> bool:
         """Whether the log holds ``text`` (a probe for ``eventually``); raises
-        :class:`DaemonExited` once the process has ended, so a waiting test fails at once
-        instead of at its time limit."""
-        if self.proc.poll() is not None:
-            logs = await asyncio.to_thread(self.logs)
+        :class:`DaemonExited` once the process has ended without logging it, so a waiting
+        test fails at once instead of at its time limit. The exit is looked at before the
+        log is read: a line logged just before the exit is found, never reported missing."""
+        ended = self.proc.poll() is not None
+        logs = await asyncio.to_thread(self.logs)
+        if text in logs:
+            return True
+        if ended:
             raise DaemonExited(f"kccm exited early ({self.proc.returncode}):\n{logs[-3000:]}")
-        return text in await asyncio.to_thread(self.logs)
+        return False
 
     def stop(self, grace: float) -> int:
         """SIGTERM, SIGKILL after ``grace`` seconds (at once when ``grace`` is 0); the exit

@@ -88,6 +88,14 @@ async def test_logged_fails_at_once_when_the_process_has_exited(tmp_path: Path) 
     assert daemon.stop(30) == 3, "stopping an ended daemon reports its status"
 
 
+async def test_a_line_logged_before_the_process_exited_counts(tmp_path: Path) -> None:
+    """A line a daemon logs just before it ends (its shutdown message) is found: the wait
+    fails only when the line is not in the whole log of an ended process."""
+    daemon = _child(tmp_path, "print('shutdown complete', flush=True)")
+    await asyncio.to_thread(daemon.proc.wait, 30)
+    assert await daemon.logged("shutdown complete")
+
+
 async def test_logged_is_false_until_the_line_appears(tmp_path: Path) -> None:
     daemon = _child(tmp_path, HONOURS_SIGTERM)
     try:
