@@ -219,9 +219,11 @@ class ServiceLoadBalancers:
         lb = self._nlb.ensure(service, nodes, wanted)
         if managed_id:
             self._own.sync_rules(managed_id, spec, sources)
-        if existing is not None and wanted is not None:
-            before = existing.get("SecurityGroups") or ()
-            self._own.detached(before, wanted, default_load_balancer_name(service))
+        before = list((existing or {}).get("SecurityGroups") or ()) if wanted else []
+        if wanted and not managed_id:  # bring your own: a managed group left is detached too
+            before += self._own.leftover(cluster_name, service)
+        if before:
+            self._own.detached(before, wanted or (), default_load_balancer_name(service))
         return lb
 
     @staticmethod

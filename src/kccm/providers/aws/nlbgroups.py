@@ -155,7 +155,10 @@ class NLBGroups:
 
     def detached(self, before: Sequence[str], after: Sequence[str], owner: str) -> None:
         """Upstream ``removeOwnedSecurityGroups`` after an update: groups the NLB no longer
-        has are deleted when the cluster owns them; failures are logged, as upstream."""
+        has are deleted when the cluster owns them; failures are logged, as upstream. Where
+        upstream polls up to 10 min while AWS still holds a group, kccm's worker goes on: the
+        caller passes the managed group found by name (:meth:`leftover`) in ``before`` while
+        the Service brings its own groups, so the next ensure deletes it."""
         gone = self._groups.describe(set(before) - set(after))
         for gid in sorted(gone):  # upstream revokes references to every detached group
             self._groups.revoke_references(gid)

@@ -20,6 +20,7 @@ from test_aws_nlb_security import nlb_service
 from kccm.cloudprovider import CloudConfigError, default_load_balancer_name
 from kccm.providers.aws import AWSCloud
 from kccm.providers.aws.annotations import ServiceAnnotationError
+from kccm.providers.aws.api import AWSAPIError
 from kccm.providers.aws.config import load_aws_config
 from kccm.providers.aws.nlbgroups import NLB_GROUP_DESCRIPTION, nlb_group_name
 
@@ -217,6 +218,41 @@ def test_switching_to_byo_sets_the_groups_and_deletes_the_managed_one(
     lb.ensure_load_balancer(CLUSTER, svc, nodes(world))
     assert nlb(world, svc)["SecurityGroups"] == [byo["GroupId"]]
     assert group_named(world.url, world.vpc_id, nlb_group_name(CLUSTER, svc)) is None
+
+
+def test_a_detached_group_aws_still_held_is_deleted_by_a_later_ensure(
+    managed: AWSCloud, world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Upstream ``removeOwnedSecurityGroups`` polls up to 10 min while AWS still holds a
+    group the NLB no longer has (``DependencyViolation``); kccm does not block its worker: the
+    ensure succeeds (the failure logged, as upstream) and the next ensure deletes the group,
+    found by its name (moto never reports DependencyViolation: the first delete is refused
+    here)."""
+    svc = nlb_service()
+    lb = lb_of(managed)
+    lb.ensure_load_balancer(CLUSTER, svc, nodes(world))
+    ec2, _ = clients(world.url)
+    byo = ec2.create_security_group(GroupName="byo", Description="mine", VpcId=world.vpc_id)
+    svc["metadata"]["annotations"][P + "security-groups"] = byo["GroupId"]
+    real, busy = managed.api.call, [True]
+
+    def call(service: str, operation: str, **params: Any) -> dict[str, Any]:
+        if operation == "delete_security_group" and busy[0]:
+            raise AWSAPIError(
+                "ec2 delete_security_group: DependencyViolation", "DependencyViolation"
+            )
+        return real(service, operation, **params)
+
+    monkeypatch.setattr(managed.api, "call", call)
+    lb.ensure_load_balancer(CLUSTER, svc, nodes(world))
+    assert nlb(world, svc)["SecurityGroups"] == [byo["GroupId"]]
+    assert group_named(world.url, world.vpc_id, nlb_group_name(CLUSTER, svc)) is not None
+    busy[0] = False
+    lb.ensure_load_balancer(CLUSTER, svc, nodes(world))
+    assert group_named(world.url, world.vpc_id, nlb_group_name(CLUSTER, svc)) is None
+    counts = dict(managed.api.counts())
+    lb.ensure_load_balancer(CLUSTER, svc, nodes(world))
+    assert writes(counts, managed.api.counts()) == {}
 
 
 def test_an_existing_nlb_without_groups_is_left_without(world: World, aws_env: None) -> None:
