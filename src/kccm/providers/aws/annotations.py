@@ -1,8 +1,9 @@
 """What a Service asks of its NLB (``aws-load-balancer-type: nlb``): ports, health checks and
 the supported annotations (the Classic ELB's are read in ``classic_spec.py``).
 
-Annotation names and defaults are upstream cloud-provider-aws's; the ones kccm does not
-implement are rejected with a message rather than silently ignored (see docs/providers/aws.md).
+Annotation names and defaults are upstream cloud-provider-aws's; what upstream refuses on an
+NLB is refused with a message, what upstream ignores is ignored (``security-groups`` outside
+``NLBSecurityGroupMode = Managed``, logged; see docs/providers/aws.md).
 """
 
 from __future__ import annotations
