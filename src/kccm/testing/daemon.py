@@ -192,5 +192,13 @@ class Daemons:
         return daemon
 
     def stop_all(self, grace: float) -> None:
+        """Stop every daemon, even when stopping one fails (the first failure is raised after
+        all were stopped: a teardown must not leave processes running)."""
+        failures: list[BaseException] = []
         for daemon in self.started:
-            daemon.stop(grace)
+            try:
+                daemon.stop(grace)
+            except Exception as exc:  # re-raised below
+                failures.append(exc)
+        if failures:
+            raise failures[0]

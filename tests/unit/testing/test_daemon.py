@@ -116,6 +116,27 @@ def test_daemons_number_their_logs_and_stop_them_all(tmp_path: Path) -> None:
     assert all(d.proc.poll() is not None for d in started)
 
 
+def test_stop_all_stops_the_others_when_one_stop_fails(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A daemon that cannot be reaped must not leave the ones after it running."""
+    stuck, other = _child(tmp_path, HONOURS_SIGTERM), _child(tmp_path, HONOURS_SIGTERM)
+
+    def unreaped(grace: float) -> int:
+        stuck.proc.kill()
+        stuck.proc.wait(30)
+        raise subprocess.TimeoutExpired("kccm", grace)
+
+    monkeypatch.setattr(stuck, "stop", unreaped)
+    daemons = Daemons(tmp_path, [stuck, other])
+    try:
+        with pytest.raises(subprocess.TimeoutExpired):
+            daemons.stop_all(grace=30)
+        assert other.proc.poll() is not None
+    finally:
+        other.stop(0)
+
+
 class _RecordingKube:
     def __init__(self) -> None:
         self.patches: list[tuple[str, str, str | None, PatchType, str | None, bool]] = []
