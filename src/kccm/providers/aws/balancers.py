@@ -43,6 +43,7 @@ from kccm.providers.aws.nlboptions import TARGET_GROUP_ATTRIBUTES
 from kccm.providers.aws.securitygroups import NodePorts, SecurityGroups
 from kccm.providers.aws.sgrules import source_ranges
 from kccm.providers.aws.tags import ClusterTagging
+from kccm.util.clock import REAL_CLOCK, Clock
 
 __all__ = ["CLASSIC_HOST_SUFFIX", "ServiceLoadBalancers", "is_nlb", "service_load_balancers"]
 
@@ -276,6 +277,7 @@ def service_load_balancers(
     nlb: NetworkLoadBalancers,
     glob: AWSGlobalConfig,
     probe: ProbeMode,
+    clock: Clock = REAL_CLOCK,
 ) -> ServiceLoadBalancers:
     """The capability the provider hands out, from the cloud config's ``[Global]``."""
     groups = SecurityGroups(
@@ -284,6 +286,7 @@ def service_load_balancers(
         nlb.vpc_id,
         disable_ingress=glob.disable_security_group_ingress,
         elb_security_group=glob.elb_security_group,
+        clock=clock,
     )
     managed = glob.nlb_security_group_mode == MANAGED
     return ServiceLoadBalancers(api, tagging, nlb, groups, probe, nlb_groups_managed=managed)

@@ -181,14 +181,16 @@ class NLBGroups:
     def leftover(self, cluster_name: str, service: Service) -> list[str]:
         """After the balancer is gone (a retry of a delete that met ``DependencyViolation``),
         the managed group is found by its name; only a cluster-owned one that no annotation
-        names is deleted. Looked for in either mode: a group made in Managed mode outlives a
+        names is deleted, until it is given up (``SecurityGroups.abandoned``: 10 minutes in
+        use, as upstream). Looked for in either mode: a group made in Managed mode outlives a
         switch of the mode (upstream's delete, polling in place, deletes it then too)."""
         group = self._groups.by_name(nlb_group_name(cluster_name, service))
         if group is None or not self._groups.is_owned(group):
             return []
-        if str(group["GroupId"]) in _annotated(service):
+        gid = str(group["GroupId"])
+        if gid in _annotated(service) or gid in self._groups.abandoned:
             return []
-        return [str(group["GroupId"])]
+        return [gid]
 
     def delete(self, ids: Sequence[str], owner: str) -> None:
         """Upstream ``deleteSecurityGroupsWithBackoff``: a group still in use makes the
