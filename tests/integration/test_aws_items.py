@@ -214,11 +214,20 @@ def _group_ids(env: Env, group_name: str) -> list[str]:
     return [g["GroupId"] for g in ec2.describe_security_groups(Filters=filters)["SecurityGroups"]]
 
 
+def _delete_nlb(env: Env, name: str) -> None:
+    _, elbv2 = support.clients(env.world.url)
+    arn = elbv2.describe_load_balancers(Names=[name])["LoadBalancers"][0]["LoadBalancerArn"]
+    elbv2.delete_load_balancer(LoadBalancerArn=arn)
+
+
 async def test_nlb_security_group_mode_managed_gives_the_nlb_its_group_and_deletes_it(
     env: Env, kube: KubeApiClient, kube_namespace: str, kube_cleanup: KubeCleanup
 ) -> None:
     """``NLBSecurityGroupMode = Managed`` through the daemon: the NLB is created with the
-    group upstream's ``GetSecurityGroupNameForNLB`` names; the Service's delete removes it."""
+    group upstream's ``GetSecurityGroupNameForNLB`` names; the Service's delete removes it.
+    A second Service's NLB is deleted behind kccm's back, its group left (the state a delete
+    that met ``DependencyViolation`` leaves: moto never reports it): the Service's delete
+    still removes the group before the finalizer goes."""
     ns = kube_namespace
     env.start(NLBSecurityGroupMode="Managed")
     names = [kube_cleanup.add(NODES, dns) for dns in env.world.instances.values()]
@@ -226,10 +235,14 @@ async def test_nlb_security_group_mode_managed_gives_the_nlb_its_group_and_delet
         await kube.create(NODES, kubelet_node(name, f"10.244.{i}.0/24"))
     await eventually(lambda: _all_initialised(kube, names))
     created = await kube.create(SERVICES, lb_service("managed-sg"), namespace=ns)
-    await eventually(lambda: _hostnames(kube, ns, ["managed-sg"]))
+    left = await kube.create(SERVICES, lb_service("managed-left"), namespace=ns)
+    await eventually(lambda: _hostnames(kube, ns, ["managed-sg", "managed-left"]))
     lb_name = default_load_balancer_name(created)
     group_name = nlb_group_name(env.world.cluster_id, created)  # --cluster-name=<cluster id>
     [group] = await asyncio.to_thread(_group_ids, env, group_name)
     assert await asyncio.to_thread(_nlb_groups, env, lb_name) == [group]
-    await delete_services(kube, ns, ["managed-sg"])
+    left_group = nlb_group_name(env.world.cluster_id, left)
+    await asyncio.to_thread(_delete_nlb, env, default_load_balancer_name(left))
+    await delete_services(kube, ns, ["managed-sg", "managed-left"])
     assert await asyncio.to_thread(_group_ids, env, group_name) == []
+    assert await asyncio.to_thread(_group_ids, env, left_group) == []

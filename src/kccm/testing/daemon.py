@@ -132,12 +132,16 @@ class Daemon:
 
     async def logged(self, text: str) -> bool:
         """Whether the log holds ``text`` (a probe for ``eventually``); raises
-        :class:`DaemonExited` once the process has ended, so a waiting test fails at once
-        instead of at its time limit."""
-        if self.proc.poll() is not None:
-            logs = await asyncio.to_thread(self.logs)
+        :class:`DaemonExited` once the process has ended without logging it, so a waiting
+        test fails at once instead of at its time limit. The exit is looked at before the
+        log is read: a line logged just before the exit is found, never reported missing."""
+        ended = self.proc.poll() is not None
+        logs = await asyncio.to_thread(self.logs)
+        if text in logs:
+            return True
+        if ended:
             raise DaemonExited(f"kccm exited early ({self.proc.returncode}):\n{logs[-3000:]}")
-        return text in await asyncio.to_thread(self.logs)
+        return False
 
     def stop(self, grace: float) -> int:
         """SIGTERM, SIGKILL after ``grace`` seconds (at once when ``grace`` is 0); the exit
@@ -188,14 +192,22 @@ class Daemons:
         return daemon
 
     def stop_all(self, grace: float) -> None:
-        """Stop every daemon, then print each log's warnings, errors and last lines: pytest
-        shows them under "Captured stdout teardown" when the test failed (and drops them
-        when it passed), so a CI failure can be diagnosed from its output alone."""
+        """Stop every daemon, even when stopping one fails (the first failure is raised after
+        all were stopped: a teardown must not leave processes running); then print each
+        log's warnings, errors and last lines: pytest shows them under "Captured stdout
+        teardown" when the test failed (and drops them when it passed), so a CI failure can
+        be diagnosed from its output alone."""
+        failures: list[BaseException] = []
         for daemon in self.started:
-            daemon.stop(grace)
+            try:
+                daemon.stop(grace)
+            except Exception as exc:  # re-raised below
+                failures.append(exc)
         for daemon in self.started:
             print(f"\n--- {daemon.log.name} (exit {daemon.proc.returncode}) ---")
             print(log_digest(daemon.logs()))
+        if failures:
+            raise failures[0]
 
 
 def log_digest(text: str, *, tail: int = 40, limit: int = 8000) -> str:

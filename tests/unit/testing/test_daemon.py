@@ -89,6 +89,14 @@ async def test_logged_fails_at_once_when_the_process_has_exited(tmp_path: Path) 
     assert daemon.stop(30) == 3, "stopping an ended daemon reports its status"
 
 
+async def test_a_line_logged_before_the_process_exited_counts(tmp_path: Path) -> None:
+    """A line a daemon logs just before it ends (its shutdown message) is found: the wait
+    fails only when the line is not in the whole log of an ended process."""
+    daemon = _child(tmp_path, "print('shutdown complete', flush=True)")
+    await asyncio.to_thread(daemon.proc.wait, 30)
+    assert await daemon.logged("shutdown complete")
+
+
 async def test_logged_is_false_until_the_line_appears(tmp_path: Path) -> None:
     daemon = _child(tmp_path, HONOURS_SIGTERM)
     try:
@@ -141,6 +149,27 @@ def test_log_digest(lines: list[str], digest: str) -> None:
 
 def test_log_digest_keeps_the_end_of_a_long_log() -> None:
     assert log_digest("x" * 100 + "\nEND", tail=2, limit=10) == "x" * 6 + "\nEND"
+
+
+def test_stop_all_stops_the_others_when_one_stop_fails(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A daemon that cannot be reaped must not leave the ones after it running."""
+    stuck, other = _child(tmp_path, HONOURS_SIGTERM), _child(tmp_path, HONOURS_SIGTERM)
+
+    def unreaped(grace: float) -> int:
+        stuck.proc.kill()
+        stuck.proc.wait(30)
+        raise subprocess.TimeoutExpired("kccm", grace)
+
+    monkeypatch.setattr(stuck, "stop", unreaped)
+    daemons = Daemons(tmp_path, [stuck, other])
+    try:
+        with pytest.raises(subprocess.TimeoutExpired):
+            daemons.stop_all(grace=30)
+        assert other.proc.poll() is not None
+    finally:
+        other.stop(0)
 
 
 class _RecordingKube:

@@ -1,8 +1,9 @@
 """What a Service asks of its NLB (``aws-load-balancer-type: nlb``): ports, health checks and
 the supported annotations (the Classic ELB's are read in ``classic_spec.py``).
 
-Annotation names and defaults are upstream cloud-provider-aws's; the ones kccm does not
-implement are rejected with a message rather than silently ignored (see docs/providers/aws.md).
+Annotation names and defaults are upstream cloud-provider-aws's; what upstream refuses on an
+NLB is refused with a message, what upstream ignores is ignored (``security-groups`` outside
+``NLBSecurityGroupMode = Managed``, logged; see docs/providers/aws.md).
 """
 
 from __future__ import annotations
@@ -37,6 +38,8 @@ from kccm.providers.aws.nlboptions import (
 
 __all__ = [
     "ANNOTATION_PREFIX",
+    "EXTRA_SECURITY_GROUPS",
+    "SECURITY_GROUPS",
     "SUPPORTED",
     "UNSUPPORTED",
     "HealthCheck",
@@ -62,6 +65,10 @@ HC_UNHEALTHY = ANNOTATION_PREFIX + "healthcheck-unhealthy-threshold"
 CROSS_ZONE = ANNOTATION_PREFIX + "cross-zone-load-balancing-enabled"
 SUBNETS = ANNOTATION_PREFIX + "subnets"
 TARGET_NODE_LABELS = ANNOTATION_PREFIX + "target-node-labels"
+SECURITY_GROUPS = ANNOTATION_PREFIX + "security-groups"
+"""Bring-your-own groups: used in ``NLBSecurityGroupMode = Managed``, otherwise ignored on an
+NLB, as upstream's ``ensureNLBSecurityGroup`` (see ``nlbgroups.py``)."""
+EXTRA_SECURITY_GROUPS = ANNOTATION_PREFIX + "extra-security-groups"
 
 SUPPORTED = (
     TYPE,
@@ -76,6 +83,7 @@ SUPPORTED = (
     CROSS_ZONE,
     SUBNETS,
     TARGET_NODE_LABELS,
+    SECURITY_GROUPS,
     SSL_CERT,
     SSL_PORTS,
     SSL_POLICY,
@@ -89,15 +97,9 @@ SUPPORTED = (
     TARGET_GROUP_ATTRIBUTES,
 )
 """Every annotation the provider reads."""
-UNSUPPORTED = tuple(
-    ANNOTATION_PREFIX + name
-    for name in (
-        "security-groups",
-        "extra-security-groups",
-    )
-)
-"""Upstream annotations that change an NLB's behaviour and that kccm refuses (a Service
-moved from upstream must not silently lose TLS or its addresses)."""
+UNSUPPORTED = (EXTRA_SECURITY_GROUPS,)
+"""Annotations refused on an NLB, as upstream's ``validateServiceAnnotations``
+(``aws_validations.go``) refuses them."""
 
 NLB_TYPES = ("", "nlb")
 ELSEWHERE_TYPES = ("external", "nlb-ip")
@@ -260,14 +262,8 @@ def _mappings(service: Service, hc: HealthCheck) -> tuple[PortMapping, ...]:
     return tuple(mappings)
 
 
-def load_balancer_spec(
-    service: Service,
-    probe: ProbeMode = ProbeMode(),
-    accept: tuple[str, ...] = (),
-) -> LoadBalancerSpec:
-    """Everything the provider needs from a Service; ServiceAnnotationError names the problem.
-    ``accept``: annotations of :data:`UNSUPPORTED` handled elsewhere (``security-groups`` in
-    ``NLBSecurityGroupMode = Managed``)."""
+def load_balancer_spec(service: Service, probe: ProbeMode = ProbeMode()) -> LoadBalancerSpec:
+    """Everything the provider needs from a Service; ServiceAnnotationError names the problem."""
     meta: Mapping[str, Any] = service.get("metadata") or {}
     spec: Mapping[str, Any] = service.get("spec") or {}
     annotations = _annotations(service)
@@ -278,14 +274,10 @@ def load_balancer_spec(
             "nlb-ip are the AWS Load Balancer Controller's; any other value, or none, gets a "
             "Classic ELB)"
         )
-    for key in UNSUPPORTED:
-        if key in annotations and key not in accept:
-            managed = (
-                " unless [Global] NLBSecurityGroupMode = Managed" if key == UNSUPPORTED[0] else ""
-            )
-            raise ServiceAnnotationError(
-                f"annotation {key} is not supported by kccm's aws provider for NLBs{managed}"
-            )
+    if EXTRA_SECURITY_GROUPS in annotations:  # upstream validateServiceAnnotations' words
+        raise ServiceAnnotationError(
+            f'BYO extra security group annotation "{EXTRA_SECURITY_GROUPS}" is not supported by NLB'
+        )
     if spec.get("sessionAffinity", "None") not in ("None", ""):
         raise ServiceAnnotationError(
             f"unsupported load balancer affinity: {spec['sessionAffinity']}"

@@ -38,11 +38,12 @@ from kccm.providers.aws.loadbalancer import (
     status_of,
     target_instance_ids,
 )
-from kccm.providers.aws.nlbgroups import MANAGED, SECURITY_GROUPS, NLBGroups
+from kccm.providers.aws.nlbgroups import MANAGED, NLBGroups
 from kccm.providers.aws.nlboptions import TARGET_GROUP_ATTRIBUTES
 from kccm.providers.aws.securitygroups import NodePorts, SecurityGroups
 from kccm.providers.aws.sgrules import source_ranges
 from kccm.providers.aws.tags import ClusterTagging
+from kccm.util.clock import REAL_CLOCK, Clock
 
 __all__ = ["CLASSIC_HOST_SUFFIX", "ServiceLoadBalancers", "is_nlb", "service_load_balancers"]
 
@@ -105,8 +106,6 @@ class ServiceLoadBalancers:
         self._nlb = nlb
         self._groups = groups
         self._own = NLBGroups(groups, managed=nlb_groups_managed)
-        if nlb_groups_managed:  # upstream ensureNLBSecurityGroup's bring-your-own groups
-            nlb.accept = (SECURITY_GROUPS,)
         self._probe = probe
         self.classic = ClassicLoadBalancers(api, tagging, groups, self._subnets, probe)
         # an NLB is never created over a Classic ELB of the same name (a type change)
@@ -127,7 +126,13 @@ class ServiceLoadBalancers:
         if handled_elsewhere(service):
             return None, False
         if is_nlb(service):
-            return self._nlb.get_load_balancer(cluster_name, service)
+            status, exists = self._nlb.get_load_balancer(cluster_name, service)
+            if not exists and self._own.leftover(cluster_name, service):
+                # the NLB went but AWS still held its group (DependencyViolation): it counts
+                # as existing so that the service controller calls delete again (upstream
+                # polls inside EnsureLoadBalancerDeleted instead), as for Classic ELB groups
+                return None, True
+            return status, exists
         status, exists = self.classic.get(service)
         if not exists and self._nlb_of(service) is not None:
             return self._nlb.get_load_balancer(cluster_name, service)  # made by an older kccm
@@ -208,18 +213,18 @@ class ServiceLoadBalancers:
         """Upstream ``EnsureLoadBalancer``'s NLB branch: ``ensureNLBSecurityGroup``, then
         ``ensureLoadBalancerv2`` with those groups, then ``ensureNLBSecurityGroupRules`` and
         the clean-up of detached owned groups."""
-        spec = load_balancer_spec(
-            service, self._probe, self._nlb.accept
-        )  # bad input fails before any write
+        spec = load_balancer_spec(service, self._probe)  # bad input fails before any write
         sources = self._source_ranges(service)
         existing = self._nlb_of(service) if self._own.managed else None
         wanted, managed_id = self._own.choose(cluster_name, service, existing)
         lb = self._nlb.ensure(service, nodes, wanted)
         if managed_id:
             self._own.sync_rules(managed_id, spec, sources)
-        if existing is not None and wanted is not None:
-            before = existing.get("SecurityGroups") or ()
-            self._own.detached(before, wanted, default_load_balancer_name(service))
+        before = list((existing or {}).get("SecurityGroups") or ()) if wanted else []
+        if wanted and not managed_id:  # bring your own: a managed group left is detached too
+            before += self._own.leftover(cluster_name, service)
+        if before:
+            self._own.detached(before, wanted or (), default_load_balancer_name(service))
         return lb
 
     @staticmethod
@@ -239,7 +244,7 @@ class ServiceLoadBalancers:
         branch of ``EnsureLoadBalancer`` (and so of ``UpdateLoadBalancer``)."""
         if self._groups.disable_ingress:
             return
-        spec = load_balancer_spec(service, self._probe, self._nlb.accept)
+        spec = load_balancer_spec(service, self._probe)
         subnet_ids = sorted(z["SubnetId"] for z in lb.get("AvailabilityZones") or ())
         subnets = self._api.pages("ec2", "describe_subnets", "Subnets", SubnetIds=subnet_ids)
         cidrs = sorted({s["CidrBlock"] for s in subnets})
@@ -272,6 +277,7 @@ def service_load_balancers(
     nlb: NetworkLoadBalancers,
     glob: AWSGlobalConfig,
     probe: ProbeMode,
+    clock: Clock = REAL_CLOCK,
 ) -> ServiceLoadBalancers:
     """The capability the provider hands out, from the cloud config's ``[Global]``."""
     groups = SecurityGroups(
@@ -280,6 +286,7 @@ def service_load_balancers(
         nlb.vpc_id,
         disable_ingress=glob.disable_security_group_ingress,
         elb_security_group=glob.elb_security_group,
+        clock=clock,
     )
     managed = glob.nlb_security_group_mode == MANAGED
     return ServiceLoadBalancers(api, tagging, nlb, groups, probe, nlb_groups_managed=managed)

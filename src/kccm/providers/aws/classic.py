@@ -111,7 +111,11 @@ class ClassicLoadBalancers:
         if lb is not None:
             return classic_status(lb), True
         group = self._groups.by_name(security_group_name(name))
-        leftover = group is not None and self._tagging.owns(group.get("Tags"))
+        leftover = (
+            group is not None
+            and self._tagging.owns(group.get("Tags"))
+            and group["GroupId"] not in self._groups.abandoned
+        )
         return None, leftover
 
     def ensure(self, service: Service, nodes: Sequence[Node]) -> LoadBalancerStatus:
@@ -221,7 +225,9 @@ class ClassicLoadBalancers:
         """The balancer is gone but its own group may remain (a delete retried after AWS
         still held the group): finish the job."""
         group = self._groups.by_name(security_group_name(name))
-        if group is None or group["GroupId"] in set(annotated[0]) | set(annotated[1]):
+        if group is None or group["GroupId"] in {*annotated[0], *annotated[1]}:
+            return
+        if group["GroupId"] in self._groups.abandoned:  # in use for 10 minutes: left, as upstream
             return
         if self._tagging.owns(group.get("Tags")):
             self._groups.revoke_references(group["GroupId"])

@@ -135,9 +135,6 @@ class NetworkLoadBalancers:
         self._probe = probe
         self.subnets = SubnetFinder(api, tagging, vpc_id=vpc_id, subnet_id=subnet_id)
         self.groups = TargetGroups(api, tagging)
-        self.accept: tuple[str, ...] = ()
-        """Annotations otherwise refused that the caller handles (``security-groups`` in
-        ``NLBSecurityGroupMode = Managed``)."""
         self.classic_exists: Callable[[str], bool] | None = None
         """Hook for the Classic ELB side: whether a Classic ELB of this name exists. Set, an
         NLB is never created where a Classic ELB serves the Service: the type change is
@@ -196,7 +193,7 @@ class NetworkLoadBalancers:
         ``ensureLoadBalancerv2``'s ``securityGroups``); ``None`` or empty leaves them."""
         if handled_elsewhere(service):
             raise ImplementedElsewhere()
-        spec = load_balancer_spec(service, self._probe, self.accept)
+        spec = load_balancer_spec(service, self._probe)
         name = default_load_balancer_name(service)
         instances = target_instance_ids(nodes, spec.target_labels)
         tags = self._tagging.build({**spec.extra_tags, SERVICE_NAME_TAG: spec.service_key})
@@ -228,7 +225,7 @@ class NetworkLoadBalancers:
         """Update the targets, returning the balancer as described."""
         if handled_elsewhere(service):
             raise ImplementedElsewhere()
-        spec = load_balancer_spec(service, self._probe, self.accept)
+        spec = load_balancer_spec(service, self._probe)
         name = default_load_balancer_name(service)
         lb = self.describe(name)
         if lb is None:
@@ -259,7 +256,7 @@ class NetworkLoadBalancers:
         """Target groups this Service's ports would use that no listener holds (left by an
         ensure interrupted between creating a group and its listener)."""
         try:
-            spec = load_balancer_spec(service, self._probe, self.accept)
+            spec = load_balancer_spec(service, self._probe)
         except ServiceAnnotationError:
             return []
         found = []

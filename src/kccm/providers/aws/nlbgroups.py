@@ -3,7 +3,8 @@
 Upstream cloud-provider-aws (``pkg/providers/v1/aws.go``):
 
 - ``ensureNLBSecurityGroup`` chooses the groups an NLB is given: none when the mode is off (an
-  existing NLB keeps what it has); in Managed mode none either for an existing NLB that has no
+  existing NLB keeps what it has; the ``aws-load-balancer-security-groups`` annotation is
+  ignored, logged at info level); in Managed mode none either for an existing NLB that has no
   group (AWS cannot add groups to an NLB created without one), the groups of the
   ``aws-load-balancer-security-groups`` annotation (bring your own: their rules are never
   touched), else the group named by ``GetSecurityGroupNameForNLB``, described
@@ -16,7 +17,9 @@ Upstream cloud-provider-aws (``pkg/providers/v1/aws.go``):
   (``removeOwnedSecurityGroups``);
 - ``EnsureLoadBalancerDeleted`` deletes the NLB's cluster-owned groups that no annotation names
   (``buildSecurityGroupsToDelete``, ``isOwnedSecurityGroup``) after the balancer, retrying while
-  AWS still reports ``DependencyViolation`` (``deleteSecurityGroupsWithBackoff``).
+  AWS still reports ``DependencyViolation`` (``deleteSecurityGroupsWithBackoff``); the
+  retry finds the managed group by its name (:meth:`NLBGroups.leftover`), and while it is
+  left the balancer counts as existing (``GetLoadBalancer``) so that the retry happens.
 
 The node security group's rules do not change with the mode: upstream keeps calling
 ``updateInstanceSecurityGroupsForNLB`` with the client and subnet CIDRs.
@@ -31,7 +34,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kccm.cloudprovider import CloudProviderError, RetryError, Service
-from kccm.providers.aws.annotations import ADDITIONAL_TAGS, LoadBalancerSpec, key_value_list
+from kccm.providers.aws.annotations import (
+    ADDITIONAL_TAGS,
+    EXTRA_SECURITY_GROUPS,
+    SECURITY_GROUPS,
+    LoadBalancerSpec,
+    key_value_list,
+)
 from kccm.providers.aws.classic_spec import security_group_list
 from kccm.providers.aws.securitygroups import SecurityGroups
 from kccm.providers.aws.sgrules import Rule, icmp_mtu
@@ -50,8 +59,6 @@ MANAGED = "Managed"
 """Upstream ``config.NLBSecurityGroupModeManaged`` (matched exactly, case included)."""
 NLB_GROUP_DESCRIPTION = "[k8s] Managed SecurityGroup for LoadBalancer"
 """Upstream ``ensureNLBSecurityGroup``'s description of the group it creates."""
-SECURITY_GROUPS = "service.beta.kubernetes.io/aws-load-balancer-security-groups"
-EXTRA_SECURITY_GROUPS = "service.beta.kubernetes.io/aws-load-balancer-extra-security-groups"
 _NOT_ALNUM = re.compile(r"[^0-9A-Za-z]")
 """Upstream ``invalidSecurityGroupNameNLBPattern`` (``[[:^alnum:]]``)."""
 
@@ -62,6 +69,19 @@ def _meta(service: Service) -> Mapping[str, Any]:
 
 def _annotations(service: Service) -> Mapping[str, str]:
     return _meta(service).get("annotations") or {}
+
+
+def _annotated(service: Service) -> set[str]:
+    """The groups the Service's security-group annotations name (never deleted)."""
+    annotations = _annotations(service)
+    return {
+        *security_group_list(annotations.get(SECURITY_GROUPS, "")),
+        *security_group_list(annotations.get(EXTRA_SECURITY_GROUPS, "")),
+    }
+
+
+def _key(service: Service) -> str:
+    return f"{_meta(service).get('namespace', '')}/{_meta(service).get('name', '')}"
 
 
 def nlb_group_name(cluster_name: str, service: Service) -> str:
@@ -103,6 +123,13 @@ class NLBGroups:
         """Upstream ``ensureNLBSecurityGroup``: the groups the NLB is to have (``None``: keep
         whatever it has) and the managed group's ID ("" when the rules are not kccm's)."""
         if not self.managed:
+            if SECURITY_GROUPS in _annotations(service):
+                log.info(
+                    "NLB of %s: annotation %s ignored (only read with [Global] "
+                    "NLBSecurityGroupMode = Managed, as upstream)",
+                    _key(service),
+                    SECURITY_GROUPS,
+                )
             return None, ""
         if existing is not None and not existing.get("SecurityGroups"):
             log.info(
@@ -128,7 +155,10 @@ class NLBGroups:
 
     def detached(self, before: Sequence[str], after: Sequence[str], owner: str) -> None:
         """Upstream ``removeOwnedSecurityGroups`` after an update: groups the NLB no longer
-        has are deleted when the cluster owns them; failures are logged, as upstream."""
+        has are deleted when the cluster owns them; failures are logged, as upstream. Where
+        upstream polls up to 10 min while AWS still holds a group, kccm's worker goes on: the
+        caller passes the managed group found by name (:meth:`leftover`) in ``before`` while
+        the Service brings its own groups, so the next ensure deletes it."""
         gone = self._groups.describe(set(before) - set(after))
         for gid in sorted(gone):  # upstream revokes references to every detached group
             self._groups.revoke_references(gid)
@@ -141,12 +171,7 @@ class NLBGroups:
     def to_delete(self, service: Service, lb_groups: Sequence[str]) -> list[str]:
         """Upstream ``buildSecurityGroupsToDelete`` for an NLB: the balancer's groups that the
         cluster owns, other than ``ElbSecurityGroup`` and those an annotation names."""
-        annotations = _annotations(service)
-        named = {
-            *security_group_list(annotations.get(SECURITY_GROUPS, "")),
-            *security_group_list(annotations.get(EXTRA_SECURITY_GROUPS, "")),
-            self._groups.elb_security_group,
-        }
+        named = {*_annotated(service), self._groups.elb_security_group}
         return sorted(
             gid
             for gid, group in self._groups.describe(lb_groups).items()
@@ -155,13 +180,17 @@ class NLBGroups:
 
     def leftover(self, cluster_name: str, service: Service) -> list[str]:
         """After the balancer is gone (a retry of a delete that met ``DependencyViolation``),
-        the managed group is found by its name; only a cluster-owned one is deleted."""
-        if not self.managed:
-            return []
+        the managed group is found by its name; only a cluster-owned one that no annotation
+        names is deleted, until it is given up (``SecurityGroups.abandoned``: 10 minutes in
+        use, as upstream). Looked for in either mode: a group made in Managed mode outlives a
+        switch of the mode (upstream's delete, polling in place, deletes it then too)."""
         group = self._groups.by_name(nlb_group_name(cluster_name, service))
         if group is None or not self._groups.is_owned(group):
             return []
-        return [str(group["GroupId"])]
+        gid = str(group["GroupId"])
+        if gid in _annotated(service) or gid in self._groups.abandoned:
+            return []
+        return [gid]
 
     def delete(self, ids: Sequence[str], owner: str) -> None:
         """Upstream ``deleteSecurityGroupsWithBackoff``: a group still in use makes the

@@ -17,6 +17,7 @@ from kccm.providers.aws.loadbalancer import NetworkLoadBalancers
 from kccm.providers.aws.routes import VPCRoutes
 from kccm.providers.aws.tags import ClusterTagging
 from kccm.providers.aws.topology import InstanceTopologies
+from kccm.util.clock import REAL_CLOCK, Clock
 
 __all__ = ["PROVIDER_NAME", "AWSCloud", "new_aws_cloud"]
 
@@ -29,14 +30,18 @@ class AWSCloud:
     """The provider; every method is a plain ``def`` (boto3 is synchronous), so the framework
     runs them in its thread pool."""
 
-    def __init__(self, config: AWSCloudConfig, session: Any = None) -> None:
+    def __init__(
+        self, config: AWSCloudConfig, session: Any = None, clock: Clock = REAL_CLOCK
+    ) -> None:
         glob = config.global_
         self.config = config
         self.api = AWSAPI(config, session)
         self.tagging = ClusterTagging(
             config.cluster_id, uses_legacy_tag=bool(glob.kubernetes_cluster_tag)
         )
-        topologies = InstanceTopologies(self.api, glob.supported_topology_instance_type_pattern)
+        topologies = InstanceTopologies(
+            self.api, glob.supported_topology_instance_type_pattern, clock
+        )
         self._instances = EC2Instances(
             self.api, self.tagging, config.region, config.ip_families, topologies
         )
@@ -49,7 +54,7 @@ class AWSCloud:
             self.api, self.tagging, vpc_id=glob.vpc, subnet_id=glob.subnet_id, probe=probe
         )
         self._service_balancers = service_load_balancers(
-            self.api, self.tagging, self._balancers, glob, probe
+            self.api, self.tagging, self._balancers, glob, probe, clock
         )
         self._routes = VPCRoutes(
             self.api,

@@ -38,13 +38,23 @@ from kccm.providers.aws.sgrules import (
     rules_of,
 )
 from kccm.providers.aws.tags import OWNED, ClusterTagging, tag_dict
+from kccm.util.clock import REAL_CLOCK, Clock
 
-__all__ = ["DELETE_RETRY_SECONDS", "Instance", "NodePorts", "SecurityGroups"]
+__all__ = [
+    "DELETE_GIVE_UP_SECONDS",
+    "DELETE_RETRY_SECONDS",
+    "Instance",
+    "NodePorts",
+    "SecurityGroups",
+]
 
 log = logging.getLogger(__name__)
 
 DELETE_RETRY_SECONDS = 5.0
 """Upstream polls every 5 s while a deleted balancer still holds its group."""
+DELETE_GIVE_UP_SECONDS = 600.0
+"""Upstream ``deleteSecurityGroupsWithBackoff`` polls for 10 minutes, then reports the groups
+still in use and leaves them (its next ``EnsureLoadBalancerDeleted`` finds no balancer)."""
 FILTER_CHUNK = 200
 Group = Mapping[str, Any]
 Instance = Mapping[str, Any]
@@ -74,8 +84,14 @@ class SecurityGroups:
         *,
         disable_ingress: bool = False,
         elb_security_group: str = "",
+        clock: Clock = REAL_CLOCK,
     ) -> None:
         self._api = api
+        self._clock = clock
+        self._busy_since: dict[str, float] = {}
+        self.abandoned: set[str] = set()
+        """Groups still in use after :data:`DELETE_GIVE_UP_SECONDS` of deletes: left in place,
+        as upstream leaves them, and no longer counted as a balancer's leftovers."""
         self._tagging = tagging
         self._vpc_id = vpc_id
         self.disable_ingress = disable_ingress
@@ -268,23 +284,39 @@ class SecurityGroups:
 
     def delete_groups(self, ids: Iterable[str], owner: str) -> None:
         """Delete the groups; one still in use (the balancer is going away) makes the caller
-        retry after 5 s, as upstream's ``deleteSecurityGroupsWithBackoff`` polls."""
-        busy = []
+        retry after 5 s, as upstream's ``deleteSecurityGroupsWithBackoff`` polls, for up to
+        10 minutes: then the group is given up (:attr:`abandoned`, an error), as upstream."""
+        busy: list[str] = []
+        given_up: list[str] = []
         for group_id in sorted(set(ids)):
             try:
                 self._api.call("ec2", "delete_security_group", GroupId=group_id)
                 log.info("deleted security group %s of %s", group_id, owner)
             except CloudProviderError as err:
-                if _code(err) == "InvalidGroup.NotFound":
+                if _code(err) == "DependencyViolation":
+                    (given_up if self._gives_up(group_id) else busy).append(group_id)
                     continue
-                if _code(err) != "DependencyViolation":
+                if _code(err) != "InvalidGroup.NotFound":
                     raise
-                busy.append(group_id)
+            self._busy_since.pop(group_id, None)
+            self.abandoned.discard(group_id)
         if busy:
             raise RetryError(
                 f"security groups {', '.join(busy)} of {owner} are still in use; retrying",
                 DELETE_RETRY_SECONDS,
             )
+        if given_up:
+            raise CloudProviderError(
+                f"could not delete security groups {', '.join(given_up)} of {owner}: still in "
+                f"use after {DELETE_GIVE_UP_SECONDS / 60:.0f} minutes; left in place (as "
+                "upstream's deleteSecurityGroupsWithBackoff leaves them)"
+            )
+
+    def _gives_up(self, group_id: str) -> bool:
+        since = self._busy_since.setdefault(group_id, self._clock.monotonic())
+        if self._clock.monotonic() - since >= DELETE_GIVE_UP_SECONDS:
+            self.abandoned.add(group_id)
+        return group_id in self.abandoned
 
     def revoke_references(self, group_id: str) -> None:
         """Upstream ``revokeSecurityGroupReferences``: drop the rules of cluster-tagged groups

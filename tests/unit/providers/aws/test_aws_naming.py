@@ -177,9 +177,9 @@ def test_health_checks_like_upstream(
             _service({P + "type": "clb"}), "'clb' does not ask for an NLB", id="classic-elb-type"
         ),
         pytest.param(
-            _service({P + "security-groups": "sg-1"}),
-            "security-groups is not supported",
-            id="refused-not-dropped",
+            _service({P + "extra-security-groups": "sg-1"}),
+            "BYO extra security group annotation",
+            id="extra-security-groups-refused-as-upstream",
         ),
         pytest.param(
             _service({P + "healthcheck-healthy-threshold": "11"}),

@@ -4,7 +4,10 @@ manage it, against moto (server mode, as the other aws tests)."""
 
 from __future__ import annotations
 
+import copy
 import hashlib
+import logging
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -16,6 +19,8 @@ from test_aws_nlb_security import nlb_service
 
 from kccm.cloudprovider import CloudConfigError, default_load_balancer_name
 from kccm.providers.aws import AWSCloud
+from kccm.providers.aws.annotations import ServiceAnnotationError
+from kccm.providers.aws.api import AWSAPIError
 from kccm.providers.aws.config import load_aws_config
 from kccm.providers.aws.nlbgroups import NLB_GROUP_DESCRIPTION, nlb_group_name
 
@@ -215,6 +220,41 @@ def test_switching_to_byo_sets_the_groups_and_deletes_the_managed_one(
     assert group_named(world.url, world.vpc_id, nlb_group_name(CLUSTER, svc)) is None
 
 
+def test_a_detached_group_aws_still_held_is_deleted_by_a_later_ensure(
+    managed: AWSCloud, world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Upstream ``removeOwnedSecurityGroups`` polls up to 10 min while AWS still holds a
+    group the NLB no longer has (``DependencyViolation``); kccm does not block its worker: the
+    ensure succeeds (the failure logged, as upstream) and the next ensure deletes the group,
+    found by its name (moto never reports DependencyViolation: the first delete is refused
+    here)."""
+    svc = nlb_service()
+    lb = lb_of(managed)
+    lb.ensure_load_balancer(CLUSTER, svc, nodes(world))
+    ec2, _ = clients(world.url)
+    byo = ec2.create_security_group(GroupName="byo", Description="mine", VpcId=world.vpc_id)
+    svc["metadata"]["annotations"][P + "security-groups"] = byo["GroupId"]
+    real, busy = managed.api.call, [True]
+
+    def call(service: str, operation: str, **params: Any) -> dict[str, Any]:
+        if operation == "delete_security_group" and busy[0]:
+            raise AWSAPIError(
+                "ec2 delete_security_group: DependencyViolation", "DependencyViolation"
+            )
+        return real(service, operation, **params)
+
+    monkeypatch.setattr(managed.api, "call", call)
+    lb.ensure_load_balancer(CLUSTER, svc, nodes(world))
+    assert nlb(world, svc)["SecurityGroups"] == [byo["GroupId"]]
+    assert group_named(world.url, world.vpc_id, nlb_group_name(CLUSTER, svc)) is not None
+    busy[0] = False
+    lb.ensure_load_balancer(CLUSTER, svc, nodes(world))
+    assert group_named(world.url, world.vpc_id, nlb_group_name(CLUSTER, svc)) is None
+    counts = dict(managed.api.counts())
+    lb.ensure_load_balancer(CLUSTER, svc, nodes(world))
+    assert writes(counts, managed.api.counts()) == {}
+
+
 def test_an_existing_nlb_without_groups_is_left_without(world: World, aws_env: None) -> None:
     svc = nlb_service()
     plain = AWSCloud(load_aws_config(world.cloud_config()))
@@ -232,6 +272,49 @@ def test_without_the_mode_an_nlb_gets_no_group(cloud: AWSCloud, world: World) ->
     svc = nlb_service()
     lb_of(cloud).ensure_load_balancer(CLUSTER, svc, nodes(world))
     assert not nlb(world, svc).get("SecurityGroups")
+
+
+def test_without_the_mode_the_security_groups_annotation_is_ignored(
+    cloud: AWSCloud, world: World, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Upstream ``ensureNLBSecurityGroup`` reads the annotation only in Managed mode: the
+    Service is served (not refused), the NLB gets no group, the group is not touched, the
+    Service is left as it was; kccm says so in its log."""
+    ec2, _ = clients(world.url)
+    byo = ec2.create_security_group(GroupName="byo", Description="mine", VpcId=world.vpc_id)
+    svc = nlb_service()
+    svc["metadata"]["annotations"][P + "security-groups"] = byo["GroupId"]
+    before = copy.deepcopy(svc)
+    lb = lb_of(cloud)
+    with caplog.at_level(logging.INFO, logger="kccm.providers.aws.nlbgroups"):
+        lb.ensure_load_balancer(CLUSTER, svc, nodes(world))
+        counts = dict(cloud.api.counts())
+        lb.update_load_balancer(CLUSTER, svc, nodes(world))
+    assert writes(counts, cloud.api.counts()) == {}
+    assert not nlb(world, svc).get("SecurityGroups")
+    assert group_rules(world.url, byo["GroupId"]) == set()
+    assert svc == before
+    ignored = [r for r in caplog.records if "security-groups ignored" in r.getMessage()]
+    assert ignored
+    assert {r.levelno for r in ignored} == {logging.INFO}
+
+
+@pytest.mark.parametrize(
+    "mode", [pytest.param("", id="unmanaged"), pytest.param("Managed", id="managed")]
+)
+def test_extra_security_groups_are_refused_in_upstreams_words(
+    world: World, aws_env: None, mode: str
+) -> None:
+    config = world.cloud_config(APIMaxAttempts="1", NLBSecurityGroupMode=mode)
+    svc = nlb_service()
+    svc["metadata"]["annotations"][P + "extra-security-groups"] = "sg-1"
+    lb = lb_of(AWSCloud(load_aws_config(config)))
+    expected = (
+        'BYO extra security group annotation "service.beta.kubernetes.io/'
+        'aws-load-balancer-extra-security-groups" is not supported by NLB'
+    )
+    with pytest.raises(ServiceAnnotationError, match=re.escape(expected)):
+        lb.ensure_load_balancer(CLUSTER, svc, nodes(world))
 
 
 # -- delete ----------------------------------------------------------------------------------
@@ -277,3 +360,41 @@ def test_a_delete_retried_after_the_balancer_went_finds_the_group_by_name(
     elbv2.delete_load_balancer(LoadBalancerArn=nlb(world, svc)["LoadBalancerArn"])
     lb.ensure_load_balancer_deleted(CLUSTER, svc)
     assert group_named(world.url, world.vpc_id, nlb_group_name(CLUSTER, svc)) is None
+
+
+@pytest.mark.parametrize(
+    "mode_at_delete",
+    [pytest.param("Managed", id="still-managed"), pytest.param("", id="mode-turned-off")],
+)
+def test_a_balancer_gone_with_its_group_left_is_reported_so_the_delete_is_retried(
+    managed: AWSCloud, world: World, mode_at_delete: str
+) -> None:
+    """The service controller calls delete only while ``get_load_balancer`` says the balancer
+    exists (upstream ``syncLoadBalancerIfNeeded``): after a delete met DependencyViolation
+    (made here by deleting the NLB directly: moto never reports it) the group left must keep
+    the answer "exists", or the finalizer goes and the group is never deleted."""
+    svc = nlb_service()
+    lb_of(managed).ensure_load_balancer(CLUSTER, svc, nodes(world))
+    _, elbv2 = clients(world.url)
+    elbv2.delete_load_balancer(LoadBalancerArn=nlb(world, svc)["LoadBalancerArn"])
+    config = world.cloud_config(APIMaxAttempts="1", NLBSecurityGroupMode=mode_at_delete)
+    lb = lb_of(AWSCloud(load_aws_config(config)))
+    assert lb.get_load_balancer(CLUSTER, svc) == (None, True)
+    lb.ensure_load_balancer_deleted(CLUSTER, svc)
+    assert group_named(world.url, world.vpc_id, nlb_group_name(CLUSTER, svc)) is None
+    assert lb.get_load_balancer(CLUSTER, svc) == (None, False)
+
+
+def test_a_left_group_the_annotation_names_is_not_the_balancers(
+    managed: AWSCloud, world: World
+) -> None:
+    svc = nlb_service()
+    lb = lb_of(managed)
+    lb.ensure_load_balancer(CLUSTER, svc, nodes(world))
+    gid = own_group(world, svc)["GroupId"]
+    _, elbv2 = clients(world.url)
+    elbv2.delete_load_balancer(LoadBalancerArn=nlb(world, svc)["LoadBalancerArn"])
+    svc["metadata"]["annotations"][P + "security-groups"] = gid
+    assert lb.get_load_balancer(CLUSTER, svc) == (None, False)
+    lb.ensure_load_balancer_deleted(CLUSTER, svc)
+    assert group_named(world.url, world.vpc_id, nlb_group_name(CLUSTER, svc)) is not None
