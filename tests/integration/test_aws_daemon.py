@@ -207,8 +207,8 @@ async def delete_services(kube: KubeApiClient, ns: str, names: list[str]) -> Non
 async def _lbs_where(
     env: Env, check: Callable[[dict[str, dict[str, Any]]], bool]
 ) -> dict[str, dict[str, Any]] | None:
-    lbs = await asyncio.to_thread(_moto_lbs, env)
-    return lbs if check(lbs) else None
+    lbs = await asyncio.to_thread(support.read_while_changing, lambda: _moto_lbs(env))
+    return lbs if lbs is not None and check(lbs) else None
 
 
 async def _routes(env: Env, count: int) -> list[str] | None:

@@ -162,7 +162,7 @@ async def test_zone_id_ghost_nodes_tls_and_changes_aws_cannot_make(
     await eventually(lambda: _hostnames(kube, ns, services))
 
     async def tls_listeners() -> bool:
-        found = await asyncio.to_thread(_listeners, env)
+        found = await asyncio.to_thread(support.read_while_changing, lambda: _listeners(env))
         classic = await asyncio.to_thread(_classic_listeners, env)
         return found == {80: ("TCP", []), 443: ("TLS", [cert])} and classic == {
             80: ("TCP", "TCP", ""),

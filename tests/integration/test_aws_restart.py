@@ -108,8 +108,13 @@ def _writes(requests: Counter[str]) -> dict[str, int]:
     return {op: n for op, n in requests.items() if classify_by_verb(op)}
 
 
+async def _balancers_now(env: Env) -> dict[str, dict[int, Any]] | None:
+    """:func:`_balancers`, or None while kccm replaces what the probe walks through."""
+    return await asyncio.to_thread(support.read_while_changing, lambda: _balancers(env))
+
+
 async def _state_is(env: Env, wanted: dict[str, dict[int, Any]]) -> bool:
-    return await asyncio.to_thread(_balancers, env) == wanted
+    return await _balancers_now(env) == wanted
 
 
 async def _ensured_since(kube: KubeApiClient, ns: str, count: int) -> bool:
@@ -147,9 +152,11 @@ async def test_restarts_repair_drift_write_nothing_when_unchanged_and_apply_conf
     everyone = sorted(env.world.instances)
 
     async def settled() -> dict[str, dict[int, Any]] | None:
-        found = await asyncio.to_thread(_balancers, env)
-        ok = len(found) == 2 and all(
-            [t for _, _, t in lb.values()] == [everyone] for lb in found.values()
+        found = await _balancers_now(env)
+        ok = (
+            found is not None
+            and len(found) == 2
+            and all([t for _, _, t in lb.values()] == [everyone] for lb in found.values())
         )
         return found if ok else None
 

@@ -18,12 +18,14 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, TypeVar
 
 import boto3
+import botocore.exceptions
 from moto.elb import models as elb_models
 from moto.server import ThreadedMotoServer
 
+T = TypeVar("T")
 REGION = "eu-west-1"
 ZONES = ("eu-west-1a", "eu-west-1b")
 CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}
@@ -312,6 +314,23 @@ def leftovers(url: str, vpc_id: str) -> dict[str, list[str]]:
     ]
     routes = [r["DestinationCidrBlock"] for t in tables for r in t["Routes"] if r.get("InstanceId")]
     return {"load_balancers": balancers, "target_groups": groups, "routes": routes}
+
+
+GONE_MEANWHILE = frozenset({"LoadBalancerNotFound", "ListenerNotFound", "TargetGroupNotFound"})
+"""Error codes of a read that names what an earlier read returned and the provider has
+replaced or deleted since (a target group replaced on a port change, a balancer deleted)."""
+
+
+def read_while_changing(read: Callable[[], T]) -> T | None:
+    """``read()``, or None when it met :data:`GONE_MEANWHILE`: a test's probe that walks
+    balancer -> listeners -> target groups while the provider changes them reads again later
+    instead of failing."""
+    try:
+        return read()
+    except botocore.exceptions.ClientError as err:
+        if err.response.get("Error", {}).get("Code") in GONE_MEANWHILE:
+            return None
+        raise
 
 
 # -- the fault proxy ---------------------------------------------------------------------------
