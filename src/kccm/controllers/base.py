@@ -47,6 +47,14 @@ class ControllerContext:
     clock: Clock = REAL_CLOCK
     cluster_name: str = DEFAULT_CLUSTER_NAME
 
+    def has_instances(self, controller: str, log: Logger) -> bool:
+        """Whether the provider has Instances or InstancesV2; when it has neither, ``controller``
+        is skipped with a warning (upstream's node controllers skip rather than fail)."""
+        if self.cloud.instances() is None and self.cloud.instances_v2() is None:
+            log.warning("Skipping %s: cloud provider does not support instances", controller)
+            return False
+        return True
+
 
 _GAUGES: weakref.WeakKeyDictionary[CollectorRegistry, Gauge] = weakref.WeakKeyDictionary()
 

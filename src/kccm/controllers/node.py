@@ -476,7 +476,6 @@ def build(
 ) -> CloudNodeController | None:
     """The controller, or None (with a warning) when the provider has neither Instances nor
     InstancesV2 — upstream then skips the controller instead of failing."""
-    if context.cloud.instances() is None and context.cloud.instances_v2() is None:
-        _log.warning("Skipping %s: cloud provider does not support instances", CONTROLLER_NAME)
+    if not context.has_instances(CONTROLLER_NAME, _log):
         return None
     return CloudNodeController(context, options or NodeControllerOptions())

@@ -256,7 +256,6 @@ def build(
 ) -> CloudNodeLifecycleController | None:
     """The controller, or None (with a warning) when the provider has neither Instances nor
     InstancesV2 — upstream then skips the controller instead of failing."""
-    if context.cloud.instances() is None and context.cloud.instances_v2() is None:
-        _log.warning("Skipping %s: cloud provider does not support instances", CONTROLLER_NAME)
+    if not context.has_instances(CONTROLLER_NAME, _log):
         return None
     return CloudNodeLifecycleController(context, options or NodeLifecycleControllerOptions())

@@ -167,10 +167,25 @@ async def _patch_node_taints(
     await kube.patch(NODES, node_name, patch, patch_type=PatchType.STRATEGIC)
 
 
+_TaintOp = Callable[[list[dict[str, Any]], Mapping[str, Any]], tuple[list[Any], bool]]
+
+
+def _apply_each(
+    op: _TaintOp, taints: tuple[Mapping[str, Any], ...], current: list[dict[str, Any]]
+) -> tuple[list[Any], bool]:
+    """``op`` applied for each of ``taints`` in turn; True when any of them changed the list."""
+    any_update = False
+    for taint in taints:
+        current, updated = op(current, taint)
+        any_update = any_update or updated
+    return current, any_update
+
+
 async def _change_taints(
     kube: KubeClient,
     node_name: str,
-    change: Callable[[list[dict[str, Any]]], tuple[list[Any], bool]],
+    op: _TaintOp,
+    taints: tuple[Mapping[str, Any], ...],
     clock: Clock,
 ) -> bool:
     changed = False
@@ -178,11 +193,11 @@ async def _change_taints(
     async def attempt() -> None:
         nonlocal changed
         node = await kube.get(NODES, node_name)
-        taints, updated = change(_node_taints(node))
+        result, updated = _apply_each(op, taints, _node_taints(node))
         if not updated:
             changed = False
             return
-        await _patch_node_taints(kube, node_name, node, taints)
+        await _patch_node_taints(kube, node_name, node, result)
         changed = True
 
     await retry_on_conflict(UPDATE_TAINT_BACKOFF, attempt, clock=clock)
@@ -201,15 +216,7 @@ async def add_or_update_taint_on_node(
     """
     if not taints:
         return False
-
-    def change(current: list[dict[str, Any]]) -> tuple[list[Any], bool]:
-        any_update = False
-        for taint in taints:
-            current, updated = _with_taint(current, taint)
-            any_update = any_update or updated
-        return current, any_update
-
-    return await _change_taints(kube, node_name, change, clock)
+    return await _change_taints(kube, node_name, _with_taint, taints, clock)
 
 
 async def remove_taint_off_node(
@@ -230,15 +237,7 @@ async def remove_taint_off_node(
         present = _node_taints(node)
         if not any(taint_matches(t, want) for t in present for want in taints):
             return False
-
-    def change(current: list[dict[str, Any]]) -> tuple[list[Any], bool]:
-        any_update = False
-        for taint in taints:
-            current, updated = _without_taint(current, taint)
-            any_update = any_update or updated
-        return current, any_update
-
-    return await _change_taints(kube, node_name, change, clock)
+    return await _change_taints(kube, node_name, _without_taint, taints, clock)
 
 
 # -- labels ---------------------------------------------------------------------------------
