@@ -26,6 +26,7 @@ from kccm.kube.interface import (
     Preconditions,
     WatchEvent,
     WatchEventType,
+    collect_pages,
 )
 from kccm.kube.resources import Resource
 from kccm.kube.transport import HttpResponse, Transport
@@ -142,18 +143,15 @@ class KubeApiClient:
         field_selector: str | None = None,
         page_size: int = 500,
     ) -> ListResult:
-        items: builtins.list[Obj] = []
-        version = ""
-        async for page, page_version in self.list_pages(
-            resource,
-            namespace=namespace,
-            label_selector=label_selector,
-            field_selector=field_selector,
-            page_size=page_size,
-        ):
-            items.extend(page)
-            version = page_version
-        return ListResult(items=items, resource_version=version)
+        return await collect_pages(
+            self.list_pages(
+                resource,
+                namespace=namespace,
+                label_selector=label_selector,
+                field_selector=field_selector,
+                page_size=page_size,
+            )
+        )
 
     async def watch(
         self,

@@ -35,6 +35,7 @@ from kccm.kube.interface import (
     Preconditions,
     WatchEvent,
     WatchEventType,
+    collect_pages,
 )
 from kccm.kube.patching import apply_json_patch, merge_patch, strategic_merge_patch
 from kccm.kube.resources import Resource
@@ -164,14 +165,11 @@ class FakeKube:
         field_selector: str | None = None,
         page_size: int = 500,
     ) -> ListResult:
-        items: builtins.list[Obj] = []
-        version = ""
-        async for page, page_version in self.list_pages(
-            resource, namespace=namespace, label_selector=label_selector, page_size=page_size
-        ):
-            items.extend(page)
-            version = page_version
-        return ListResult(items, version)
+        return await collect_pages(
+            self.list_pages(
+                resource, namespace=namespace, label_selector=label_selector, page_size=page_size
+            )
+        )
 
     async def watch(
         self,

@@ -24,6 +24,7 @@ __all__ = [
     "Preconditions",
     "WatchEvent",
     "WatchEventType",
+    "collect_pages",
 ]
 
 Obj = dict[str, Any]
@@ -61,6 +62,16 @@ class ListResult:
 
     items: list[Obj]
     resource_version: str
+
+
+async def collect_pages(pages: AsyncIterator[tuple[list[Obj], str]]) -> ListResult:
+    """The pages of a ``list_pages`` as one list, with the last page's resourceVersion."""
+    items: list[Obj] = []
+    version = ""
+    async for page, page_version in pages:
+        items.extend(page)
+        version = page_version
+    return ListResult(items=items, resource_version=version)
 
 
 @dataclass(frozen=True, slots=True)
