@@ -4,7 +4,9 @@ Two vCenters (one config, credentials in a Kubernetes Secret), zones and regions
 kubelet-style uninitialised Nodes for every VM get providerID, addresses, instance type and
 topology labels; a VM powered off gets the shutdown taint, loses it when back; a destroyed VM's
 Node is deleted; injected NotAuthenticated / NoPermission faults are absorbed and logged.
-A wrong password at start ends the process with one line and exit status 2.
+A wrong password at start ends the process with one line and exit status 2. A shared session
+manager in the Secret (fake vc-session-manager handing out vcsim clone tickets) logs in with
+CloneSession; a wrong session manager token ends the process the same way.
 
 Size: ``KCCM_VSPHERE_E2E_VMS`` VMs per vCenter (default 4). ``KCCM_VSPHERE_E2E_REPORT=<file>``
 writes the figures (times, vSphere calls) as JSON; bench/vsphere_node_init.py drives 200.
@@ -19,7 +21,7 @@ import json
 import os
 import subprocess
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,6 +43,7 @@ from kccm.testing.daemon import SA_GROUPS, SA_USER, Daemons, apply_rbac
 from kccm.testing.kubelet import kubelet_node
 from kccm.testing.kubelet import ready_condition as ready
 from kccm.testing.pytest_plugin import KubeCleanup, unique_name
+from kccm.testing.sessionmanager import FakeSessionManager
 from kccm.testing.vcsim import Vcsim
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -118,16 +121,9 @@ async def world(
         sim.tag(
             "k8s-zone", f"zone-{tenant[-1]}", [admin.moref(vim.ClusterComputeResource, "DC0_C0")]
         )
-    secret = unique_name("vsphere-creds")
     host = next(iter(sims.values())).host  # both listen on 127.0.0.1: one key serves both
     data = {f"{host}.username": "user", f"{host}.password": "pass"}
-    await kube.create(
-        SECRETS,
-        {
-            "metadata": {"name": secret, "namespace": "kube-system"},
-            "data": {k: base64.b64encode(v.encode()).decode() for k, v in data.items()},
-        },
-    )
+    secret = await _secret(kube, "vsphere-creds", data)
     env = World(sims, admins, tmp_path, control_plane, secret, Daemons(tmp_path))
     try:
         yield env
@@ -242,12 +238,9 @@ async def test_wrong_password_at_start_is_one_line_and_exit_2(world: World) -> N
     assert "wrong" not in errors[0]
 
 
-async def test_wrong_password_in_the_secret_is_one_line_and_exit_2(
-    world: World, kube: KubeApiClient
-) -> None:
-    sim = world.sims["vc-a"]
-    secret = unique_name("vsphere-bad-creds")
-    values = {f"{sim.host}.username": "user", f"{sim.host}.password": "not-it"}
+async def _secret(kube: KubeApiClient, prefix: str, values: dict[str, str]) -> str:
+    """A credentials Secret in kube-system holding ``values``; its name."""
+    secret = unique_name(prefix)
     await kube.create(
         SECRETS,
         {
@@ -255,18 +248,95 @@ async def test_wrong_password_in_the_secret_is_one_line_and_exit_2(
             "data": {k: base64.b64encode(v.encode()).decode() for k, v in values.items()},
         },
     )
+    return secret
+
+
+def _vc_a_config(world: World, secret: str) -> str:
+    """vCenter A alone, credentials from ``secret``, no zones."""
+    sim = world.sims["vc-a"]
+    return (
+        f"[Global]\nsecret-name = {secret}\nsecret-namespace = kube-system\n"
+        f'[VirtualCenter "vc-a"]\nserver = {sim.host}\nport = {sim.port}\n'
+        "insecure-flag = true\n"
+    )
+
+
+async def test_wrong_password_in_the_secret_is_one_line_and_exit_2(
+    world: World, kube: KubeApiClient
+) -> None:
+    sim = world.sims["vc-a"]
+    values = {f"{sim.host}.username": "user", f"{sim.host}.password": "not-it"}
+    secret = await _secret(kube, "vsphere-bad-creds", values)
     try:
-        config = (
-            f"[Global]\nsecret-name = {secret}\nsecret-namespace = kube-system\n"
-            f'[VirtualCenter "vc-a"]\nserver = {sim.host}\nport = {sim.port}\n'
-            "insecure-flag = true\n"
-        )
-        proc, log = world.start(config)
+        proc, log = world.start(_vc_a_config(world, secret))
         code = await asyncio.to_thread(proc.wait, 60)
         text = await asyncio.to_thread(log.read_text)
         assert code == 2, text
         errors = [line for line in text.splitlines() if "login failed" in line]
         assert len(errors) == 1, text
         assert "not-it" not in text
+    finally:
+        await kube.delete(SECRETS, secret, namespace="kube-system")
+
+
+@pytest.fixture
+def session_manager(world: World) -> Iterator[FakeSessionManager]:
+    """A shared session manager for vCenter A with its own vCenter session."""
+    owner = VCAdmin(world.sims["vc-a"])
+    try:
+        issue = owner.content.sessionManager.AcquireCloneTicket
+        with FakeSessionManager("sm-bearer", issue) as fake:
+            yield fake
+    finally:
+        owner.close()
+
+
+def _session_manager_keys(world: World, url: str, token: str) -> dict[str, str]:
+    host = world.sims["vc-a"].host
+    return {f"{host}.vc-session-manager-url": url, f"{host}.vc-session-manager-token": token}
+
+
+async def test_a_session_manager_in_the_secret_logs_in_and_nodes_initialise(
+    world: World,
+    kube: KubeApiClient,
+    kube_cleanup: KubeCleanup,
+    session_manager: FakeSessionManager,
+) -> None:
+    """Upstream vclib login with SessionManagerURL: CloneSession, no user or password. No
+    zones: vcsim's REST endpoints refuse the SOAP session id a real vCenter accepts."""
+    sim = world.sims["vc-a"]
+    keys = _session_manager_keys(world, session_manager.url, "sm-bearer")
+    secret = await _secret(kube, "vsphere-sm-creds", keys)
+    names = [kube_cleanup.add(NODES, sim.hostname(vm.name)) for vm in world.admins["vc-a"].vms()]
+    try:
+        sim.reset_calls()
+        _, log = world.start(_vc_a_config(world, secret))
+        for name in names:
+            await kube.create(NODES, kubelet_node(name))
+        nodes = await eventually(lambda: _initialised(kube, names))
+        assert all(n["spec"]["providerID"].startswith("vsphere://") for n in nodes)
+        soap = sim.calls()["soap"]
+        assert soap.get("CloneSession", 0) >= 1
+        assert "Login" not in soap
+        assert "from the shared session manager" in await asyncio.to_thread(log.read_text)
+        assert session_manager.requests >= 1
+    finally:
+        await kube.delete(SECRETS, secret, namespace="kube-system")
+
+
+async def test_a_wrong_session_manager_token_is_one_line_and_exit_2(
+    world: World, kube: KubeApiClient, session_manager: FakeSessionManager
+) -> None:
+    keys = _session_manager_keys(world, session_manager.url, "not-the-bearer")
+    secret = await _secret(kube, "vsphere-sm-bad", keys)
+    try:
+        proc, log = world.start(_vc_a_config(world, secret))
+        code = await asyncio.to_thread(proc.wait, 60)
+        text = await asyncio.to_thread(log.read_text)
+        assert code == 2, text
+        errors = [line for line in text.splitlines() if "refused the token" in line]
+        assert len(errors) == 1, text
+        assert "401 Unauthorized" in errors[0]
+        assert "not-the-bearer" not in text
     finally:
         await kube.delete(SECRETS, secret, namespace="kube-system")

@@ -2,10 +2,13 @@
 
 Upstream: ``pkg/common/credentialmanager`` (``parseConfig``: keys ``<server>.username`` /
 ``<server>.password``, or ``server_<id>`` / ``username_<id>`` / ``password_<id>`` for IPv6
-servers) and ``connectionmanager.Connect`` (an invalid login re-reads the credentials and
-tries once more). A Secret is watched, so a rotated password is used from the next login.
+servers, or the shared session manager's ``<server>.vc-session-manager-url`` /
+``<server>.vc-session-manager-token``) and ``connectionmanager.Connect`` (an invalid login
+re-reads the credentials and tries once more). A Secret is watched, so a rotated password is
+used from the next login.
 
-Passwords are never logged, and never appear in a ``repr`` or an error message.
+Passwords and session manager tokens are never logged, and never appear in a ``repr`` or an
+error message.
 """
 
 from __future__ import annotations
@@ -35,6 +38,15 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 _SERVER, _USER, _PASSWORD = "server_", "username_", "password_"
+SESSION_MANAGER_URL = "vc-session-manager-url"
+SESSION_MANAGER_TOKEN = "vc-session-manager-token"
+# upstream parseConfig's switch: a key ending in one of these names a server's field
+_FIELDS = {
+    "password": "password",
+    "username": "user",
+    SESSION_MANAGER_URL: "session_manager_url",
+    SESSION_MANAGER_TOKEN: "session_manager_token",
+}
 _RETRY_SECONDS = 5.0
 
 
@@ -44,8 +56,14 @@ class CredentialError(CloudProviderError):
 
 @dataclass(frozen=True)
 class Credential:
+    """A vCenter login: user and password, or (upstream ``Credential.VCSessionManagerURL``)
+    a shared session manager to fetch a session from, with the bearer token to show it
+    (empty: the Pod's service account token, upstream ``GetSharedToken``)."""
+
     user: str
     password: str = field(repr=False)
+    session_manager_url: str = ""
+    session_manager_token: str = field(default="", repr=False)
 
 
 def _text(value: bytes | str) -> str:
@@ -70,29 +88,55 @@ def _alt_format(data: Mapping[str, bytes | str], creds: dict[str, Credential]) -
     return used
 
 
+def _field_of(key: str) -> tuple[str, str] | None:
+    """``(server, field)`` for a ``<server>.<name>`` key (upstream ``strings.HasSuffix``)."""
+    for name, attr in _FIELDS.items():
+        if key.endswith(name) and key != name and not key.startswith((_USER, _PASSWORD)):
+            return key.split("." + name)[0], attr
+    return None
+
+
+def _complete(server: str, fields: Mapping[str, str]) -> Credential:
+    """Upstream's last check: user and password, or a session manager URL (the token alone
+    is not enough)."""
+    url = fields.get("session_manager_url", "")
+    if not url and not (fields.get("user") and fields.get("password")):
+        if fields.get("session_manager_token"):
+            raise CredentialError(
+                f"secret key '{server}.{SESSION_MANAGER_URL}' is missing for server "
+                f"{server!r} (its '{server}.{SESSION_MANAGER_TOKEN}' needs it)"
+            )
+        raise CredentialError(
+            f"Username/Password is missing for server {server!r} (keys {server}.username and "
+            f"{server}.password, or {server}.{SESSION_MANAGER_URL})"
+        )
+    return Credential(
+        fields.get("user", ""),
+        fields.get("password", ""),
+        url,
+        fields.get("session_manager_token", ""),
+    )
+
+
 def parse_secret_data(data: Mapping[str, bytes | str]) -> dict[str, Credential]:
     """Credentials per vCenter server, as upstream ``parseConfig`` reads a Secret."""
     if not data:
         raise CredentialError("the secret holds no credentials (Username/Password is missing)")
-    users: dict[str, str] = {}
-    passwords: dict[str, str] = {}
+    by_server: dict[str, dict[str, str]] = {}
     rest: dict[str, bytes | str] = {}
     for key, value in data.items():
-        if key.endswith("password") and key != "password" and not key.startswith(_PASSWORD):
-            passwords[key.split(".password")[0]] = _text(value)
-        elif key.endswith("username") and key != "username" and not key.startswith(_USER):
-            users[key.split(".username")[0]] = _text(value)
-        else:
+        found = _field_of(key)
+        if found is None:
             rest[key] = value
+        else:
+            by_server.setdefault(found[0], {})[found[1]] = _text(value)
     creds: dict[str, Credential] = {}
     used = _alt_format(rest, creds)
     for key in rest:
         if key not in used:
             raise CredentialError(f"unknown secret key {key!r}")
-    for server in sorted(set(users) | set(passwords)):
-        if not users.get(server) or not passwords.get(server):
-            raise CredentialError(f"Username/Password is missing for server {server!r}")
-        creds[server] = Credential(users[server], passwords[server])
+    for server in sorted(by_server):
+        creds[server] = _complete(server, by_server[server])
     return creds
 
 
@@ -181,7 +225,8 @@ class CredentialStore:
             )
             raise CredentialError(
                 f"vCenter {vc.server}: no credentials in {where} "
-                f"(keys {vc.server}.username and {vc.server}.password)"
+                f"(keys {vc.server}.username and {vc.server}.password, or "
+                f"{vc.server}.{SESSION_MANAGER_URL})"
             )
         return found
 

@@ -63,7 +63,13 @@ class VSphereCloud:
             self.sessions[name] = session
             zones = None
             if config.zones_enabled:
-                tags = TagClient(vc, self.credentials, self.ledger, timeout=config.request_timeout)
+                tags = TagClient(
+                    vc,
+                    self.credentials,
+                    self.ledger,
+                    timeout=config.request_timeout,
+                    soap=session,
+                )
                 zones = ZoneLookup(tags, labels, cache_seconds=tag_cache_seconds)
             clients.append(VCenterClient(Inventory(session, max_age=inventory_max_age), zones))
         self._instances = VSphereInstances(config, clients)

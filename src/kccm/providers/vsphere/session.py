@@ -4,6 +4,12 @@ Upstream: ``pkg/common/vclib/connection.go`` and ``connectionmanager.Connect`` (
 re-read the credentials on an invalid login and try once more) and ``withTagsClient`` in
 ``connectionmanager/zones.go`` (a REST session beside the SOAP one).
 
+With a shared session manager in the credentials (upstream ``VSphereConnection.login``) the
+SOAP login is ``SessionManager.CloneSession`` with a ticket fetched from it
+(:func:`~kccm.providers.vsphere.sharedsession.get_shared_token`), fetched anew on every login,
+and the REST client logs in nowhere: it sends the SOAP session's cookie as its session id
+(``withTagsClient``: ``c.SessionID(connection.Client.SessionCookie().Value)``).
+
 Every SOAP request the stub sends is counted in the provider's ledger by method name
 (:data:`READ_METHODS` read, anything else writes). A ``NotAuthenticated`` fault (session
 expired or dropped) logs in again once and repeats the call; a REST ``401`` does the same.
@@ -30,7 +36,17 @@ from pyVmomi import vim, vmodl
 
 from kccm.cloudprovider import CloudAPICalls, CloudProviderError
 from kccm.providers.vsphere.config import VCenter
-from kccm.providers.vsphere.credentials import CredentialStore
+from kccm.providers.vsphere.credentials import (
+    SESSION_MANAGER_TOKEN,
+    Credential,
+    CredentialStore,
+)
+from kccm.providers.vsphere.sharedsession import (
+    SharedSessionError,
+    SharedTokenRefused,
+    get_shared_token,
+    safe_url,
+)
 
 __all__ = ["READ_METHODS", "LoginError", "TagClient", "VCenterSession", "VSphereAPIError"]
 
@@ -60,6 +76,7 @@ READ_METHODS = frozenset(
         "Fetch",
         # session and view bookkeeping: no change to the inventory
         "Login",
+        "CloneSession",
         "Logout",
         "SessionIsActive",
         "CreateContainerView",
@@ -159,6 +176,41 @@ class VCenterSession(_VCenterClient):
 
         stub.InvokeMethod = counted
 
+    def _authenticate(self, si: Any, cred: Credential) -> str:
+        """Log ``si`` in (upstream ``VSphereConnection.login``); who, for the log."""
+        manager = si.content.sessionManager
+        if not cred.session_manager_url:
+            manager.Login(cred.user, cred.password, None)
+            return cred.user
+        where = safe_url(cred.session_manager_url)
+        try:
+            ticket = get_shared_token(cred.session_manager_url, cred.session_manager_token)
+        except SharedTokenRefused as err:
+            raise LoginError(
+                f"vCenter {self.vc.server}:{self.vc.port}: shared session manager refused the "
+                f"token (secret key '{self.vc.server}.{SESSION_MANAGER_TOKEN}'): {err}",
+                "SessionManagerRefused",
+            ) from err
+        except SharedSessionError as err:
+            raise VSphereAPIError(
+                f"vCenter {self.vc.server}: login: {err}", "SessionManager"
+            ) from err
+        manager.CloneSession(ticket)
+        return f"a session from the shared session manager {where}"
+
+    def _invalid_login(self, cred: Credential) -> LoginError:
+        where = f"vCenter {self.vc.server}:{self.vc.port}"
+        if cred.session_manager_url:
+            return LoginError(
+                f"{where}: CloneSession refused the ticket from the shared session manager "
+                f"{safe_url(cred.session_manager_url)}",
+                "InvalidLogin",
+            )
+        return LoginError(
+            f"{where}: login failed for user {cred.user!r}: incorrect user name or password",
+            "InvalidLogin",
+        )
+
     def _connect(self) -> Any:
         cred = self._credentials.get(self.vc)
         # the API version negotiation reads /sdk/vimServiceVersions.xml
@@ -176,20 +228,19 @@ class VCenterSession(_VCenterClient):
             self._counting_stub(stub)
             service_instance: Any = vim.ServiceInstance
             si = service_instance("ServiceInstance", stub)
-            si.content.sessionManager.Login(cred.user, cred.password, None)
+            who = self._authenticate(si, cred)
         except vim.fault.InvalidLogin as err:
             stub.DropConnections()
-            raise LoginError(
-                f"vCenter {self.vc.server}:{self.vc.port}: login failed for user "
-                f"{cred.user!r}: incorrect user name or password",
-                "InvalidLogin",
-            ) from err
+            raise self._invalid_login(cred) from err
+        except VSphereAPIError:
+            stub.DropConnections()
+            raise
         except (vmodl.MethodFault, OSError, http.client.HTTPException) as err:
             if stub is not None:
                 stub.DropConnections()
             raise _describe(self.vc, "login", err) from err
         self.logins += 1
-        log.info("vsphere: logged in to vCenter %s as %s", self.vc.server, cred.user)
+        log.info("vsphere: logged in to vCenter %s as %s", self.vc.server, who)
         return si
 
     def login(self) -> Any:
@@ -229,6 +280,20 @@ class VCenterSession(_VCenterClient):
         """The ServiceContent (read once per login)."""
         return self._current()[0]
 
+    def session_cookie(self) -> tuple[str, int]:
+        """The SOAP session's ``vmware_soap_session`` cookie (logging in if needed) and the
+        login it belongs to (upstream ``Client.SessionCookie().Value``)."""
+        self._current()
+        with self._lock:
+            si, generation = self._si, self._generation
+        if si is None:  # another thread's login failed meanwhile
+            return self.session_cookie()
+        return str(si._stub.GetSessionId() or ""), generation
+
+    def renew(self, generation: int) -> None:
+        """Log in again (a fresh shared session) unless done since ``generation``."""
+        self._relogin(generation)
+
     def call(self, what: str, fn: Callable[[Any], T]) -> T:
         """``fn(service_content)``; a ``NotAuthenticated`` fault logs in again once."""
         for attempt in (1, 2):
@@ -262,7 +327,22 @@ class VCenterSession(_VCenterClient):
 
 
 class TagClient(_VCenterClient):
-    """The vAPI tagging REST endpoints of one vCenter (``/rest/com/vmware/cis/...``)."""
+    """The vAPI tagging REST endpoints of one vCenter (``/rest/com/vmware/cis/...``).
+
+    With a shared session manager in the credentials it uses ``soap``'s session (upstream
+    ``withTagsClient``); else a REST session of its own (user and password)."""
+
+    def __init__(
+        self,
+        vc: VCenter,
+        credentials: CredentialStore,
+        ledger: CloudAPICalls,
+        *,
+        timeout: float,
+        soap: VCenterSession | None = None,
+    ) -> None:
+        self._soap = soap
+        super().__init__(vc, credentials, ledger, timeout=timeout)
 
     def _init_state(self) -> None:
         self._context = _ssl_context(self.vc)
@@ -301,21 +381,34 @@ class TagClient(_VCenterClient):
             raise
         return str(token)
 
+    def _session_id(self, what: str) -> tuple[str, int]:
+        """The ``vmware-api-session-id`` to send and the SOAP login it is (-1: our own)."""
+        if self._soap is not None and self._credentials.get(self.vc).session_manager_url:
+            return self._wrap(what, self._soap.session_cookie)
+        with self._lock:
+            if not self._token:
+                self._token = self._wrap(what, self._login)
+            return self._token, -1
+
+    def _expire(self, token: str, generation: int) -> None:
+        """Drop a session the server no longer knows (log the SOAP one in again)."""
+        if generation >= 0 and self._soap is not None:
+            self._soap.renew(generation)
+            return
+        with self._lock:
+            if self._token == token:
+                self._token = ""
+
     def request(self, method: str, path: str, body: Any = None) -> Any:
         """One authenticated request; a 401 logs in again once."""
         what = f"tagging {method} {path.split('?', 1)[0]}"
         for attempt in (1, 2):
-            with self._lock:
-                if not self._token:
-                    self._token = self._wrap(what, self._login)
-                token = self._token
+            token, generation = self._session_id(what)
             try:
                 return self._send(method, path, body, {"vmware-api-session-id": token})
             except urllib.error.HTTPError as err:
                 if err.code == 401 and attempt == 1:
-                    with self._lock:
-                        if self._token == token:
-                            self._token = ""
+                    self._expire(token, generation)
                     continue
                 raise VSphereAPIError(
                     f"vCenter {self.vc.server}: {what}: HTTP {err.code} {err.reason}",

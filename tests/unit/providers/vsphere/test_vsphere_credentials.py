@@ -14,6 +14,8 @@ from kccm.providers.vsphere.credentials import (
     parse_secret_data,
 )
 
+SM_TOKEN = "vc1.vc-session-manager-token"
+
 
 @pytest.mark.parametrize(
     ("data", "expected"),
@@ -26,8 +28,26 @@ from kccm.providers.vsphere.credentials import (
             {"server_x": "fd01::1", "username_x": "u", "password_x": "p"},
             {"fd01::1": Credential("u", "p")},
         ),
+        (
+            {"vc1.vc-session-manager-url": b"https://sm/session\n", SM_TOKEN: b"hunter2\n"},
+            {"vc1": Credential("", "", "https://sm/session", "hunter2")},
+        ),
+        (
+            {"vc1.vc-session-manager-url": "https://sm/session"},
+            {"vc1": Credential("", "", "https://sm/session", "")},
+        ),
+        (
+            {"vc1.username": "a", "vc1.vc-session-manager-url": "https://sm/session"},
+            {"vc1": Credential("a", "", "https://sm/session", "")},
+        ),
     ],
-    ids=["dotted-keys", "ipv6-alternative-keys"],
+    ids=[
+        "dotted-keys",
+        "ipv6-alternative-keys",
+        "session-manager-url-and-token",
+        "session-manager-url-only-uses-service-account",
+        "session-manager-url-beside-an-incomplete-user",
+    ],
 )
 def test_secret_formats(data: dict[str, bytes | str], expected: dict[str, Credential]) -> None:
     assert parse_secret_data(data) == expected
@@ -40,13 +60,35 @@ def test_secret_formats(data: dict[str, bytes | str], expected: dict[str, Creden
         ({"vc1.username": b"a"}, "Username/Password is missing for server 'vc1'"),
         ({"server_x": "h", "username_x": "u"}, "'password_x' is missing"),
         ({"surprise": "v"}, "unknown secret key 'surprise'"),
+        (
+            {SM_TOKEN: "hunter2"},
+            "secret key 'vc1.vc-session-manager-url' is missing for server 'vc1'",
+        ),
+        (
+            {"vc1.vc-session-manager-url": "", SM_TOKEN: "hunter2"},
+            "secret key 'vc1.vc-session-manager-url' is missing for server 'vc1'",
+        ),
+        ({"vc-session-manager-url": "https://sm"}, "unknown secret key 'vc-session-manager-url'"),
     ],
-    ids=["empty", "no-password", "alt-missing-password", "unknown-key"],
+    ids=[
+        "empty",
+        "no-password",
+        "alt-missing-password",
+        "unknown-key",
+        "session-manager-token-without-url",
+        "session-manager-url-empty",
+        "session-manager-key-without-server",
+    ],
 )
 def test_bad_secrets_name_the_key_not_the_value(data: dict[str, bytes | str], message: str) -> None:
     with pytest.raises(CredentialError, match=message) as err:
         parse_secret_data(data)
     assert "hunter" not in str(err.value)
+
+
+def test_session_manager_token_is_not_in_the_repr() -> None:
+    cred = parse_secret_data({"vc1.vc-session-manager-url": "https://sm", SM_TOKEN: "hunter2"})
+    assert "hunter2" not in repr(cred)
 
 
 def _secret(version: str, password: str) -> dict[str, object]:
@@ -85,3 +127,14 @@ def test_secrets_directory(tmp_path: pytest.TempPathFactory) -> None:
         f'[Global]\nsecrets-directory = {directory}\n[VirtualCenter "vc.example"]\n'
     )
     assert CredentialStore(config).get(config.vcenters["vc.example"]) == Credential("admin", "pw")
+
+
+def test_secrets_directory_with_a_session_manager(tmp_path: pytest.TempPathFactory) -> None:
+    directory = tmp_path
+    (directory / "vc.example.vc-session-manager-url").write_text("http://sm/s\n")  # type: ignore[operator]
+    (directory / "vc.example.vc-session-manager-token").write_text("tok\n")  # type: ignore[operator]
+    config = load_vsphere_config(
+        f'[Global]\nsecrets-directory = {directory}\n[VirtualCenter "vc.example"]\n'
+    )
+    found = CredentialStore(config).get(config.vcenters["vc.example"])
+    assert found == Credential("", "", "http://sm/s", "tok")
