@@ -251,6 +251,22 @@ async def _secret(kube: KubeApiClient, prefix: str, values: dict[str, str]) -> s
     return secret
 
 
+async def _start_with_secret(
+    world: World, kube: KubeApiClient, prefix: str, values: dict[str, str], marker: str
+) -> tuple[str, list[str]]:
+    """Start kccm on vc-a with credentials from a Secret of ``values``; it must exit 2. Its
+    log and the log lines holding ``marker``."""
+    secret = await _secret(kube, prefix, values)
+    try:
+        proc, log = world.start(_vc_a_config(world, secret))
+        code = await asyncio.to_thread(proc.wait, 60)
+        text = await asyncio.to_thread(log.read_text)
+    finally:
+        await kube.delete(SECRETS, secret, namespace="kube-system")
+    assert code == 2, text
+    return text, [line for line in text.splitlines() if marker in line]
+
+
 def _vc_a_config(world: World, secret: str) -> str:
     """vCenter A alone, credentials from ``secret``, no zones."""
     sim = world.sims["vc-a"]
@@ -266,17 +282,11 @@ async def test_wrong_password_in_the_secret_is_one_line_and_exit_2(
 ) -> None:
     sim = world.sims["vc-a"]
     values = {f"{sim.host}.username": "user", f"{sim.host}.password": "not-it"}
-    secret = await _secret(kube, "vsphere-bad-creds", values)
-    try:
-        proc, log = world.start(_vc_a_config(world, secret))
-        code = await asyncio.to_thread(proc.wait, 60)
-        text = await asyncio.to_thread(log.read_text)
-        assert code == 2, text
-        errors = [line for line in text.splitlines() if "login failed" in line]
-        assert len(errors) == 1, text
-        assert "not-it" not in text
-    finally:
-        await kube.delete(SECRETS, secret, namespace="kube-system")
+    text, errors = await _start_with_secret(
+        world, kube, "vsphere-bad-creds", values, "login failed"
+    )
+    assert len(errors) == 1, text
+    assert "not-it" not in text
 
 
 @pytest.fixture
@@ -328,15 +338,9 @@ async def test_a_wrong_session_manager_token_is_one_line_and_exit_2(
     world: World, kube: KubeApiClient, session_manager: FakeSessionManager
 ) -> None:
     keys = _session_manager_keys(world, session_manager.url, "not-the-bearer")
-    secret = await _secret(kube, "vsphere-sm-bad", keys)
-    try:
-        proc, log = world.start(_vc_a_config(world, secret))
-        code = await asyncio.to_thread(proc.wait, 60)
-        text = await asyncio.to_thread(log.read_text)
-        assert code == 2, text
-        errors = [line for line in text.splitlines() if "refused the token" in line]
-        assert len(errors) == 1, text
-        assert "401 Unauthorized" in errors[0]
-        assert "not-the-bearer" not in text
-    finally:
-        await kube.delete(SECRETS, secret, namespace="kube-system")
+    text, errors = await _start_with_secret(
+        world, kube, "vsphere-sm-bad", keys, "refused the token"
+    )
+    assert len(errors) == 1, text
+    assert "401 Unauthorized" in errors[0]
+    assert "not-the-bearer" not in text
