@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: help venv controlplane helm vcsim test-vsphere lint format typecheck unit integration test test-aws demo clean test-py313
+.PHONY: help venv wheelhouse controlplane helm vcsim test-vsphere lint format typecheck unit integration test test-aws demo clean test-py313 flake-hunt
 
 help:
 	@echo "make demo          the local provider end to end: control plane, 3 nodes, kccm, a LoadBalancer"
@@ -16,7 +16,8 @@ help:
 	@echo "make test-vsphere  the vsphere provider's tests (unit, conformance, vcsim + apiserver)"
 	@echo "make test-py313    unit + conformance tests and the demo on Python 3.13 (in .venv313)"
 	@echo "make test-aws      the aws provider's tests (unit, conformance, daemon e2e) against moto"
-	@echo "make lint | format | typecheck | unit | integration"
+	@echo "make flake-hunt    the integration layer 5 times in random order (hack/flake-hunt.sh)"
+	@echo "make lint | format | typecheck | unit | integration | wheelhouse"
 
 $(STAMP): pyproject.toml
 	@echo "== creating $(VENV) and installing kccm with dev tools"
@@ -27,6 +28,28 @@ $(STAMP): pyproject.toml
 	@touch $@
 
 venv: $(STAMP)
+
+# Wheels of kccm's dependencies (and pip, hatchling) for tests that build a fresh virtual
+# environment (the provider guide's walk-through): they install from here, never from the
+# package index during a test run.
+WHEELHOUSE := $(VENV)/wheelhouse
+$(WHEELHOUSE)/.complete: pyproject.toml $(STAMP)
+	@echo "== filling $(WHEELHOUSE) (wheels for tests that install into a fresh venv)"
+	rm -rf $(WHEELHOUSE)
+	$(PY) -m pip wheel --quiet -w $(WHEELHOUSE) pip hatchling editables '.[testing]'
+	rm -f $(WHEELHOUSE)/kccm-*.whl
+	@touch $@
+
+wheelhouse: $(WHEELHOUSE)/.complete
+
+# pytest-xdist workers: each starts its own control plane, moto and vcsim on first use, so
+# workers share nothing but the machine. Integration tests mostly wait (apiserver, leases,
+# periods), so they run more workers than there are cores. Modules stay on one worker
+# (module-scoped daemons and worlds).
+UNIT_WORKERS ?= 2
+INTEGRATION_WORKERS ?= 4
+XDIST_UNIT := -n $(UNIT_WORKERS) --dist loadfile
+XDIST_INTEGRATION := -n $(INTEGRATION_WORKERS) --dist loadfile
 
 # build-kcm.sh has its own stamp: adding kube-controller-manager + kubectl never rebuilds the
 # apiserver; it compiles after build.sh (same lock) with Go's build cache warm.
@@ -53,13 +76,18 @@ typecheck: venv
 	$(VENV)/bin/mypy
 
 unit: venv
-	$(PY) -m pytest tests/unit
+	$(PY) -m pytest $(XDIST_UNIT) tests/unit
 
-integration: venv controlplane vcsim
-	$(PY) -m pytest tests/integration
+integration: venv wheelhouse controlplane helm vcsim
+	$(PY) -m pytest $(XDIST_INTEGRATION) tests/conformance tests/integration
 
-test: lint typecheck controlplane helm vcsim
-	$(PY) -m pytest
+# Everything, timed step by step: the Go builds compile in the background while lint, types
+# and the unit layer run (they need no Go binary); then conformance + integration.
+test:
+	@bash hack/test.sh
+
+flake-hunt: venv wheelhouse controlplane helm vcsim
+	@bash hack/flake-hunt.sh
 
 # The aws provider's whole suite: moto runs in-process as a real HTTP server (dev extra).
 test-aws: venv controlplane
@@ -85,8 +113,15 @@ $(STAMP313): pyproject.toml
 	$(VENV313)/bin/python -m pip install --quiet -e '.[dev]' -e examples/external-provider
 	@touch $@
 
+# What the interpreter changes (asyncio, ssl, warnings, every provider's SDK through the
+# conformance kit, the demo), not the whole unit layer twice: the runtime, the kube client
+# (its transport and TLS), the call gate and provider contract, the clock, the conformance
+# kit for every provider, the kube contract against the real apiserver, and the demo.
+PY313_TESTS ?= tests/unit/runtime tests/unit/kube tests/unit/util tests/unit/cloudprovider \
+	tests/unit/testing tests/conformance tests/integration/test_kube_contract.py \
+	tests/integration/test_demo.py
 test-py313: $(STAMP313) controlplane vcsim
-	$(VENV313)/bin/python -m pytest tests/unit tests/conformance tests/integration/test_demo.py
+	$(VENV313)/bin/python -m pytest $(XDIST_INTEGRATION) $(PY313_TESTS)
 
 clean:
 	rm -rf $(VENV) $(VENV313) .mypy_cache .pytest_cache .ruff_cache

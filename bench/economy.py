@@ -54,7 +54,8 @@ from kccm.kube.client import KubeApiClient
 from kccm.kube.config import load_cluster_config
 from kccm.kube.resources import NAMESPACES, NODES, SERVICES
 from kccm.providers.local.store import InstanceRecord, LocalStore
-from kccm.testing.controlplane import ControlPlane, free_port
+from kccm.testing.controlplane import ControlPlane
+from kccm.testing.ports import free_port
 
 APISERVER_ARGS = ("--max-requests-inflight=1000", "--max-mutating-requests-inflight=500")
 

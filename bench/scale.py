@@ -68,7 +68,8 @@ from kccm.kube.resources import (
     Resource,
 )
 from kccm.runtime.informers import EventHandler, Informer
-from kccm.testing.controlplane import ControlPlane, free_port
+from kccm.testing.controlplane import ControlPlane
+from kccm.testing.ports import free_port
 
 UNINIT = "node.cloudprovider.kubernetes.io/uninitialized"
 CLK_TCK = os.sysconf("SC_CLK_TCK")

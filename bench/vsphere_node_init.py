@@ -31,7 +31,8 @@ from kccm.kube.config import load_cluster_config
 from kccm.kube.resources import NODES
 from kccm.providers.vsphere import VSphereCloud
 from kccm.providers.vsphere.config import load_vsphere_config
-from kccm.testing.controlplane import ControlPlane, free_port
+from kccm.testing.controlplane import ControlPlane
+from kccm.testing.ports import free_port
 from kccm.testing.vcsim import Vcsim, start_vcsim
 
 ZONE, REGION = "k8s-zone", "k8s-region"

@@ -118,6 +118,9 @@ def moto_url() -> Iterator[str]:
         yield url
 
 
+_RANDOM = random.SystemRandom()  # pytest-randomly re-seeds `random` alike before each test
+
+
 @pytest.fixture
 async def env(
     control_plane: ControlPlane, kube: KubeApiClient, moto_url: str, tmp_path: Path
@@ -126,9 +129,9 @@ async def env(
     world = await asyncio.to_thread(
         support.build_world,
         moto_url,
-        f"e2e{random.randrange(16**6):06x}",
+        f"e2e{_RANDOM.randrange(16**6):06x}",
         NODES_WANTED,
-        random.randrange(20, 250),
+        _RANDOM.randrange(20, 250),
     )
     proxy = support.FaultProxy(moto_url, support.every_nth(7)).start()
     environment = Env(world, proxy, tmp_path, control_plane, Daemons(tmp_path))

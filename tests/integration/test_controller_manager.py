@@ -189,9 +189,9 @@ async def test_a_silent_kubelet_is_marked_not_ready_by_the_controller_manager(
         "Kubelet stopped posting node status.",
     )
     assert UNREACHABLE in await eventually(lambda: _taints_with(cluster, name, UNREACHABLE))
-    # behaviour: not before the grace period; the upper bound only catches "never by the
-    # grace period's logic" (a loaded machine delays kube-controller-manager's monitor pass)
-    assert grace - 1 <= took <= grace + 40, f"marked after {took:.1f} s (grace {grace} s)"
+    # behaviour: not before the grace period (how late after it depends on the machine's
+    # load, so no upper bound: that belongs in bench/)
+    assert took >= grace - 1, f"marked after {took:.1f} s (grace {grace} s)"
     assert SHUTDOWN not in taint_keys(await cluster.node(name)), "the instance is running"
 
 

@@ -8,7 +8,6 @@ import asyncio
 import contextlib
 import functools
 import os
-import random
 import signal
 import subprocess
 from collections.abc import AsyncIterator
@@ -23,8 +22,9 @@ from kccm.kube.resources import NODES, SERVICES
 from kccm.providers.local.dataplane.supervise import live_dataplane
 from kccm.providers.local.store import InstanceRecord, LocalStore
 from kccm.testing.controllers import eventually as shared_eventually
-from kccm.testing.controlplane import ControlPlane, free_port
+from kccm.testing.controlplane import ControlPlane
 from kccm.testing.daemon import daemon_args, daemon_env
+from kccm.testing.ports import free_port, loopback_net
 from kccm.testing.pytest_plugin import KubeCleanup, unique_name
 
 # nodePorts asked for explicitly come from the range's static band (30000-30085 for the
@@ -143,7 +143,7 @@ async def test_traffic_survives_daemon_sigkill_and_restart(
     tmp_path: Path,
     dataplane_stopper: Path,
 ) -> None:
-    net = f"127.{random.randint(40, 90)}.{random.randint(1, 250)}"
+    net = loopback_net((40, 90))
     nodes = {unique_name("sk"): f"{net}.{i + 1}" for i in range(3)}
     store = LocalStore(dataplane_stopper)
     servers = []
@@ -253,7 +253,7 @@ async def test_a_dead_data_plane_is_restarted_while_kccm_runs(
 ) -> None:
     """Issue 13, point 4: SIGKILL the data plane the daemon started; the provider's supervisor
     starts a new one (another pid) and the VIP serves again, without restarting kccm."""
-    net = f"127.{random.randint(91, 140)}.{random.randint(1, 250)}"
+    net = loopback_net((91, 140))
     name, address = unique_name("dp"), f"{net}.1"
     store = LocalStore(dataplane_stopper)
     store.add_instance(InstanceRecord(name, (("InternalIP", address),)))

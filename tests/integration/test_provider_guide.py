@@ -5,7 +5,8 @@ one terminal would (``export`` and ``.`` lines carry over); ``shell background``
 terminals of their own, waited for until their ``ready="..."`` text appears and stopped with
 Ctrl-C (SIGINT) at the end. Any step that fails fails the test with its output, so the guide
 cannot drift from the code. It installs kccm from this checkout into a fresh virtual
-environment (pip, with the package index), so it takes a minute or two.
+environment with pip, from the wheelhouse `make wheelhouse` fills beside this interpreter's
+environment (``<venv>/wheelhouse``) and never from the package index (``PIP_NO_INDEX``).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ ATTRIBUTE = re.compile(r'(\w+)(?:="([^"]*)")?')
 CARRIED = re.compile(r"^\s*(export |\. |source )")
 STEP_TIMEOUT = 600.0
 READY_TIMEOUT = 120.0
+WHEELHOUSE = Path(sys.prefix) / "wheelhouse"
 
 
 @dataclass(frozen=True)
@@ -177,6 +179,13 @@ def _environment(tmp: Path) -> dict[str, str]:
     env["KCCM_SRC"] = str(ROOT)
     env["TMPDIR"] = str(tmp)
     env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
+    if not (WHEELHOUSE / ".complete").exists():
+        missing = f"no wheelhouse at {WHEELHOUSE} (make wheelhouse fills it)"
+        if require_control_plane():
+            pytest.fail(missing)
+        pytest.skip(missing)
+    env["PIP_NO_INDEX"] = "1"
+    env["PIP_FIND_LINKS"] = str(WHEELHOUSE)
     return env
 
 
@@ -202,6 +211,7 @@ def test_the_guide_has_files_commands_and_terminals() -> None:
         assert needed in commands, needed
 
 
+@pytest.mark.timeout(900)  # a fresh venv, two pip installs, a control plane, a daemon
 def test_following_the_guide_verbatim_serves_a_load_balancer(walkthrough: Walkthrough) -> None:
     for block in guide_blocks(GUIDE.read_text()):
         walkthrough.run(block)

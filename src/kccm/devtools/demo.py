@@ -49,11 +49,11 @@ from kccm.testing.controlplane import (
     ControlPlane,
     ControlPlaneError,
     find_binaries,
-    free_port,
     leftover_processes,
 )
 from kccm.testing.kubelet import NODE_LEASE_NAMESPACE, KubeletHeartbeat
 from kccm.testing.nodewatch import first_node_state, ready_condition, ready_unknown
+from kccm.testing.ports import free_port
 
 __all__ = ["DemoSettings", "StepFailed", "run_demo"]
 

@@ -22,7 +22,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import ssl
 import subprocess
 import tempfile
@@ -34,6 +33,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -43,6 +43,7 @@ from kccm.testing.controllermanager import (
     controller_manager_argv,
     controller_manager_healthy,
 )
+from kccm.testing.ports import free_port
 
 __all__ = [
     "ETCD_VERSION",
@@ -110,12 +111,6 @@ def find_binaries(*, controller_manager: bool = False) -> Binaries:
 
 def _b64(data: bytes) -> str:
     return base64.b64encode(data).decode()
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 _PR_SET_PDEATHSIG = 1
@@ -454,6 +449,20 @@ class ControlPlane:
             certs.write_bytes(self._admin.cert_pem + self._admin.key_pem)
         context.load_cert_chain(str(certs))
         return context
+
+    def admin_request(
+        self, method: str, path: str, body: object = None, content_type: str = "application/json"
+    ) -> dict[str, Any]:
+        """One synchronous request as admin (for pytest hooks, which run outside any event
+        loop); the decoded JSON answer. HTTP errors raise ``urllib.error.HTTPError``."""
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(f"{self.url}{path}", data=data, method=method)
+        request.add_header("Accept", "application/json")
+        if data is not None:
+            request.add_header("Content-Type", content_type)
+        with urllib.request.urlopen(request, timeout=30, context=self._ssl_context()) as resp:
+            answer: dict[str, Any] = json.loads(resp.read() or b"{}")
+            return answer
 
     def _apiserver_ready(self) -> bool:
         try:

@@ -33,7 +33,7 @@ from kccm.kube.resources import (
     SERVICE_ACCOUNTS,
     Resource,
 )
-from kccm.testing.controlplane import free_port
+from kccm.testing.ports import free_port
 
 SA_USER = "system:serviceaccount:kube-system:cloud-controller-manager"
 SA_GROUPS = ("system:serviceaccounts", "system:serviceaccounts:kube-system", "system:authenticated")

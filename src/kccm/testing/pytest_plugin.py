@@ -18,6 +18,15 @@ Fixtures:
 - ``vcsim`` (module): a vCenter simulator (:mod:`kccm.testing.vcsim`).
 
 Tests that use either are marked ``integration`` automatically.
+
+Leak check: on the shared control planes (the two above), a test or module must leave no
+LoadBalancer Service, no Service holding a finalizer and no Node that was not there before it
+(:mod:`kccm.testing.leaks`: each would be acted on by every later daemon). A test's check runs
+after its own fixtures' teardown; a module's after the module-scoped fixtures'. A leak fails
+that test (an error at teardown naming the objects) and the objects are removed, so the next
+test starts clean. ``kube_namespace`` deletes the Services in its namespace before the
+namespace; a Service still holding its finalizer then is the test's leak (its controller was
+stopped before the Service was deleted).
 """
 
 from __future__ import annotations
@@ -35,7 +44,8 @@ from kccm.cloudprovider.interface import Interface
 from kccm.kube.client import KubeApiClient
 from kccm.kube.config import load_cluster_config
 from kccm.kube.errors import NotFound
-from kccm.kube.resources import NAMESPACES, Resource
+from kccm.kube.resources import NAMESPACES, SERVICES, Resource
+from kccm.testing import leaks
 from kccm.testing.controllers import ControllerRun, controller_run
 from kccm.testing.controlplane import ControlPlane, ControlPlaneError, find_binaries
 from kccm.testing.vcsim import vcsim  # noqa: F401 - the fixture, registered by this plugin
@@ -70,6 +80,59 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.integration)
 
 
+_SHARED: list[ControlPlane] = []
+"""The running shared control planes (``control_plane``, ``control_plane_kcm``)."""
+
+
+def _snapshot() -> dict[int, set[leaks.Leftover]]:
+    return {id(plane): leaks.leftovers(plane) for plane in _SHARED}
+
+
+def _leaked(before: dict[int, set[leaks.Leftover]]) -> str:
+    """What the running shared planes hold that ``before`` did not (removed); "" if nothing."""
+    found = []
+    for plane in list(_SHARED):
+        new = leaks.leftovers(plane) - before.get(id(plane), set())
+        if new:
+            leaks.remove(plane, new)
+            found.append(leaks.describe(new))
+    return "; ".join(found)
+
+
+_MODULE_BASELINE: dict[str, dict[int, set[leaks.Leftover]]] = {}
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item: pytest.Item) -> Iterator[None]:
+    module = item.nodeid.split("::")[0]
+    if module not in _MODULE_BASELINE:  # before the module's fixtures are set up
+        _MODULE_BASELINE.clear()
+        _MODULE_BASELINE[module] = _snapshot()
+    return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    result = yield
+    module = item.nodeid.split("::")[0]
+    if nextitem is None or nextitem.nodeid.split("::")[0] != module:
+        baseline = _MODULE_BASELINE.pop(module, {})
+        leaked = _leaked(baseline)  # the module's fixtures are torn down now
+        if leaked:
+            pytest.fail(f"{module} left on the shared control plane: {leaked}", pytrace=False)
+    return result
+
+
+@pytest.fixture(autouse=True)
+def _no_leaks() -> Iterator[None]:
+    """Fails the test that leaves a LoadBalancer Service, a finalizer or a Node behind."""
+    before = _snapshot()  # after higher-scoped fixtures, before the test's own
+    yield
+    leaked = _leaked(before)
+    if leaked:
+        pytest.fail(f"the test left on the shared control plane: {leaked}", pytrace=False)
+
+
 def _unavailable(reason: str) -> NoReturn:
     if require_control_plane():
         pytest.fail(f"{REQUIRE_ENV}=1 but the control plane is unavailable: {reason}")
@@ -86,9 +149,11 @@ def _running_plane(*, controller_manager: bool) -> Iterator[ControlPlane]:
         plane.start()
     except ControlPlaneError as exc:
         _unavailable(str(exc))
+    _SHARED.append(plane)
     try:
         yield plane
     finally:
+        _SHARED.remove(plane)
         plane.stop()
 
 
@@ -146,6 +211,9 @@ else:
         try:
             yield name
         finally:
+            for service in (await kube.list(SERVICES, namespace=name)).items:
+                with contextlib.suppress(NotFound):
+                    await kube.delete(SERVICES, service["metadata"]["name"], namespace=name)
             with contextlib.suppress(NotFound):
                 await kube.delete(NAMESPACES, name)
 

@@ -16,12 +16,12 @@ from dataplane_world import (
     _health_server,
     _tcp_backend,
     _UdpBackend,
-    free_port,
     subnet,
 )
 
 from kccm.providers.local.dataplane.server import DataPlane
 from kccm.providers.local.store import LocalStore
+from kccm.testing.ports import free_port
 
 
 @pytest.fixture

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import random
-import socket
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +16,7 @@ from typing import Any, cast
 from kccm.providers.local.dataplane.health import HealthSettings
 from kccm.providers.local.dataplane.server import DataPlane, DataplaneSettings
 from kccm.providers.local.store import LoadBalancerRecord, LocalStore
+from kccm.testing.ports import loopback_net
 
 FAST = DataplaneSettings(
     poll_interval=0.05,
@@ -31,14 +30,8 @@ WAIT = 30.0
 """Bound on waits for the data plane to reconcile or probe (generous for a loaded machine)."""
 
 
-def free_port(host: str, kind: int = socket.SOCK_STREAM) -> int:
-    with socket.socket(socket.AF_INET, kind) as sock:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])
-
-
 def subnet() -> str:
-    return f"127.{random.randint(1, 250)}.{random.randint(1, 250)}"
+    return loopback_net()
 
 
 @dataclass

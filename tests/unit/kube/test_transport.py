@@ -14,7 +14,7 @@ from kccm.kube.client import MAX_RETRIES, KubeApiClient
 from kccm.kube.config import load_cluster_config
 from kccm.kube.errors import TooManyRequests, TransportError, Unauthorized
 from kccm.kube.resources import CONFIG_MAPS
-from kccm.testing.controlplane import free_port
+from kccm.testing.ports import free_port
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 CM = {"kind": "ConfigMap", "metadata": {"name": "x", "namespace": "default"}}

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
 
 from kccm.providers.local.dataplane.health import probe
 from kccm.providers.local.dataplane.model import HealthMode, ProbeTarget
+from kccm.testing.ports import free_port
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 
@@ -31,9 +31,8 @@ async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> 
 
 
 def closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    """A port nothing listens on: claimed here (kccm.testing.ports) and never bound."""
+    return free_port()
 
 
 @pytest.fixture
