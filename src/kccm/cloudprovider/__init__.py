@@ -5,7 +5,7 @@
 - :mod:`.types`: frozen value types (InstanceMetadata, NodeAddress, Zone, Route,
   LoadBalancerStatus, ...);
 - :mod:`.errors`: InstanceNotFound, NotImplementedByProvider, ImplementedElsewhere,
-  DiskNotFound, RetryError, Throttled, and registry/config errors;
+  DiskNotFound, ForeignProviderID, RetryError, Throttled, and registry/config errors;
 - :mod:`.helpers`: default_load_balancer_name and providerID helpers;
 - :mod:`.registry`: provider selection by name (entry points ``kccm.cloud_providers``);
 - :mod:`.config`: cloud config files (gcfg or YAML) bound to a provider's dataclass schema;
@@ -41,6 +41,7 @@ from kccm.cloudprovider.errors import (
     CloudProviderInitError,
     DiskNotFound,
     DuplicateCloudProvider,
+    ForeignProviderID,
     ImplementedElsewhere,
     InstanceNotFound,
     NotImplementedByProvider,
@@ -121,6 +122,7 @@ __all__ = [
     "DiskNotFound",
     "DuplicateCloudProvider",
     "Factory",
+    "ForeignProviderID",
     "ImplementedElsewhere",
     "InformerUser",
     "InstanceMetadata",

@@ -17,6 +17,7 @@ __all__ = [
     "CloudProviderInitError",
     "DiskNotFound",
     "DuplicateCloudProvider",
+    "ForeignProviderID",
     "ImplementedElsewhere",
     "InstanceNotFound",
     "NotImplementedByProvider",
@@ -58,6 +59,14 @@ class ImplementedElsewhere(CloudProviderError):
     """Another controller owns this resource; the framework must leave it alone."""
 
     default_message = "implemented by alternate to cloud provider"
+
+
+class ForeignProviderID(CloudProviderError):
+    """A Node whose providerID belongs to another provider (``aws://...``): the provider
+    cannot tell whether that instance exists, so it raises this, never "does not exist"
+    (``InstanceNotFound``, which would make the lifecycle controller delete the Node)."""
+
+    default_message = "providerID of another cloud provider"
 
 
 class DiskNotFound(CloudProviderError):

@@ -53,21 +53,17 @@ from kccm.cloudprovider.gated import GatedCloud
 from kccm.cloudprovider.metadata import instance_metadata
 from kccm.cloudprovider.types import InstanceMetadata
 from kccm.controllers.base import CloudController, ControllerContext
-from kccm.controllers.nodestatus import (
-    NodeStatusRefresher,
-    address_dicts,
-    has_cloud_taint,
-    update_node_address,
-)
-from kccm.controllers.nodestatus import (
-    node_name as _name,
-)
+from kccm.controllers.nodestatus import NodeStatusRefresher, address_dicts, update_node_address
 from kccm.controllers.nodeutil import (
     Backoff,
     NodeIPError,
     add_or_update_labels_on_node,
     get_node_addresses_from_node_ip,
+    has_cloud_taint,
     retry_on_conflict,
+)
+from kccm.controllers.nodeutil import (
+    node_name as _name,
 )
 from kccm.kube.errors import Conflict
 from kccm.kube.interface import KubeClient, Obj, PatchType
@@ -223,7 +219,12 @@ class CloudNodeController(CloudController):
             workers=options.concurrent_node_syncs,
         )
         self.status = NodeStatusRefresher(
-            context.kube, context.cloud, self.informer, options, context.clock
+            context.kube,
+            context.cloud,
+            self.informer,
+            workers=options.status_update_workers,
+            refresh_period=options.node_metadata_refresh_period,
+            clock=context.clock,
         )
         self.starts_informers = True
         self.wait_for_caches(self.informer)
@@ -464,7 +465,7 @@ def _node_ref(node: Mapping[str, Any], *, with_version: bool = False) -> ObjectR
     meta = node.get("metadata") or {}
     return ObjectRef(
         kind="Node",
-        name=str(meta.get("name", "")),
+        name=_name(node),
         uid=str(meta.get("uid", "")),
         api_version="v1",
         resource_version=str(meta.get("resourceVersion", "")) if with_version else "",

@@ -34,6 +34,7 @@ from kccm.controllers.nodeutil import (
     add_or_update_taint_on_node,
     get_instance_provider_id,
     get_node_condition,
+    node_name,
     remove_taint_off_node,
 )
 from kccm.kube.interface import KubeClient, Obj
@@ -73,10 +74,6 @@ class NodeLifecycleControllerOptions:
 
     node_monitor_period: float = 5.0
     concurrent_node_monitors: int = DEFAULT_CONCURRENT_NODE_MONITORS
-
-
-def _name(node: Mapping[str, Any]) -> str:
-    return str((node.get("metadata") or {}).get("name", ""))
 
 
 def ready_status(node: Mapping[str, Any]) -> str:
@@ -127,14 +124,14 @@ class CloudNodeLifecycleController(CloudController):
     async def _ensure_no_shutdown_taint(self, node: Obj) -> None:
         try:
             await remove_taint_off_node(
-                self._kube, _name(node), node, SHUTDOWN_TAINT, clock=self._clock
+                self._kube, node_name(node), node, SHUTDOWN_TAINT, clock=self._clock
             )
         except Exception as err:
             _log.error("error patching node taints: %s", err)
 
     async def check_not_ready_node(self, node: Obj) -> None:
         """Delete the node when its instance is gone; taint it when the instance is shut down."""
-        name = _name(node)
+        name = node_name(node)
         try:
             exists = await self.ensure_node_exists_by_provider_id(node)
         except Exception as err:
@@ -161,7 +158,7 @@ class CloudNodeLifecycleController(CloudController):
                 )
 
     async def _delete_node(self, node: Obj) -> None:
-        name = _name(node)
+        name = node_name(node)
         ref = ObjectRef(
             kind="Node",
             name=name,
@@ -202,14 +199,14 @@ class CloudNodeLifecycleController(CloudController):
         if not provider_id:
             try:
                 provider_id = await get_instance_provider_id(
-                    self._cloud, _name(node), priority=Priority.PERIODIC
+                    self._cloud, node_name(node), priority=Priority.PERIODIC
                 )
             except InstanceNotFound:
                 return False
             if not provider_id:
                 _log.warning(
                     "Cannot find valid providerID for node name %r, assuming non existence",
-                    _name(node),
+                    node_name(node),
                 )
                 return False
         return await instances.instance_exists_by_provider_id(
@@ -248,7 +245,9 @@ class CloudNodeLifecycleController(CloudController):
         if v2 is not None:
             meta = await v2.instance_metadata(node, priority=Priority.PERIODIC)
             return meta.provider_id if meta is not None else ""
-        return await get_instance_provider_id(self._cloud, _name(node), priority=Priority.PERIODIC)
+        return await get_instance_provider_id(
+            self._cloud, node_name(node), priority=Priority.PERIODIC
+        )
 
 
 def build(

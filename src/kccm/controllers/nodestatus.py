@@ -14,9 +14,9 @@ import asyncio
 import logging
 import zlib
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from kccm.api.wellknown import ANNOTATION_PROVIDED_NODE_IP, TAINT_UNINITIALIZED
+from kccm.api.wellknown import ANNOTATION_PROVIDED_NODE_IP
 from kccm.cloudprovider.gate import Priority
 from kccm.cloudprovider.gated import GatedCloud, GatedInstancesV2
 from kccm.cloudprovider.metadata import instance_node_addresses
@@ -24,29 +24,18 @@ from kccm.cloudprovider.types import InstanceMetadata
 from kccm.controllers.nodeutil import (
     NodeIPError,
     get_node_addresses_from_node_ip,
+    has_cloud_taint,
     node_addresses_change_detected,
+    node_name,
     patch_node_status,
 )
 from kccm.kube.interface import KubeClient, Obj
 from kccm.runtime.informers import Informer
 from kccm.util.clock import Clock
 
-if TYPE_CHECKING:
-    from kccm.controllers.node import NodeControllerOptions
-
-__all__ = ["NodeStatusRefresher", "has_cloud_taint", "node_name", "update_node_address"]
+__all__ = ["NodeStatusRefresher", "address_dicts", "update_node_address"]
 
 _log = logging.getLogger(__name__)
-
-
-def node_name(node: Mapping[str, Any]) -> str:
-    return str((node.get("metadata") or {}).get("name", ""))
-
-
-def has_cloud_taint(node: Mapping[str, Any]) -> bool:
-    """Upstream ``getCloudTaint``: any taint whose key is the uninitialized taint."""
-    taints = (node.get("spec") or {}).get("taints") or ()
-    return any(t.get("key") == TAINT_UNINITIALIZED for t in taints)
 
 
 def address_dicts(meta: InstanceMetadata) -> list[dict[str, str]]:
@@ -93,20 +82,25 @@ async def update_node_address(
 
 
 class NodeStatusRefresher:
-    """One tick of the periodic refresh is :meth:`update_node_status`."""
+    """One tick of the periodic refresh is :meth:`update_node_status`: ``workers`` parallel
+    workers (the node controller's ``status_update_workers``), each node read at most once per
+    ``refresh_period`` (``node-metadata-refresh-period``; 0: at every tick)."""
 
     def __init__(
         self,
         kube: KubeClient,
         cloud: GatedCloud,
         informer: Informer,
-        options: NodeControllerOptions,
+        *,
+        workers: int,
+        refresh_period: float,
         clock: Clock,
     ) -> None:
         self._kube = kube
         self._cloud = cloud
         self._informer = informer
-        self._options = options
+        self._workers = workers
+        self._refresh_period = refresh_period
         self._clock = clock
         self._refreshed: dict[str, float] = {}
         """node name -> monotonic time of its last periodic metadata read (or its spread-out
@@ -114,7 +108,7 @@ class NodeStatusRefresher:
 
     async def update_node_status(self) -> None:
         """Upstream ``UpdateNodeStatus``: refresh the addresses of initialised nodes with
-        ``status_update_workers`` parallel workers (``workqueue.ParallelizeUntil``), or in one
+        ``workers`` parallel workers (``workqueue.ParallelizeUntil``), or in one
         list call when the provider offers one (only the nodes due, with a refresh period)."""
         started = self._clock.monotonic()
         due = self._due_nodes(started)
@@ -122,14 +116,14 @@ class NodeStatusRefresher:
         if due and v2 is not None and v2.can_list_metadata:
             await self._update_listed_status(v2, due)
         else:
-            await _parallelize(self._options.status_update_workers, due, self._update_one_status)
+            await _parallelize(self._workers, due, self._update_one_status)
         _log.info("Update %d nodes status took %.3fs.", len(due), self._clock.monotonic() - started)
 
     def _due_nodes(self, now: float) -> list[Obj]:
         """Initialised nodes whose metadata was last read a refresh period ago or more. A node
         seen for the first time gets a virtual last read spread by its name over the period,
         so a large cluster is refreshed evenly, not all in one tick."""
-        period = self._options.node_metadata_refresh_period
+        period = self._refresh_period
         nodes = [n for n in self._informer.items() if not has_cloud_taint(n)]
         if period <= 0:
             return nodes
@@ -165,8 +159,7 @@ class NodeStatusRefresher:
             await update_node_address(self._kube, node, meta)
 
     async def _update_one_status(self, node: Obj) -> None:
-        if has_cloud_taint(node):
-            return
+        """``node`` is one of :meth:`_due_nodes`: initialised (no uninitialized taint)."""
         try:
             meta = await instance_node_addresses(self._cloud, node)
         except Exception as err:

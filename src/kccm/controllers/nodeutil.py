@@ -13,6 +13,7 @@ Mirrored upstream behaviour:
   *replaced*, never merged;
 - :func:`set_node_condition` (``SetNodeCondition``): stamps ``lastHeartbeatTime`` and patches one
   condition through the status subresource;
+- :func:`has_cloud_taint` (``getCloudTaint``): the node still carries the uninitialized taint;
 - :func:`parse_node_ip_annotation` (``ParseNodeIPAnnotation``),
   :func:`get_node_addresses_from_node_ip` (``GetNodeAddressesFromNodeIP``) and
   :func:`node_addresses_change_detected`.
@@ -29,6 +30,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from kccm.api.wellknown import TAINT_UNINITIALIZED
 from kccm.cloudprovider.metadata import ProviderIDError, get_instance_provider_id
 from kccm.kube.errors import Conflict
 from kccm.kube.interface import KubeClient, Obj, PatchType
@@ -48,7 +50,9 @@ __all__ = [
     "get_instance_provider_id",
     "get_node_addresses_from_node_ip",
     "get_node_condition",
+    "has_cloud_taint",
     "node_addresses_change_detected",
+    "node_name",
     "parse_ip_sloppy",
     "parse_node_ip_annotation",
     "patch_node_status",
@@ -61,6 +65,11 @@ __all__ = [
 
 T = TypeVar("T")
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+
+def node_name(node: Mapping[str, Any]) -> str:
+    """``metadata.name`` (``""`` when absent)."""
+    return str((node.get("metadata") or {}).get("name", ""))
 
 
 # -- retry on conflict ----------------------------------------------------------------------
@@ -105,6 +114,12 @@ def format_time(clock: Clock) -> str:
 
 
 # -- taints ---------------------------------------------------------------------------------
+
+
+def has_cloud_taint(node: Mapping[str, Any]) -> bool:
+    """Upstream ``getCloudTaint``: any taint whose key is the uninitialized taint."""
+    taints = (node.get("spec") or {}).get("taints") or ()
+    return any(t.get("key") == TAINT_UNINITIALIZED for t in taints)
 
 
 def taint_matches(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:

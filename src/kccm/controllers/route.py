@@ -49,6 +49,7 @@ from kccm.controllers.nodeutil import (
     Backoff,
     format_time,
     get_node_condition,
+    node_name,
     retry_on_conflict,
     set_node_condition,
 )
@@ -224,10 +225,6 @@ def get_route_action(
             )
             return RouteAction.UPDATE
     return RouteAction.ADD
-
-
-def _node_name(node: Mapping[str, Any]) -> str:
-    return str((node.get("metadata") or {}).get("name", ""))
 
 
 def _pod_cidrs(node: Mapping[str, Any]) -> list[str]:
@@ -419,7 +416,7 @@ class RouteController(CloudController):
     async def _create_route(
         self, node: Mapping[str, Any], cidr: str, route_map: dict[str, _NodeRoutes]
     ) -> None:
-        name = _node_name(node)
+        name = node_name(node)
         name_hint = str((node.get("metadata") or {}).get("uid", ""))
         route = Route(
             target_node=name,
@@ -479,7 +476,7 @@ class RouteController(CloudController):
         current = get_node_condition(node, CONDITION_NETWORK_UNAVAILABLE)
         if current and current.get("status") == status and current.get("reason") == reason:
             return
-        name = _node_name(node)
+        name = node_name(node)
         condition = {
             "type": CONDITION_NETWORK_UNAVAILABLE,
             "status": status,
@@ -512,7 +509,7 @@ def _plan_actions(nodes: Iterable[Mapping[str, Any]], route_map: dict[str, _Node
         cidrs = _pod_cidrs(node)
         if not cidrs:
             continue
-        name = _node_name(node)
+        name = node_name(node)
         entry = route_map.setdefault(name, _NodeRoutes())
         if entry.actions is None:
             entry.actions = {}
@@ -533,7 +530,7 @@ def _should_delete(route_map: Mapping[str, _NodeRoutes], route: Route) -> bool:
 def _action(
     route_map: Mapping[str, _NodeRoutes], node: Mapping[str, Any], cidr: str
 ) -> RouteAction | None:
-    entry = route_map.get(_node_name(node))
+    entry = route_map.get(node_name(node))
     return None if entry is None or entry.actions is None else entry.actions.get(cidr)
 
 
@@ -544,7 +541,7 @@ def _condition_outcomes(
     node has routes in the cloud but no pod CIDRs) counts as not created."""
     outcomes: list[tuple[Mapping[str, Any], bool]] = []
     for node in nodes:
-        entry = route_map.get(_node_name(node))
+        entry = route_map.get(node_name(node))
         if entry is None or entry.actions is None:
             continue
         actions = entry.actions.values()

@@ -49,23 +49,27 @@ from kccm.cloudprovider.gate import Priority
 from kccm.cloudprovider.gated import GatedLoadBalancer
 from kccm.cloudprovider.types import LoadBalancerStatus
 from kccm.controllers.base import CloudController, ControllerContext
-from kccm.controllers.service_helpers import (
-    LEGACY_ANNOTATIONS,
+from kccm.controllers.service_hosts import service_ref, update_hosts
+from kccm.controllers.service_metrics import ServiceControllerMetrics
+from kccm.controllers.service_nodes import (
     BackendNodeSet,
     NodeSetSnapshot,
+    should_sync_updated_node,
+)
+from kccm.controllers.service_patches import (
+    LEGACY_ANNOTATIONS,
     finalizer_patch,
-    has_lb_finalizer,
     legacy_annotations_patch,
     load_balancer_status_equal,
+    status_patch,
+)
+from kccm.controllers.service_predicates import (
+    has_lb_finalizer,
     needs_cleanup,
     needs_update,
     service_key,
-    should_sync_updated_node,
-    status_patch,
     wants_load_balancer,
 )
-from kccm.controllers.service_hosts import service_ref, update_hosts
-from kccm.controllers.service_metrics import ServiceControllerMetrics
 from kccm.kube.errors import NotFound
 from kccm.kube.interface import KubeClient, Obj, PatchType
 from kccm.kube.resources import NODES, SERVICES

@@ -11,7 +11,8 @@ from typing import Any
 from kccm.cloudprovider.errors import ImplementedElsewhere
 from kccm.cloudprovider.gate import Priority
 from kccm.cloudprovider.gated import GatedLoadBalancer
-from kccm.controllers.service_helpers import loggable_node_names, service_key
+from kccm.controllers.service_nodes import loggable_node_names
+from kccm.controllers.service_predicates import service_key
 from kccm.kube.interface import Obj
 from kccm.runtime.events import EVENT_TYPE_NORMAL, EVENT_TYPE_WARNING, EventRecorder, ObjectRef
 

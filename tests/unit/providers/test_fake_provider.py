@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from kccm.cloudprovider import (
+    ForeignProviderID,
     InstanceMetadata,
     InstanceNotFound,
     Node,
@@ -23,7 +24,6 @@ from kccm.providers.fake import (
     FakeCloud,
     FakeCloudError,
     FakeInstance,
-    ForeignProviderID,
     new_fake_cloud,
 )
 from kccm.testing.conformance import make_node, make_service

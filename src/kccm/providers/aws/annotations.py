@@ -15,12 +15,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kccm.cloudprovider import Service
-from kccm.providers.aws.nlboptions import (
+from kccm.providers.aws.nlboptions import (  # one-way: nlboptions imports nothing from here
     ACCESS_LOG_BUCKET,
     ACCESS_LOG_ENABLED,
     ACCESS_LOG_PREFIX,
     BACKEND_PROTOCOL,
     EIP_ALLOCATIONS,
+    PREFIX,
     PRIVATE_IPV4,
     PROXY_PROTOCOL,
     SSL_CERT,
@@ -52,7 +53,8 @@ __all__ = [
     "target_group_name",
 ]
 
-ANNOTATION_PREFIX = "service.beta.kubernetes.io/aws-load-balancer-"
+ANNOTATION_PREFIX = PREFIX
+"""``service.beta.kubernetes.io/aws-load-balancer-``, spelled once, in ``nlboptions.py``."""
 TYPE = ANNOTATION_PREFIX + "type"
 INTERNAL = ANNOTATION_PREFIX + "internal"
 ADDITIONAL_TAGS = ANNOTATION_PREFIX + "additional-resource-tags"
@@ -153,6 +155,13 @@ class LoadBalancerSpec:
     @property
     def service_key(self) -> str:
         return f"{self.namespace}/{self.name}"
+
+    def target_group_names(self, cluster_id: str) -> dict[int, str]:
+        """Frontend port -> the name of its target group (:func:`target_group_name`)."""
+        return {
+            m.port: target_group_name(cluster_id, self.namespace, self.name, m)
+            for m in self.mappings
+        }
 
 
 def _annotations(service: Service) -> Mapping[str, str]:

@@ -24,6 +24,7 @@ from kccm.cloudprovider import (
 )
 from kccm.providers.aws.annotations import (
     TYPE,
+    LoadBalancerSpec,
     ProbeMode,
     ServiceAnnotationError,
     handled_elsewhere,
@@ -146,8 +147,9 @@ class ServiceLoadBalancers:
         self._check_kind_unchanged(service)
         if not is_nlb(service):
             return self.classic.ensure(service, nodes)
-        lb = self._ensure_nlb(cluster_name, service, nodes)
-        self._sync_nlb_rules(service, nodes, lb)
+        spec = load_balancer_spec(service, self._probe)  # bad input fails before any write
+        lb = self._ensure_nlb(cluster_name, service, nodes, spec)
+        self._sync_nlb_rules(service, nodes, lb, spec)
         return status_of(lb)
 
     def update_load_balancer(
@@ -209,15 +211,16 @@ class ServiceLoadBalancers:
 
     # -- the NLB's own security group (NLBSecurityGroupMode = Managed) -------------------------
 
-    def _ensure_nlb(self, cluster_name: str, service: Service, nodes: Sequence[Node]) -> LB:
+    def _ensure_nlb(
+        self, cluster_name: str, service: Service, nodes: Sequence[Node], spec: LoadBalancerSpec
+    ) -> LB:
         """Upstream ``EnsureLoadBalancer``'s NLB branch: ``ensureNLBSecurityGroup``, then
         ``ensureLoadBalancerv2`` with those groups, then ``ensureNLBSecurityGroupRules`` and
         the clean-up of detached owned groups."""
-        spec = load_balancer_spec(service, self._probe)  # bad input fails before any write
         sources = self._source_ranges(service)
         existing = self._nlb_of(service) if self._own.managed else None
         wanted, managed_id = self._own.choose(cluster_name, service, existing)
-        lb = self._nlb.ensure(service, nodes, wanted)
+        lb = self._nlb.ensure(service, nodes, wanted, spec)
         if managed_id:
             self._own.sync_rules(managed_id, spec, sources)
         before = list((existing or {}).get("SecurityGroups") or ()) if wanted else []
@@ -239,12 +242,13 @@ class ServiceLoadBalancers:
     def _nlb_of(self, service: Service) -> Mapping[str, Any] | None:
         return self._nlb.describe(default_load_balancer_name(service))
 
-    def _sync_nlb_rules(self, service: Service, nodes: Sequence[Node], lb: LB) -> None:
+    def _sync_nlb_rules(
+        self, service: Service, nodes: Sequence[Node], lb: LB, spec: LoadBalancerSpec
+    ) -> None:
         """Upstream ``updateInstanceSecurityGroupsForNLB`` as called at the end of the NLB
         branch of ``EnsureLoadBalancer`` (and so of ``UpdateLoadBalancer``)."""
         if self._groups.disable_ingress:
             return
-        spec = load_balancer_spec(service, self._probe)
         subnet_ids = sorted(z["SubnetId"] for z in lb.get("AvailabilityZones") or ())
         subnets = self._api.pages("ec2", "describe_subnets", "Subnets", SubnetIds=subnet_ids)
         cidrs = sorted({s["CidrBlock"] for s in subnets})

@@ -40,7 +40,6 @@ from kccm.providers.aws.annotations import (
     ServiceAnnotationError,
     handled_elsewhere,
     load_balancer_spec,
-    target_group_name,
 )
 from kccm.providers.aws.api import AWSAPI
 from kccm.providers.aws.nlboptions import EIP_ALLOCATIONS, PRIVATE_IPV4
@@ -186,14 +185,17 @@ class NetworkLoadBalancers:
         service: Service,
         nodes: Sequence[Node],
         security_groups: Sequence[str] | None = None,
+        spec: LoadBalancerSpec | None = None,
     ) -> LB:
         """Ensure, returning the balancer as described (the node-rule sync reads its subnets
         from it instead of describing it again). ``security_groups``: the groups a new NLB is
         created with and an existing one is set to when they differ (upstream
-        ``ensureLoadBalancerv2``'s ``securityGroups``); ``None`` or empty leaves them."""
+        ``ensureLoadBalancerv2``'s ``securityGroups``); ``None`` or empty leaves them.
+        ``spec``: the Service as the caller already parsed it (parsed here when ``None``)."""
         if handled_elsewhere(service):
             raise ImplementedElsewhere()
-        spec = load_balancer_spec(service, self._probe)
+        if spec is None:
+            spec = load_balancer_spec(service, self._probe)
         name = default_load_balancer_name(service)
         instances = target_instance_ids(nodes, spec.target_labels)
         tags = self._tagging.build({**spec.extra_tags, SERVICE_NAME_TAG: spec.service_key})
@@ -245,24 +247,24 @@ class NetworkLoadBalancers:
             groups = dict(self.groups.of_listeners(self._listeners(lb)))
             log.info("deleting load balancer %s", name)
             self._api.call("elbv2", "delete_load_balancer", LoadBalancerArn=lb["LoadBalancerArn"])
-        for group in self._leftover_groups(service, groups):
-            groups[group["TargetGroupArn"]] = group
+        try:
+            spec: LoadBalancerSpec | None = load_balancer_spec(service, self._probe)
+        except ServiceAnnotationError:
+            spec = None  # no names to look for: only the listeners' groups go
+        if spec is not None:
+            for group in self._leftover_groups(spec, groups):
+                groups[group["TargetGroupArn"]] = group
         for arn in sorted(groups):
             self.groups.delete(arn)
 
     def _leftover_groups(
-        self, service: Service, known: Mapping[str, Any]
+        self, spec: LoadBalancerSpec, known: Mapping[str, Any]
     ) -> list[Mapping[str, Any]]:
         """Target groups this Service's ports would use that no listener holds (left by an
         ensure interrupted between creating a group and its listener)."""
-        try:
-            spec = load_balancer_spec(service, self._probe)
-        except ServiceAnnotationError:
-            return []
         found = []
         known_names = {str(g.get("TargetGroupName", "")) for g in known.values()}
-        for mapping in spec.mappings:
-            name = target_group_name(self._tagging.cluster_id, spec.namespace, spec.name, mapping)
+        for name in spec.target_group_names(self._tagging.cluster_id).values():
             if name in known_names:
                 continue
             group = self.groups.by_name(name)
@@ -359,10 +361,7 @@ class NetworkLoadBalancers:
         listeners = self._listeners(lb)
         groups = self.groups.of_listeners(listeners)
         by_port = {int(li["Port"]): li for li in listeners}
-        names = {
-            m.port: target_group_name(self._tagging.cluster_id, spec.namespace, spec.name, m)
-            for m in spec.mappings
-        }
+        names = spec.target_group_names(self._tagging.cluster_id)
         unused = {arn for arn, g in groups.items() if g["TargetGroupName"] not in names.values()}
         for mapping in spec.mappings:
             listener = by_port.pop(mapping.port, None)

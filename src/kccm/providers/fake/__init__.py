@@ -4,7 +4,8 @@ It implements every interface of the contract with real state instead of fixed a
 
 - instances (:meth:`FakeCloud.add_instance`) drive Instances, InstancesV2 and Zones; an
   unknown instance does not exist and lookups raise ``InstanceNotFound``; a providerID of
-  another provider (``aws://...``) raises :class:`ForeignProviderID`, never "does not exist";
+  another provider (``aws://...``) raises :class:`~kccm.cloudprovider.ForeignProviderID`,
+  never "does not exist";
 - load balancers are created by ``ensure_load_balancer`` (an address from 192.0.2.0/24 per
   balancer, stable across ensures), re-pointed by ``update_load_balancer`` and removed by
   ``ensure_load_balancer_deleted``; ``get_load_balancer`` reports what exists. Ensure and
@@ -32,7 +33,6 @@ from kccm.providers.fake.model import (
     FakeCall,
     FakeCloudError,
     FakeInstance,
-    ForeignProviderID,
 )
 
 __all__ = [
@@ -43,7 +43,6 @@ __all__ = [
     "FakeCloudConfig",
     "FakeCloudError",
     "FakeInstance",
-    "ForeignProviderID",
     "fake_cloud_from_config",
     "new_fake_cloud",
 ]

@@ -9,7 +9,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kccm.cloudprovider import (
-    CloudProviderError,
     InstanceMetadata,
     LoadBalancerIngress,
     LoadBalancerIPMode,
@@ -30,7 +29,6 @@ __all__ = [
     "FakeCall",
     "FakeCloudError",
     "FakeInstance",
-    "ForeignProviderID",
     "latency_problem",
 ]
 
@@ -55,11 +53,6 @@ _FIRST_LB_ADDRESS = ipaddress.IPv4Address("192.0.2.1")
 
 class FakeCloudError(Exception):
     """An error the fake raises on its own (a missing balancer or route, ...)."""
-
-
-class ForeignProviderID(CloudProviderError):
-    """A providerID of another provider (``aws://...``): the fake cannot tell whether that
-    instance exists, so it raises this instead of answering "does not exist"."""
 
 
 @dataclass(frozen=True)

@@ -5,22 +5,16 @@ from __future__ import annotations
 
 from kccm.cloudprovider import (
     CloudAPICalls,
-    CloudProviderError,
+    ForeignProviderID,
 )
 from kccm.providers.local.config import LocalCloudConfig, VipPool
 from kccm.providers.local.store import (
     LocalStore,
 )
 
-__all__ = ["PROVIDER_NAME", "ForeignProviderID", "LocalBase", "own_provider_id"]
+__all__ = ["PROVIDER_NAME", "LocalBase", "own_provider_id"]
 
 PROVIDER_NAME = "local"
-
-
-class ForeignProviderID(CloudProviderError):
-    """A Node whose providerID belongs to another provider (``aws://...``): the local provider
-    cannot say whether that machine exists, so it answers with this error, never "does not
-    exist" (which would make the lifecycle controller delete the Node)."""
 
 
 def own_provider_id(provider_id: str, node: str = "") -> str:

@@ -39,7 +39,7 @@ from kccm.cloudprovider import (
     Zones,
 )
 from kccm.providers.local.balancers import LocalLoadBalancers
-from kccm.providers.local.base import PROVIDER_NAME, ForeignProviderID
+from kccm.providers.local.base import PROVIDER_NAME
 from kccm.providers.local.config import LocalCloudConfig, load_local_config
 from kccm.providers.local.desired import (
     ANNOTATION_RETAIN_IP,
@@ -70,7 +70,6 @@ __all__ = [
     "PROVIDER_NAME",
     "DataplaneProbe",
     "DataplaneStarter",
-    "ForeignProviderID",
     "LocalCloud",
     "LocalLoadBalancerError",
     "desired_load_balancer",

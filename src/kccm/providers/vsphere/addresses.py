@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import yaml
 
 from kccm.cloudprovider import CloudProviderError, NodeAddress
-from kccm.providers.vsphere.config import Network, NodesConfig
+from kccm.providers.vsphere.configtypes import Network, NodesConfig
 from kccm.providers.vsphere.inventory import GuestNic
 
 __all__ = ["Candidate", "discover_ips", "node_addresses"]

@@ -12,7 +12,8 @@ are one key); what differs between them is handled here:
 
 A ``[Global] server`` adds one vCenter with the global settings, as upstream does. Per-vCenter
 values fall back to ``[Global]``. The ``VSPHERE_*`` environment overrides (upstream ``FromEnv``)
-are applied afterwards, as upstream does, by :mod:`kccm.providers.vsphere.envconfig`.
+are applied afterwards, as upstream does, by :mod:`kccm.providers.vsphere.envconfig`. The
+result's types are in :mod:`kccm.providers.vsphere.configtypes`.
 """
 
 # ruff: noqa: RUF009 - setting() is a dataclasses.field() factory
@@ -23,32 +24,28 @@ import ipaddress
 import logging
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TextIO
 
 from kccm.cloudprovider import CloudConfigError
 from kccm.cloudprovider.config import load_cloud_config, setting
+from kccm.providers.vsphere.configtypes import (
+    DEFAULT_PORT,
+    DEFAULT_REQUEST_TIMEOUT,
+    DEFAULT_ROUNDTRIP_COUNT,
+    GLOBAL_SECRET_REF,
+    GlobalDefaults,
+    Network,
+    NodesConfig,
+    VCenter,
+    VSphereConfig,
+)
+from kccm.providers.vsphere.envconfig import apply_environment
 
-__all__ = [
-    "DEFAULT_PORT",
-    "DEFAULT_ROUNDTRIP_COUNT",
-    "GLOBAL_SECRET_REF",
-    "GlobalDefaults",
-    "NodesConfig",
-    "VCenter",
-    "VSphereConfig",
-    "load_vsphere_config",
-]
+__all__ = ["load_vsphere_config"]
 
 log = logging.getLogger(__name__)
 
-DEFAULT_PORT = 443
-"""``DefaultVCenterPort``."""
-DEFAULT_ROUNDTRIP_COUNT = 3
-"""``DefaultRoundTripperCount`` (attempts of one SOAP call)."""
-DEFAULT_REQUEST_TIMEOUT = 30.0
-GLOBAL_SECRET_REF = "Global"
-"""``DefaultCredentialManager``: the vCenter's credentials come from [Global]'s Secret."""
 IP_FAMILIES = ("ipv4", "ipv6")
 DUAL_STACK_ENV = "ENABLE_ALPHA_DUAL_STACK"
 
@@ -182,76 +179,6 @@ class _Schema:
             if value != empty
         ]
         return found + [f'LoadBalancerClass "{name}"' for name in self.load_balancer_class]
-
-
-Network = ipaddress.IPv4Network | ipaddress.IPv6Network
-
-
-@dataclass(frozen=True)
-class NodesConfig:
-    """``[Nodes]``: how a node's addresses are chosen among its VM's guest IPs."""
-
-    internal_subnets: tuple[Network, ...] = ()
-    external_subnets: tuple[Network, ...] = ()
-    internal_network_name: str = ""
-    external_network_name: str = ""
-    exclude_internal_subnets: tuple[Network, ...] = ()
-    exclude_external_subnets: tuple[Network, ...] = ()
-
-
-@dataclass(frozen=True)
-class VCenter:
-    """One vCenter after upstream's defaulting (``VirtualCenterConfig``)."""
-
-    tenant_ref: str
-    """The section name: the connection key (the server, unless ``server`` is set)."""
-    server: str
-    port: int = DEFAULT_PORT
-    user: str = ""
-    password: str = field(default="", repr=False)
-    insecure: bool = False
-    datacenters: tuple[str, ...] = ()
-    roundtrip_count: int = DEFAULT_ROUNDTRIP_COUNT
-    ca_file: str = ""
-    thumbprint: str = ""
-    secret_ref: str = ""
-    """Empty: credentials from the config; ``Global``: [Global]'s Secret or directory;
-    ``<namespace>/<name>``: this vCenter's own Secret."""
-    secret_name: str = ""
-    secret_namespace: str = ""
-    ip_families: tuple[str, ...] = ("ipv4",)
-
-
-@dataclass(frozen=True)
-class GlobalDefaults:
-    """``[Global]``'s connection settings after upstream's defaulting: what a vCenter defined
-    by ``VSPHERE_VCENTER_<id>`` falls back to (upstream ``FromEnv``)."""
-
-    user: str = ""
-    password: str = field(default="", repr=False)
-    port: int = DEFAULT_PORT
-    datacenters: tuple[str, ...] = ()
-    ca_file: str = ""
-    thumbprint: str = ""
-
-
-@dataclass(frozen=True)
-class VSphereConfig:
-    vcenters: dict[str, VCenter]
-    """By tenant ref, in file order."""
-    defaults: GlobalDefaults = GlobalDefaults()
-    zone_category: str = ""
-    region_category: str = ""
-    nodes: NodesConfig = NodesConfig()
-    secret_name: str = ""
-    secret_namespace: str = ""
-    secrets_directory: str = ""
-    request_timeout: float = DEFAULT_REQUEST_TIMEOUT
-
-    @property
-    def zones_enabled(self) -> bool:
-        """Upstream reports no zone unless both ``[Labels]`` categories are set."""
-        return bool(self.zone_category and self.region_category)
 
 
 def _split(values: list[str]) -> tuple[str, ...]:
@@ -460,9 +387,6 @@ def load_vsphere_config(
     from ``environ`` (default: the process environment) as upstream ``ReadCPIConfig`` does;
     every problem is reported at once. ``path_exists`` decides whether the default secrets
     directory is there (a seam for tests)."""
-    # Imported here: envconfig builds on this module's types.
-    from kccm.providers.vsphere.envconfig import apply_environment
-
     env = os.environ if environ is None else environ
     if stream is None:
         raise CloudConfigError(["no vSphere cloud provider config file given (--cloud-config)"])

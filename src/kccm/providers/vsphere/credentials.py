@@ -26,7 +26,7 @@ from typing import Any
 from kccm.cloudprovider import CloudProviderError
 from kccm.kube.errors import KubeError, NotFound
 from kccm.kube.resources import SECRETS
-from kccm.providers.vsphere.config import GLOBAL_SECRET_REF, VCenter, VSphereConfig
+from kccm.providers.vsphere.configtypes import GLOBAL_SECRET_REF, VCenter, VSphereConfig
 
 __all__ = [
     "Credential",

@@ -37,7 +37,7 @@ import logging
 from collections.abc import Callable, Mapping
 
 from kccm.cloudprovider import CloudConfigError
-from kccm.providers.vsphere.config import (
+from kccm.providers.vsphere.configtypes import (
     DEFAULT_ROUNDTRIP_COUNT,
     GLOBAL_SECRET_REF,
     GlobalDefaults,

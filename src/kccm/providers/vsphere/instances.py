@@ -32,7 +32,7 @@ from kccm.cloudprovider import (
     Zone,
 )
 from kccm.providers.vsphere.addresses import node_addresses
-from kccm.providers.vsphere.config import VSphereConfig
+from kccm.providers.vsphere.configtypes import VSphereConfig
 from kccm.providers.vsphere.credentials import CredentialError
 from kccm.providers.vsphere.guestos import guest_os
 from kccm.providers.vsphere.inventory import Inventory, Snapshot, VMInfo

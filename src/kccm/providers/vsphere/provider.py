@@ -21,7 +21,8 @@ from kccm.cloudprovider import (
     InstancesV2,
     Zones,
 )
-from kccm.providers.vsphere.config import VSphereConfig, load_vsphere_config
+from kccm.providers.vsphere.config import load_vsphere_config
+from kccm.providers.vsphere.configtypes import VSphereConfig
 from kccm.providers.vsphere.credentials import CredentialError, CredentialStore
 from kccm.providers.vsphere.instances import VCenterClient, VSphereInstances
 from kccm.providers.vsphere.inventory import Inventory

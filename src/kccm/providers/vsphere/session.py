@@ -35,7 +35,7 @@ from pyVim import connect
 from pyVmomi import vim, vmodl
 
 from kccm.cloudprovider import CloudAPICalls, CloudProviderError
-from kccm.providers.vsphere.config import VCenter
+from kccm.providers.vsphere.configtypes import VCenter
 from kccm.providers.vsphere.credentials import (
     SESSION_MANAGER_TOKEN,
     Credential,

@@ -14,7 +14,7 @@ from service_objects import (
 )
 
 from kccm.api.wellknown import FINALIZER_LB_CLEANUP
-from kccm.controllers.service_helpers import (
+from kccm.controllers.service_predicates import (
     needs_update,
 )
 
@@ -236,7 +236,7 @@ def test_needs_update(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     """v0.36.3 records no Event here: the reasons upstream logs at V(2) are debug logs."""
-    with caplog.at_level(logging.DEBUG, logger="kccm.controllers.service_helpers"):
+    with caplog.at_level(logging.DEBUG, logger="kccm.controllers.service_predicates"):
         assert needs_update(old, new) is update
     assert [r.getMessage() for r in caplog.records] == ([] if logged is None else [logged])
 

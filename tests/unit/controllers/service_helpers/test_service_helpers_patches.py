@@ -15,16 +15,15 @@ from service_objects import (
 
 from kccm.api.wellknown import ANNOTATION_LB_SPEC_HASH, FINALIZER_LB_CLEANUP
 from kccm.cloudprovider.types import LoadBalancerIngress, LoadBalancerStatus, PortStatus
-from kccm.controllers.service_helpers import (
-    EMPTY_NODE_SET,
+from kccm.controllers.service_nodes import EMPTY_NODE_SET, BackendNodeSet
+from kccm.controllers.service_patches import (
     LEGACY_ANNOTATIONS,
-    BackendNodeSet,
     finalizer_patch,
     legacy_annotations_patch,
     load_balancer_status_equal,
-    needs_update,
     status_patch,
 )
+from kccm.controllers.service_predicates import needs_update
 
 # -- PatchService shapes, LoadBalancerStatusEqual -----------------------------------------------
 

@@ -15,16 +15,15 @@ from service_objects import (
 )
 
 from kccm.api.wellknown import FINALIZER_LB_CLEANUP
-from kccm.controllers.service_helpers import (
+from kccm.controllers.service_nodes import (
     STABLE_NODE_SET_PREDICATES,
     loggable_node_names,
-    needs_cleanup,
     nodes_sufficiently_equal,
     parse_go_bool,
     respects_predicates,
     should_sync_updated_node,
-    wants_load_balancer,
 )
+from kccm.controllers.service_predicates import needs_cleanup, wants_load_balancer
 
 # -- TestWantsLoadBalancer / TestNeedsCleanup ---------------------------------------------------
 

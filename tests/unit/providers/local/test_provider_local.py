@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from kccm.cloudprovider import CloudConfigError, InstanceNotFound, Route
+from kccm.cloudprovider import CloudConfigError, ForeignProviderID, InstanceNotFound, Route
 from kccm.cloudprovider.registry import default_registry
 from kccm.providers.local import LocalCloud, new_local_cloud
 from kccm.providers.local.config import (
@@ -21,7 +21,6 @@ from kccm.providers.local.config import (
     pool_problems,
 )
 from kccm.providers.local.provider import (
-    ForeignProviderID,
     LocalLoadBalancerError,
     desired_load_balancer,
 )

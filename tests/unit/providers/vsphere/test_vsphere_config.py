@@ -7,7 +7,8 @@ import ipaddress
 import pytest
 
 from kccm.cloudprovider import CloudConfigError
-from kccm.providers.vsphere.config import GLOBAL_SECRET_REF, VCenter, load_vsphere_config
+from kccm.providers.vsphere.config import load_vsphere_config
+from kccm.providers.vsphere.configtypes import GLOBAL_SECRET_REF, VCenter
 
 INI_TWO = """
 [Global]

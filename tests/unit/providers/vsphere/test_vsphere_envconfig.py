@@ -9,12 +9,8 @@ from collections.abc import Callable
 import pytest
 
 from kccm.cloudprovider import CloudConfigError
-from kccm.providers.vsphere.config import (
-    GLOBAL_SECRET_REF,
-    NodesConfig,
-    VSphereConfig,
-    load_vsphere_config,
-)
+from kccm.providers.vsphere.config import load_vsphere_config
+from kccm.providers.vsphere.configtypes import GLOBAL_SECRET_REF, NodesConfig, VSphereConfig
 from kccm.providers.vsphere.credentials import CredentialStore
 from kccm.providers.vsphere.envconfig import DEFAULT_SECRETS_DIRECTORY
 

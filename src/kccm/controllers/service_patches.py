@@ -1,0 +1,77 @@
+"""The exact shape of the strategic-merge patches upstream's ``servicehelper.PatchService``
+sends for the load-balancer controller (:func:`finalizer_patch`, :func:`status_patch`), when
+the status needs one (:func:`load_balancer_status_equal`), and the removal of what an earlier
+kccm left on Services (:func:`legacy_annotations_patch`). Objects are JSON-shaped mappings
+and are never modified here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from kccm.api.wellknown import ANNOTATION_LB_SPEC_HASH
+from kccm.cloudprovider.types import LoadBalancerStatus
+
+__all__ = [
+    "LEGACY_ANNOTATIONS",
+    "finalizer_patch",
+    "legacy_annotations_patch",
+    "load_balancer_status_equal",
+    "status_patch",
+]
+
+# -- what an earlier kccm left on Services ----------------------------------------------------
+
+LEGACY_ANNOTATIONS = frozenset({ANNOTATION_LB_SPEC_HASH})
+"""Annotations an earlier kccm wrote on Services (the load-balancer spec hash, issue 10).
+kccm writes none now: they are left out of
+:func:`~kccm.controllers.service_predicates.needs_update` (their removal is no reason to sync)
+and removed by the next patch kccm sends anyway (:func:`legacy_annotations_patch`)."""
+
+
+def legacy_annotations_patch(service: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``metadata`` part of a patch removing the :data:`LEGACY_ANNOTATIONS` the service
+    still carries (``{}`` when it carries none)."""
+    annotations = (service.get("metadata") or {}).get("annotations") or {}
+    present = sorted(LEGACY_ANNOTATIONS & set(annotations))
+    if not present:
+        return {}
+    return {"annotations": dict.fromkeys(present)}
+
+
+# -- the patches PatchService sends -----------------------------------------------------------
+
+
+def load_balancer_status_equal(previous: Mapping[str, Any], new: LoadBalancerStatus) -> bool:
+    """Semantic equality of ``.ingress`` only (ip, hostname, ipMode, ports), as upstream
+    ``LoadBalancerStatusEqual``; an absent list equals an empty one."""
+    return LoadBalancerStatus.from_dict(previous).ingress == new.ingress
+
+
+def finalizer_patch(old: Sequence[str], new: Sequence[str]) -> dict[str, Any]:
+    """The strategic-merge patch a two-way diff of ``metadata.finalizers`` produces
+    (patch strategy ``merge`` on a list of strings), as upstream ``PatchService`` sends it.
+
+    From none to some: the list itself. From some to none: ``null``. Otherwise the added
+    values, a ``$deleteFromPrimitiveList`` of the removed ones and the new order.
+    """
+    if not old:
+        return {"metadata": {"finalizers": list(new)}}
+    if not new:
+        return {"metadata": {"finalizers": None}}
+    meta: dict[str, Any] = {"$setElementOrder/finalizers": list(new)}
+    added = [value for value in new if value not in old]
+    removed = [value for value in old if value not in new]
+    if added:
+        meta["finalizers"] = added
+    if removed:
+        meta["$deleteFromPrimitiveList/finalizers"] = removed
+    return {"metadata": meta}
+
+
+def status_patch(new: LoadBalancerStatus) -> dict[str, Any]:
+    """The strategic-merge patch setting ``status.loadBalancer`` to ``new``: the ingress list
+    is atomic, so it is replaced whole; an empty status removes it (``null``)."""
+    ingress = new.to_dict().get("ingress")
+    return {"status": {"loadBalancer": {"ingress": ingress}}}
