@@ -52,6 +52,7 @@ __all__ = [
     "GateConfig",
     "Priority",
     "Throttle",
+    "UnknownProviderMethod",
     "args_key",
     "default_throttle_signal",
     "error_kind",
@@ -67,6 +68,30 @@ METHOD_GROUPS: Mapping[str, str] = {name: kind.group for name, kind in _CALLS.it
 
 READ_METHODS: frozenset[str] = frozenset(name for name, kind in _CALLS.items() if kind.read)
 """Methods without side effects: identical concurrent calls may share one provider call."""
+
+
+class UnknownProviderMethod(ValueError):
+    """The gate was asked to run a method no Protocol declares with ``@provider_call``.
+
+    Raised before anything runs: an undeclared name would otherwise get a budget group of its
+    own (escaping its real group's budget and throttling pauses) and no coalescing."""
+
+    def __init__(self, method: str) -> None:
+        super().__init__(
+            f"unknown provider method {method!r}: declare it with @provider_call on its "
+            'Protocol in kccm.cloudprovider.interface (see DEVELOPMENT.md, "Adding a provider '
+            'method")'
+        )
+        self.method = method
+
+
+def _group_of(method: str) -> str:
+    """The budget group of provider method ``method``; :class:`UnknownProviderMethod` if no
+    Protocol declares it."""
+    group = METHOD_GROUPS.get(method)
+    if group is None:
+        raise UnknownProviderMethod(method)
+    return group
 
 
 class Priority(IntEnum):
@@ -302,20 +327,22 @@ class CallGate:
         """Run ``fn(*args)`` as provider method ``method`` through the gate.
 
         ``key`` identifies the call's arguments for coalescing; it is used only for
-        :data:`READ_METHODS`. Errors from the provider propagate unchanged.
+        :data:`READ_METHODS`. Errors from the provider propagate unchanged. A ``method`` that
+        no Protocol declares raises :class:`UnknownProviderMethod` before anything runs.
         """
+        group = _group_of(method)
         if key is None or not self.config.coalesce_reads or method not in READ_METHODS:
-            return await self._admit_and_run(method, fn, args, priority, None)
+            return await self._admit_and_run(group, method, fn, args, priority, None)
         flight_key = (method, key)
         flight = self._inflight.get(flight_key)
         if flight is not None:
             self._metrics.coalesced.labels(method).inc()
-            self._raise_priority(flight, priority, method)
+            self._raise_priority(flight, priority, group)
             assert flight.task is not None
             return await asyncio.shield(flight.task)
         flight = _Flight()
         self._inflight[flight_key] = flight
-        task = asyncio.ensure_future(self._admit_and_run(method, fn, args, priority, flight))
+        task = asyncio.ensure_future(self._admit_and_run(group, method, fn, args, priority, flight))
         flight.task = task
         task.add_done_callback(lambda done: self._land(flight_key, done))
         return await asyncio.shield(task)
@@ -325,24 +352,24 @@ class CallGate:
         if not task.cancelled():
             task.exception()  # every waiter may have gone: mark the error as seen
 
-    def _raise_priority(self, flight: _Flight, priority: Priority, method: str) -> None:
+    def _raise_priority(self, flight: _Flight, priority: Priority, group: str) -> None:
         ticket = flight.ticket
         if ticket is None or ticket.future.done() or priority >= ticket.priority:
             return
         better = _Ticket(int(priority), next(self._seq), ticket.future)
         flight.ticket = better
-        lane = self._lane(METHOD_GROUPS.get(method, method))
+        lane = self._lane(group)
         heapq.heappush(lane.heap, better)  # the old entry is skipped once its future is done
 
     async def _admit_and_run(
         self,
+        group: str,
         method: str,
         fn: Callable[..., MaybeAwaitable[T]],
         args: tuple[Any, ...],
         priority: Priority,
         flight: _Flight | None,
     ) -> T:
-        group = METHOD_GROUPS.get(method, method)
         await self._admit(group, method, priority, flight)
         return await self._run(group, method, fn, args)
 

@@ -9,7 +9,15 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from kccm.cloudprovider import InstanceNotFound, NotImplementedByProvider, RetryError, Throttled
-from kccm.cloudprovider.gate import Budget, CallGate, GateConfig, Priority, Throttle, error_kind
+from kccm.cloudprovider.gate import (
+    Budget,
+    CallGate,
+    GateConfig,
+    Priority,
+    Throttle,
+    UnknownProviderMethod,
+    error_kind,
+)
 from kccm.cloudprovider.gated import GatedCloud, GatedInstancesV2
 from kccm.cloudprovider.types import Route
 from kccm.providers.fake import FakeCloud, FakeInstance
@@ -317,6 +325,35 @@ async def test_sync_providers_run_through_the_gate() -> None:
     gate = CallGate(registry=CollectorRegistry())
     assert await gate.call("master", Blocking().master, "c1") == "https://c1"
     gate.close()
+
+
+UNKNOWN = [
+    pytest.param("instance_exist", None, id="typo-without-key"),
+    pytest.param("instance_exist", ("n1",), id="typo-with-read-key"),
+    pytest.param("frobnicate", ("n1",), id="made-up"),
+    pytest.param("instances", None, id="a-group-name-is-not-a-method"),
+    pytest.param("", None, id="empty"),
+]
+
+
+@pytest.mark.parametrize(("method", "key"), UNKNOWN)
+async def test_an_undeclared_method_name_is_refused_before_anything_runs(
+    method: str, key: tuple[str, ...] | None
+) -> None:
+    ran: list[str] = []
+    registry = CollectorRegistry()
+    gate = CallGate(GateConfig(budget=Budget(qps=1, burst=1)), registry=registry)
+    try:
+        with pytest.raises(UnknownProviderMethod, match=f"unknown provider method '{method}'"):
+            await gate.call(method, lambda: ran.append(method), key=key)
+    finally:
+        gate.close()
+    assert ran == []
+    assert registry.get_sample_value("cloudprovider_calls_total", {"method": method}) is None
+    assert (
+        registry.get_sample_value("cloudprovider_call_wait_seconds_count", {"method": method})
+        is None
+    )
 
 
 async def test_gated_cloud_exposes_every_capability(env: Env) -> None:

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from kccm.cloudprovider import gated as gated_module
+from kccm.cloudprovider import interface
 from kccm.cloudprovider.calls import CallKind, call_kind, declared_calls, provider_call
 from kccm.cloudprovider.gate import METHOD_GROUPS, READ_METHODS
 from kccm.cloudprovider.interface import CALL_PROTOCOLS
@@ -40,6 +41,85 @@ def twin_calls(twin: type) -> dict[str, Callable[..., Any]]:
         for name, fn in vars(twin).items()
         if not name.startswith("_") and inspect.iscoroutinefunction(fn)
     }
+
+
+# -- every provider-facing method is a declared call, or a documented exception ------------------
+
+NOT_CALLS: dict[str, str] = {
+    "Interface.load_balancer": "capability lookup: GatedCloud asks once and wraps the answer",
+    "Interface.instances": "capability lookup: GatedCloud asks once and wraps the answer",
+    "Interface.instances_v2": "capability lookup: GatedCloud asks once and wraps the answer",
+    "Interface.zones": "capability lookup: GatedCloud asks once and wraps the answer",
+    "Interface.clusters": "capability lookup: GatedCloud asks once and wraps the answer",
+    "Interface.routes": "capability lookup: GatedCloud asks once and wraps the answer",
+    "Interface.provider_name": "a constant of the provider (the providerID scheme), no cloud call",
+    "Interface.has_cluster_id": "a check of the provider's own configuration, no cloud call",
+}
+"""Public methods of :data:`CALL_PROTOCOLS` that are not provider calls, and why. The gated
+twin passes each one straight through (same name, no gate)."""
+
+NOT_CALL_PROTOCOLS: dict[str, str] = {
+    "ControllerClientBuilder": "implemented by the framework and handed to the provider",
+    "InformerUser": "a one-time hand-off of the informer factory, before any controller runs",
+}
+"""Protocols of ``interface.py`` outside :data:`CALL_PROTOCOLS`, and why."""
+
+
+def interface_protocols() -> list[type]:
+    return [
+        cls
+        for cls in vars(interface).values()
+        if isinstance(cls, type)
+        and cls.__module__ == interface.__name__
+        and getattr(cls, "_is_protocol", False)
+    ]
+
+
+def public_methods(protocol: type) -> dict[str, object]:
+    return {
+        f"{protocol.__name__}.{name}": member
+        for name, member in vars(protocol).items()
+        if not name.startswith("_") and (inspect.isfunction(member) or isinstance(member, property))
+    }
+
+
+PROTOCOL_METHODS = {
+    qualified: member
+    for protocol in CALL_PROTOCOLS
+    for qualified, member in public_methods(protocol).items()
+}
+
+
+def test_every_protocol_of_the_interface_is_a_call_protocol_or_a_documented_exception() -> None:
+    names = sorted(cls.__name__ for cls in interface_protocols())
+    expected = sorted([*(p.__name__ for p in CALL_PROTOCOLS), *NOT_CALL_PROTOCOLS])
+    assert names == expected, (
+        "a Protocol in kccm/cloudprovider/interface.py is neither in CALL_PROTOCOLS nor in "
+        "NOT_CALL_PROTOCOLS (or a listed one is gone)"
+    )
+
+
+@pytest.mark.parametrize("qualified", sorted(PROTOCOL_METHODS))
+def test_every_protocol_method_is_declared_with_provider_call(qualified: str) -> None:
+    declared = call_kind(PROTOCOL_METHODS[qualified]) is not None
+    if qualified in NOT_CALLS:
+        assert not declared, f"{qualified} is declared with @provider_call: drop it from NOT_CALLS"
+    else:
+        assert declared, (
+            f"{qualified} has no @provider_call: declare its budget group and whether it only "
+            'reads (DEVELOPMENT.md, "Adding a provider method"), or, if it is no provider '
+            "call, list it with its reason in NOT_CALLS"
+        )
+
+
+@pytest.mark.parametrize("qualified", sorted(NOT_CALLS))
+def test_every_exception_is_a_protocol_method_passed_through_by_its_twin(qualified: str) -> None:
+    assert qualified in PROTOCOL_METHODS, f"NOT_CALLS names {qualified}, which no Protocol has"
+    protocol_name, name = qualified.split(".")
+    (twin,) = [t for t in TWINS if protocol_name in (p.__name__ for p in t.protocols)]
+    passthrough = vars(twin).get(name)
+    assert inspect.isfunction(passthrough), f"{twin.__name__} has no {name}()"
+    assert not inspect.iscoroutinefunction(passthrough), f"{twin.__name__}.{name} is gated"
 
 
 def test_every_call_protocol_has_exactly_one_gated_twin() -> None:
