@@ -19,14 +19,14 @@ from kccm.providers.aws.config import load_aws_config
 from kccm.testing.conformance import CloudProviderConformance, make_service
 from kccm.testing.modules import load_module
 
-support = load_module(
-    "aws_moto", Path(__file__).resolve().parents[1] / "unit" / "providers" / "aws" / "aws_moto.py"
-)
+AWS_TESTS = Path(__file__).resolve().parents[1] / "unit" / "providers" / "aws"
+support = load_module("aws_moto", AWS_TESTS / "aws_moto.py")
+moto_leaks = load_module("moto_leaks", AWS_TESTS / "moto_leaks.py")
 
 
 @pytest.fixture(scope="module")
 def moto_world() -> Iterator[Any]:
-    with support.moto_server() as url:
+    with support.moto_server() as url, moto_leaks.no_leaked_balancers(url):
         yield support.build_world(url, f"conf{uuid.uuid4().hex[:6]}", instances=3)
 
 

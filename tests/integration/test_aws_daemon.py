@@ -49,6 +49,9 @@ BUDGET = 60.0 + 3.0 * NODES_WANTED + 6.0 * SERVICES_WANTED
 
 
 support = load_module("aws_moto", ROOT / "tests" / "unit" / "providers" / "aws" / "aws_moto.py")
+moto_leaks = load_module(
+    "moto_leaks", ROOT / "tests" / "unit" / "providers" / "aws" / "moto_leaks.py"
+)
 
 
 eventually = functools.partial(shared_eventually, within=BUDGET, interval=0.5)
@@ -114,7 +117,7 @@ async def release_services(kube: KubeApiClient) -> None:
 
 @pytest.fixture
 def moto_url() -> Iterator[str]:
-    with support.moto_server() as url:
+    with support.moto_server() as url, moto_leaks.no_leaked_balancers(url):
         yield url
 
 

@@ -41,6 +41,7 @@ BUDGET = 90.0
 
 support = load_module("aws_moto", AWS_TESTS / "aws_moto.py")
 sg_support = load_module("aws_sg_moto", AWS_TESTS / "aws_sg_moto.py")
+moto_leaks = load_module("moto_leaks", AWS_TESTS / "moto_leaks.py")
 layout = load_module("aws_upstream_layout", Path(__file__).parent / "aws_upstream_layout.py")
 
 
@@ -51,7 +52,7 @@ eventually = functools.partial(shared_eventually, within=BUDGET, interval=0.5)
 
 @pytest.fixture
 def moto_url() -> Iterator[str]:
-    with support.moto_server() as url:
+    with support.moto_server() as url, moto_leaks.no_leaked_balancers(url):
         yield url
 
 

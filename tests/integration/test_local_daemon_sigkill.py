@@ -21,6 +21,7 @@ from kccm.kube.client import KubeApiClient
 from kccm.kube.resources import NODES, SERVICES
 from kccm.providers.local.dataplane.supervise import live_dataplane
 from kccm.providers.local.store import InstanceRecord, LocalStore
+from kccm.testing.controllers import delete_until_gone
 from kccm.testing.controllers import eventually as shared_eventually
 from kccm.testing.controlplane import ControlPlane
 from kccm.testing.daemon import daemon_args, daemon_env
@@ -214,6 +215,7 @@ async def test_traffic_survives_daemon_sigkill_and_restart(
         )
         assert (ok_tcp, ok_udp) == (sent * TCP_CONNECTIONS, sent * UDP_DATAGRAMS)
         assert kills >= 2
+        await delete_until_gone(kube, SERVICES, [svc], kube_namespace)  # while kccm runs
     finally:
         daemon.send_signal(signal.SIGTERM)
         with contextlib.suppress(subprocess.TimeoutExpired):
@@ -300,6 +302,7 @@ async def test_a_dead_data_plane_is_restarted_while_kccm_runs(
         assert daemon.poll() is None  # kccm itself was never restarted
         text = await asyncio.to_thread(log.read_text, errors="replace")
         assert f"is not running (last pid {first.pid}): starting a new one" in text
+        await delete_until_gone(kube, SERVICES, [svc], kube_namespace)  # while kccm runs
     finally:
         daemon.send_signal(signal.SIGTERM)
         with contextlib.suppress(subprocess.TimeoutExpired):

@@ -44,6 +44,7 @@ __all__ = [
     "absent",
     "all_absent",
     "controller_run",
+    "delete_until_gone",
     "event_counts",
     "event_summaries",
     "events_about",
@@ -88,6 +89,19 @@ async def all_absent(
         if not await absent(kube, resource, name, namespace):
             return False
     return True
+
+
+async def delete_until_gone(
+    kube: KubeClient, resource: Resource, names: Iterable[str], namespace: str | None = None
+) -> None:
+    """Delete each of ``names`` and wait until every one is gone: call it while the controller
+    that holds their finalizers (a LoadBalancer Service's cleanup finalizer) still runs, so the
+    test leaves neither a finalizer nor a balancer behind (the plugin's leak check)."""
+    names = list(names)
+    for name in names:
+        with contextlib.suppress(NotFound):
+            await kube.delete(resource, name, namespace=namespace)
+    await eventually(lambda: all_absent(kube, resource, names, namespace))
 
 
 async def initialised_nodes(kube: KubeClient, names: Iterable[str]) -> list[Obj] | None:

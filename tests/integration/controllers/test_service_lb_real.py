@@ -25,6 +25,7 @@ from kccm.providers.fake import FakeCloud, FakeInstance
 from kccm.testing.controllers import (
     absent,
     controller_run,
+    delete_until_gone,
     event_counts,
     events_about,
     eventually,
@@ -442,7 +443,8 @@ async def test_services_present_at_start_are_ensured_before_any_node_sync_update
         await eventually(all_have_the_late_node)
         for name in names:
             await wait_events(kube, ns, name, "EnsuredLoadBalancer")
-    calls = calls_in(cloud, ns)
+        calls = calls_in(cloud, ns)
+        await delete_until_gone(kube, SERVICES, names, ns)
     for name in names:
         mine = [method for method, key in calls if key == f"{ns}/{name}"]
         assert mine[0] == "ensure_load_balancer", (name, mine)
@@ -492,7 +494,8 @@ async def test_restart_ensures_every_balancer_with_no_mutating_cloud_call_and_no
         assert dict(cloud.cloud_api_calls().snapshot().since(before).writes) == {}
         after = [await kube.get(SERVICES, n, namespace=ns) for n in names]
         assert [s["metadata"]["resourceVersion"] for s in after] == versions, "nothing written"
-    assert calls_in(cloud, ns) == calls, "nothing more until the stop"
+        assert calls_in(cloud, ns) == calls, "nothing more until the stop"
+        await delete_until_gone(kube, SERVICES, names, ns)
     for name in names:
         events = await events_of(kube, ns, name)
         assert ("Normal", "EnsuredLoadBalancer", "Ensured load balancer", "service-controller") in (
@@ -540,3 +543,4 @@ async def test_node_registered_without_addresses_becomes_a_backend_once_initiali
                 return cloud.backends.get(f"{ns}/{name}", {}).get(late) == ["10.9.0.2"]
 
             await eventually(late_node_has_its_address)
+        await delete_until_gone(kube, SERVICES, [name], ns)

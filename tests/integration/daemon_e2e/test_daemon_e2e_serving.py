@@ -30,6 +30,7 @@ from kccm.kube.resources import (
     NODES,
     SERVICES,
 )
+from kccm.testing.controllers import delete_until_gone
 from kccm.testing.kubelet import kubelet_node
 from kccm.testing.pytest_plugin import KubeCleanup, unique_name
 
@@ -94,6 +95,7 @@ async def test_daemon_initialises_nodes_serves_lbs_routes_and_guards_metrics(
     assert (await asyncio.to_thread(daemon.get, "/metrics", "not-a-token"))[0] == 401
     final = await kube.get(SERVICES, svc, namespace=kube_namespace)
     assert not [k for k in final["metadata"].get("annotations") or {} if "kccm.io" in k]
+    await delete_until_gone(kube, SERVICES, [svc], kube_namespace)  # its balancer with it
 
     daemon.proc.send_signal(signal.SIGTERM)
     assert daemon.proc.wait(60) == 0, daemon.logs()[-3000:]
