@@ -98,18 +98,22 @@ class VSphereInstances:
     def _search(
         self, pick: Callable[[Snapshot, str], VMInfo | None], max_age: float | None
     ) -> VMInfo | None:
-        """The first VM ``pick`` finds, vCenter by vCenter. A vCenter that cannot be read does
-        not hide a VM found in another; when none has it, its error is raised (not knowing is
-        not "absent"), as upstream ``WhichVCandDCByNodeID`` does."""
+        """The first VM ``pick`` finds, vCenter by vCenter. A vCenter that cannot be read, or
+        has a configured datacenter it cannot find, does not hide a VM found elsewhere; when
+        none has it, that error is raised (not knowing is not "absent"), as upstream
+        ``WhichVCandDCByNodeID`` does."""
         failures: list[CloudProviderError] = []
         for vc in self._vcenters:
             try:
-                found = pick(vc.inventory.snapshot(max_age), vc.inventory.tenant)
+                snap = vc.inventory.snapshot(max_age)
+                found = pick(snap, vc.inventory.tenant)
             except (VSphereAPIError, CredentialError) as err:
                 failures.append(err)
                 continue
             if found is not None:
                 return found
+            if snap.unresolved is not None:  # upstream setGlobalErr for GetDatacenter's error
+                failures.append(snap.unresolved)
         if failures:
             raise failures[0]
         return None
