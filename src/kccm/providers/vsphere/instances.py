@@ -77,6 +77,14 @@ def instance_type(vm: VMInfo) -> str:
     return f"vsphere-vm.cpu-{vm.num_cpu}.mem-{vm.memory_mb // 1024}gb.os-{guest_os(vm.guest_id)}"
 
 
+def _shut_down(vm: VMInfo) -> bool:
+    """Upstream ``IsActive`` inverted: not ``poweredOn``. A power state the vCenter did not
+    report (a property the collector left out) is an error, never "shut down" (issue 25)."""
+    if not vm.power_state:
+        raise CloudProviderError(f"VM {vm.name} ({vm.uuid}): the vCenter reported no power state")
+    return vm.power_state != "poweredOn"
+
+
 @dataclass
 class VCenterClient:
     """What the instances need of one vCenter."""
@@ -218,7 +226,7 @@ class VSphereInstances:
         vm = self._vm_of(node)
         if vm is None:
             raise InstanceNotFound(f"VM not found for node {node['metadata']['name']!r}")
-        return vm.power_state != "poweredOn"
+        return _shut_down(vm)
 
     def instance_metadata(self, node: Node) -> InstanceMetadata:
         vm = self._vm_of(node)
@@ -298,7 +306,7 @@ class VSphereInstances:
         return not gone
 
     def instance_shutdown_by_provider_id(self, provider_id: str) -> bool:
-        return self._require_uuid(provider_id).power_state != "poweredOn"
+        return _shut_down(self._require_uuid(provider_id))
 
     def _require_uuid(self, provider_id: str) -> VMInfo:
         vm = self.by_uuid(uuid_from_provider_id(provider_id))
