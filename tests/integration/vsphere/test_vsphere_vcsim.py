@@ -242,6 +242,38 @@ def test_an_unreachable_vcenter_hides_nothing_and_proves_nothing(
         cloud.close()
 
 
+GHOST = "vsphere://00000000-0000-0000-0000-000000000000"
+DC9 = "datacenter 'DC9' not found"
+
+
+@pytest.mark.parametrize(
+    ("datacenters", "vm", "exists"),
+    [
+        pytest.param('"DC9"', "DC0_C0_RP0_VM0", DC9, id="only-dc9-existing-vm-is-an-error"),
+        pytest.param('"DC9"', "", DC9, id="only-dc9-unknown-uuid-is-an-error"),
+        pytest.param("DC0, DC9", "DC0_C0_RP0_VM0", True, id="dc0-and-dc9-vm-in-dc0-is-found"),
+        pytest.param("DC0, DC9", "", DC9, id="dc0-and-dc9-unknown-uuid-is-an-error"),
+        pytest.param("DC0", "", False, id="dc0-unknown-uuid-is-gone"),
+    ],
+)
+def test_an_unknown_datacenter_is_an_error_never_absent(
+    vcsim: Vcsim, admin: VCAdmin, datacenters: str, vm: str, exists: bool | str
+) -> None:
+    """Issue 25 item 1: upstream WhichVCandDCByNodeID keeps GetDatacenter's error and
+    returns it when no datacenter has the VM; kccm used to search none and say "gone"."""
+    cloud = new_vsphere_cloud(vcsim.ini_section(datacenters=datacenters))
+    ghost = node("n", f"vsphere://{admin.vm(vm).config.uuid}" if vm else GHOST)
+    try:
+        if isinstance(exists, str):
+            for check in (cloud._instances.instance_exists, cloud._instances.instance_shutdown):
+                with pytest.raises(CloudProviderError, match=exists):
+                    check(ghost)
+        else:
+            assert cloud._instances.instance_exists(ghost) is exists
+    finally:
+        cloud.close()
+
+
 def test_legacy_instances_and_zones_give_the_same_answers(
     cloud: VSphereCloud, vcsim: Vcsim, admin: VCAdmin
 ) -> None:

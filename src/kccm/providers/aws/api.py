@@ -6,7 +6,14 @@ thread pool (boto3 clients are thread-safe). botocore retries transient errors i
 
 - throttling codes -> :class:`~kccm.cloudprovider.Throttled`, so the call gate pauses that
   method group for everyone;
-- anything else -> :class:`AWSAPIError` naming the operation, the code and AWS's message.
+- anything else -> :class:`AWSAPIError` naming the operation, the code and AWS's message;
+- an answer that is not an AWS response at all (an HTTP 500 with an HTML page from a proxy, an
+  EC2-compatible cloud, stock moto 5 for ``DescribeInstanceTopology``): botocore raises
+  ``ResponseParserError``, which is no ``BotoCoreError`` -> :class:`AWSAPIError` without a
+  code, so every caller's handling of a failed call applies (issue 25: it escaped the
+  topology fallback and kept Nodes tainted). Upstream's SDK returns such answers as an error
+  like any other (``getAdditionalLabels`` in ``pkg/providers/v1/instances_v2.go`` ignores any
+  error for a type not expected to answer).
 
 Every request goes through :meth:`AWSAPI.call`, the single choke point: it records the
 request in a :class:`~kccm.cloudprovider.apicalls.CloudAPICalls` ledger, as a read or a write
@@ -27,6 +34,7 @@ from typing import Any
 import boto3
 import botocore.config
 import botocore.exceptions
+import botocore.parsers
 
 from kccm.cloudprovider import CloudProviderError, Throttled
 from kccm.cloudprovider.apicalls import CloudAPICalls, classify_by_verb
@@ -119,6 +127,8 @@ class AWSAPI:
             raise _mapped(service, operation, err) from err
         except botocore.exceptions.BotoCoreError as err:
             raise AWSAPIError(f"{service} {operation}: {err}") from err
+        except botocore.parsers.ResponseParserError as err:
+            raise AWSAPIError(f"{service} {operation}: {_unparsed(err)}") from err
         return result
 
     def pages(self, service: str, operation: str, key: str, **params: Any) -> Iterator[Any]:
@@ -138,6 +148,12 @@ class AWSAPI:
         """Calls made so far per ``service:operation`` (retries by botocore not included)."""
         snap = self.ledger.snapshot()
         return {**snap.reads, **snap.writes}
+
+
+def _unparsed(err: botocore.parsers.ResponseParserError) -> str:
+    """The parser's complaint without the body it quotes (a whole HTML page)."""
+    first = str(err).split("\n", 1)[0].removesuffix(" Further retries may succeed:")
+    return f"the endpoint's answer is not an AWS answer: {first}"
 
 
 def _mapped(service: str, operation: str, err: botocore.exceptions.ClientError) -> Exception:

@@ -197,7 +197,9 @@ class EC2Instances:
             ref = parse_provider_id(pid)
         except ValueError as err:
             raise CloudProviderError(str(err)) from err
-        return None if ref is None else self.describe(ref.instance_id)
+        if ref is None:  # upstream MapToAWSInstanceID's error: never read as "gone" (issue 25)
+            raise CloudProviderError(f"providerID {pid!r}: Invalid format for AWS instance")
+        return self.describe(ref.instance_id)
 
     # -- InstancesV2 -----------------------------------------------------------------------------
 

@@ -14,7 +14,8 @@ As upstream:
   be stopping: its type is not blamed);
 - a type is expected to answer when it matches ``SupportedTopologyInstanceTypePattern``
   (default ``^(hpc|trn|p)[0-9]+[a-z]*(-[a-z0-9]+)?(\\.[0-9a-z]*)$``, upstream's
-  ``defaultSupportedTopologyInstanceTypePattern``). Any other error (throttling included) fails
+  ``defaultSupportedTopologyInstanceTypePattern``). Any other error (throttling included, and
+  any exception at all: an endpoint's HTML 500 or a bug, as upstream's ``err != nil``) fails
   the Node's initialisation for such a type, so that it is retried; for other types it is
   logged and the Node is initialised without the labels.
 
@@ -116,7 +117,7 @@ class InstanceTopologies:
             return {}
         try:
             nodes = self.network_nodes(instance_id, instance_type, region)
-        except CloudProviderError as err:
+        except Exception as err:  # upstream: any error (issue 25: not only AWS's)
             if self.requires_response(instance_type):
                 log.error(
                     "Failed to get node topology for instance type %s and one is expected: %s",

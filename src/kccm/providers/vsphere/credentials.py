@@ -7,6 +7,15 @@ servers, or the shared session manager's ``<server>.vc-session-manager-url`` /
 re-reads the credentials and tries once more). A Secret is watched, so a rotated password is
 used from the next login.
 
+A Secret that does not exist yet is waited for, never a reason to stop (issue 25): upstream's
+``GetCredential`` answers ``ErrCredentialsNotFound`` and ``WhichVCandDCByNodeID`` /
+``connectionmanager.Connect`` try ``NumConnectionAttempts`` (3) times, ``RetryAttemptDelaySecs``
+(1 s) apart (``pkg/common/connectionmanager/search.go``, ``consts_and_errors.go``), so a lookup
+started before the Secret appears succeeds as soon as it does. :meth:`CredentialStore.get` does
+the same without polling: it waits up to :data:`AWAIT_SECRET_SECONDS` for the Secret's first
+version (woken by the watch the moment it arrives), then fails that lookup with an error
+naming the Secret; the framework retries the lookup.
+
 Passwords and session manager tokens are never logged, and never appear in a ``repr`` or an
 error message.
 """
@@ -48,6 +57,9 @@ _FIELDS = {
     SESSION_MANAGER_TOKEN: "session_manager_token",
 }
 _RETRY_SECONDS = 5.0
+AWAIT_SECRET_SECONDS = 2.0
+"""How long a login waits for a Secret never seen yet: upstream's 3 connection attempts 1 s
+apart."""
 
 
 class CredentialError(CloudProviderError):
@@ -151,16 +163,23 @@ def _decode_secret(secret: Mapping[str, Any]) -> dict[str, bytes]:
 class CredentialStore:
     """The current credentials of every vCenter; thread-safe (logins run in threads)."""
 
-    def __init__(self, config: VSphereConfig) -> None:
+    def __init__(
+        self, config: VSphereConfig, *, await_secret: float = AWAIT_SECRET_SECONDS
+    ) -> None:
         self._config = config
+        self._await_secret = await_secret
         self._lock = threading.Lock()
+        self._arrived = threading.Condition(self._lock)
         # secret ref -> server -> credential
         self._by_ref: dict[str, dict[str, Credential]] = {}
         self._versions: dict[str, str] = {}
+        self._seen: set[str] = set()
+        """The Secrets seen at least once (held credentials or not)."""
         self._listeners: list[Callable[[str], None]] = []
         global_users = any(vc.secret_ref == GLOBAL_SECRET_REF for vc in config.vcenters.values())
         if config.secrets_directory and global_users:  # (the default one may hold anything)
             self._by_ref[GLOBAL_SECRET_REF] = self._read_directory(config.secrets_directory)
+            self._seen.add(GLOBAL_SECRET_REF)
 
     @staticmethod
     def _read_directory(path: str) -> dict[str, Credential]:
@@ -186,6 +205,19 @@ class CredentialStore:
                 refs[vc.secret_ref] = (vc.secret_namespace, vc.secret_name)
         return refs
 
+    def unseen(self) -> dict[str, tuple[str, str]]:
+        """The Secrets to read that were never seen (they may not exist yet)."""
+        with self._lock:
+            return {ref: at for ref, at in self.secret_refs().items() if ref not in self._seen}
+
+    def waiting_for(self, vc: VCenter) -> str:
+        """What ``vc`` waits for: its Secret and the keys it needs."""
+        return (
+            f"vCenter {vc.server}: credentials secret {vc.secret_namespace}/{vc.secret_name} "
+            f"does not exist (yet); waiting for it (keys {vc.server}.username and "
+            f"{vc.server}.password, or {vc.server}.{SESSION_MANAGER_URL})"
+        )
+
     def add_listener(self, listener: Callable[[str], None]) -> None:
         """Call ``listener(ref)`` after each new version of a Secret is taken in."""
         self._listeners.append(listener)
@@ -203,20 +235,31 @@ class CredentialStore:
             parsed = parse_secret_data(_decode_secret(secret))
         except CredentialError as err:
             log.error("vsphere: credentials secret %s: %s", ref, err)
+            with self._arrived:  # it exists: waiting longer would not help
+                self._seen.add(ref)
+                self._arrived.notify_all()
             return
-        with self._lock:
+        with self._arrived:
             self._by_ref[ref] = parsed
             self._versions[ref] = version
+            self._seen.add(ref)
+            self._arrived.notify_all()
         log.info("vsphere: read credentials secret %s (resourceVersion %s)", ref, version)
         for listener in self._listeners:
             listener(ref)
 
     def get(self, vc: VCenter) -> Credential:
-        """The credentials to log in to ``vc`` with (CredentialError when there are none)."""
+        """The credentials to log in to ``vc`` with (CredentialError when there are none);
+        waits up to ``await_secret`` seconds for a Secret never seen yet."""
         if not vc.secret_ref:
             return Credential(vc.user, vc.password)
-        with self._lock:
+        with self._arrived:
+            if vc.secret_ref not in self._seen and vc.secret_ref in self.secret_refs():
+                self._arrived.wait_for(lambda: vc.secret_ref in self._seen, self._await_secret)
+            seen = vc.secret_ref in self._seen
             found = self._by_ref.get(vc.secret_ref, {}).get(vc.server)
+        if found is None and not seen:
+            raise CredentialError(self.waiting_for(vc))
         if found is None:
             where = (
                 f"secrets-directory {self._config.secrets_directory!r}"

@@ -77,6 +77,14 @@ def instance_type(vm: VMInfo) -> str:
     return f"vsphere-vm.cpu-{vm.num_cpu}.mem-{vm.memory_mb // 1024}gb.os-{guest_os(vm.guest_id)}"
 
 
+def _shut_down(vm: VMInfo) -> bool:
+    """Upstream ``IsActive`` inverted: not ``poweredOn``. A power state the vCenter did not
+    report (a property the collector left out) is an error, never "shut down" (issue 25)."""
+    if not vm.power_state:
+        raise CloudProviderError(f"VM {vm.name} ({vm.uuid}): the vCenter reported no power state")
+    return vm.power_state != "poweredOn"
+
+
 @dataclass
 class VCenterClient:
     """What the instances need of one vCenter."""
@@ -98,18 +106,22 @@ class VSphereInstances:
     def _search(
         self, pick: Callable[[Snapshot, str], VMInfo | None], max_age: float | None
     ) -> VMInfo | None:
-        """The first VM ``pick`` finds, vCenter by vCenter. A vCenter that cannot be read does
-        not hide a VM found in another; when none has it, its error is raised (not knowing is
-        not "absent"), as upstream ``WhichVCandDCByNodeID`` does."""
+        """The first VM ``pick`` finds, vCenter by vCenter. A vCenter that cannot be read, or
+        has a configured datacenter it cannot find, does not hide a VM found elsewhere; when
+        none has it, that error is raised (not knowing is not "absent"), as upstream
+        ``WhichVCandDCByNodeID`` does."""
         failures: list[CloudProviderError] = []
         for vc in self._vcenters:
             try:
-                found = pick(vc.inventory.snapshot(max_age), vc.inventory.tenant)
+                snap = vc.inventory.snapshot(max_age)
+                found = pick(snap, vc.inventory.tenant)
             except (VSphereAPIError, CredentialError) as err:
                 failures.append(err)
                 continue
             if found is not None:
                 return found
+            if snap.unresolved is not None:  # upstream setGlobalErr for GetDatacenter's error
+                failures.append(snap.unresolved)
         if failures:
             raise failures[0]
         return None
@@ -214,7 +226,7 @@ class VSphereInstances:
         vm = self._vm_of(node)
         if vm is None:
             raise InstanceNotFound(f"VM not found for node {node['metadata']['name']!r}")
-        return vm.power_state != "poweredOn"
+        return _shut_down(vm)
 
     def instance_metadata(self, node: Node) -> InstanceMetadata:
         vm = self._vm_of(node)
@@ -294,7 +306,7 @@ class VSphereInstances:
         return not gone
 
     def instance_shutdown_by_provider_id(self, provider_id: str) -> bool:
-        return self._require_uuid(provider_id).power_state != "poweredOn"
+        return _shut_down(self._require_uuid(provider_id))
 
     def _require_uuid(self, provider_id: str) -> VMInfo:
         vm = self.by_uuid(uuid_from_provider_id(provider_id))

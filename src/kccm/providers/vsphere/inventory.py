@@ -9,7 +9,11 @@ answers lookups from that snapshot for a few seconds: initialising or refreshing
 costs a handful of calls instead of several per node.
 
 A VM missing from the snapshot is confirmed absent with ``SearchIndex.FindByUuid`` in each
-datacenter before anyone is told it is gone (only a sure "gone" may delete a Node).
+datacenter before anyone is told it is gone (only a sure "gone" may delete a Node). A configured
+datacenter the vCenter does not have is an error, as upstream ``vclib.GetDatacenter``
+(``finder.Datacenter``: ``datacenter 'DC9' not found``) makes it in ``WhichVCandDCByNodeID``
+(``connectionmanager/search.go``): a VM found in another datacenter is still found, but "not
+found" can no longer be said (issue 25: a typo in a datacenter name deleted Nodes).
 """
 
 from __future__ import annotations
@@ -22,9 +26,9 @@ from typing import Any
 
 from pyVmomi import vim, vmodl
 
-from kccm.providers.vsphere.session import VCenterSession
+from kccm.providers.vsphere.session import VCenterSession, VSphereAPIError
 
-__all__ = ["GuestNic", "Inventory", "Snapshot", "VMInfo"]
+__all__ = ["DatacenterNotFound", "GuestNic", "Inventory", "Snapshot", "VMInfo"]
 
 PC: Any = vmodl.query.PropertyCollector  # pyvmomi's stubs leave these untyped
 
@@ -44,6 +48,14 @@ VM_PROPERTIES = (
 )
 PAGE_SIZE = 500
 GUESTINFO_KEYS = ("guestinfo.metadata", "guestinfo.metadata.encoding")
+
+
+class DatacenterNotFound(VSphereAPIError):
+    """A configured datacenter the vCenter does not have (upstream ``find.NotFoundError``)."""
+
+    def __init__(self, tenant: str, missing: Iterable[str]) -> None:
+        names = ", ".join(f"datacenter '{name}' not found" for name in missing)
+        super().__init__(f"vCenter {tenant}: {names}", "NotFound")
 
 
 @dataclass(frozen=True)
@@ -83,6 +95,9 @@ class Snapshot:
     by_ip: dict[str, VMInfo] = field(default_factory=dict)
     datacenters: dict[str, str] = field(default_factory=dict)
     """Datacenter name -> moref."""
+    unresolved: DatacenterNotFound | None = None
+    """The configured datacenters the vCenter does not have, as an error; a lookup that finds
+    nothing raises it, for the VM may be in one of them."""
 
     def add(self, vm: VMInfo) -> None:
         self.vms.append(vm)
@@ -185,6 +200,8 @@ class Inventory:
         snap = Snapshot(taken=taken)
         snap.datacenters = {e.name: m for m, e in entities.items() if e.type == "Datacenter"}
         wanted = set(self.session.vc.datacenters)
+        if missing := sorted(wanted - snap.datacenters.keys()):
+            snap.unresolved = DatacenterNotFound(self.tenant, missing)
         for moref, props in vms:
             vm = self._vm(moref, props, entities)
             if vm.uuid and (not wanted or vm.datacenter in wanted):
@@ -266,11 +283,14 @@ class Inventory:
         return self.session.call("find a VM by UUID", search)
 
     def _datacenters(self, content: Any) -> list[Any]:
-        """The configured datacenters (by moref from the last snapshot), or ``None``: all."""
+        """The configured datacenters (by moref from the last snapshot), or ``None``: all;
+        :class:`DatacenterNotFound` when one of them is not in the vCenter."""
         wanted = self.session.vc.datacenters
         if not wanted:
             return [None]
-        known = self.snapshot().datacenters
+        snap = self.snapshot()
+        if snap.unresolved is not None:  # never "absent" from a datacenter nobody searched
+            raise snap.unresolved
         stub = content.rootFolder._stub
         datacenter: Any = vim.Datacenter
-        return [datacenter(known[name], stub) for name in wanted if name in known]
+        return [datacenter(snap.datacenters[name], stub) for name in wanted]

@@ -81,9 +81,15 @@ class VSphereCloud:
         """Log in to each vCenter whose credentials come from the config (``secret_based``:
         from a Secret or directory). Refused or missing credentials raise
         :class:`~kccm.cloudprovider.CloudProviderInitError`; an unreachable vCenter is only
-        reported (it may come back)."""
+        reported (it may come back), and so is a Secret that does not exist yet: upstream's
+        ``Initialize`` logs in nowhere and its lookups wait for the Secret (issue 25), so
+        kccm keeps running and logs in on the first lookup after the Secret appears."""
+        unseen = self.credentials.unseen() if secret_based else {}
         for session in self.sessions.values():
             if bool(session.vc.secret_ref) != secret_based:
+                continue
+            if session.vc.secret_ref in unseen:  # may still come: wait, never exit (issue 25)
+                log.warning("vsphere: %s", self.credentials.waiting_for(session.vc))
                 continue
             try:
                 session.login()

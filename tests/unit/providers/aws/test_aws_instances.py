@@ -96,6 +96,10 @@ def test_an_unknown_well_formed_instance_does_not_exist(cloud: AWSCloud) -> None
     [
         pytest.param("gce://p/z/vm", id="another-providers-node"),
         pytest.param("aws:///eu-west-1a/fargate-ip-10-0-0-1.ec2.internal", id="fargate-node"),
+        # issue 25's audit: upstream MapToAWSInstanceID "Invalid format for AWS instance"
+        pytest.param("aws:///eu-west-1a/not-an-instance", id="aws-scheme-no-instance-id"),
+        pytest.param("aws://", id="aws-scheme-empty"),
+        pytest.param("aws:///a/b/i-0123456789abcdef0", id="aws-scheme-three-parts"),
     ],
 )
 def test_a_foreign_provider_id_is_an_error_never_absent(cloud: AWSCloud, provider_id: str) -> None:

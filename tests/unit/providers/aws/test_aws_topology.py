@@ -8,6 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
+from aws_html_fault import html_500
 from aws_moto import World, add_instances, clients, network_nodes_of, node_for, topology_fault
 
 from kccm.cloudprovider import CloudProviderError, Throttled
@@ -180,6 +181,31 @@ def test_errors_back_off_or_fail_as_upstream(
     meta, made = _topology_calls(cloud, lambda: v2.instance_metadata(node_for(world, gpu)))
     assert made == later_calls
     assert len(_layers(dict(meta.additional_labels))) == 3 * later_calls
+
+
+@pytest.mark.parametrize(
+    ("instance_type", "outcome"),
+    [
+        pytest.param(PLAIN, "initialised", id="html-500-ignored-plain-zone-id-kept"),
+        pytest.param(GPU, CloudProviderError, id="html-500-fails-gpu-as-any-error"),
+    ],
+)
+def test_a_non_aws_error_is_a_topology_failure_like_any_other(
+    cloud: AWSCloud, world: World, instance_type: str, outcome: Any
+) -> None:
+    """Issue 25: an HTML 500 (stock moto 5, a proxy) is an error upstream's
+    ``getAdditionalLabels`` moves on from for a type not expected to answer; it used to
+    escape as botocore's ResponseParserError and fail the whole metadata call."""
+    [instance_id] = _started(world, instance_type)
+    v2 = _v2(cloud)
+    with html_500():
+        if outcome == "initialised":
+            meta = v2.instance_metadata(node_for(world, instance_id))
+            assert _layers(dict(meta.additional_labels)) == []
+            assert LABEL_ZONE_ID in meta.additional_labels
+        else:
+            with pytest.raises(outcome, match=r"describe_instance_topology: .*not an AWS answer"):
+                v2.instance_metadata(node_for(world, instance_id))
 
 
 def test_an_unsupported_region_is_asked_again_after_a_day(cloud: AWSCloud, world: World) -> None:

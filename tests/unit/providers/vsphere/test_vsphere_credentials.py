@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -106,9 +107,9 @@ def test_store_follows_the_secret_and_keeps_the_last_on_delete() -> None:
     config = load_vsphere_config(
         '[Global]\nsecret-name = c\nsecret-namespace = ns\n[VirtualCenter "vc.example"]\n'
     )
-    store = CredentialStore(config)
+    store = CredentialStore(config, await_secret=0)
     vc = config.vcenters["vc.example"]
-    with pytest.raises(CredentialError, match="no credentials in secret ns/c"):
+    with pytest.raises(CredentialError, match=r"secret ns/c does not exist \(yet\); waiting"):
         store.get(vc)
     store.update("Global", _secret("1", "one"))
     assert store.get(vc).password == "one"
@@ -117,6 +118,31 @@ def test_store_follows_the_secret_and_keeps_the_last_on_delete() -> None:
     store.update("Global", None)
     assert store.get(vc).password == "two"
     assert "two" not in repr(store.get(vc))
+
+
+def test_a_login_waiting_for_the_secret_gets_it_the_moment_it_comes() -> None:
+    """Issue 25: upstream's lookups retry the login while the Secret does not exist; kccm's
+    wait on its arrival (bounded by ``await_secret``, far above this test's duration)."""
+    config = load_vsphere_config(
+        '[Global]\nsecret-name = c\nsecret-namespace = ns\n[VirtualCenter "vc.example"]\n'
+    )
+    store = CredentialStore(config, await_secret=300)
+    assert store.unseen() == {"Global": ("ns", "c")}
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        login = pool.submit(store.get, config.vcenters["vc.example"])
+        store.update("Global", _secret("1", "one"))
+        assert login.result(timeout=30).password == "one"
+    assert store.unseen() == {}
+
+
+def test_a_secret_without_this_vcenters_keys_is_not_waited_for() -> None:
+    config = load_vsphere_config(
+        '[Global]\nsecret-name = c\nsecret-namespace = ns\n[VirtualCenter "other.example"]\n'
+    )
+    store = CredentialStore(config, await_secret=300)
+    store.update("Global", _secret("1", "one"))  # keys of vc.example only
+    with pytest.raises(CredentialError, match="no credentials in secret ns/c"):
+        store.get(config.vcenters["other.example"])
 
 
 def test_secrets_directory(tmp_path: pytest.TempPathFactory) -> None:
