@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import boto3
+import botocore.session
 import pytest
 
 from kccm.cloudprovider import Interface, Node, Service, default_load_balancer_name
@@ -30,14 +30,15 @@ def moto_world() -> Iterator[Any]:
         yield support.build_world(url, f"conf{uuid.uuid4().hex[:6]}", instances=3)
 
 
+@pytest.fixture(autouse=True)
+def _shared_botocore_loader(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every AWSCloud still makes its own boto3 session and clients; botocore's service models
+    are parsed once per process, not per session (``aws_moto.shared_loader``)."""
+    monkeypatch.setattr(botocore.session, "create_loader", support.shared_loader)
+
+
 def _elb(url: str) -> Any:
-    return boto3.client(
-        "elb",
-        region_name=support.REGION,
-        endpoint_url=url,
-        aws_access_key_id=support.CREDENTIALS["AWS_ACCESS_KEY_ID"],
-        aws_secret_access_key=support.CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
-    )
+    return support.client(url, "elb")
 
 
 def _instances(nodes: Sequence[Node]) -> set[str]:

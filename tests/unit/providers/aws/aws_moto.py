@@ -22,6 +22,8 @@ from typing import Any, TypeVar
 
 import boto3
 import botocore.exceptions
+import botocore.loaders
+from moto import backends as moto_backends
 from moto.elb import models as elb_models
 from moto.server import ThreadedMotoServer
 
@@ -161,36 +163,125 @@ def _topology_of(backend: Any, instance: Any) -> dict[str, Any]:
     }
 
 
+_LIVE: dict[str, dict[str, Any]] = {}
+"""The moto servers this process runs, by URL, each with the test-side clients made for it so
+far (by service). The servers share one state: moto keeps its backends per process, not per
+server."""
+_LIVE_LOCK = threading.Lock()
+
+
+def _list_moto_modules_once() -> None:
+    """moto's server lists its own package directory (a ``listdir`` and ~170 ``isdir``) for
+    every request it dispatches, to learn whether the Host names a service; the listing is
+    the installed package's, so it is taken once here."""
+    listing: Any = moto_backends.list_of_moto_modules
+    if getattr(listing, "_kccm_once", False):
+        return
+    modules = tuple(listing())
+
+    def list_of_moto_modules() -> Iterator[str]:
+        return iter(modules)
+
+    list_of_moto_modules._kccm_once = True  # type: ignore[attr-defined]
+    moto_backends.list_of_moto_modules = list_of_moto_modules
+
+
 @contextmanager
 def moto_server() -> Iterator[str]:
     """A moto server on a free loopback port; yields its URL."""
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
     _keep_listener_instance_protocol()
     _teach_instance_topology()
+    _list_moto_modules_once()
     port = free_port()
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
+    url = f"http://127.0.0.1:{port}"
+    with _LIVE_LOCK:
+        _LIVE[url] = {}
     try:
-        yield f"http://127.0.0.1:{port}"
+        yield url
     finally:
+        with _LIVE_LOCK:
+            made = _LIVE.pop(url)
+        for made_client in made.values():
+            made_client.close()
         server.stop()
+
+
+def reset_moto(url: str) -> None:
+    """Empty moto (``POST /moto-api/reset``): every service, account and region back to a
+    just-started server's state. moto keeps that state per process, so this refuses while
+    another moto server of this process is live: its fixture's world would be wiped too."""
+    with _LIVE_LOCK:
+        others = sorted(set(_LIVE) - {url})
+    if others:
+        raise RuntimeError(f"not resetting moto at {url}: {others} share its state")
+    target = urllib.parse.urlsplit(url)
+    conn = http.client.HTTPConnection(target.hostname or "127.0.0.1", target.port, timeout=60)
+    try:
+        conn.request("POST", "/moto-api/reset")
+        reply = conn.getresponse()
+        reply.read()
+    finally:
+        conn.close()
+    if reply.status != 200:
+        raise RuntimeError(f"moto at {url} answered {reply.status} to its reset")
+
+
+def client(url: str, service: str) -> Any:
+    """A test-side boto3 client of ``service`` talking to ``url`` directly: made once per
+    live moto server of :func:`moto_server` (boto3 clients are thread-safe, and making one
+    costs tens of milliseconds), anew for any other URL."""
+    with _LIVE_LOCK:
+        made = _LIVE.get(url)
+        if made is not None and service in made:
+            return made[service]
+    new = boto3.client(
+        service,
+        region_name=REGION,
+        endpoint_url=url,
+        aws_access_key_id=CREDENTIALS["AWS_ACCESS_KEY_ID"],
+        aws_secret_access_key=CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
+    )
+    with _LIVE_LOCK:
+        made = _LIVE.get(url)
+        if made is None:
+            return new
+        kept = made.setdefault(service, new)
+    if kept is not new:
+        new.close()
+    return kept
+
+
+_LOADERS: dict[str | None, Any] = {}
+
+
+def shared_loader(search_path_string: str | None = None) -> Any:
+    """:func:`botocore.loaders.create_loader`, made once per search path and process: a
+    stand-in for it in ``botocore.session`` (tests patch it there) lets every new boto3
+    session parse botocore's service models (ec2's is megabytes of JSON) once, as the clients
+    of one session already do, instead of again each time; seconds per test otherwise. The
+    sessions, their credentials and clients are still each AWSCloud's own."""
+    with _LIVE_LOCK:
+        loader = _LOADERS.get(search_path_string)
+        if loader is None:
+            loader = _LOADERS[search_path_string] = botocore.loaders.create_loader(
+                search_path_string
+            )
+        return loader
 
 
 def clients(url: str) -> tuple[Any, Any]:
     """Test-side (ec2, elbv2) clients talking to ``url`` directly."""
-    kwargs = {
-        "region_name": REGION,
-        "endpoint_url": url,
-        "aws_access_key_id": CREDENTIALS["AWS_ACCESS_KEY_ID"],
-        "aws_secret_access_key": CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
-    }
-    return boto3.client("ec2", **kwargs), boto3.client("elbv2", **kwargs)
+    return client(url, "ec2"), client(url, "elbv2")
 
 
 @dataclass
 class World:
     """One cluster's VPC in moto: public subnets in two zones, a tagged route table, and
-    instances tagged for the cluster (``instances``: id -> private DNS name)."""
+    instances tagged for the cluster (``instances``: id -> private DNS name; ``zones``:
+    id -> availability zone)."""
 
     url: str
     cluster_id: str
@@ -198,6 +289,8 @@ class World:
     subnet_ids: list[str]
     route_table_id: str
     instances: dict[str, str] = field(default_factory=dict)
+    zones: dict[str, str] = field(default_factory=dict)
+    """The zone of every instance :func:`add_instances` started, tagged or not."""
 
     def cloud_config(self, url: str | None = None, **extra: str) -> str:
         endpoint = url or self.url
@@ -256,31 +349,48 @@ def build_world(url: str, cluster_id: str, instances: int = 3, cidr_octet: int =
 def add_instances(
     world: World, count: int, *, tagged: bool = True, instance_type: str = "m5.large"
 ) -> list[str]:
-    """Start ``count`` more instances, alternating zones; returns their IDs."""
+    """Start ``count`` more instances; returns their IDs. The i-th goes to subnet
+    ``len(world.instances) + i`` (modulo), with ``world.instances`` counted as it grows, so
+    untagged instances alternate zones while each call's tagged ones share a zone, as when
+    every instance was a RunInstances of its own. One RunInstances per subnet starts them."""
     ec2, _ = clients(world.url)
-    started: list[str] = []
     tags = [{"ResourceType": "instance", "Tags": [cluster_tag(world.cluster_id)]}] if tagged else []
-    for i in range(count):
-        subnet = world.subnet_ids[(len(world.instances) + i) % len(world.subnet_ids)]
+    grows = 1 if tagged else 0
+    first = len(world.instances)
+    placed = [
+        world.subnet_ids[(first + i * (1 + grows)) % len(world.subnet_ids)] for i in range(count)
+    ]
+    launched: dict[str, list[dict[str, Any]]] = {}
+    for subnet in dict.fromkeys(placed):
+        wanted = placed.count(subnet)
         reply = ec2.run_instances(
             ImageId="ami-12c6146b",
-            MinCount=1,
-            MaxCount=1,
+            MinCount=wanted,
+            MaxCount=wanted,
             InstanceType=instance_type,
             SubnetId=subnet,
             TagSpecifications=tags,
         )
-        instance = reply["Instances"][0]
+        launched[subnet] = list(reply["Instances"])
+    started: list[str] = []
+    for subnet in placed:
+        instance = launched[subnet].pop(0)
         started.append(instance["InstanceId"])
+        world.zones[instance["InstanceId"]] = instance["Placement"]["AvailabilityZone"]
         if tagged:
             world.instances[instance["InstanceId"]] = instance["PrivateDnsName"]
     return started
 
 
 def provider_id_of(world: World, instance_id: str) -> str:
-    ec2, _ = clients(world.url)
-    found = ec2.describe_instances(InstanceIds=[instance_id])["Reservations"][0]["Instances"][0]
-    return f"aws:///{found['Placement']['AvailabilityZone']}/{instance_id}"
+    """The instance's provider ID: its zone as started by :func:`add_instances` (an instance
+    never changes zone), or as EC2 describes it."""
+    zone = world.zones.get(instance_id)
+    if zone is None:
+        ec2, _ = clients(world.url)
+        reservations = ec2.describe_instances(InstanceIds=[instance_id])["Reservations"]
+        zone = reservations[0]["Instances"][0]["Placement"]["AvailabilityZone"]
+    return f"aws:///{zone}/{instance_id}"
 
 
 def node_for(world: World, instance_id: str, *, with_provider_id: bool = True) -> dict[str, Any]:

@@ -10,18 +10,11 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-import boto3
-from aws_moto import CREDENTIALS, REGION, World, clients, cluster_tag
+from aws_moto import World, client, clients, cluster_tag
 
 
 def elb_client(url: str) -> Any:
-    return boto3.client(
-        "elb",
-        region_name=REGION,
-        endpoint_url=url,
-        aws_access_key_id=CREDENTIALS["AWS_ACCESS_KEY_ID"],
-        aws_secret_access_key=CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
-    )
+    return client(url, "elb")
 
 
 def node_security_group(world: World, *, tagged: bool = True) -> str:
@@ -99,11 +92,5 @@ def classic_names(url: str, vpc_id: str) -> list[str]:
 
 def certificate(url: str) -> str:
     """An ACM certificate ARN moto knows (its Classic ELB refuses unknown ones)."""
-    acm = boto3.client(
-        "acm",
-        region_name=REGION,
-        endpoint_url=url,
-        aws_access_key_id=CREDENTIALS["AWS_ACCESS_KEY_ID"],
-        aws_secret_access_key=CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
-    )
+    acm = client(url, "acm")
     return str(acm.request_certificate(DomainName="web.example.com")["CertificateArn"])

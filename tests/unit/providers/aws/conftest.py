@@ -1,22 +1,49 @@
-"""Fixtures of the aws provider's unit tests: one moto server per session, a fresh VPC world
-(its own cluster ID) per test."""
+"""Fixtures of the aws provider's unit tests: one moto server per session (per xdist worker),
+emptied after every test, and a fresh VPC world (its own cluster ID) per test."""
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
 
+import botocore.session
 import pytest
-from aws_moto import World, build_world, moto_server
+from aws_moto import World, build_world, moto_server, reset_moto, shared_loader
 
 from kccm.providers.aws import AWSCloud
 from kccm.providers.aws.config import load_aws_config
 
 
 @pytest.fixture(scope="session")
-def moto_url() -> Iterator[str]:
+def moto_server_url() -> Iterator[str]:
     with moto_server() as url:
+        reset_moto(url)  # moto's state is per process: empty it of earlier modules' worlds
         yield url
+
+
+@pytest.fixture
+def moto_url(moto_server_url: str) -> Iterator[str]:
+    """The session's moto server, reset after the test: every test finds moto empty, and
+    leaves it so. Without it moto's state grows all session long, and its describe calls
+    (which scan all of it) grow slower test by test."""
+    yield moto_server_url
+    reset_moto(moto_server_url)
+
+
+@pytest.fixture(autouse=True)
+def _no_default_amis(monkeypatch: pytest.MonkeyPatch) -> None:
+    """moto's EC2 of a region, made anew after each reset (twice: the reset itself makes it
+    again before dropping it), would otherwise load ~1300 default AMIs (a volume and a
+    snapshot each) that no test uses; the worlds' instances name an AMI moto need not know."""
+    monkeypatch.setenv("MOTO_EC2_LOAD_DEFAULT_AMIS", "false")
+
+
+@pytest.fixture(autouse=True)
+def _shared_botocore_loader(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each AWSCloud still makes its own boto3 session and clients, as in production; the
+    service models botocore reads from its data files are parsed once per process rather than
+    once per session (see :func:`aws_moto.shared_loader`)."""
+    monkeypatch.setattr(botocore.session, "create_loader", shared_loader)
 
 
 @pytest.fixture
