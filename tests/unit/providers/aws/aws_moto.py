@@ -10,7 +10,6 @@ import hashlib
 import http.client
 import logging
 import re
-import socket
 import threading
 import urllib.parse
 from collections import Counter
@@ -27,16 +26,12 @@ from moto import backends as moto_backends
 from moto.elb import models as elb_models
 from moto.server import ThreadedMotoServer
 
+from kccm.testing.ports import free_port
+
 T = TypeVar("T")
 REGION = "eu-west-1"
 ZONES = ("eu-west-1a", "eu-west-1b")
 CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _keep_listener_instance_protocol() -> None:
