@@ -196,6 +196,11 @@ class TestAWSCloud(CloudProviderConformance):
     def known_node(self, moto_world: Any) -> Node:
         return support.node_for(moto_world, next(iter(moto_world.instances)))
 
+    @pytest.fixture
+    def unknown_provider_id(self) -> str:
+        """Well-formed (upstream MapToAWSInstanceID accepts it) and naming no instance."""
+        return f"aws:///{support.ZONES[0]}/i-{uuid.uuid4().hex[:17]}"
+
 
 @pytest.mark.parametrize(
     "kind", [pytest.param("", id="classic-elb"), pytest.param("nlb", id="nlb")]

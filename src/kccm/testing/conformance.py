@@ -145,6 +145,14 @@ class CloudProviderConformance:
         return None
 
     @pytest.fixture
+    def unknown_provider_id(self, cloud: Interface) -> str:
+        """A providerID in this provider's own format that names no instance. The default,
+        ``<name>://kccm-conformance-<random>``, suits providers whose IDs are free-form;
+        override it where the format is checked (e.g. aws: ``aws:///<zone>/i-<17 hex>``, as
+        an ID the provider cannot parse is an error upstream, never "does not exist")."""
+        return f"{cloud.provider_name()}://kccm-conformance-{uuid.uuid4().hex}"
+
+    @pytest.fixture
     def load_balancer_tamper(self) -> LoadBalancerTamper | None:
         """Changes the provider's balancers behind its back (``None``: skip the repair checks)."""
         return None
@@ -401,21 +409,20 @@ class CloudProviderConformance:
         assert not isinstance(answer, InstanceNotFound), f"InstanceNotFound for {pid}"
 
     async def test_instance_exists_is_false_for_an_unknown_provider_id(
-        self, cloud: Interface, call: ThreadPoolAdapter
+        self, cloud: Interface, call: ThreadPoolAdapter, unknown_provider_id: str
     ) -> None:
         """An unknown instance does not exist: false without an error (never InstanceNotFound)."""
         v2 = self._v2(cloud)
-        pid = f"{cloud.provider_name()}://kccm-conformance-{uuid.uuid4().hex}"
-        node = make_node("conformance-ghost", provider_id=pid)
+        node = make_node("conformance-ghost", provider_id=unknown_provider_id)
         assert await call.call("exists", v2.instance_exists, node) is False
 
     async def test_legacy_exists_is_false_for_an_unknown_provider_id(
-        self, cloud: Interface, call: ThreadPoolAdapter
+        self, cloud: Interface, call: ThreadPoolAdapter, unknown_provider_id: str
     ) -> None:
         """The legacy Instances API agrees: an unknown providerID does not exist."""
         v1 = self._v1(cloud)
-        pid = f"{cloud.provider_name()}://kccm-conformance-{uuid.uuid4().hex}"
-        assert await call.call("exists", v1.instance_exists_by_provider_id, pid) is False
+        answer = v1.instance_exists_by_provider_id
+        assert await call.call("exists", answer, unknown_provider_id) is False
 
     async def test_instance_id_of_a_missing_instance_is_instance_not_found(
         self, cloud: Interface, call: ThreadPoolAdapter
