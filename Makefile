@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: help venv wheelhouse controlplane helm vcsim test-vsphere lint format typecheck unit integration test test-aws demo clean test-py313 flake-hunt
+.PHONY: help venv wheelhouse controlplane helm vcsim test-vsphere lint format typecheck unit integration test test-aws demo clean test-py313 flake-hunt flags-doc
 
 help:
 	@echo "make demo          the local provider end to end: control plane, 3 nodes, kccm, a LoadBalancer"
@@ -17,6 +17,7 @@ help:
 	@echo "make test-py313    unit + conformance tests and the demo on Python 3.13 (in .venv313)"
 	@echo "make test-aws      the aws provider's tests (unit, conformance, daemon e2e) against moto"
 	@echo "make flake-hunt    the integration layer 5 times in random order (hack/flake-hunt.sh)"
+	@echo "make flags-doc     regenerate docs/flags.md from the flag definitions"
 	@echo "make lint | format | typecheck | unit | integration | wheelhouse"
 
 $(STAMP): pyproject.toml

@@ -92,7 +92,12 @@ async def all_absent(
 
 
 async def delete_until_gone(
-    kube: KubeClient, resource: Resource, names: Iterable[str], namespace: str | None = None
+    kube: KubeClient,
+    resource: Resource,
+    names: Iterable[str],
+    namespace: str | None = None,
+    *,
+    within: float = 60.0,
 ) -> None:
     """Delete each of ``names`` and wait until every one is gone: call it while the controller
     that holds their finalizers (a LoadBalancer Service's cleanup finalizer) still runs, so the
@@ -101,7 +106,7 @@ async def delete_until_gone(
     for name in names:
         with contextlib.suppress(NotFound):
             await kube.delete(resource, name, namespace=namespace)
-    await eventually(lambda: all_absent(kube, resource, names, namespace))
+    await eventually(lambda: all_absent(kube, resource, names, namespace), within)
 
 
 async def initialised_nodes(kube: KubeClient, names: Iterable[str]) -> list[Obj] | None:

@@ -8,9 +8,11 @@ test, worker or client could bind it first. Here a port is instead:
 - taken from a band *below* the ephemeral range (``/proc/sys/net/ipv4/ip_local_port_range``)
   and below the Services' nodePort range (30000-32767), so the kernel never hands it out on
   its own;
-- claimed with an exclusive ``flock`` on ``<tmp>/kccm-ports/<port>`` that this process holds
-  until it exits (the kernel drops it even on SIGKILL), so no other process choosing here
-  (pytest-xdist workers, a CI step beside the tests, a benchmark) picks it;
+- claimed with an exclusive ``flock`` on ``/tmp/kccm-ports/<port>`` (``$KCCM_PORTS_DIR``;
+  fixed, not ``$TMPDIR``, so a test that gives its children a TMPDIR of their own still
+  shares it) that this process holds until it exits (the kernel drops it even on SIGKILL),
+  so no other process choosing here (pytest-xdist workers, a CI step beside the tests, a
+  benchmark) picks it;
 - bindable right now on the asked address and protocol (a foreign program may hold it);
 - never handed out twice by one process.
 
@@ -31,7 +33,6 @@ import fcntl
 import os
 import random
 import socket
-import tempfile
 import threading
 from collections import OrderedDict
 from pathlib import Path
@@ -41,7 +42,7 @@ __all__ = ["HELD_AT_MOST", "PortsExhausted", "after", "free_port", "loopback_net
 BAND = (20000, 30000)
 """The band ports are chosen from: below Kubernetes' nodePort range and (checked) below the
 kernel's ephemeral range."""
-HELD_AT_MOST = 512
+HELD_AT_MOST = 2048
 _EPHEMERAL = Path("/proc/sys/net/ipv4/ip_local_port_range")
 
 _lock = threading.Lock()
@@ -55,25 +56,28 @@ class PortsExhausted(RuntimeError):
 
 
 def port_band() -> tuple[int, int]:
-    """``[low, high)``: :data:`BAND` cut below the kernel's ephemeral range if it reaches in."""
+    """``[low, high)``: :data:`BAND` cut below the kernel's ephemeral range if it reaches in;
+    where the ephemeral range starts lower still (some containers use 1024-65535), the ports
+    above it, else :data:`BAND` as it is (the locks still keep choosers apart)."""
     low, high = BAND
-    with contextlib.suppress(OSError, ValueError):
-        ephemeral_low = int(_EPHEMERAL.read_text().split()[0])
-        high = min(high, ephemeral_low)
-    if high - low < 100:
-        raise PortsExhausted(f"no port band below the ephemeral range ({_EPHEMERAL})")
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        ephemeral_low, ephemeral_high = (int(v) for v in _EPHEMERAL.read_text().split()[:2])
+        if ephemeral_low - low >= 100:
+            high = min(high, ephemeral_low)
+        elif 65536 - (ephemeral_high + 1) >= 100:
+            low, high = ephemeral_high + 1, 65536
     return low, high
 
 
-def after(port: int) -> int:
+def after(port: int, band: tuple[int, int] | None = None) -> int:
     """The port tried after ``port`` (the band wraps around)."""
-    low, high = port_band()
+    low, high = band or port_band()
     return low + (port + 1 - low) % (high - low)
 
 
 def _lock_dir() -> Path:
-    directory = Path(tempfile.gettempdir()) / "kccm-ports"
-    directory.mkdir(mode=0o1777, exist_ok=True)
+    directory = Path(os.environ.get("KCCM_PORTS_DIR", "/tmp/kccm-ports"))
+    directory.mkdir(mode=0o1777, parents=True, exist_ok=True)
     return directory
 
 
@@ -113,7 +117,7 @@ def free_port(host: str = "127.0.0.1", kind: int = socket.SOCK_STREAM) -> int:
             _cursor.append(_random.randrange(low, high))
         for _ in range(high - low):
             port = _cursor[0]
-            _cursor[0] = after(port)
+            _cursor[0] = after(port, (low, high))
             if port in _held:
                 continue
             fd = _claim(port)

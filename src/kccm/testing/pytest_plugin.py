@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import resource as rlimits
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
@@ -46,13 +47,15 @@ from kccm.kube.config import load_cluster_config
 from kccm.kube.errors import NotFound
 from kccm.kube.resources import NAMESPACES, SERVICES, Resource
 from kccm.testing import leaks
-from kccm.testing.controllers import ControllerRun, controller_run
+from kccm.testing.controllers import ControllerRun, controller_run, delete_until_gone
 from kccm.testing.controlplane import ControlPlane, ControlPlaneError, find_binaries
 from kccm.testing.vcsim import vcsim  # noqa: F401 - the fixture, registered by this plugin
 
 __all__ = ["KubeCleanup", "OpenControllerRun", "require_control_plane", "unique_name"]
 
 REQUIRE_ENV = "KCCM_REQUIRE_CONTROL_PLANE"
+RELEASE_WAIT = 30.0
+"""How long ``kube_namespace`` waits for its deleted Services to let go of their finalizers."""
 
 OpenControllerRun = Callable[..., Awaitable[ControllerRun]]
 """The ``controller_runs`` fixture's type: ``await controller_runs(cloud, grace=...)``."""
@@ -69,9 +72,19 @@ def unique_name(prefix: str = "kccm") -> str:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    _raise_open_files_limit()
     config.addinivalue_line(
         "markers", "integration: needs the real etcd + kube-apiserver control plane"
     )
+
+
+def _raise_open_files_limit(wanted: int = 8192) -> None:
+    """Port claims (kccm.testing.ports), control planes, daemons and their pipes hold files:
+    lift a low soft limit (1024 on many machines) towards the hard one."""
+    soft, hard = rlimits.getrlimit(rlimits.RLIMIT_NOFILE)
+    target = wanted if hard == rlimits.RLIM_INFINITY else min(wanted, hard)
+    if soft != rlimits.RLIM_INFINITY and soft < target:
+        rlimits.setrlimit(rlimits.RLIMIT_NOFILE, (target, hard))
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -113,14 +126,16 @@ def pytest_runtest_setup(item: pytest.Item) -> Iterator[None]:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
-    result = yield
     module = item.nodeid.split("::")[0]
-    if nextitem is None or nextitem.nodeid.split("::")[0] != module:
-        baseline = _MODULE_BASELINE.pop(module, {})
-        leaked = _leaked(baseline)  # the module's fixtures are torn down now
-        if leaked:
+    leaked = ""
+    try:
+        return (yield)
+    finally:
+        if nextitem is None or nextitem.nodeid.split("::")[0] != module:
+            baseline = _MODULE_BASELINE.pop(module, {})
+            leaked = _leaked(baseline)  # the module's fixtures are torn down now
+        if leaked:  # after the teardown's own error, if any, which pytest reports first
             pytest.fail(f"{module} left on the shared control plane: {leaked}", pytrace=False)
-    return result
 
 
 @pytest.fixture(autouse=True)
@@ -211,9 +226,13 @@ else:
         try:
             yield name
         finally:
-            for service in (await kube.list(SERVICES, namespace=name)).items:
-                with contextlib.suppress(NotFound):
-                    await kube.delete(SERVICES, service["metadata"]["name"], namespace=name)
+            services = [
+                s["metadata"]["name"] for s in (await kube.list(SERVICES, namespace=name)).items
+            ]
+            # a controller the test still runs (a fixture set up before this one) releases its
+            # finalizers meanwhile; a test that stopped it leaves them, and the leak check says so
+            with contextlib.suppress(TimeoutError):
+                await delete_until_gone(kube, SERVICES, services, name, within=RELEASE_WAIT)
             with contextlib.suppress(NotFound):
                 await kube.delete(NAMESPACES, name)
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import socket
+from collections import OrderedDict
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -64,14 +65,21 @@ def test_a_port_something_else_has_bound_is_skipped(cursor_at: list[int], kind: 
 
 
 def test_the_claim_is_held_until_released(monkeypatch: pytest.MonkeyPatch) -> None:
+    held: OrderedDict[int | str, int] = OrderedDict()  # this test's claims only
+    monkeypatch.setattr(ports, "_held", held)
     monkeypatch.setattr(ports, "HELD_AT_MOST", 3)
-    first = ports.free_port()
-    assert ports._claim(first) is None, "held by this process: another chooser must skip it"
-    for _ in range(3):
-        ports.free_port()
-    released = ports._claim(first)
-    assert released is not None, "the oldest claim is let go once too many are held"
-    os.close(released)
+    try:
+        first = ports.free_port()
+        fd = held[first]
+        assert ports._claim(first) is None, "held by this process: another chooser must skip it"
+        for _ in range(3):
+            ports.free_port()
+        assert first not in held, "the oldest claim is let go once too many are held"
+        with pytest.raises(OSError, match="Bad file descriptor"):
+            os.fstat(fd)  # its lock file closed: the flock is dropped
+    finally:
+        for fd in held.values():
+            os.close(fd)
 
 
 def test_a_loopback_net_is_claimed_and_never_handed_out_twice() -> None:
