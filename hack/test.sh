@@ -42,7 +42,7 @@ trap 'kill "$builds" 2>/dev/null' EXIT  # an interrupted run leaves no build beh
 if step "venv + wheelhouse" $MAKE venv wheelhouse; then
   step "lint (ruff, import-linter)" $MAKE lint
   step "types (mypy --strict)" $MAKE typecheck
-  step "unit layer" $MAKE unit
+  step "unit layer (but the chart tests)" $MAKE unit UNIT_MARKERS="not helm"
 fi
 step "Go builds (the wait for them)" wait "$builds"
 read -r go_rc go_took <"$go_log" || { go_rc=1 go_took=0; }
@@ -50,6 +50,7 @@ rm -f "$go_log"
 summary+=("$(printf '%-34s %5ds  %s' "  Go builds, in the background" "$go_took" \
   "$([[ $go_rc == 0 ]] && echo ok || echo "FAILED (exit $go_rc)")")")
 if [[ $go_rc == 0 ]]; then
+  step "chart tests (helm)" $MAKE unit UNIT_MARKERS="helm"
   step "conformance + integration" $MAKE integration
 fi
 
