@@ -28,7 +28,7 @@ from typing import Any
 
 import pytest
 from pyVmomi import vim
-from vsphere_admin import VCAdmin, start_or_skip
+from vsphere_admin import VCAdmin, start_daemon, start_or_skip
 
 from kccm.kube.client import KubeApiClient
 from kccm.kube.resources import (
@@ -39,7 +39,7 @@ from kccm.testing.controllers import absent
 from kccm.testing.controllers import eventually as shared_eventually
 from kccm.testing.controllers import initialised_nodes as _initialised
 from kccm.testing.controlplane import ControlPlane
-from kccm.testing.daemon import SA_GROUPS, SA_USER, Daemons, apply_rbac
+from kccm.testing.daemon import Daemons, apply_rbac
 from kccm.testing.kubelet import kubelet_node
 from kccm.testing.kubelet import ready_condition as ready
 from kccm.testing.pytest_plugin import KubeCleanup, unique_name
@@ -75,18 +75,7 @@ class World:
         return text + "\n[Labels]\nzone = k8s-zone\nregion = k8s-region\n"
 
     def start(self, config: str, *extra: str) -> tuple[subprocess.Popen[str], Path]:
-        path = self.tmp / f"vsphere-{len(self.daemons)}.conf"
-        path.write_text(config)
-        daemon = self.daemons.start(
-            "vsphere",
-            path,
-            self.plane.kubeconfig_for(SA_USER, SA_GROUPS),
-            "--leader-elect=false",
-            "--node-monitor-period=1s",
-            "--v=2",
-            *extra,
-        )
-        return daemon.proc, daemon.log
+        return start_daemon(self.daemons, self.plane, self.tmp, config, *extra)
 
     def stop(self) -> None:
         self.daemons.stop_all(grace=30)

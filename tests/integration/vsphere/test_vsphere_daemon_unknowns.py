@@ -20,14 +20,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from vsphere_admin import VCAdmin, start_or_skip
+from vsphere_admin import VCAdmin, start_daemon, start_or_skip
 
 from kccm.kube.client import KubeApiClient
 from kccm.kube.resources import EVENTS, NODES, SECRETS
 from kccm.testing.controllers import absent, initialised_nodes
 from kccm.testing.controllers import eventually as shared_eventually
 from kccm.testing.controlplane import ControlPlane
-from kccm.testing.daemon import SA_GROUPS, SA_USER, Daemons, apply_rbac
+from kccm.testing.daemon import Daemons, apply_rbac
 from kccm.testing.kubelet import kubelet_node, ready_condition
 from kccm.testing.pytest_plugin import KubeCleanup, unique_name
 from kccm.testing.vcsim import Vcsim
@@ -45,17 +45,7 @@ class Env:
     daemons: Daemons
 
     def start(self, config: str) -> tuple[subprocess.Popen[str], Path]:
-        path = self.tmp / f"vsphere-{len(self.daemons)}.conf"
-        path.write_text(config)
-        daemon = self.daemons.start(
-            "vsphere",
-            path,
-            self.plane.kubeconfig_for(SA_USER, SA_GROUPS),
-            "--leader-elect=false",
-            "--node-monitor-period=1s",
-            "--v=2",
-        )
-        return daemon.proc, daemon.log
+        return start_daemon(self.daemons, self.plane, self.tmp, config)
 
     def vc_section(self, **extra: str) -> str:
         lines = [f'[VirtualCenter "{self.sim.host}"]', f"port = {self.sim.port}"]

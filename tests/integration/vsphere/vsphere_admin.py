@@ -4,12 +4,16 @@ Imported by the test modules of this directory (pytest puts it on sys.path)."""
 
 from __future__ import annotations
 
+import subprocess
 import time
+from pathlib import Path
 from typing import Any
 
 from pyVim.connect import Disconnect, SmartConnect
 from pyVmomi import vim
 
+from kccm.testing.controlplane import ControlPlane
+from kccm.testing.daemon import SA_GROUPS, SA_USER, Daemons
 from kccm.testing.vcsim import Vcsim, VcsimError, _unavailable, start_vcsim
 
 
@@ -85,3 +89,22 @@ def start_or_skip(**kwargs: Any) -> Vcsim:
         return start_vcsim(**kwargs)
     except VcsimError as exc:
         _unavailable(str(exc))
+
+
+def start_daemon(
+    daemons: Daemons, plane: ControlPlane, tmp: Path, config: str, *extra: str
+) -> tuple[subprocess.Popen[str], Path]:
+    """``kccm --cloud-provider=vsphere`` with ``config`` as the shipped ServiceAccount (no
+    leader election, a 1 s node monitor period, --v=2): its process and its log."""
+    path = tmp / f"vsphere-{len(daemons)}.conf"
+    path.write_text(config)
+    daemon = daemons.start(
+        "vsphere",
+        path,
+        plane.kubeconfig_for(SA_USER, SA_GROUPS),
+        "--leader-elect=false",
+        "--node-monitor-period=1s",
+        "--v=2",
+        *extra,
+    )
+    return daemon.proc, daemon.log
