@@ -52,5 +52,6 @@ mkdir -p "$work/out"
 
 phase "verifying versions"
 "$work/out/kube-controller-manager" --version
-"$work/out/kubectl" version --client 2>/dev/null | head -1
+# sed reads to the end: `head -1` may exit first and kubectl die of SIGPIPE (exit 141, pipefail)
+"$work/out/kubectl" version --client 2>/dev/null | sed -n 1p
 build_install

@@ -52,5 +52,5 @@ phase "compiling etcd"
 
 phase "verifying versions"
 "$work/out/kube-apiserver" --version
-"$work/out/etcd" --version | head -1
+"$work/out/etcd" --version | sed -n 1p  # not head: SIGPIPE under pipefail
 build_install
