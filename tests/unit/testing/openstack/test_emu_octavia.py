@@ -342,15 +342,19 @@ async def test_filters_and_links(api: Api) -> None:
         (f"name={lb['name']}", [lb["id"]]),
         (f"vip_port_id={other['vip_port_id']}", [other["id"]]),
         (f"tags={lb['name']}", [lb["id"]]),
-        ("provisioning_status=PENDING_CREATE", [lb["id"], other["id"]]),
+        ("provisioning_status=PENDING_CREATE", sorted([lb["id"], other["id"]])),
     ):
         body = await api.ok("GET", f"{LB}/loadbalancers?{query}")
-        assert [x["id"] for x in body["loadbalancers"]] == expected, query
+        assert sorted(x["id"] for x in body["loadbalancers"]) == expected, query
         assert body["loadbalancers_links"] == []
     body = await api.ok("GET", f"{LB}/listeners?loadbalancer_id={other['id']}")
     assert body == {"listeners": [], "listeners_links": []}
     body = await api.ok("GET", f"{LB}/pools?loadbalancer_id={lb['id']}")
     assert [p["id"] for p in body["pools"]] == [lb["pools"][0]["id"]]
+    api.world.loadbalancers[lb["id"]]["created_at"] = "2000-01-01T00:00:00"
+    api.world.loadbalancers[other["id"]]["created_at"] = "2000-01-01T00:00:00"
+    body = await api.ok("GET", f"{LB}/loadbalancers")
+    assert [x["id"] for x in body["loadbalancers"]] == sorted([lb["id"], other["id"]])
 
 
 @pytest.mark.parametrize(
