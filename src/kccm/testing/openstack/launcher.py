@@ -9,6 +9,7 @@ request log and leak checks.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import json
 import os
@@ -174,7 +175,7 @@ class EmulatorAdmin:
         return int(self._call("POST", "/_emu/expire-tokens")["expired"])
 
 
-@dataclass
+@dataclass(eq=False)
 class Emulator:
     """A running emulator process."""
 
@@ -230,6 +231,7 @@ class Emulator:
         return "\n".join(lines)
 
     def stop(self) -> None:
+        _RUNNING.discard(self)
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
             try:
@@ -293,6 +295,8 @@ def start_emulator(
         str(lb_active_delay),
         "--token-ttl",
         str(token_ttl),
+        "--parent-pid",
+        str(os.getpid()),
     ]
     ca_file = _certificates(host, args) if tls else ""
     with contextlib.ExitStack() as stack:
@@ -303,7 +307,19 @@ def start_emulator(
             args, stdout=subprocess.PIPE, stderr=stderr, text=True, env=_child_env()
         )
     ready = _read_ready(process)
-    return Emulator(process=process, base_url=str(ready["url"]), ca_file=ca_file)
+    emulator = Emulator(process=process, base_url=str(ready["url"]), ca_file=ca_file)
+    _RUNNING.add(emulator)
+    return emulator
+
+
+_RUNNING: set[Emulator] = set()
+
+
+@atexit.register
+def _stop_running() -> None:
+    """Emulators a test left running stop with the process (they also watch it)."""
+    for emulator in list(_RUNNING):
+        emulator.stop()
 
 
 def _certificates(host: str, args: list[str]) -> str:
