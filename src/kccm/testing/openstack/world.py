@@ -109,6 +109,7 @@ class World:
     fault_seq: int = 0
     seq: int = 0
     baseline_ports: set[str] = field(default_factory=set)
+    baseline_networks: set[str] = field(default_factory=set)  # and subnets: the seeded ids
     timers: dict[str, Any] = field(default_factory=dict)  # lb id -> asyncio.TimerHandle
 
     # -- lookups --------------------------------------------------------------------------
