@@ -142,10 +142,13 @@ class EmulatorAdmin:
         times: int = 1,
         latency: float = 0.0,
         kind: str = "error",
+        headers: Mapping[str, str] | None = None,
     ) -> dict[str, Any]:
-        """Answer the next ``times`` matching calls (0 = all) with a fault: ``kind`` "error"
-        (``status``, ``body`` or the service's error body), "conflict" (409, Octavia's
-        immutable text) or "latency" (``latency`` s, then served)."""
+        """Answer the next ``times`` matching calls (0 = all) of ``service`` (or "*") and
+        ``method`` (or "*") whose path ``path_regex`` is found in (``re.search`` on e.g.
+        ``/network/v2.0/ports``) with a fault: ``kind`` "error" (``status``, ``body`` or the
+        service's error body, ``headers``), "conflict" (409, Octavia's immutable text) or
+        "latency" (``latency`` s, then served)."""
         spec = {
             "service": service,
             "method": method,
@@ -155,6 +158,7 @@ class EmulatorAdmin:
             "times": times,
             "latency": latency,
             "kind": kind,
+            "headers": dict(headers or {}),
         }
         if kind == "conflict" and status == 500:
             spec["status"] = 409

@@ -70,6 +70,7 @@ class Fault:
     times: int  # answers left; 0 = unlimited
     latency: float
     kind: str  # "error" | "conflict" | "latency"
+    headers: dict[str, str] = field(default_factory=dict)  # e.g. Retry-After on a 429
     hits: int = 0
 
 

@@ -125,6 +125,20 @@ async def test_latency_fault_delays_then_serves(api: Api) -> None:
     assert await api.ok("GET", "/_emu/faults") == []
 
 
+async def test_fault_headers(api: Api) -> None:
+    await fault(
+        api,
+        service="compute",
+        method="GET",
+        path_regex="servers",
+        status=429,
+        headers={"Retry-After": "3"},
+    )
+    async with api.client.get(f"{NOVA}/servers", headers={"X-Auth-Token": api.token}) as resp:
+        assert (resp.status, resp.headers["Retry-After"]) == (429, "3")
+        assert (await resp.json())["overLimit"]["code"] == 429
+
+
 async def test_unknown_fault_kind_is_refused(api: Api) -> None:
     status, _ = await api.call("POST", "/_emu/faults", {"kind": "explode"})
     assert status == 400
