@@ -169,6 +169,7 @@ def listing(
         world.base_url + request.path,
         always_links=True,
         max_limit=1000,  # octavia.conf [api_settings] pagination_max_limit
+        octavia=True,
     )
     return reply({kind: project_fields(found, request.query), **links})
 

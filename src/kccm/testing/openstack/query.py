@@ -105,6 +105,7 @@ def page(
     *,
     always_links: bool = False,
     max_limit: int = 0,
+    octavia: bool = False,
 ) -> tuple[list[Obj], dict[str, Any]]:
     """``(page, extra)``: the items after ``marker`` up to ``limit`` (and at most
     ``max_limit``: Nova's and Octavia's 1000 apply without a ``limit`` too), and
@@ -126,7 +127,28 @@ def page(
     extra: dict[str, Any] = {}
     if links or always_links:
         extra[f"{collection}_links"] = links
+    if octavia:
+        extra[f"{collection}_links"] = _octavia_links(items, query, self_url, limit)
     return items, extra
+
+
+def _octavia_links(
+    items: list[Obj], query: MultiMapping[str], self_url: str, limit: int
+) -> list[Obj]:
+    """Octavia's links (octavia/api/common/pagination.py ``_make_links``): only ``limit``
+    (and sorting) survive, filters do not; ``previous`` when a marker was given, ``next``
+    when the page is full."""
+    if not items:
+        return []
+    kept = [f"limit={limit}"] + [f"{k}={query[k]}" for k in ("sort", "sort_key") if k in query]
+    links = []
+    if query.get("marker"):
+        back = "&".join([*kept, f"marker={items[0]['id']}", "page_reverse=True"])
+        links.append({"rel": "previous", "href": f"{self_url}?{back}"})
+    if limit > 0 and len(items) >= limit:
+        ahead = "&".join([*kept, f"marker={items[-1]['id']}"])
+        links.append({"rel": "next", "href": f"{self_url}?{ahead}"})
+    return links
 
 
 def project_fields(items: list[Obj], query: MultiMapping[str]) -> list[Obj]:
