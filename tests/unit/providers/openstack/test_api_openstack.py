@@ -9,7 +9,7 @@ import logging
 from typing import Any
 
 import pytest
-from conftest import World
+from os_core_world import World
 
 from kccm.cloudprovider import CloudProviderInitError, Throttled
 from kccm.cloudprovider.errors import find_error

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from conftest import World
+from os_core_world import World
 
 from kccm.cloudprovider import CloudProviderError, NodeAddress, Route
 from kccm.providers.openstack import OpenStackCloud
