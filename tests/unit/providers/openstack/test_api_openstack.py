@@ -431,3 +431,18 @@ def test_ca_file_contents_are_written_to_a_file() -> None:
 def test_the_request_timeout_is_the_sessions() -> None:
     text = GLOBAL + "username = u\npassword = p\n[Metadata]\nrequest-timeout = 7s\n"
     assert OpenStackAPI(load_openstack_config(text)).session.timeout == 7.0
+
+
+def test_without_a_region_the_only_region_is_used(emulator: Any) -> None:
+    cloud = new_openstack_cloud(io.StringIO(emulator.cloud_conf({"Global": {"region": None}})))
+    assert cloud.api.endpoint("compute").endswith("/compute/v2.1")
+
+
+def test_without_a_region_several_regions_are_an_error(
+    emulator: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = load_openstack_config(emulator.cloud_conf({"Global": {"region": None}}))
+    api = OpenStackAPI(config)
+    monkeypatch.setattr(api, "_catalog_regions", lambda service: ["RegionOne", "RegionTwo"])
+    with pytest.raises(OpenStackAuthError, match=r"several regions \(RegionOne, RegionTwo\)"):
+        api.verify(("compute",))
