@@ -1,0 +1,328 @@
+"""Two Octavia APIs side by side: the real one (octavia from PyPI, hack/openstack/octavia-api.sh)
+and kccm's emulator (kccm.testing.openstack). A sequence of calls runs on each; their
+transcripts, normalised, must be equal.
+
+- :class:`RealOctavia`: ``octavia-api.sh serve`` on a free loopback port (SQLite, noauth, the
+  amphora provider with no-op network/compute drivers). noauth takes the project from the
+  ``X-Project-Id`` header; this sends the emulator's project id, so ``project_id`` compares
+  as is. ``settle()`` is the server's ``POST /_kccm/settle`` (the driver-agent status update
+  a provider makes: PENDING_CREATE/UPDATE -> ACTIVE, PENDING_DELETE -> gone).
+- :class:`EmulatedOctavia`: the emulator's ``load-balancer`` endpoint with a Keystone token;
+  ``settle()`` waits (bounded poll) until its timer has moved every balancer on.
+- :func:`normalise` masks what legitimately differs: UUIDs (named when the sequence saved
+  them: ``<lb>``, ``<pool>``; ``<uuid>`` otherwise, also inside error texts), timestamps
+  (``<time>``, null stays null), the VIP address and the servers' own URLs.
+- :func:`differences` lists every path where two transcripts differ.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from kccm.testing.ports import free_port
+
+ROOT = Path(__file__).resolve().parents[3]
+SCRIPT = ROOT / "hack" / "openstack" / "octavia-api.sh"
+READY_TIMEOUT = 120.0
+"""How long the real API may take to import and create its schema (about 10 s here)."""
+SETTLE_TIMEOUT = 60.0
+UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+TIME_KEYS = frozenset({"created_at", "updated_at"})
+ADDRESS_KEYS = frozenset({"vip_address"})
+LB = "/v2.0/lbaas/loadbalancers"
+
+
+class OctaviaNotInstalled(RuntimeError):
+    """hack/openstack/octavia-api.sh has not installed its venv."""
+
+
+# -- steps -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Call:
+    """One request. ``path``, ``params`` and string values in ``body`` are ``str.format``
+    templates over the sequence's saved names (and ``subnet``, ``project``); ``save`` maps a
+    name to a dotted path into the JSON answer (``loadbalancer.listeners.0.id``)."""
+
+    method: str
+    path: str
+    body: Any = None
+    params: Mapping[str, str] | None = None
+    save: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Settle:
+    """Let the provider finish: every PENDING_* object moves on."""
+
+
+Step = Call | Settle
+
+
+class Backend(Protocol):
+    name: str
+    root: str
+
+    def call(self, method: str, path: str, body: Any, params: Mapping[str, str] | None) -> tuple[int, Any]: ...
+
+    def settle(self) -> None: ...
+
+
+# -- HTTP ----------------------------------------------------------------------------------------
+
+
+def http(
+    method: str, url: str, headers: Mapping[str, str], body: Any = None
+) -> tuple[int, Any, Mapping[str, str]]:
+    """(status, decoded JSON or text or None, headers) of one request."""
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(url, data=data, method=method)
+    for key, value in {"Accept": "application/json", **headers}.items():
+        request.add_header(key, value)
+    if data is not None:
+        request.add_header("Content-Type", "application/json")
+    try:
+        with urllib.request.urlopen(request, timeout=60) as response:
+            status, raw, got = response.status, response.read(), response.headers
+    except urllib.error.HTTPError as exc:
+        status, raw, got = exc.code, exc.read(), exc.headers
+    if not raw:
+        return status, None, got
+    try:
+        return status, json.loads(raw), got
+    except ValueError:
+        return status, raw.decode(errors="replace"), got
+
+
+def _query(params: Mapping[str, str] | None) -> str:
+    if not params:
+        return ""
+    return "?" + "&".join(f"{k}={urllib.request.quote(v, safe=',')}" for k, v in params.items())
+
+
+def _wait_until(probe: Callable[[], bool], within: float, what: str) -> None:
+    deadline = time.monotonic() + within
+    while not probe():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} did not happen within {within:g}s")
+        time.sleep(0.05)
+
+
+# -- the real Octavia ------------------------------------------------------------------------------
+
+
+def octavia_venv() -> Path:
+    """The installed venv, or OctaviaNotInstalled saying how to install it."""
+    out = subprocess.run(
+        ["bash", str(SCRIPT), "--print-dir"], check=True, capture_output=True, text=True
+    ).stdout.strip()
+    venv = Path(out)
+    if not (venv / ".build-complete").is_file() or not os.access(venv / "bin/python", os.X_OK):
+        raise OctaviaNotInstalled(
+            f"the real Octavia API is not installed in {venv}; run `make octavia-api`"
+        )
+    return venv
+
+
+@dataclass
+class RealOctavia:
+    process: subprocess.Popen[bytes]
+    root: str
+    project: str
+    log: Path
+    name: str = "octavia"
+
+    def call(
+        self, method: str, path: str, body: Any, params: Mapping[str, str] | None
+    ) -> tuple[int, Any]:
+        status, answer, _ = http(
+            method, self.root + path + _query(params), {"X-Project-Id": self.project}, body
+        )
+        return status, answer
+
+    def settle(self) -> None:
+        status, answer, _ = http("POST", self.root + "/_kccm/settle", {})
+        assert status == 200, answer
+
+    def state(self) -> dict[str, dict[str, str]]:
+        status, answer, _ = http("GET", self.root + "/_kccm/state", {})
+        assert status == 200, answer
+        return {kind: objs for kind, objs in answer.items() if objs}
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+
+def start_real_octavia(state_dir: Path, project: str) -> RealOctavia:
+    """``octavia-api.sh serve`` on a free port; returns once it answers version discovery."""
+    octavia_venv()
+    port = free_port("127.0.0.1")
+    log = state_dir / "octavia-api.log"
+    with open(log, "wb") as out:
+        process = subprocess.Popen(
+            ["bash", str(SCRIPT), "serve", "--port", str(port), "--state-dir", str(state_dir)],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    real = RealOctavia(process, f"http://127.0.0.1:{port}", project, log)
+
+    def ready() -> bool:
+        if process.poll() is not None:
+            raise RuntimeError(f"octavia-api exited ({process.returncode}); see {log}")
+        return "octavia-api ready on" in log.read_text(errors="replace")
+
+    try:
+        _wait_until(ready, READY_TIMEOUT, "octavia-api's readiness")
+    except BaseException:
+        real.stop()
+        raise
+    return real
+
+
+# -- the emulator -----------------------------------------------------------------------------------
+
+
+@dataclass
+class EmulatedOctavia:
+    root: str
+    token: str
+    name: str = "emulator"
+
+    def call(
+        self, method: str, path: str, body: Any, params: Mapping[str, str] | None
+    ) -> tuple[int, Any]:
+        status, answer, _ = http(
+            method, self.root + path + _query(params), {"X-Auth-Token": self.token}, body
+        )
+        return status, answer
+
+    def _pending(self) -> bool:
+        status, answer = self.call("GET", LB, None, None)
+        assert status == 200, answer
+        return any(lb["provisioning_status"].startswith("PENDING_") for lb in answer["loadbalancers"])
+
+    def settle(self) -> None:
+        _wait_until(lambda: not self._pending(), SETTLE_TIMEOUT, "the emulator's settling")
+
+
+def emulator_token(auth_url: str, config: Mapping[str, Any]) -> str:
+    """A project-scoped Keystone token of the emulator's default user."""
+    body = {
+        "auth": {
+            "identity": {
+                "methods": ["password"],
+                "password": {
+                    "user": {
+                        "name": config["user"],
+                        "domain": {"name": config["domain"]},
+                        "password": config["password"],
+                    }
+                },
+            },
+            "scope": {"project": {"name": config["project"], "domain": {"name": config["domain"]}}},
+        }
+    }
+    status, answer, headers = http("POST", auth_url + "/auth/tokens", {}, body)
+    assert status == 201, answer
+    return str(headers["X-Subject-Token"])
+
+
+# -- running and comparing ----------------------------------------------------------------------------
+
+
+def _dig(value: Any, dotted: str) -> Any:
+    for part in dotted.split("."):
+        value = value[int(part)] if isinstance(value, list) else value[part]
+    return value
+
+
+def _fill(value: Any, names: Mapping[str, str]) -> Any:
+    if isinstance(value, str):
+        return value.format_map(names)
+    if isinstance(value, list):
+        return [_fill(v, names) for v in value]
+    if isinstance(value, dict):
+        return {k: _fill(v, names) for k, v in value.items()}
+    return value
+
+
+def run(backend: Backend, steps: Sequence[Step], names: Mapping[str, str]) -> list[dict[str, Any]]:
+    """The transcript of ``steps`` on ``backend``: per call its request line, status and answer
+    (normalised); ids saved under their names."""
+    saved = dict(names)
+    transcript: list[dict[str, Any]] = []
+    for index, step in enumerate(steps):
+        if isinstance(step, Settle):
+            backend.settle()
+            continue
+        path = _fill(step.path, saved)
+        status, answer = backend.call(
+            step.method, path, _fill(step.body, saved), _fill(step.params, saved)
+        )
+        for name, dotted in step.save.items():
+            try:
+                saved[name] = _dig(answer, dotted)
+            except (KeyError, IndexError, TypeError):
+                saved[name] = f"<{name}: not in {backend.name}'s answer>"
+        request = f"{step.method} {step.path}" + (_query(step.params) if step.params else "")
+        transcript.append({"step": index, "request": request, "status": status, "body": answer})
+    ids = {value: f"<{name}>" for name, value in saved.items() if UUID.fullmatch(str(value))}
+    return [{**entry, "body": normalise(entry["body"], ids, backend.root)} for entry in transcript]
+
+
+def _mask(text: str, ids: Mapping[str, str], root: str) -> str:
+    text = text.replace(root, "<root>")
+    return UUID.sub(lambda m: ids.get(m.group(0), "<uuid>"), text)
+
+
+def normalise(value: Any, ids: Mapping[str, str], root: str, key: str = "") -> Any:
+    if key in TIME_KEYS:
+        return None if value is None else "<time>"
+    if key in ADDRESS_KEYS and value is not None:
+        return "<vip-address>"
+    if isinstance(value, str):
+        return _mask(value, ids, root)
+    if isinstance(value, dict):
+        return {k: normalise(v, ids, root, k) for k, v in value.items()}
+    if isinstance(value, list):
+        items = [normalise(v, ids, root) for v in value]
+        if items and all(isinstance(i, dict) for i in items):
+            return sorted(items, key=lambda i: json.dumps(i, sort_keys=True))
+        return items
+    return value
+
+
+def differences(real: Any, emulated: Any, path: str = "") -> Iterator[str]:
+    """``path: octavia=... emulator=...`` for every leaf where the two differ."""
+    if isinstance(real, dict) and isinstance(emulated, dict):
+        for key in sorted(set(real) | set(emulated)):
+            sub = f"{path}.{key}" if path else str(key)
+            if key not in emulated:
+                yield f"{sub}: octavia={real[key]!r} emulator=<absent>"
+            elif key not in real:
+                yield f"{sub}: octavia=<absent> emulator={emulated[key]!r}"
+            else:
+                yield from differences(real[key], emulated[key], sub)
+    elif isinstance(real, list) and isinstance(emulated, list) and len(real) == len(emulated):
+        for index, (a, b) in enumerate(zip(real, emulated, strict=True)):
+            yield from differences(a, b, f"{path}.{index}")
+    elif real != emulated:
+        yield f"{path}: octavia={real!r} emulator={emulated!r}"

@@ -1,0 +1,480 @@
+"""kccm's Octavia emulator against the real Octavia API (issue 26: "the emulator ... must be
+shown honest").
+
+The real API is octavia from PyPI (``make octavia-api``: hack/openstack/octavia-api.sh) on
+SQLite, noauth, the amphora provider with no-op drivers; the emulator is
+``kccm.testing.openstack``. Each row is a sequence of the requests the provider makes (the
+shapes OCCM v1.36.0 sends through gophercloud: pkg/openstack/loadbalancer.go
+``createFullyPopulatedOctaviaLoadBalancer``, ``ensureOctaviaListener``, ``ensureOctaviaPool``
+with the batch member update, ``ensureOctaviaHealthMonitor``, ``GetLoadbalancerByName``,
+``deleteLoadBalancer`` with cascade); it runs on both, and the transcripts (status, body,
+error text, provisioning_status at each step) must be equal once ids, timestamps and the VIP
+address are masked (octavia_pair.normalise). ``Settle()`` lets the provider finish: the real
+API's driver-agent status update, the emulator's timer.
+
+Without the installed API the test is skipped, or fails under KCCM_REQUIRE_CONTROL_PLANE=1.
+Every sequence leaves both servers without a load balancer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from octavia_pair import (
+    LB,
+    Call,
+    EmulatedOctavia,
+    OctaviaNotInstalled,
+    RealOctavia,
+    Settle,
+    Step,
+    differences,
+    emulator_token,
+    run,
+    start_real_octavia,
+)
+
+from kccm.testing.openstack.launcher import Emulator, openstack_emulator
+from kccm.testing.pytest_plugin import require_control_plane
+
+LB_ACTIVE_DELAY = 1.0
+"""The emulator's provider delay: long enough that the calls right after a write see PENDING_*
+(those calls take milliseconds), short enough for ~20 settles per module."""
+
+OCTAVIA_KINDS = ("loadbalancers", "listeners", "pools", "members", "healthmonitors")
+
+# -- request bodies as the provider sends them ----------------------------------------------------
+
+NAME = "kube_service_kubernetes_default_web"
+MEMBERS = [
+    {"name": "node-a", "address": "10.0.0.11", "protocol_port": 30080, "subnet_id": "{subnet}"},
+    {"name": "node-b", "address": "10.0.0.12", "protocol_port": 30080, "subnet_id": "{subnet}"},
+]
+MONITOR = {
+    "name": f"monitor_0_{NAME}",
+    "type": "TCP",
+    "delay": 5,
+    "timeout": 3,
+    "max_retries": 1,
+    "max_retries_down": 3,
+}
+POOL = {"name": f"pool_0_{NAME}", "protocol": "TCP", "lb_algorithm": "ROUND_ROBIN"}
+LISTENER = {
+    "name": f"listener_0_{NAME}",
+    "protocol": "TCP",
+    "protocol_port": 80,
+    "connection_limit": -1,
+    "allowed_cidrs": ["10.0.0.0/8", "192.168.0.0/16"],
+    "timeout_client_data": 50000,
+    "timeout_member_connect": 5000,
+    "timeout_member_data": 50000,
+    "timeout_tcp_inspect": 0,
+    "tags": [NAME],
+}
+
+
+def lb_body(name: str = NAME, *, full: bool = False, **extra: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "name": name,
+        "description": "Kubernetes external service default/web from cluster kubernetes",
+        "vip_subnet_id": "{subnet}",
+        "tags": [name],
+        **extra,
+    }
+    if full:
+        pool = {**POOL, "members": MEMBERS, "healthmonitor": MONITOR}
+        body["listeners"] = [{**LISTENER, "default_pool": pool}]
+    return {"loadbalancer": body}
+
+
+CREATE_LB = Call("POST", LB, lb_body(), save={"lb": "loadbalancer.id"})
+GET_LB = Call("GET", LB + "/{lb}")
+CREATE_LISTENER = Call(
+    "POST",
+    "/v2.0/lbaas/listeners",
+    {"listener": {**LISTENER, "loadbalancer_id": "{lb}"}},
+    save={"listener": "listener.id"},
+)
+CREATE_POOL = Call(
+    "POST",
+    "/v2.0/lbaas/pools",
+    {"pool": {**POOL, "listener_id": "{listener}"}},
+    save={"pool": "pool.id"},
+)
+MEMBERS_PATH = "/v2.0/lbaas/pools/{pool}/members"
+LB_WITH_POOL: list[Step] = [CREATE_LB, Settle(), CREATE_LISTENER, Settle(), CREATE_POOL, Settle()]
+BOGUS = "00000000-0000-4000-8000-00000000beef"
+
+# -- the sequences --------------------------------------------------------------------------------
+
+SEQUENCES = [
+    pytest.param([Call("GET", "/"), Call("GET", "/v2")], id="version-discovery"),
+    pytest.param(
+        [
+            Call(
+                "POST",
+                LB,
+                lb_body(full=True),
+                save={
+                    "lb": "loadbalancer.id",
+                    "listener": "loadbalancer.listeners.0.id",
+                    "pool": "loadbalancer.pools.0.id",
+                    "monitor": "loadbalancer.pools.0.healthmonitor.id",
+                },
+            ),
+            GET_LB,
+            Call("GET", "/v2.0/lbaas/listeners/{listener}"),
+            Call("GET", "/v2.0/lbaas/pools/{pool}"),
+            Call("GET", MEMBERS_PATH),
+            Call("GET", "/v2.0/lbaas/healthmonitors/{monitor}"),
+            Settle(),
+            GET_LB,
+            Call("GET", "/v2.0/lbaas/listeners", params={"loadbalancer_id": "{lb}"}),
+            Call("GET", "/v2.0/lbaas/pools", params={"loadbalancer_id": "{lb}"}),
+            Call("GET", MEMBERS_PATH),
+            Call("GET", "/v2.0/lbaas/healthmonitors/{monitor}"),
+        ],
+        id="fully-populated-create",
+    ),
+    pytest.param(
+        [
+            CREATE_LB,
+            GET_LB,
+            Call("PUT", LB + "/{lb}", {"loadbalancer": {"description": "changed"}}),
+            CREATE_LISTENER,
+            Call("DELETE", LB + "/{lb}"),
+            Settle(),
+            GET_LB,
+            Call("PUT", LB + "/{lb}", {"loadbalancer": {"description": "changed"}}),
+            Call("PUT", LB + "/{lb}", {"loadbalancer": {"description": "again"}}),
+            GET_LB,
+            Settle(),
+            GET_LB,
+        ],
+        id="pending-is-immutable",
+    ),
+    pytest.param(
+        [
+            CREATE_LB,
+            Settle(),
+            CREATE_LISTENER,
+            Call("GET", "/v2.0/lbaas/listeners/{listener}"),
+            GET_LB,
+            Settle(),
+            Call(
+                "PUT",
+                "/v2.0/lbaas/listeners/{listener}",
+                {
+                    "listener": {
+                        "allowed_cidrs": ["172.16.0.0/12"],
+                        "connection_limit": 1000,
+                        "timeout_client_data": 100000,
+                        "timeout_member_data": 100000,
+                    }
+                },
+            ),
+            Call("PUT", "/v2.0/lbaas/listeners/{listener}", {"listener": {"name": "again"}}),
+            Settle(),
+            Call("GET", "/v2.0/lbaas/listeners/{listener}"),
+            Call("PUT", "/v2.0/lbaas/listeners/{listener}", {"listener": {"allowed_cidrs": []}}),
+            Settle(),
+            Call("GET", "/v2.0/lbaas/listeners/{listener}"),
+            Call(
+                "PUT",
+                "/v2.0/lbaas/listeners/{listener}",
+                {"listener": {"allowed_cidrs": ["fd00::/64"]}},
+            ),
+            Call(
+                "PUT",
+                "/v2.0/lbaas/listeners/{listener}",
+                {"listener": {"allowed_cidrs": ["not-a-cidr"]}},
+            ),
+            Call(
+                "POST",
+                "/v2.0/lbaas/listeners",
+                {"listener": {**LISTENER, "name": "same-port", "loadbalancer_id": "{lb}"}},
+            ),
+        ],
+        id="listener-create-update",
+    ),
+    pytest.param(
+        [
+            *LB_WITH_POOL,
+            Call("GET", "/v2.0/lbaas/pools/{pool}"),
+            Call("POST", MEMBERS_PATH, {"member": MEMBERS[0]}, save={"member": "member.id"}),
+            Call("GET", MEMBERS_PATH + "/{member}"),
+            Settle(),
+            Call("PUT", MEMBERS_PATH + "/{member}", {"member": {"weight": 5}}),
+            Settle(),
+            Call("GET", MEMBERS_PATH + "/{member}"),
+            Call("POST", MEMBERS_PATH, {"member": MEMBERS[0]}),
+            Call("DELETE", MEMBERS_PATH + "/{member}"),
+            Call("GET", MEMBERS_PATH + "/{member}"),
+            Settle(),
+            Call("GET", MEMBERS_PATH),
+            Call("PUT", "/v2.0/lbaas/pools/{pool}", {"pool": {"lb_algorithm": "SOURCE_IP"}}),
+            Settle(),
+            Call("GET", "/v2.0/lbaas/pools/{pool}"),
+        ],
+        id="pool-and-members",
+    ),
+    pytest.param(
+        [
+            *LB_WITH_POOL,
+            Call("PUT", MEMBERS_PATH, {"members": MEMBERS}),
+            Call("GET", MEMBERS_PATH),
+            Call("PUT", MEMBERS_PATH, {"members": MEMBERS}),
+            Settle(),
+            Call("GET", MEMBERS_PATH),
+            Call(
+                "PUT",
+                MEMBERS_PATH,
+                {
+                    "members": [
+                        {**MEMBERS[0], "weight": 3},
+                        {"name": "node-c", "address": "10.0.0.13", "protocol_port": 30080,
+                         "subnet_id": "{subnet}"},
+                    ]
+                },
+            ),
+            Call("GET", MEMBERS_PATH),
+            Call("GET", "/v2.0/lbaas/pools/{pool}"),
+            Settle(),
+            Call("GET", MEMBERS_PATH),
+            Call("PUT", MEMBERS_PATH, {"members": []}),
+            Settle(),
+            Call("GET", MEMBERS_PATH),
+        ],
+        id="batch-member-update",
+    ),
+    pytest.param(
+        [
+            *LB_WITH_POOL,
+            Call(
+                "POST",
+                "/v2.0/lbaas/healthmonitors",
+                {"healthmonitor": {**MONITOR, "pool_id": "{pool}"}},
+                save={"monitor": "healthmonitor.id"},
+            ),
+            Call("GET", "/v2.0/lbaas/healthmonitors/{monitor}"),
+            Settle(),
+            Call(
+                "POST",
+                "/v2.0/lbaas/healthmonitors",
+                {"healthmonitor": {**MONITOR, "pool_id": "{pool}"}},
+            ),
+            Call(
+                "PUT",
+                "/v2.0/lbaas/healthmonitors/{monitor}",
+                {"healthmonitor": {"delay": 10, "max_retries": 2}},
+            ),
+            Settle(),
+            Call("GET", "/v2.0/lbaas/pools/{pool}"),
+            Call("DELETE", "/v2.0/lbaas/healthmonitors/{monitor}"),
+            Call("GET", "/v2.0/lbaas/healthmonitors/{monitor}"),
+            Settle(),
+            Call("GET", "/v2.0/lbaas/healthmonitors/{monitor}"),
+            Call("GET", "/v2.0/lbaas/pools/{pool}"),
+        ],
+        id="healthmonitor-create-delete",
+    ),
+    pytest.param(
+        [
+            CREATE_LB,
+            Call("POST", LB, lb_body("other-lb"), save={"other": "loadbalancer.id"}),
+            Settle(),
+            Call("GET", LB, params={"name": NAME}),
+            Call("GET", LB, params={"tags": NAME}),
+            Call("GET", LB, params={"tags": f"{NAME},absent"}),
+            Call("GET", LB, params={"tags-any": f"{NAME},other-lb"}),
+            Call("GET", LB, params={"name": "absent"}),
+            Call("GET", LB, params={"description": "nothing"}),
+            Call("GET", LB, params={"provisioning_status": "ACTIVE", "name": "other-lb"}),
+        ],
+        id="filters-by-name-and-tags",
+    ),
+    pytest.param(
+        [
+            Call(
+                "POST",
+                LB,
+                lb_body(full=True),
+                save={
+                    "lb": "loadbalancer.id",
+                    "listener": "loadbalancer.listeners.0.id",
+                    "pool": "loadbalancer.pools.0.id",
+                },
+            ),
+            Settle(),
+            Call("DELETE", LB + "/{lb}"),
+            Call("DELETE", LB + "/{lb}", params={"cascade": "true"}),
+            GET_LB,
+            Call("GET", "/v2.0/lbaas/listeners/{listener}"),
+            Call("DELETE", LB + "/{lb}", params={"cascade": "true"}),
+            Settle(),
+            GET_LB,
+            Call("GET", "/v2.0/lbaas/listeners/{listener}"),
+            Call("GET", "/v2.0/lbaas/pools/{pool}"),
+            Call("GET", LB),
+        ],
+        id="cascade-delete",
+    ),
+    pytest.param(
+        [
+            Call("GET", LB + "/" + BOGUS),
+            Call("PUT", LB + "/" + BOGUS, {"loadbalancer": {"description": "x"}}),
+            Call("DELETE", LB + "/" + BOGUS),
+            Call("GET", "/v2.0/lbaas/listeners/" + BOGUS),
+            Call("DELETE", "/v2.0/lbaas/listeners/" + BOGUS),
+            Call("GET", "/v2.0/lbaas/pools/" + BOGUS),
+            Call("GET", f"/v2.0/lbaas/pools/{BOGUS}/members"),
+            Call("PUT", f"/v2.0/lbaas/pools/{BOGUS}/members", {"members": []}),
+            Call("GET", f"/v2.0/lbaas/pools/{BOGUS}/members/{BOGUS}"),
+            Call("GET", "/v2.0/lbaas/healthmonitors/" + BOGUS),
+            Call("DELETE", "/v2.0/lbaas/healthmonitors/" + BOGUS),
+            Call("GET", LB + "/not-a-uuid"),
+            Call(
+                "POST",
+                "/v2.0/lbaas/listeners",
+                {"listener": {**LISTENER, "loadbalancer_id": BOGUS}},
+            ),
+        ],
+        id="not-found",
+    ),
+    pytest.param(
+        [
+            Call("POST", LB, {"loadbalancer": {"name": "no-vip"}}),
+            Call("POST", LB, lb_body(vip_address="not-an-ip")),
+            Call("POST", LB, lb_body(provider="nope")),
+            CREATE_LB,
+            Settle(),
+            Call(
+                "POST",
+                "/v2.0/lbaas/listeners",
+                {"listener": {**LISTENER, "protocol": "FOO", "loadbalancer_id": "{lb}"}},
+            ),
+            Call(
+                "POST",
+                "/v2.0/lbaas/listeners",
+                {"listener": {**LISTENER, "protocol_port": 0, "loadbalancer_id": "{lb}"}},
+            ),
+            Call(
+                "POST",
+                "/v2.0/lbaas/listeners",
+                {"listener": {**LISTENER, "protocol_port": 65536, "loadbalancer_id": "{lb}"}},
+            ),
+            Call(
+                "POST",
+                "/v2.0/lbaas/listeners",
+                {"listener": {**LISTENER, "timeout_client_data": -5, "loadbalancer_id": "{lb}"}},
+            ),
+            Call(
+                "POST",
+                "/v2.0/lbaas/pools",
+                {"pool": {**POOL, "lb_algorithm": "RANDOM", "loadbalancer_id": "{lb}"}},
+            ),
+            Call(
+                "POST",
+                "/v2.0/lbaas/pools",
+                {"pool": {**POOL, "lb_algorithm": "SOURCE_IP_PORT", "loadbalancer_id": "{lb}"}},
+            ),
+            Call("POST", "/v2.0/lbaas/pools", {"pool": {**POOL, "protocol": "UDP"}}),
+            Call(
+                "POST",
+                LB,
+                {
+                    "loadbalancer": {
+                        **lb_body("mismatch", full=True)["loadbalancer"],
+                        "listeners": [
+                            {**LISTENER, "default_pool": {**POOL, "protocol": "UDP"}}
+                        ],
+                    }
+                },
+            ),
+            Call("GET", LB),
+        ],
+        id="validation-errors",
+    ),
+]
+
+
+# -- fixtures -----------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def emulator() -> Iterator[Emulator]:
+    with openstack_emulator(lb_active_delay=LB_ACTIVE_DELAY) as emu:
+        yield emu
+
+
+@pytest.fixture(scope="module")
+def real_octavia(
+    emulator: Emulator, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[RealOctavia]:
+    state_dir: Path = tmp_path_factory.mktemp("octavia-api")
+    try:
+        real = start_real_octavia(state_dir, str(emulator.config["project_id"]))
+    except OctaviaNotInstalled as exc:
+        if require_control_plane():
+            pytest.fail(str(exc))
+        pytest.skip(str(exc))
+    try:
+        yield real
+    finally:
+        real.stop()
+
+
+@pytest.fixture
+def emulated(emulator: Emulator) -> EmulatedOctavia:
+    token = emulator_token(emulator.auth_url, emulator.config)
+    return EmulatedOctavia(root=f"{emulator.base_url}/load-balancer", token=token)
+
+
+def _remove_all(backend: RealOctavia | EmulatedOctavia) -> None:
+    """Delete every balancer (cascade) once it is not pending, and let the deletes finish."""
+    backend.settle()
+    status, answer = backend.call("GET", LB, None, None)
+    assert status == 200, answer
+    for lb in answer["loadbalancers"]:
+        status, body = backend.call("DELETE", f"{LB}/{lb['id']}", None, {"cascade": "true"})
+        assert status == 204, body
+    backend.settle()
+
+
+@pytest.fixture
+def pair(
+    real_octavia: RealOctavia, emulated: EmulatedOctavia, emulator: Emulator
+) -> Iterator[tuple[RealOctavia, EmulatedOctavia]]:
+    yield real_octavia, emulated
+    for backend in (real_octavia, emulated):
+        _remove_all(backend)
+    assert real_octavia.state() == {}
+    left = {k: v for k, v in emulator.admin.state().items() if k in OCTAVIA_KINDS and v}
+    assert left == {}
+
+
+# -- the test -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("steps", SEQUENCES)
+def test_same_answers(
+    steps: list[Step], pair: tuple[RealOctavia, EmulatedOctavia], emulator: Emulator
+) -> None:
+    real, emulated = pair
+    names = {
+        "subnet": str(emulator.config["private_subnet_id"]),
+        "project": str(emulator.config["project_id"]),
+    }
+    want = run(real, steps, names)
+    got = run(emulated, steps, names)
+    found = [
+        f"step {a['step']} {a['request']}: {line}"
+        for a, b in zip(want, got, strict=True)
+        for line in differences(
+            {"status": a["status"], "body": a["body"]}, {"status": b["status"], "body": b["body"]}
+        )
+    ]
+    assert not found, "the emulator differs from Octavia:\n" + "\n".join(found)
