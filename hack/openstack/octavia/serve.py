@@ -12,7 +12,9 @@ SIGTERM. It prints ``octavia-api ready on http://127.0.0.1:PORT`` once it answer
 Two paths of its own, outside Octavia's URL space, drive what a provider driver would do:
 
 - ``POST /_kccm/settle``: every object in PENDING_CREATE or PENDING_UPDATE becomes ACTIVE;
-  one in PENDING_DELETE becomes DELETED (a load balancer with all its children: the cascade).
+  one in PENDING_DELETE becomes DELETED (a load balancer with all its children: the cascade);
+  and every object gets the operating status a healthy amphora's heartbeat gives it (ONLINE;
+  members without a monitor NO_MONITOR; disabled objects OFFLINE), which no API call sets.
   The statuses go through Octavia's driver-agent status updater
   (octavia.api.drivers.driver_agent.driver_updater.DriverUpdater.update_loadbalancer_status),
   the call a provider driver's agent makes, so rows are deleted and quotas released as they
@@ -81,9 +83,7 @@ def create_schema() -> None:
             )
         )
         session.flush()
-        session.add(
-            models.Flavor(id=nil, flavor_profile_id=nil, name=deleted, enabled=False)
-        )
+        session.add(models.Flavor(id=nil, flavor_profile_id=nil, name=deleted, enabled=False))
         session.add(
             models.AvailabilityZoneProfile(
                 id=nil,
@@ -94,9 +94,7 @@ def create_schema() -> None:
         )
         session.flush()
         session.add(
-            models.AvailabilityZone(
-                availability_zone_profile_id=nil, name=nil, enabled=False
-            )
+            models.AvailabilityZone(availability_zone_profile_id=nil, name=nil, enabled=False)
         )
 
 
@@ -119,14 +117,10 @@ def _children(session: Any, lb_id: str) -> dict[str, list[str]]:
     from octavia.db import models
 
     pools = [p.id for p in session.query(models.Pool).filter_by(load_balancer_id=lb_id)]
-    listeners = [
-        li.id for li in session.query(models.Listener).filter_by(load_balancer_id=lb_id)
-    ]
+    listeners = [li.id for li in session.query(models.Listener).filter_by(load_balancer_id=lb_id)]
     policies = [
         p.id
-        for p in session.query(models.L7Policy).filter(
-            models.L7Policy.listener_id.in_(listeners)
-        )
+        for p in session.query(models.L7Policy).filter(models.L7Policy.listener_id.in_(listeners))
     ]
     return {
         "members": [
@@ -148,27 +142,63 @@ def _children(session: Any, lb_id: str) -> dict[str, list[str]]:
     }
 
 
-def settle() -> dict[str, list[str]]:
-    """Report every PENDING_* object ACTIVE, or DELETED, through the driver-agent updater."""
-    from octavia_lib.common import constants as lib_consts
+def _heartbeat(session: Any, records: dict[str, dict[str, dict[str, str]]]) -> None:
+    """The operating statuses a healthy amphora's heartbeat makes the health manager write
+    (octavia/amphorae/drivers/health/heartbeat_udp.py: balancer, listeners (OPEN) and pools
+    (UP) ONLINE, OFFLINE when disabled; members UP -> ONLINE, "no check" (no monitor) ->
+    NO_MONITOR, MAINT (disabled) -> OFFLINE) and the worker's MarkHealthMonitorActiveInDB
+    (a monitor ONLINE, OFFLINE when disabled), for every balancer not being deleted."""
+    from octavia.db import models
 
+    def put(kind: str, obj: Any, op: str) -> None:
+        record = records[kind].setdefault(obj.id, {"id": obj.id})
+        if record.get("provisioning_status") != "DELETED":
+            record["operating_status"] = op
+
+    def up(obj: Any) -> str:
+        return "ONLINE" if obj.enabled else "OFFLINE"
+
+    lbs = session.query(models.LoadBalancer).filter(
+        models.LoadBalancer.provisioning_status.notin_(("DELETED", "PENDING_DELETE"))
+    )
+    for lb in lbs:
+        put("loadbalancers", lb, up(lb))
+        for listener in lb.listeners:
+            put("listeners", listener, up(listener))
+        for pool in lb.pools:
+            put("pools", pool, up(pool))
+            monitor = pool.health_monitor
+            if monitor is not None:
+                put("healthmonitors", monitor, up(monitor))
+            checked = monitor is not None and monitor.enabled
+            for member in pool.members:
+                op = up(member) if checked or not member.enabled else "NO_MONITOR"
+                put("members", member, op)
+
+
+def settle() -> dict[str, list[str]]:
+    """Report every PENDING_* object ACTIVE, or DELETED, through the driver-agent updater,
+    with the operating statuses of a healthy deployment (:func:`_heartbeat`)."""
     from octavia.api.drivers.driver_agent.driver_updater import DriverUpdater
     from octavia.db import api as db_api
+    from octavia_lib.common import constants as lib_consts
 
-    status: dict[str, list[dict[str, str]]] = {kind: [] for kind in (*KINDS, "loadbalancers")}
-    seen: set[str] = set()
+    kinds = (*KINDS, "loadbalancers")
+    records: dict[str, dict[str, dict[str, str]]] = {kind: {} for kind in kinds}
+    settled: dict[str, list[str]] = {}
 
     def report(kind: str, obj_id: str, prov: str) -> None:
-        if obj_id not in seen:
-            seen.add(obj_id)
-            status[kind].append({"id": obj_id, "provisioning_status": prov})
+        records[kind][obj_id] = {"id": obj_id, "provisioning_status": prov}
+        settled.setdefault(kind, []).append(obj_id)
 
     session = db_api.get_session()
     with session.begin():
-        for kind, model in _models().items():
-            for obj in session.query(model).filter(
-                model.provisioning_status.like("PENDING_%")
-            ):
+        pending = {
+            kind: list(session.query(model).filter(model.provisioning_status.like("PENDING_%")))
+            for kind, model in _models().items()
+        }
+        for kind, objs in pending.items():
+            for obj in objs:
                 if obj.provisioning_status != "PENDING_DELETE":
                     report(kind, obj.id, "ACTIVE")
                 elif kind != "loadbalancers":
@@ -176,17 +206,14 @@ def settle() -> dict[str, list[str]]:
                 else:  # a (cascade) delete: the driver removes everything under it
                     for child_kind, ids in _children(session, obj.id).items():
                         for child in ids:
-                            status[child_kind] = [
-                                s for s in status[child_kind] if s["id"] != child
-                            ]
-                            seen.discard(child)
                             report(child_kind, child, "DELETED")
                     report(kind, obj.id, "DELETED")
-    settled = {kind: [s["id"] for s in items] for kind, items in status.items() if items}
+        _heartbeat(session, records)
+    status = {kind: list(records[kind].values()) for kind in kinds}
     result = DriverUpdater().update_loadbalancer_status(status)
     if result.get(lib_consts.STATUS_CODE) != lib_consts.DRVR_STATUS_CODE_OK:
         raise RuntimeError(f"driver status update failed: {result}")
-    return settled
+    return {kind: sorted(set(ids)) for kind, ids in settled.items()}
 
 
 def state() -> dict[str, dict[str, str]]:
@@ -231,7 +258,7 @@ def with_kccm_paths(app: Any) -> Any:
 class QuietHandler(simple_server.WSGIRequestHandler):
     """wsgiref's handler without its per-request line on stderr (Octavia logs requests)."""
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base's name
+    def log_message(self, format: str, *args: Any) -> None:
         pass
 
 
@@ -244,9 +271,8 @@ def main(argv: list[str]) -> int:
     state_dir.mkdir(parents=True, exist_ok=True)
     conf = write_config(args.port, state_dir)
 
-    from oslo_config import cfg
-
     from octavia.api import app as api_app
+    from oslo_config import cfg
 
     app = api_app.setup_app(argv=["octavia-api", "--config-file", str(conf)])
     # SQLAlchemy 2 refuses pool_timeout with SQLite's pool (octavia's default is 10 s).

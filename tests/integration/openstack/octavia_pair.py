@@ -11,7 +11,9 @@ transcripts, normalised, must be equal.
   ``settle()`` waits (bounded poll) until its timer has moved every balancer on.
 - :func:`normalise` masks what legitimately differs: UUIDs (named when the sequence saved
   them: ``<lb>``, ``<pool>``; ``<uuid>`` otherwise, also inside error texts), timestamps
-  (``<time>``, null stays null), the VIP address and the servers' own URLs.
+  (``<time>``, null stays null), the VIP address (the no-op network driver gives
+  198.51.100.1, the emulator an address of the subnet; also inside error texts) and the
+  servers' own URLs.
 - :func:`differences` lists every path where two transcripts differ.
 """
 
@@ -48,7 +50,7 @@ class OctaviaNotInstalled(RuntimeError):
     """hack/openstack/octavia-api.sh has not installed its venv."""
 
 
-# -- steps -------------------------------------------------------------------------------------
+# -- steps ----------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -76,12 +78,14 @@ class Backend(Protocol):
     name: str
     root: str
 
-    def call(self, method: str, path: str, body: Any, params: Mapping[str, str] | None) -> tuple[int, Any]: ...
+    def call(
+        self, method: str, path: str, body: Any, params: Mapping[str, str] | None
+    ) -> tuple[int, Any]: ...
 
     def settle(self) -> None: ...
 
 
-# -- HTTP ----------------------------------------------------------------------------------------
+# -- HTTP -----------------------------------------------------------------------------------------
 
 
 def http(
@@ -121,7 +125,7 @@ def _wait_until(probe: Callable[[], bool], within: float, what: str) -> None:
         time.sleep(0.05)
 
 
-# -- the real Octavia ------------------------------------------------------------------------------
+# -- the real Octavia -----------------------------------------------------------------------------
 
 
 def octavia_venv() -> Path:
@@ -199,7 +203,7 @@ def start_real_octavia(state_dir: Path, project: str) -> RealOctavia:
     return real
 
 
-# -- the emulator -----------------------------------------------------------------------------------
+# -- the emulator ---------------------------------------------------------------------------------
 
 
 @dataclass
@@ -219,7 +223,9 @@ class EmulatedOctavia:
     def _pending(self) -> bool:
         status, answer = self.call("GET", LB, None, None)
         assert status == 200, answer
-        return any(lb["provisioning_status"].startswith("PENDING_") for lb in answer["loadbalancers"])
+        return any(
+            lb["provisioning_status"].startswith("PENDING_") for lb in answer["loadbalancers"]
+        )
 
     def settle(self) -> None:
         _wait_until(lambda: not self._pending(), SETTLE_TIMEOUT, "the emulator's settling")
@@ -247,7 +253,7 @@ def emulator_token(auth_url: str, config: Mapping[str, Any]) -> str:
     return str(headers["X-Subject-Token"])
 
 
-# -- running and comparing ----------------------------------------------------------------------------
+# -- running and comparing ------------------------------------------------------------------------
 
 
 def _dig(value: Any, dotted: str) -> Any:
@@ -287,26 +293,45 @@ def run(backend: Backend, steps: Sequence[Step], names: Mapping[str, str]) -> li
         request = f"{step.method} {step.path}" + (_query(step.params) if step.params else "")
         transcript.append({"step": index, "request": request, "status": status, "body": answer})
     ids = {value: f"<{name}>" for name, value in saved.items() if UUID.fullmatch(str(value))}
-    return [{**entry, "body": normalise(entry["body"], ids, backend.root)} for entry in transcript]
+    literals = {backend.root: "<root>"}
+    for entry in transcript:
+        literals.update(dict.fromkeys(_values(entry["body"], ADDRESS_KEYS), "<vip-address>"))
+    return [{**entry, "body": normalise(entry["body"], ids, literals)} for entry in transcript]
 
 
-def _mask(text: str, ids: Mapping[str, str], root: str) -> str:
-    text = text.replace(root, "<root>")
+def _values(value: Any, keys: frozenset[str]) -> Iterator[str]:
+    """Every string under one of ``keys`` anywhere in ``value``."""
+    if isinstance(value, dict):
+        for key, sub in value.items():
+            if key in keys and isinstance(sub, str):
+                yield sub
+            else:
+                yield from _values(sub, keys)
+    elif isinstance(value, list):
+        for sub in value:
+            yield from _values(sub, keys)
+
+
+def _mask(text: str, ids: Mapping[str, str], literals: Mapping[str, str]) -> str:
+    for literal, mask in literals.items():
+        text = text.replace(literal, mask)
     text = ONE_OF.sub(lambda m: m.group(1) + ", ".join(sorted(m.group(2).split(", "))), text)
     return UUID.sub(lambda m: ids.get(m.group(0), "<uuid>"), text)
 
 
-def normalise(value: Any, ids: Mapping[str, str], root: str, key: str = "") -> Any:
+def normalise(
+    value: Any, ids: Mapping[str, str], literals: Mapping[str, str], key: str = ""
+) -> Any:
+    """``value`` with UUIDs named (``ids``) or masked, ``literals`` (the server's URL, VIP
+    addresses) masked inside strings, timestamps masked, lists of objects sorted."""
     if key in TIME_KEYS:
         return None if value is None else "<time>"
-    if key in ADDRESS_KEYS and value is not None:
-        return "<vip-address>"
     if isinstance(value, str):
-        return _mask(value, ids, root)
+        return _mask(value, ids, literals)
     if isinstance(value, dict):
-        return {k: normalise(v, ids, root, k) for k, v in value.items()}
+        return {k: normalise(v, ids, literals, k) for k, v in value.items()}
     if isinstance(value, list):
-        items = [normalise(v, ids, root) for v in value]
+        items = [normalise(v, ids, literals) for v in value]
         if items and all(isinstance(i, dict) for i in items):
             return sorted(items, key=lambda i: json.dumps(i, sort_keys=True))
         return items
@@ -326,6 +351,7 @@ def differences(real: Any, emulated: Any, path: str = "") -> Iterator[str]:
                 yield from differences(real[key], emulated[key], sub)
     elif isinstance(real, list) and isinstance(emulated, list) and len(real) == len(emulated):
         for index, (a, b) in enumerate(zip(real, emulated, strict=True)):
-            yield from differences(a, b, f"{path}.{index}")
+            label = a.get("id") if isinstance(a, dict) and a.get("id") == b.get("id") else None
+            yield from differences(a, b, f"{path}[{label or index}]")
     elif real != emulated:
         yield f"{path}: octavia={real!r} emulator={emulated!r}"

@@ -108,6 +108,26 @@ MEMBERS_PATH = "/v2.0/lbaas/pools/{pool}/members"
 LB_WITH_POOL: list[Step] = [CREATE_LB, Settle(), CREATE_LISTENER, Settle(), CREATE_POOL, Settle()]
 BOGUS = "00000000-0000-4000-8000-00000000beef"
 
+
+def settled(*calls: Call) -> list[Step]:
+    """Each call on a settled world: a call one server accepts and the other refuses leaves
+    no pending balancer behind to turn the next call into a 409."""
+    return [step for call in calls for step in (call, Settle())]
+
+
+def bad_listener(port: int, **fields: Any) -> Call:
+    """A listener on its own ``port`` with a bad field (a server that accepts it must not
+    make the next one a duplicate)."""
+    listener = {**LISTENER, "name": "bad", "protocol_port": port, "loadbalancer_id": "{lb}"}
+    return Call("POST", "/v2.0/lbaas/listeners", {"listener": {**listener, **fields}})
+
+
+def bad_pool(**fields: Any) -> Call:
+    return Call(
+        "POST", "/v2.0/lbaas/pools", {"pool": {**POOL, "loadbalancer_id": "{lb}", **fields}}
+    )
+
+
 # -- the sequences --------------------------------------------------------------------------------
 
 SEQUENCES = [
@@ -235,8 +255,12 @@ SEQUENCES = [
                 {
                     "members": [
                         {**MEMBERS[0], "weight": 3},
-                        {"name": "node-c", "address": "10.0.0.13", "protocol_port": 30080,
-                         "subnet_id": "{subnet}"},
+                        {
+                            "name": "node-c",
+                            "address": "10.0.0.13",
+                            "protocol_port": 30080,
+                            "subnet_id": "{subnet}",
+                        },
                     ]
                 },
             ),
@@ -345,57 +369,32 @@ SEQUENCES = [
         id="not-found",
     ),
     pytest.param(
-        [
+        settled(
             Call("POST", LB, {"loadbalancer": {"name": "no-vip"}}),
             Call("POST", LB, lb_body(vip_address="not-an-ip")),
             Call("POST", LB, lb_body(provider="nope")),
             CREATE_LB,
-            Settle(),
-            Call(
-                "POST",
-                "/v2.0/lbaas/listeners",
-                {"listener": {**LISTENER, "protocol": "FOO", "loadbalancer_id": "{lb}"}},
-            ),
-            Call(
-                "POST",
-                "/v2.0/lbaas/listeners",
-                {"listener": {**LISTENER, "protocol_port": 0, "loadbalancer_id": "{lb}"}},
-            ),
-            Call(
-                "POST",
-                "/v2.0/lbaas/listeners",
-                {"listener": {**LISTENER, "protocol_port": 65536, "loadbalancer_id": "{lb}"}},
-            ),
-            Call(
-                "POST",
-                "/v2.0/lbaas/listeners",
-                {"listener": {**LISTENER, "timeout_client_data": -5, "loadbalancer_id": "{lb}"}},
-            ),
-            Call(
-                "POST",
-                "/v2.0/lbaas/pools",
-                {"pool": {**POOL, "lb_algorithm": "RANDOM", "loadbalancer_id": "{lb}"}},
-            ),
-            Call(
-                "POST",
-                "/v2.0/lbaas/pools",
-                {"pool": {**POOL, "lb_algorithm": "SOURCE_IP_PORT", "loadbalancer_id": "{lb}"}},
-            ),
+            bad_listener(81, protocol="FOO"),
+            bad_listener(0),
+            bad_listener(65536),
+            bad_listener(84, timeout_client_data=-5),
+            bad_listener(85, connection_limit=-2),
+            bad_listener(86, allowed_cidrs=["10.0.0.0/33"]),
+            bad_pool(lb_algorithm="RANDOM"),
+            bad_pool(lb_algorithm="SOURCE_IP_PORT"),
             Call("POST", "/v2.0/lbaas/pools", {"pool": {**POOL, "protocol": "UDP"}}),
             Call(
                 "POST",
                 LB,
                 {
                     "loadbalancer": {
-                        **lb_body("mismatch", full=True)["loadbalancer"],
-                        "listeners": [
-                            {**LISTENER, "default_pool": {**POOL, "protocol": "UDP"}}
-                        ],
+                        **lb_body("mismatch")["loadbalancer"],
+                        "listeners": [{**LISTENER, "default_pool": {**POOL, "protocol": "UDP"}}],
                     }
                 },
             ),
             Call("GET", LB),
-        ],
+        ),
         id="validation-errors",
     ),
 ]
