@@ -147,10 +147,13 @@ def _heartbeat(session: Any, records: dict[str, dict[str, dict[str, str]]]) -> N
     (octavia/amphorae/drivers/health/heartbeat_udp.py: balancer, listeners (OPEN) and pools
     (UP) ONLINE, OFFLINE when disabled; members UP -> ONLINE, "no check" (no monitor) ->
     NO_MONITOR, MAINT (disabled) -> OFFLINE) and the worker's MarkHealthMonitorActiveInDB
-    (a monitor ONLINE, OFFLINE when disabled), for every balancer not being deleted."""
+    (a monitor ONLINE, OFFLINE when disabled), for every balancer not being deleted; like the
+    health manager, only a status that changes is written."""
     from octavia.db import models
 
     def put(kind: str, obj: Any, op: str) -> None:
+        if op == obj.operating_status:  # the health manager writes changes only
+            return
         record = records[kind].setdefault(obj.id, {"id": obj.id})
         if record.get("provisioning_status") != "DELETED":
             record["operating_status"] = op
