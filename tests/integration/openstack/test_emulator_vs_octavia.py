@@ -40,9 +40,8 @@ from octavia_pair import (
 from kccm.testing.openstack.launcher import Emulator, openstack_emulator
 from kccm.testing.pytest_plugin import require_control_plane
 
-LB_ACTIVE_DELAY = 1.0
-"""The emulator's provider delay: long enough that the calls right after a write see PENDING_*
-(those calls take milliseconds), short enough for ~20 settles per module."""
+LB_ACTIVE_DELAY = 86400.0
+"""The emulator's provider delay: never, within a test; ``Settle()`` finishes the changes."""
 
 OCTAVIA_KINDS = ("loadbalancers", "listeners", "pools", "members", "healthmonitors")
 
@@ -429,7 +428,7 @@ def real_octavia(
 @pytest.fixture
 def emulated(emulator: Emulator) -> EmulatedOctavia:
     token = emulator_token(emulator.auth_url, emulator.config)
-    return EmulatedOctavia(root=f"{emulator.base_url}/load-balancer", token=token)
+    return EmulatedOctavia(f"{emulator.base_url}/load-balancer", token, emulator.admin)
 
 
 def _remove_all(backend: RealOctavia | EmulatedOctavia) -> None:
