@@ -73,7 +73,7 @@ DATES = (
     "2018-12-19",
     "2019-01-21",
     "2019-01-25",
-    "2018-01-25",
+    "2018-01-25T12:00:00Z",  # v2.7 (octavia/api/root_controller.py, as the real API answers)
     "2019-02-12",
     "2019-03-04",
     "2019-03-05",
@@ -84,7 +84,7 @@ DATES = (
     "2020-03-10",
     "2020-03-15",
     "2020-04-29",
-    "2020-04-29",
+    "2020-04-29T01:00:00Z",  # v2.18
     "2020-05-12",
     "2020-08-02",
     "2020-09-03",
@@ -121,7 +121,7 @@ async def versions(request: web.Request) -> web.Response:
         {
             "id": version,
             "status": "CURRENT" if version == VERSIONS[-1] else "SUPPORTED",
-            "updated": f"{date}T00:00:00Z",
+            "updated": date if "T" in date else f"{date}T00:00:00Z",
             "links": [{"href": base + "v2", "rel": "self"}],
         }
         for version, date in zip(VERSIONS, DATES, strict=True)
@@ -334,7 +334,9 @@ def graph(world: World, lb: Obj, body: Obj) -> list[tuple[str, Obj]]:
             check_provider(lb["provider"], monitor=hm["type"])
             made.append(("healthmonitors", hm))
         for member_spec in spec.get("members") or []:
-            made.append(("members", new_member(member_spec, pool, monitored=bool(monitor))))
+            # NO_MONITOR even with a monitor in the same request: the real API's
+            # MembersController._graph_create reads the pool's monitor before it is stored.
+            made.append(("members", new_member(member_spec, pool, monitored=False)))
     seen: set[tuple[str, int]] = set()
     for spec in listeners:
         default = spec.pop("default_pool", None)

@@ -287,6 +287,9 @@ def children(world: World, kind: str, key: str, parent: str) -> list[Obj]:
 def view(world: World, kind: str, obj: Obj, *, full: bool = False) -> Obj:
     """The API view of ``obj`` (a ``*Response``, or ``*FullResponse`` when ``full``)."""
     body = _public(obj)
+    body["tenant_id"] = obj["project_id"]  # every *Response still carries it (types.py)
+    if kind in ("members", "healthmonitors"):
+        body.pop("description", None)  # MemberResponse/HealthMonitorResponse have none
     if kind == "loadbalancers":
         body["listeners"] = (
             [
@@ -325,7 +328,8 @@ def _pool_view(world: World, pool: Obj, body: Obj, full: bool) -> None:
             body["healthmonitor"] = view(world, "healthmonitors", monitors[0], full=True)
         return
     body["loadbalancers"] = [{"id": pool["_lb"]}]
-    body["healthmonitor_id"] = monitors[0]["id"] if monitors else None
+    if monitors:  # PoolResponse leaves it unset (so absent) without a monitor
+        body["healthmonitor_id"] = monitors[0]["id"]
     body["members"] = _ids(members)
 
 
@@ -452,6 +456,9 @@ def settle(world: World, lb_id: str) -> None:
         if obj["provisioning_status"] == "PENDING_DELETE":
             remove(world, kind, obj)
     for kind, obj in [("loadbalancers", lb), *_tree(world, lb_id)]:
+        online = _online(world, kind, obj)
+        if obj["provisioning_status"] in PENDING or obj["operating_status"] != online:
+            obj["updated_at"] = now_iso(zulu=False)  # the status update writes the row
         if obj["provisioning_status"] in PENDING:
             obj["provisioning_status"] = "ACTIVE"
-        obj["operating_status"] = _online(world, kind, obj)
+        obj["operating_status"] = online

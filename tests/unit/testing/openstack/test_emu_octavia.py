@@ -82,7 +82,9 @@ async def test_fully_populated_create_then_active(api: Api) -> None:
     assert "loadbalancers" not in listener
     assert listener["default_pool_id"] == pool["id"]
     assert listener["allowed_cidrs"] == ["10.0.0.0/8"]
-    assert [m["operating_status"] for m in pool["members"]] == ["OFFLINE", "OFFLINE"]
+    # NO_MONITOR though the monitor comes in the same request: what octavia 19 answers
+    # (tests/integration/openstack/test_emulator_vs_octavia.py, fully-populated-create).
+    assert [m["operating_status"] for m in pool["members"]] == ["NO_MONITOR", "NO_MONITOR"]
     assert pool["healthmonitor"]["type"] == "TCP"
     port = (await api.ok("GET", f"{NET}/ports/{lb['vip_port_id']}"))["port"]
     assert (port["device_owner"], port["name"]) == ("Octavia", f"octavia-lb-{lb['id']}")
