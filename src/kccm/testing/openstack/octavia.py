@@ -20,6 +20,7 @@ from kccm.testing.openstack.app import WORLD, json_body, reply, request_token
 from kccm.testing.openstack.errors import EmuError
 from kccm.testing.openstack.octavia_model import (
     LISTENER_POOL_PROTOCOLS,
+    check_ip,
     lock,
     mandatory,
     new_healthmonitor,
@@ -62,6 +63,7 @@ PROVIDERS = {
     "octavia": "Deprecated alias of the Octavia Amphora driver.",
     "ovn": "Octavia OVN driver.",
 }
+AMPHORA_ALGORITHMS = ("ROUND_ROBIN", "SOURCE_IP", "LEAST_CONNECTIONS")
 FLAVORS = {"4c9a5a8a-5a4e-4f5e-9b55-0d6c1a7f0a01": "small"}
 AVAILABILITY_ZONES = ("nova",)
 VERSIONS = [f"v2.{n}" for n in range(31)]
@@ -182,8 +184,17 @@ def check_provider(
     protocol: str | None = None,
     monitor: str | None = None,
 ) -> None:
-    """The OVN provider's refusals (ovn_octavia_provider/driver.py), as Octavia relays
-    them: ``ProviderUnsupportedOptionError``, 501."""
+    """The amphora and OVN providers' refusals (octavia/api/drivers/amphora_driver/v2/
+    driver.py ``AMPHORA_SUPPORTED_LB_ALGORITHMS``, ovn_octavia_provider/driver.py), as
+    Octavia relays them: ``ProviderUnsupportedOptionError``, 501."""
+    if provider in ("amphora", "octavia"):
+        if algorithm is not None and algorithm not in AMPHORA_ALGORITHMS:
+            raise EmuError(
+                501,
+                f"Provider '{provider}' does not support a requested option: Amphora provider "
+                f"does not support {algorithm} algorithm.",
+            )
+        return
     if provider != "ovn":
         return
     problem = ""
@@ -415,6 +426,7 @@ def _new_lb(world: World, body: Obj, project_id: str) -> Obj:
 async def create(request: web.Request) -> web.Response:
     world = request.app[WORLD]
     body = await payload(request, "loadbalancer")
+    check_ip(body.get("vip_address"), "vip_address")
     lb = _new_lb(world, body, request_token(request).project_id)
     vip = vip_of(world, body)
     lb.update(

@@ -29,6 +29,8 @@ from kccm.testing.openstack.octavia import (
     shown,
 )
 from kccm.testing.openstack.octavia_model import (
+    LISTENER_BOUNDS,
+    check_bounds,
     check_cidrs,
     check_mutable,
     children,
@@ -144,6 +146,18 @@ def _unknown(body: Obj, allowed: set[str], what: str) -> None:
         raise EmuError(400, f"Unknown attribute for argument {what}: {extra[0]}")
 
 
+def _members_pool(world: World, pool_id: str) -> Obj:
+    """The pool of a ``/pools/{pool_id}/members`` path. Octavia finds it in
+    ``PoolsController._lookup``, outside WSME, so an unknown pool's NotFound is rendered by
+    pecan: ``{"code": 404, "description": ..., "title": "Bad Request"}``, no faultstring."""
+    pool = world.pools.get(pool_id)
+    if pool is None:
+        message = f"Pool {pool_id} not found."
+        body = {"code": 404, "description": message, "title": "Bad Request"}
+        raise EmuError(404, message, body=body)
+    return pool
+
+
 def _lb_of(world: World, lb_id: Any) -> Obj:
     if not lb_id:
         raise mandatory("loadbalancer_id")
@@ -216,6 +230,7 @@ async def listener_update(request: web.Request) -> web.Response:
     listener = get_obj(world, "listeners", request.match_info["id"])
     body = _cleared(await payload(request, "listener"), LISTENER_DEFAULTS)
     _unknown(body, LISTENER_UPDATABLE, "listener")
+    check_bounds(body, LISTENER_BOUNDS)
     lb = world.loadbalancers[listener["_lb"]]
     if "default_pool_id" in body:
         _default_pool(world, lb, body["default_pool_id"], listener["protocol"])
@@ -355,21 +370,21 @@ def _duplicate_member(world: World, pool: Obj, member: Obj) -> None:
 @lb_route("GET", "/pools/{pool_id}/members")
 async def member_list(request: web.Request) -> web.Response:
     world = request.app[WORLD]
-    pool = get_obj(world, "pools", request.match_info["pool_id"])
+    pool = _members_pool(world, request.match_info["pool_id"])
     return listing(request, "members", children(world, "members", "_pool", pool["id"]))
 
 
 @lb_route("GET", "/pools/{pool_id}/members/{id}")
 async def member_show(request: web.Request) -> web.Response:
     world = request.app[WORLD]
-    pool = get_obj(world, "pools", request.match_info["pool_id"])
+    pool = _members_pool(world, request.match_info["pool_id"])
     return shown(request, "member", "members", _member(world, pool, request.match_info["id"]))
 
 
 @lb_route("POST", "/pools/{pool_id}/members")
 async def member_create(request: web.Request) -> web.Response:
     world = request.app[WORLD]
-    pool = get_obj(world, "pools", request.match_info["pool_id"])
+    pool = _members_pool(world, request.match_info["pool_id"])
     body = await payload(request, "member")
     if body.get("subnet_id") and body["subnet_id"] not in world.subnets:
         raise EmuError(400, f"Subnet {body['subnet_id']} not found.")
@@ -384,7 +399,7 @@ async def member_create(request: web.Request) -> web.Response:
 @lb_route("PUT", "/pools/{pool_id}/members/{id}")
 async def member_update(request: web.Request) -> web.Response:
     world = request.app[WORLD]
-    pool = get_obj(world, "pools", request.match_info["pool_id"])
+    pool = _members_pool(world, request.match_info["pool_id"])
     member = _member(world, pool, request.match_info["id"])
     body = _cleared(await payload(request, "member"), MEMBER_BATCH_DEFAULTS)
     _unknown(body, MEMBER_UPDATABLE, "member")
@@ -396,7 +411,7 @@ async def member_update(request: web.Request) -> web.Response:
 @lb_route("DELETE", "/pools/{pool_id}/members/{id}")
 async def member_delete(request: web.Request) -> web.Response:
     world = request.app[WORLD]
-    pool = get_obj(world, "pools", request.match_info["pool_id"])
+    pool = _members_pool(world, request.match_info["pool_id"])
     member = _member(world, pool, request.match_info["id"])
     _member_lock(world, pool, [(member, "PENDING_DELETE")])
     return web.Response(status=204)
@@ -435,7 +450,7 @@ async def member_batch(request: web.Request) -> web.Response:
     """The batch update: 202 without a body; a no-op (nothing old, nothing asked) changes
     nothing, but the status check before it still answers 409 on a pending balancer."""
     world = request.app[WORLD]
-    pool = get_obj(world, "pools", request.match_info["pool_id"])
+    pool = _members_pool(world, request.match_info["pool_id"])
     wanted = await _batch_body(request)
     additive = request.query.get("additive_only", "false").lower() in ("1", "true", "yes")
     check_mutable(world.loadbalancers[pool["_lb"]], pool=pool)
