@@ -26,10 +26,12 @@ from kccm.testing.openstack.world import Obj, World, new_id, now_iso
 __all__ = [
     "LISTENER_BOUNDS",
     "LISTENER_POOL_PROTOCOLS",
+    "POST_ATTRS",
     "check_bounds",
     "check_ip",
     "check_mutable",
     "immutable",
+    "known_attributes",
     "lock",
     "new_healthmonitor",
     "new_listener",
@@ -137,6 +139,138 @@ def check_ip(value: Any, name: str) -> None:
             f"Invalid input for field/attribute {name}. Value: '{value}'. "
             "Value should be IPv4 or IPv6 format",
         ) from exc
+
+
+_LISTENER = {
+    "name",
+    "description",
+    "admin_state_up",
+    "protocol",
+    "protocol_port",
+    "connection_limit",
+    "default_tls_container_ref",
+    "sni_container_refs",
+    "default_pool_id",
+    "default_pool",
+    "l7policies",
+    "insert_headers",
+    "timeout_client_data",
+    "timeout_member_connect",
+    "timeout_member_data",
+    "timeout_tcp_inspect",
+    "tags",
+    "client_ca_tls_container_ref",
+    "client_authentication",
+    "client_crl_container_ref",
+    "allowed_cidrs",
+    "tls_ciphers",
+    "tls_versions",
+    "alpn_protocols",
+    "hsts_max_age",
+    "hsts_include_subdomains",
+    "hsts_preload",
+}
+_POOL = {
+    "name",
+    "description",
+    "admin_state_up",
+    "protocol",
+    "lb_algorithm",
+    "session_persistence",
+    "healthmonitor",
+    "members",
+    "tags",
+    "tls_container_ref",
+    "ca_tls_container_ref",
+    "crl_container_ref",
+    "tls_enabled",
+    "tls_ciphers",
+    "tls_versions",
+    "alpn_protocols",
+}
+_MEMBER = {
+    "name",
+    "admin_state_up",
+    "address",
+    "protocol_port",
+    "weight",
+    "backup",
+    "subnet_id",
+    "monitor_port",
+    "monitor_address",
+    "tags",
+    "request_sriov",
+}
+_MONITOR = {
+    "name",
+    "type",
+    "delay",
+    "timeout",
+    "max_retries_down",
+    "max_retries",
+    "http_method",
+    "url_path",
+    "expected_codes",
+    "admin_state_up",
+    "tags",
+    "http_version",
+    "domain_name",
+}
+POST_ATTRS = {  # the wsme types of octavia/api/v2/types: *POST and *SingleCreate
+    "loadbalancer": {
+        "name",
+        "description",
+        "admin_state_up",
+        "vip_address",
+        "vip_port_id",
+        "vip_subnet_id",
+        "vip_network_id",
+        "vip_qos_policy_id",
+        "vip_sg_ids",
+        "additional_vips",
+        "project_id",
+        "listeners",
+        "pools",
+        "provider",
+        "tags",
+        "flavor_id",
+        "availability_zone",
+    },
+    "listener": _LISTENER | {"loadbalancer_id", "project_id"},
+    "listener_single": _LISTENER,
+    "pool": _POOL | {"listener_id", "loadbalancer_id", "project_id"},
+    "pool_single": _POOL,
+    "member": _MEMBER | {"project_id"},
+    "member_single": _MEMBER,
+    "healthmonitor": _MONITOR | {"pool_id", "project_id"},
+    "healthmonitor_single": _MONITOR,
+}
+ARGUMENTS = {  # the controllers' argument names, as wsme prefixes them
+    "members": "members_.members",
+    "loadbalancer": "load_balancer.loadbalancer",
+    "listener": "listener_.listener",
+    "pool": "pool_.pool",
+    "member": "member_.member",
+    "healthmonitor": "health_monitor_.healthmonitor",
+}
+
+
+def known_attributes(
+    body: Obj, kind: str, allowed: set[str] | None = None, *, max_minor: int = 30
+) -> None:
+    """wsme's ``UnknownAttribute``: 400 ``Unknown attribute for argument <arg>: <names>``;
+    ``allowed_cidrs`` is unknown below API v2.12 (an older Octavia)."""
+    known = set(POST_ATTRS[kind] if allowed is None else allowed)
+    if max_minor < 12:
+        known.discard("allowed_cidrs")
+    extra = sorted(set(body) - known)
+    if not extra:
+        return
+    argument = ARGUMENTS.get(kind.removesuffix("_single"), ARGUMENTS["loadbalancer"])
+    if kind.endswith("_single"):
+        argument = ARGUMENTS["loadbalancer"]
+    plural = "s" if len(extra) > 1 else ""
+    raise EmuError(400, f"Unknown attribute{plural} for argument {argument}: {', '.join(extra)}")
 
 
 def _base(body: Obj, project_id: str) -> Obj:
