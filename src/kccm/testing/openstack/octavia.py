@@ -20,7 +20,6 @@ from kccm.testing.openstack.app import WORLD, json_body, reply, request_token
 from kccm.testing.openstack.errors import EmuError
 from kccm.testing.openstack.octavia_model import (
     LISTENER_POOL_PROTOCOLS,
-    check_ip,
     known_attributes,
     lock,
     mandatory,
@@ -33,6 +32,7 @@ from kccm.testing.openstack.octavia_model import (
     validation,
     view,
 )
+from kccm.testing.openstack.octavia_wsme import check_ip
 from kccm.testing.openstack.query import filter_items, page, project_fields
 from kccm.testing.openstack.world import Obj, World, new_id, now_iso
 

@@ -29,9 +29,7 @@ from kccm.testing.openstack.octavia import (
     shown,
 )
 from kccm.testing.openstack.octavia_model import (
-    LISTENER_BOUNDS,
     POST_ATTRS,
-    check_bounds,
     check_cidrs,
     check_mutable,
     children,
@@ -45,6 +43,7 @@ from kccm.testing.openstack.octavia_model import (
     not_found,
     validation,
 )
+from kccm.testing.openstack.octavia_wsme import LISTENER_BOUNDS, check_bounds
 from kccm.testing.openstack.world import Obj, World
 
 __all__ = ["routes"]

@@ -20,15 +20,13 @@ import asyncio
 from collections.abc import Iterable
 from typing import Any
 
+from kccm.testing.openstack import octavia_wsme as wsme
 from kccm.testing.openstack.errors import EmuError
 from kccm.testing.openstack.world import Obj, World, new_id, now_iso
 
 __all__ = [
-    "LISTENER_BOUNDS",
     "LISTENER_POOL_PROTOCOLS",
     "POST_ATTRS",
-    "check_bounds",
-    "check_ip",
     "check_mutable",
     "immutable",
     "known_attributes",
@@ -95,50 +93,6 @@ def enum_error(name: str, value: Any, allowed: Iterable[str]) -> EmuError:
         f"Invalid input for field/attribute {name}. Value: '{value}'. Value should be one "
         f"of: {', '.join(sorted(allowed))}",
     )
-
-
-MAX_TIMEOUT = 24 * 24 * 60 * 60 * 1000  # octavia/common/constants.py MAX_TIMEOUT
-LISTENER_BOUNDS: dict[str, tuple[int, int | None]] = {  # types' IntegerType(minimum, maximum)
-    "connection_limit": (-1, None),
-    "timeout_client_data": (0, MAX_TIMEOUT),
-    "timeout_member_connect": (0, MAX_TIMEOUT),
-    "timeout_member_data": (0, MAX_TIMEOUT),
-    "timeout_tcp_inspect": (0, MAX_TIMEOUT),
-}
-
-
-def check_bounds(body: Obj, bounds: dict[str, tuple[int, int | None]]) -> None:
-    """wsme's IntegerType(minimum, maximum) on the fields of ``body`` that are set."""
-    for key, (low, high) in bounds.items():
-        value = body.get(key)
-        if not isinstance(value, int) or isinstance(value, bool):
-            continue
-        if value < low:
-            problem = f"greater or equal to {low}"
-        elif high is not None and value > high:
-            problem = f"lower or equal to {high}"
-        else:
-            continue
-        raise EmuError(
-            400,
-            f"Invalid input for field/attribute {key}. Value: '{value}'. Value should be {problem}",
-        )
-
-
-def check_ip(value: Any, name: str) -> None:
-    """wsme's IPAddressType (octavia/api/common/types.py)."""
-    import ipaddress
-
-    if value is None:
-        return
-    try:
-        ipaddress.ip_address(str(value))
-    except ValueError as exc:
-        raise EmuError(
-            400,
-            f"Invalid input for field/attribute {name}. Value: '{value}'. "
-            "Value should be IPv4 or IPv6 format",
-        ) from exc
 
 
 _LISTENER = {
@@ -313,7 +267,7 @@ def new_listener(body: Obj, lb: Obj) -> Obj:
         raise mandatory("protocol")
     if protocol not in LISTENER_POOL_PROTOCOLS:
         raise enum_error("protocol", protocol, LISTENER_POOL_PROTOCOLS)
-    check_bounds(body, LISTENER_BOUNDS)
+    wsme.check_bounds(body, wsme.LISTENER_BOUNDS)
     listener = _base(body, lb["project_id"])
     listener.update(
         {
@@ -399,8 +353,7 @@ def new_member(body: Obj, pool: Obj, *, monitored: bool) -> Obj:
     address = body.get("address") or body.get("ip_address")
     if address is None:
         raise mandatory("address")
-    check_ip(address, "address")
-    check_ip(body.get("monitor_address"), "monitor_address")
+    wsme.check_ips({**body, "address": address}, "address", "monitor_address")
     member = _base(body, pool["project_id"])
     member.update(
         {
@@ -471,9 +424,7 @@ def children(world: World, kind: str, key: str, parent: str) -> list[Obj]:
 def view(world: World, kind: str, obj: Obj, *, full: bool = False) -> Obj:
     """The API view of ``obj`` (a ``*Response``, or ``*FullResponse`` when ``full``)."""
     body = _public(obj)
-    body["tenant_id"] = obj["project_id"]  # every *Response still carries it (types.py)
-    if kind in ("members", "healthmonitors"):
-        body.pop("description", None)  # MemberResponse/HealthMonitorResponse have none
+    wsme.response_fields(kind, obj, body)
     if kind == "loadbalancers":
         body["listeners"] = (
             [
@@ -512,8 +463,7 @@ def _pool_view(world: World, pool: Obj, body: Obj, full: bool) -> None:
             body["healthmonitor"] = view(world, "healthmonitors", monitors[0], full=True)
         return
     body["loadbalancers"] = [{"id": pool["_lb"]}]
-    if monitors:  # PoolResponse leaves it unset (so absent) without a monitor
-        body["healthmonitor_id"] = monitors[0]["id"]
+    body.update({"healthmonitor_id": monitors[0]["id"]} if monitors else {})  # else absent
     body["members"] = _ids(members)
 
 
