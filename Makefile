@@ -87,7 +87,7 @@ UNIT_MARKERS ?=
 unit: venv
 	$(PY) -m pytest $(XDIST_UNIT) $(if $(UNIT_MARKERS),-m "$(UNIT_MARKERS)") tests/unit
 
-integration: venv wheelhouse controlplane helm vcsim
+integration: venv wheelhouse controlplane helm vcsim octavia-api
 	$(PY) -m pytest $(XDIST_INTEGRATION) tests/conformance tests/integration
 
 # Everything, timed step by step: the Go builds compile in the background while lint, types
@@ -95,7 +95,7 @@ integration: venv wheelhouse controlplane helm vcsim
 test:
 	@bash hack/test.sh
 
-flake-hunt: venv wheelhouse controlplane helm vcsim
+flake-hunt: venv wheelhouse controlplane helm vcsim octavia-api
 	@bash hack/flake-hunt.sh
 
 # The aws provider's whole suite: moto runs in-process as a real HTTP server (dev extra).
