@@ -12,9 +12,9 @@ transcripts, normalised, must be equal.
   balancer finishes now), so both servers move on exactly where the sequence says.
 - :func:`normalise` masks what legitimately differs: UUIDs (named when the sequence saved
   them: ``<lb>``, ``<pool>``; ``<uuid>`` otherwise, also inside error texts), timestamps
-  (``<time>``, null stays null), the VIP address (the no-op network driver gives
-  198.51.100.1, the emulator an address of the subnet; also inside error texts) and the
-  servers' own URLs.
+  (``<time>``, null stays null), the VIP's network, subnet and port ids and its address
+  (the no-op network driver invents them and gives 198.51.100.1, the emulator takes them
+  from its Neutron; the address also inside error texts) and the servers' own URLs.
 - :func:`differences` lists every path where two transcripts differ.
 """
 
@@ -42,6 +42,9 @@ READY_TIMEOUT = 120.0
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 TIME_KEYS = frozenset({"created_at", "updated_at"})
 ADDRESS_KEYS = frozenset({"vip_address"})
+VIP_KEYS = frozenset({"vip_network_id", "vip_subnet_id", "vip_port_id"})
+"""What the no-op network driver invents for a VIP (its network, and its subnet when only a
+network is given), where the emulator answers with its Neutron's: masked as ``<vip>``."""
 LB = "/v2.0/lbaas/loadbalancers"
 ONE_OF = re.compile(r"(Value should be one of: )([A-Z_, -]+)")
 """WSME's enum error lists the values in set order, which differs per process: sorted here."""
@@ -321,6 +324,8 @@ def normalise(
     addresses) masked inside strings, timestamps masked, lists of objects sorted."""
     if key in TIME_KEYS:
         return None if value is None else "<time>"
+    if key in VIP_KEYS and value is not None:
+        return "<vip>"
     if isinstance(value, str):
         return _mask(value, ids, literals)
     if isinstance(value, dict):

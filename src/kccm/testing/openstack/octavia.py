@@ -414,7 +414,7 @@ def _new_lb(world: World, body: Obj, project_id: str) -> Obj:
         raise validation("Invalid flavor_id.")
     zone = body.get("availability_zone")
     if zone and zone not in AVAILABILITY_ZONES:
-        raise validation("Invalid availability zone name.")
+        raise validation("Invalid availability zone.")  # load_balancer.py
     return {
         "id": new_id(),
         "name": body.get("name") or "",

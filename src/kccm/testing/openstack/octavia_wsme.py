@@ -67,8 +67,11 @@ def check_ips(body: dict[str, Any], *keys: str) -> None:
 
 
 def response_fields(kind: str, obj: dict[str, Any], body: dict[str, Any]) -> None:
-    """Every ``*Response`` still carries ``tenant_id``; ``MemberResponse`` and
-    ``HealthMonitorResponse`` have no ``description``."""
+    """Every ``*Response`` still carries ``tenant_id``, and its tags in the order of the tags
+    table's primary key (sorted); ``MemberResponse`` and ``HealthMonitorResponse`` have no
+    ``description``."""
     body["tenant_id"] = obj["project_id"]
+    if "tags" in body:
+        body["tags"] = sorted(body["tags"])
     if kind in ("members", "healthmonitors"):
         body.pop("description", None)
