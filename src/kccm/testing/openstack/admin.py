@@ -25,7 +25,7 @@ from kccm.testing.openstack import neutron_l3, nova, octavia
 from kccm.testing.openstack.app import WORLD, json_body, reply
 from kccm.testing.openstack.errors import EmuError
 from kccm.testing.openstack.faults import add_fault
-from kccm.testing.openstack.octavia_model import settle_now
+from kccm.testing.openstack.octavia_state import settle_now
 from kccm.testing.openstack.seed import DEFAULTS
 from kccm.testing.openstack.world import Obj, World, new_id, now_iso
 
@@ -45,6 +45,7 @@ def config(world: World) -> Obj:
         "auth_url": f"{world.base_url}/identity/v3",
         "project_id": world.project_id(),
         "app_cred_id": cred["id"],
+        "trust_id": next(iter(world.trusts)),
         "public_network_id": public["id"],
         "public_subnet_id": public["subnets"][0],
         "private_network_id": private["id"],

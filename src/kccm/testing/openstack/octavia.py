@@ -21,17 +21,16 @@ from kccm.testing.openstack.errors import EmuError
 from kccm.testing.openstack.octavia_model import (
     LISTENER_POOL_PROTOCOLS,
     known_attributes,
-    lock,
     mandatory,
     new_healthmonitor,
     new_listener,
     new_member,
     new_pool,
     not_found,
-    settle_later,
     validation,
     view,
 )
+from kccm.testing.openstack.octavia_state import lock, settle_later
 from kccm.testing.openstack.octavia_wsme import check_ip
 from kccm.testing.openstack.query import filter_items, page, project_fields
 from kccm.testing.openstack.world import Obj, World, new_id, now_iso

@@ -31,10 +31,8 @@ from kccm.testing.openstack.octavia import (
 from kccm.testing.openstack.octavia_model import (
     POST_ATTRS,
     check_cidrs,
-    check_mutable,
     children,
     known_attributes,
-    lock,
     mandatory,
     new_healthmonitor,
     new_listener,
@@ -43,6 +41,7 @@ from kccm.testing.openstack.octavia_model import (
     not_found,
     validation,
 )
+from kccm.testing.openstack.octavia_state import check_mutable, lock
 from kccm.testing.openstack.octavia_wsme import LISTENER_BOUNDS, check_bounds
 from kccm.testing.openstack.world import Obj, World
 

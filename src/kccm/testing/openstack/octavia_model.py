@@ -1,22 +1,17 @@
-"""Octavia's objects, their defaults and views, and the provisioning state machine.
+"""Octavia's objects: their attributes, defaults and views.
 
 Mirrors octavia/db/prepare.py (new objects are ``PENDING_CREATE``/``OFFLINE``, members
-``NO_MONITOR`` without a health monitor), octavia/api/v2/types/*.py (the views: ``name`` and
-``description`` never null, ``listeners``/``pools``/``members`` as id-only lists, the
-``*FullResponse`` of the fully populated create without back references, ``allowed_cidrs``
-null when empty), octavia/db/repositories.py (``test_and_set_provisioning_status``: a change
-is accepted only while the balancer is ``ACTIVE``, deletion also from ``ERROR``) and
-octavia/common/exceptions.py for the texts.
-
-Where a real provider's worker moves a balancer on, a timer on the server's loop does after
-``World.lb_active_delay`` seconds: ``PENDING_CREATE``/``PENDING_UPDATE`` become ``ACTIVE``
-(operating status ``ONLINE``, members ``NO_MONITOR`` without a monitor), ``PENDING_DELETE``
-objects go, and a deleted balancer takes its children and its Octavia-owned VIP port along.
+``NO_MONITOR`` without a health monitor), octavia/api/v2/types/*.py (the attributes each
+body may carry, and the views: ``name`` and ``description`` never null,
+``listeners``/``pools``/``members`` as id-only lists, the ``*FullResponse`` of the fully
+populated create without back references, ``allowed_cidrs`` null when empty) and
+octavia/common/exceptions.py for the texts. The provisioning states are
+:mod:`kccm.testing.openstack.octavia_state`'s.
 """
 
 from __future__ import annotations
 
-import asyncio
+import ipaddress
 from collections.abc import Iterable
 from typing import Any
 
@@ -27,23 +22,18 @@ from kccm.testing.openstack.world import Obj, World, new_id, now_iso
 __all__ = [
     "LISTENER_POOL_PROTOCOLS",
     "POST_ATTRS",
-    "check_mutable",
+    "children",
     "immutable",
     "known_attributes",
-    "lock",
     "new_healthmonitor",
     "new_listener",
     "new_member",
     "new_pool",
     "not_found",
-    "settle",
-    "settle_later",
-    "settle_now",
     "validation",
     "view",
 ]
 
-PENDING = ("PENDING_CREATE", "PENDING_UPDATE", "PENDING_DELETE")
 LISTENER_POOL_PROTOCOLS = {  # octavia/common/constants.py VALID_LISTENER_POOL_PROTOCOL_MAP
     "TCP": ("HTTP", "HTTPS", "PROXY", "PROXYV2", "TCP"),
     "HTTP": ("HTTP", "PROXY", "PROXYV2"),
@@ -301,8 +291,6 @@ def new_listener(body: Obj, lb: Obj) -> Obj:
 def check_cidrs(cidrs: Any, lb: Obj) -> list[str]:
     """``allowed_cidrs``: valid CIDRs of the VIP's IP version (listener.py
     ``_validate_cidr_compatible_with_vip``), duplicates dropped."""
-    import ipaddress
-
     result: list[str] = []
     vip_v6 = ":" in str(lb.get("vip_address") or "")
     for cidr in cidrs or ():
@@ -465,134 +453,3 @@ def _pool_view(world: World, pool: Obj, body: Obj, full: bool) -> None:
     body["loadbalancers"] = [{"id": pool["_lb"]}]
     body.update({"healthmonitor_id": monitors[0]["id"]} if monitors else {})  # else absent
     body["members"] = _ids(members)
-
-
-# -- the state machine ---------------------------------------------------------------------
-
-
-def lock(
-    world: World,
-    lb: Obj,
-    *,
-    resource_error: bool = True,
-    lb_status: str = "PENDING_UPDATE",
-    touched: Iterable[tuple[Obj, str]] = (),
-) -> None:
-    """``test_and_set_lb_and_listeners_prov_status``: refuse unless the balancer is
-    ``ACTIVE`` (``ERROR`` too for a delete), then set it and ``touched`` objects pending and
-    start the timer that settles them."""
-    check_mutable(lb, resource_error=resource_error, lb_status=lb_status)
-    lb["provisioning_status"] = lb_status
-    lb["updated_at"] = now_iso(zulu=False)
-    for obj, status in touched:
-        obj["provisioning_status"] = status
-        if status != "PENDING_CREATE":
-            obj["updated_at"] = now_iso(zulu=False)
-    settle_later(world, lb["id"])
-
-
-def check_mutable(
-    lb: Obj,
-    *,
-    resource_error: bool = True,
-    lb_status: str = "PENDING_UPDATE",
-    pool: Obj | None = None,
-) -> None:
-    """Raise what Octavia answers a change of a balancer that is not ``ACTIVE`` with:
-    ``ImmutableObject`` for a child (``Pool <id>`` first when the pool itself is pending,
-    as member and monitor changes check it), ``LBPendingStateError`` for the balancer."""
-    if pool is not None and pool["provisioning_status"] != "ACTIVE":
-        raise immutable("Pool", pool["id"])
-    allowed = ("ACTIVE", "ERROR") if lb_status == "PENDING_DELETE" else ("ACTIVE",)
-    if lb["provisioning_status"] in allowed:
-        return
-    if resource_error:
-        raise immutable("Load Balancer", lb["id"])
-    raise EmuError(
-        409, f"Invalid state {lb['provisioning_status']} of loadbalancer resource {lb['id']}"
-    )
-
-
-def settle_later(world: World, lb_id: str) -> None:
-    """Start (or restart) the balancer's timer on the running loop."""
-    old = world.timers.pop(lb_id, None)
-    if old is not None:
-        old.cancel()
-
-    def fire() -> None:
-        world.timers.pop(lb_id, None)
-        settle(world, lb_id)
-
-    loop = asyncio.get_running_loop()
-    world.timers[lb_id] = loop.call_later(max(world.lb_active_delay, 0.0), fire)
-
-
-def settle_now(world: World) -> list[str]:
-    """Settle every balancer whose timer runs, at once (``POST /_emu/settle``); the ids."""
-    settled = list(world.timers)
-    for lb_id in settled:
-        world.timers.pop(lb_id).cancel()
-        settle(world, lb_id)
-    return settled
-
-
-def _tree(world: World, lb_id: str) -> list[tuple[str, Obj]]:
-    pools = children(world, "pools", "_lb", lb_id)
-    found: list[tuple[str, Obj]] = [
-        ("listeners", li) for li in children(world, "listeners", "_lb", lb_id)
-    ]
-    found += [("pools", p) for p in pools]
-    for pool in pools:
-        found += [("members", m) for m in children(world, "members", "_pool", pool["id"])]
-        found += [
-            ("healthmonitors", h) for h in children(world, "healthmonitors", "_pool", pool["id"])
-        ]
-    return found
-
-
-def remove(world: World, kind: str, obj: Obj) -> None:
-    """Drop ``obj`` and what hangs below it (a pool's members and monitor; a listener's
-    default pool link)."""
-    store: dict[str, Obj] = getattr(world, kind)
-    store.pop(obj["id"], None)
-    if kind == "pools":
-        for child_kind in ("members", "healthmonitors"):
-            for child in children(world, child_kind, "_pool", obj["id"]):
-                getattr(world, child_kind).pop(child["id"], None)
-        for listener in world.listeners.values():
-            if listener["default_pool_id"] == obj["id"]:
-                listener["default_pool_id"] = None
-
-
-def _online(world: World, kind: str, obj: Obj) -> str:
-    if not obj.get("admin_state_up", True):
-        return "OFFLINE"
-    if kind == "members":
-        pool_monitors = children(world, "healthmonitors", "_pool", obj["_pool"])
-        return "ONLINE" if pool_monitors else "NO_MONITOR"
-    return "ONLINE"
-
-
-def settle(world: World, lb_id: str) -> None:
-    """What the provider's worker does when it finishes: pending objects become ACTIVE,
-    pending deletes go (a deleted balancer takes its tree and VIP port)."""
-    lb = world.loadbalancers.get(lb_id)
-    if lb is None:
-        return
-    if lb["provisioning_status"] == "PENDING_DELETE":
-        for kind, obj in _tree(world, lb_id):
-            getattr(world, kind).pop(obj["id"], None)
-        del world.loadbalancers[lb_id]
-        if lb.get("_vip_owned"):
-            world.ports.pop(lb["vip_port_id"], None)
-        return
-    for kind, obj in _tree(world, lb_id):
-        if obj["provisioning_status"] == "PENDING_DELETE":
-            remove(world, kind, obj)
-    for kind, obj in [("loadbalancers", lb), *_tree(world, lb_id)]:
-        online = _online(world, kind, obj)
-        if obj["provisioning_status"] in PENDING or obj["operating_status"] != online:
-            obj["updated_at"] = now_iso(zulu=False)  # the status update writes the row
-        if obj["provisioning_status"] in PENDING:
-            obj["provisioning_status"] = "ACTIVE"
-        obj["operating_status"] = online
