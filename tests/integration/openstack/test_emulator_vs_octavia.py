@@ -63,6 +63,8 @@ from octavia_requests import (
 from kccm.testing.openstack.launcher import Emulator, openstack_emulator
 from kccm.testing.pytest_plugin import require_control_plane
 
+AFFINITY = {"type": "SOURCE_IP"}
+"""``spec.sessionAffinity: ClientIP`` (OCCM's pool ``session_persistence``)."""
 LB_ACTIVE_DELAY = 86400.0
 """The emulator's provider delay: never, within a test; ``Settle()`` finishes the changes."""
 
@@ -308,7 +310,12 @@ SEQUENCES = [
             Call(
                 "PUT",
                 MEMBERS_PATH,
-                {"members": [{**m, "monitor_port": 31000, "backup": False} for m in MEMBERS]},
+                {
+                    "members": [
+                        *({**m, "monitor_port": 31000, "backup": False} for m in MEMBERS),
+                        {**MEMBERS[0], "name": "node-c", "address": "10.0.0.13"},
+                    ]
+                },
             ),
             Call("GET", MEMBERS_PATH),
             Settle(),
@@ -419,6 +426,38 @@ SEQUENCES = [
             Call("POST", LB, lb_body("zoned", availability_zone="absent-zone")),
         ],
         id="lb-by-network-update-tags",
+    ),
+    pytest.param(
+        [
+            CREATE_LB,
+            Settle(),
+            CREATE_LISTENER,
+            Settle(),
+            Call(
+                "POST",
+                "/v2.0/lbaas/pools",
+                {"pool": {**POOL, "listener_id": "{listener}", "session_persistence": AFFINITY}},
+                save={"pool": "pool.id"},
+            ),
+            Settle(),
+            Call("GET", "/v2.0/lbaas/pools/{pool}"),
+            Call("PUT", "/v2.0/lbaas/pools/{pool}", {"pool": {"session_persistence": None}}),
+            Settle(),
+            Call("GET", "/v2.0/lbaas/pools/{pool}"),
+            Call("DELETE", "/v2.0/lbaas/listeners/{listener}"),
+            Settle(),
+            Call("GET", "/v2.0/lbaas/pools/{pool}"),
+            Call("DELETE", "/v2.0/lbaas/pools/{pool}"),
+            Settle(),
+            Call("DELETE", LB + "/{lb}"),
+            GET_LB,
+            Call("PUT", LB + "/{lb}", {"loadbalancer": {"description": "late"}}),
+            Call("GET", "/v2.0/lbaas/loadbalancers/{lb}/status"),
+            Settle(),
+            GET_LB,
+            Call("GET", LB),
+        ],
+        id="session-affinity-then-delete-without-cascade",
     ),
     pytest.param(
         [

@@ -13,12 +13,14 @@ from kccm.testing.openstack.errors import EmuError
 __all__ = [
     "LISTENER_BOUNDS",
     "MAX_TIMEOUT",
+    "PERSISTENCE_FIELDS",
     "check_bounds",
     "check_ip",
     "check_ips",
     "response_fields",
 ]
 
+PERSISTENCE_FIELDS = ("type", "cookie_name", "persistence_timeout", "persistence_granularity")
 MAX_TIMEOUT = 24 * 24 * 60 * 60 * 1000  # octavia/common/constants.py MAX_TIMEOUT
 LISTENER_BOUNDS: dict[str, tuple[int, int | None]] = {  # types' IntegerType(minimum, maximum)
     "connection_limit": (-1, None),
@@ -69,8 +71,11 @@ def check_ips(body: dict[str, Any], *keys: str) -> None:
 def response_fields(kind: str, obj: dict[str, Any], body: dict[str, Any]) -> None:
     """Every ``*Response`` still carries ``tenant_id``, and its tags in the order of the tags
     table's primary key (sorted); ``MemberResponse`` and ``HealthMonitorResponse`` have no
-    ``description``."""
+    ``description``; a pool's ``SessionPersistenceResponse`` has all four fields."""
     body["tenant_id"] = obj["project_id"]
+    persistence = body.get("session_persistence")
+    if isinstance(persistence, dict):
+        body["session_persistence"] = {**dict.fromkeys(PERSISTENCE_FIELDS), **persistence}
     if "tags" in body:
         body["tags"] = sorted(body["tags"])
     if kind in ("members", "healthmonitors"):
