@@ -61,13 +61,16 @@ class OctaviaNotInstalled(RuntimeError):
 class Call:
     """One request. ``path``, ``params`` and string values in ``body`` are ``str.format``
     templates over the sequence's saved names (and ``subnet``, ``project``); ``save`` maps a
-    name to a dotted path into the JSON answer (``loadbalancer.listeners.0.id``)."""
+    name to a dotted path into the JSON answer (``loadbalancer.listeners.0.id``); ``unstable``
+    names dotted paths (``*`` for any key or index) whose value the real API itself answers
+    differently from run to run, masked as ``<unstable>`` on both servers."""
 
     method: str
     path: str
     body: Any = None
     params: Mapping[str, str] | None = None
     save: Mapping[str, str] = field(default_factory=dict)
+    unstable: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -283,6 +286,8 @@ def run(backend: Backend, steps: Sequence[Step], names: Mapping[str, str]) -> li
         status, answer = backend.call(
             step.method, path, _fill(step.body, saved), _fill(step.params, saved)
         )
+        for dotted in step.unstable:
+            _mask_path(answer, dotted.split("."))
         for name, dotted in step.save.items():
             try:
                 saved[name] = _dig(answer, dotted)
@@ -295,6 +300,23 @@ def run(backend: Backend, steps: Sequence[Step], names: Mapping[str, str]) -> li
     for entry in transcript:
         literals.update(dict.fromkeys(_values(entry["body"], ADDRESS_KEYS), "<vip-address>"))
     return [{**entry, "body": normalise(entry["body"], ids, literals)} for entry in transcript]
+
+
+def _mask_path(value: Any, parts: list[str]) -> None:
+    """Replace the value at the dotted ``parts`` (``*``: every key or index) with
+    ``<unstable>``, wherever it exists."""
+    head, rest = parts[0], parts[1:]
+    if isinstance(value, dict):
+        keys = list(value) if head == "*" else [head] if head in value else []
+    elif isinstance(value, list):
+        keys = list(range(len(value))) if head == "*" else [int(head)] if head.isdigit() else []
+    else:
+        return
+    for key in keys:
+        if rest:
+            _mask_path(value[key], rest)
+        else:
+            value[key] = "<unstable>"
 
 
 def _values(value: Any, keys: frozenset[str]) -> Iterator[str]:

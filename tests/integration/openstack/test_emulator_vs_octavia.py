@@ -45,6 +45,7 @@ from octavia_requests import (
     BOGUS,
     CREATE_LB,
     CREATE_LISTENER,
+    FULL_CREATE_MEMBERS,
     GET_LB,
     HTTP_MONITOR,
     LB_WITH_POOL,
@@ -53,6 +54,7 @@ from octavia_requests import (
     MEMBERS_PATH,
     MONITOR,
     NAME,
+    PENDING_MEMBERS,
     POOL,
     bad_listener,
     bad_pool,
@@ -80,6 +82,7 @@ SEQUENCES = [
                 "POST",
                 LB,
                 lb_body(full=True),
+                unstable=FULL_CREATE_MEMBERS,
                 save={
                     "lb": "loadbalancer.id",
                     "listener": "loadbalancer.listeners.0.id",
@@ -90,7 +93,7 @@ SEQUENCES = [
             GET_LB,
             Call("GET", "/v2.0/lbaas/listeners/{listener}"),
             Call("GET", "/v2.0/lbaas/pools/{pool}"),
-            Call("GET", MEMBERS_PATH),
+            Call("GET", MEMBERS_PATH, unstable=PENDING_MEMBERS),
             Call("GET", "/v2.0/lbaas/healthmonitors/{monitor}"),
             Settle(),
             GET_LB,
@@ -268,6 +271,7 @@ SEQUENCES = [
                 "POST",
                 LB,
                 lb_body(full=True),
+                unstable=FULL_CREATE_MEMBERS,
                 save={
                     "lb": "loadbalancer.id",
                     "listener": "loadbalancer.listeners.0.id",
@@ -366,6 +370,7 @@ SEQUENCES = [
                 "POST",
                 LB,
                 lb_body(full=True),
+                unstable=FULL_CREATE_MEMBERS,
                 save={
                     "lb": "loadbalancer.id",
                     "listener": "loadbalancer.listeners.0.id",

@@ -358,8 +358,9 @@ def graph(world: World, lb: Obj, body: Obj) -> list[tuple[str, Obj]]:
             check_provider(lb["provider"], monitor=hm["type"])
             made.append(("healthmonitors", hm))
         for member_spec in spec.get("members") or []:
-            # NO_MONITOR even with a monitor in the same request: the real API's
-            # MembersController._graph_create reads the pool's monitor before it is stored.
+            # NO_MONITOR even with a monitor in the same request, as the real API answers
+            # mostly: MembersController._graph_create reads the session's ORM pool, loaded
+            # before the monitor was added (OFFLINE when that object was collected meanwhile).
             made.append(("members", new_member(member_spec, pool, monitored=False)))
     seen: set[tuple[str, int]] = set()
     for spec in listeners:
