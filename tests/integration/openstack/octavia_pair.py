@@ -20,9 +20,12 @@ transcripts, normalised, must be equal.
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import json
 import os
 import re
+import signal
 import subprocess
 import time
 import urllib.error
@@ -183,6 +186,11 @@ class RealOctavia:
                 self.process.wait()
 
 
+def _die_with_parent() -> None:  # in the child between fork and exec, as controlplane.py
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
 def start_real_octavia(state_dir: Path, project: str) -> RealOctavia:
     """``octavia-api.sh serve`` on a free port; returns once it answers version discovery."""
     octavia_venv()
@@ -194,6 +202,7 @@ def start_real_octavia(state_dir: Path, project: str) -> RealOctavia:
             stdout=out,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            preexec_fn=_die_with_parent,
         )
     real = RealOctavia(process, f"http://127.0.0.1:{port}", project, log)
 
