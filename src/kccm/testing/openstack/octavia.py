@@ -163,7 +163,13 @@ def listing(
     views = [view(world, kind, obj) for obj in ordered]
     found = filter_items(views, request.query, special)
     found, links = page(
-        found, request.query, kind, world.base_url + request.path, always_links=True
+        found,
+        request.query,
+        kind,
+        world.base_url + request.path,
+        always_links=True,
+        max_limit=1000,  # octavia.conf [api_settings] pagination_max_limit
+        octavia=True,
     )
     return reply({kind: project_fields(found, request.query), **links})
 
