@@ -349,6 +349,20 @@ SEQUENCES = [
                         },
                         {
                             **LISTENER,
+                            "name": "udp-local",
+                            "protocol": "UDP",
+                            "protocol_port": 5353,
+                            "allowed_cidrs": None,
+                            "default_pool": {
+                                **POOL,
+                                "name": "udp-local",
+                                "protocol": "UDP",
+                                "members": MEMBERS,
+                                "healthmonitor": HTTP_MONITOR,
+                            },
+                        },
+                        {
+                            **LISTENER,
                             "name": "proxy",
                             "protocol_port": 443,
                             "default_pool": {**POOL, "protocol": "PROXY", "members": MEMBERS},
@@ -378,6 +392,16 @@ SEQUENCES = [
                 },
             ),
             Settle(),
+            Call(  # OCCM's GetPoolByListener: the listener by id, then its default pool
+                "GET",
+                "/v2.0/lbaas/listeners",
+                params={"loadbalancer_id": "{lb}", "id": "{listener}"},
+            ),
+            Call(  # what Octavia refuses (a pool has no listener_id)
+                "GET",
+                "/v2.0/lbaas/pools",
+                params={"loadbalancer_id": "{lb}", "listener_id": "{listener}"},
+            ),
             Call("DELETE", "/v2.0/lbaas/pools/{pool}"),
             Call("GET", "/v2.0/lbaas/pools/{pool}"),
             Call("GET", "/v2.0/lbaas/listeners/{listener}"),
