@@ -216,6 +216,14 @@ SEQUENCES = [
             Call("PUT", MEMBERS_PATH, {"members": []}),
             Settle(),
             Call("GET", MEMBERS_PATH),
+            *settled(
+                Call("PUT", MEMBERS_PATH, {"members": [MEMBERS[0], MEMBERS[0]]}),
+                Call("PUT", MEMBERS_PATH, {"members": [{"address": "10.0.0.14"}]}),
+                Call("PUT", MEMBERS_PATH, {"members": [{**MEMBERS[0], "weight": 257}]}),
+                Call("PUT", MEMBERS_PATH, {"members": [{**MEMBERS[0], "address": "10.0.0"}]}),
+                Call("GET", MEMBERS_PATH + "/" + BOGUS),
+                Call("GET", MEMBERS_PATH),
+            ),
         ],
         id="batch-member-update",
     ),
@@ -487,6 +495,22 @@ SEQUENCES = [
             Call("GET", LB),
         ],
         id="session-affinity-then-delete-without-cascade",
+    ),
+    pytest.param(
+        [
+            *(
+                Call("POST", LB, lb_body(f"page-{n}"), save={f"lb{n}": "loadbalancer.id"})
+                for n in range(3)
+            ),
+            Settle(),
+            Call("GET", LB, params={"limit": "2"}, save={"marker": "loadbalancers.1.id"}),
+            Call("GET", LB, params={"limit": "2", "marker": "{marker}"}),
+            Call("GET", LB, params={"limit": "2", "marker": "{marker}", "page_reverse": "true"}),
+            Call("GET", LB, params={"limit": "1", "sort": "name:desc"}),
+            Call("GET", LB, params={"fields": "name"}),
+            Call("GET", LB, params={"marker": BOGUS}),
+        ],
+        id="paging-sorting-fields",
     ),
     pytest.param(
         [

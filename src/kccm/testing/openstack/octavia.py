@@ -32,7 +32,14 @@ from kccm.testing.openstack.octavia_model import (
 )
 from kccm.testing.openstack.octavia_state import lock, settle_later
 from kccm.testing.openstack.octavia_wsme import check_ip
-from kccm.testing.openstack.query import CONTROL, TAG_KEYS, filter_items, page, project_fields
+from kccm.testing.openstack.query import (
+    CONTROL,
+    TAG_KEYS,
+    filter_items,
+    page,
+    project_fields,
+    sort_items,
+)
 from kccm.testing.openstack.world import Obj, World, new_id, now_iso
 
 __all__ = [
@@ -162,7 +169,7 @@ def listing(
     ordered = sorted(items, key=lambda obj: (obj["created_at"], obj["id"]))  # DEFAULT_SORT_KEYS
     views = [view(world, kind, obj) for obj in ordered]
     _check_filters(kind, request.query.keys(), views, special or {})
-    found = filter_items(views, request.query, special)
+    found = sort_items(filter_items(views, request.query, special), request.query)
     found, links = page(
         found,
         request.query,
@@ -446,7 +453,7 @@ def _new_lb(world: World, body: Obj, project_id: str) -> Obj:
         "project_id": body.get("project_id") or project_id,
         "provisioning_status": "PENDING_CREATE",
         "operating_status": "OFFLINE",
-        "created_at": now_iso(zulu=False),
+        "created_at": now_iso(zulu=False, micro=True),
         "updated_at": None,
         "vip_qos_policy_id": body.get("vip_qos_policy_id"),
         "vip_sg_ids": list(body.get("vip_sg_ids") or []),
