@@ -32,7 +32,14 @@ from kccm.testing.openstack.octavia_model import (
 )
 from kccm.testing.openstack.octavia_state import lock, settle_later
 from kccm.testing.openstack.octavia_wsme import check_ip
-from kccm.testing.openstack.query import filter_items, page, project_fields
+from kccm.testing.openstack.query import (
+    CONTROL,
+    TAG_KEYS,
+    filter_items,
+    page,
+    project_fields,
+    sort_items,
+)
 from kccm.testing.openstack.world import Obj, World, new_id, now_iso
 
 __all__ = [
@@ -161,7 +168,8 @@ def listing(
     world = request.app[WORLD]
     ordered = sorted(items, key=lambda obj: (obj["created_at"], obj["id"]))  # DEFAULT_SORT_KEYS
     views = [view(world, kind, obj) for obj in ordered]
-    found = filter_items(views, request.query, special)
+    _check_filters(kind, request.query.keys(), views, special or {})
+    found = sort_items(filter_items(views, request.query, special), request.query)
     found, links = page(
         found,
         request.query,
@@ -172,6 +180,22 @@ def listing(
         octavia=True,
     )
     return reply({kind: project_fields(found, request.query), **links})
+
+
+FILTER_EXTRAS = {"members": {"pool_id"}, "healthmonitors": {"pool_id"}}
+"""Data-model attributes Octavia filters on that its views do not show."""
+
+
+def _check_filters(
+    kind: str, keys: Iterable[str], views: list[Obj], special: dict[str, Any]
+) -> None:
+    """Octavia's pagination helper refuses a filter on anything but the data model's
+    attributes (``InvalidFilterArgument``, 400): e.g. ``listener_id`` on pools. Judged by the
+    keys of the views at hand (none: nothing to judge by)."""
+    known = set().union(*(v.keys() for v in views)) | set(special) | CONTROL | TAG_KEYS
+    known |= FILTER_EXTRAS.get(kind, set())
+    if views and any(key not in known for key in keys):
+        raise EmuError(400, "One or more arguments are either duplicate or invalid")
 
 
 def shown(request: web.Request, key: str, kind: str, obj: Obj, status: int = 200) -> web.Response:
@@ -429,7 +453,7 @@ def _new_lb(world: World, body: Obj, project_id: str) -> Obj:
         "project_id": body.get("project_id") or project_id,
         "provisioning_status": "PENDING_CREATE",
         "operating_status": "OFFLINE",
-        "created_at": now_iso(zulu=False),
+        "created_at": now_iso(zulu=False, micro=True),
         "updated_at": None,
         "vip_qos_policy_id": body.get("vip_qos_policy_id"),
         "vip_sg_ids": list(body.get("vip_sg_ids") or []),

@@ -42,7 +42,7 @@ from kccm.testing.openstack.octavia_model import (
     validation,
 )
 from kccm.testing.openstack.octavia_state import check_mutable, lock
-from kccm.testing.openstack.octavia_wsme import LISTENER_BOUNDS, check_bounds
+from kccm.testing.openstack.octavia_wsme import LISTENER_BOUNDS, MEMBER_BOUNDS, check_bounds
 from kccm.testing.openstack.world import Obj, World
 
 __all__ = ["routes"]
@@ -408,6 +408,7 @@ async def member_update(request: web.Request) -> web.Response:
     member = _member(world, pool, request.match_info["id"])
     body = _cleared(await payload(request, "member"), MEMBER_BATCH_DEFAULTS)
     _unknown(world, body, MEMBER_UPDATABLE, "member")
+    check_bounds(body, MEMBER_BOUNDS)
     _member_lock(world, pool, [(member, "PENDING_UPDATE")])
     member.update(body)
     return shown(request, "member", "members", member)

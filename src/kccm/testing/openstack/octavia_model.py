@@ -226,7 +226,7 @@ def _base(body: Obj, project_id: str) -> Obj:
         "project_id": project_id,
         "provisioning_status": "PENDING_CREATE",
         "operating_status": "OFFLINE",
-        "created_at": now_iso(zulu=False),
+        "created_at": now_iso(zulu=False, micro=True),
         "updated_at": None,
         "tags": list(body.get("tags") or []),
     }
@@ -342,6 +342,7 @@ def new_member(body: Obj, pool: Obj, *, monitored: bool) -> Obj:
     if address is None:
         raise mandatory("address")
     wsme.check_ips({**body, "address": address}, "address", "monitor_address")
+    wsme.check_bounds(body, wsme.MEMBER_BOUNDS)
     member = _base(body, pool["project_id"])
     member.update(
         {

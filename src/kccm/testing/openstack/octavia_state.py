@@ -39,11 +39,11 @@ def lock(
     start the timer that settles them."""
     check_mutable(lb, resource_error=resource_error, lb_status=lb_status)
     lb["provisioning_status"] = lb_status
-    lb["updated_at"] = now_iso(zulu=False)
+    lb["updated_at"] = now_iso(zulu=False, micro=True)
     for obj, status in touched:
         obj["provisioning_status"] = status
         if status != "PENDING_CREATE":
-            obj["updated_at"] = now_iso(zulu=False)
+            obj["updated_at"] = now_iso(zulu=False, micro=True)
     settle_later(world, lb["id"])
 
 
@@ -166,7 +166,7 @@ def settle(world: World, lb_id: str) -> None:
     for kind, obj in [("loadbalancers", lb), *_tree(world, lb_id)]:
         online = _online(world, kind, obj)
         if obj["provisioning_status"] in PENDING or obj["operating_status"] != online:
-            obj["updated_at"] = now_iso(zulu=False)  # the status update writes the row
+            obj["updated_at"] = now_iso(zulu=False, micro=True)  # the status update writes the row
         if obj["provisioning_status"] in PENDING:
             obj["provisioning_status"] = "ACTIVE"
         obj["operating_status"] = online

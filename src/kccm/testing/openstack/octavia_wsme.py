@@ -13,6 +13,7 @@ from kccm.testing.openstack.errors import EmuError
 __all__ = [
     "LISTENER_BOUNDS",
     "MAX_TIMEOUT",
+    "MEMBER_BOUNDS",
     "PERSISTENCE_FIELDS",
     "check_bounds",
     "check_ip",
@@ -28,6 +29,10 @@ LISTENER_BOUNDS: dict[str, tuple[int, int | None]] = {  # types' IntegerType(min
     "timeout_member_connect": (0, MAX_TIMEOUT),
     "timeout_member_data": (0, MAX_TIMEOUT),
     "timeout_tcp_inspect": (0, MAX_TIMEOUT),
+}
+
+MEMBER_BOUNDS: dict[str, tuple[int, int | None]] = {  # MIN_WEIGHT, MAX_WEIGHT
+    "weight": (0, 256),
 }
 
 

@@ -18,7 +18,7 @@ from multidict import MultiMapping
 
 from kccm.testing.openstack.errors import EmuError
 
-__all__ = ["Matcher", "filter_items", "page", "project_fields", "tag_filters_match"]
+__all__ = ["Matcher", "filter_items", "page", "project_fields", "sort_items", "tag_filters_match"]
 
 Obj = dict[str, Any]
 Matcher = Callable[[Obj, list[str]], bool]
@@ -115,6 +115,8 @@ def page(
     if marker:
         ids = [item.get("id") for item in items]
         if marker not in ids:
+            if octavia:  # octavia/common/exceptions.py InvalidMarker
+                raise EmuError(400, f"Supplied pagination marker '{marker}' is not valid.")
             raise EmuError(400, f"marker [{marker}] not found", kind="BadRequest")
         items = items[ids.index(marker) + 1 :]
     links: list[Obj] = []
@@ -156,3 +158,19 @@ def project_fields(items: list[Obj], query: MultiMapping[str]) -> list[Obj]:
     if not fields:
         return items
     return [{k: v for k, v in item.items() if k in fields} for item in items]
+
+
+def sort_items(views: list[Obj], query: MultiMapping[str]) -> list[Obj]:
+    """``sort=key:dir,...`` or ``sort_key``/``sort_dir`` (octavia/api/common/pagination.py),
+    ahead of the order the items already have (Octavia's default ``created_at``, ``id``)."""
+    if query.get("sort"):
+        wanted = [part.partition(":")[::2] for part in str(query["sort"]).split(",")]
+    else:
+        wanted = [(key, query.get("sort_dir", "asc")) for key in query.getall("sort_key", [])]
+    for key, direction in reversed(wanted):  # stable sorts, the last key first
+        views = sorted(
+            views,
+            key=lambda v, k=key: (v.get(k) is not None, str(v.get(k))),
+            reverse=(direction or "asc") == "desc",
+        )
+    return views
