@@ -59,7 +59,9 @@ def _adopt_requested(neutron: Neutron, address: str, port_id: str) -> Obj | None
     try:
         existing = neutron.floating_ips(floating_ip_address=address)
     except OpenStackError as err:
-        raise CloudProviderError(f"failed when trying to get existing floating IP {address}, error: {err}") from err
+        raise CloudProviderError(
+            f"failed when trying to get existing floating IP {address}, error: {err}"
+        ) from err
     if not existing:
         return None
     fip = existing[0]
@@ -73,7 +75,9 @@ def _create_on_matching_subnet(neutron: Neutron, conf: ServiceConfig, body: dict
     assert spec is not None
     candidates = spec.select(neutron.subnets(**spec.list_params(conf.public_network_id)))
     if not candidates:
-        raise CloudProviderError(f"no subnet matching {spec} found for network {conf.public_network_id}")
+        raise CloudProviderError(
+            f"no subnet matching {spec} found for network {conf.public_network_id}"
+        )
     last: Exception | None = None
     for subnet in candidates:
         try:
@@ -82,11 +86,14 @@ def _create_on_matching_subnet(neutron: Neutron, conf: ServiceConfig, body: dict
             log.info("cannot use subnet %s: %s", subnet.get("name"), err)
             last = err
     raise CloudProviderError(
-        f"no free subnet matching {str(spec)!r} found for network {conf.public_network_id} (last error {last})"
+        f"no free subnet matching {str(spec)!r} found for network {conf.public_network_id} "
+        f"(last error {last})"
     )
 
 
-def _create(neutron: Neutron, cluster: str, service: Service, conf: ServiceConfig, port_id: str) -> Obj:
+def _create(
+    neutron: Neutron, cluster: str, service: Service, conf: ServiceConfig, port_id: str
+) -> Obj:
     """Third attempt: a new floating IP on the floating network."""
     address = _load_balancer_ip(service)
     body: dict[str, Any] = {
@@ -117,8 +124,8 @@ def ensure_floating_ip(
         return str(lb.get("vip_address", ""))
     if fip is None and not owner:
         raise CloudProviderError(
-            f"cannot attach a floating IP to a load balancer for a shared Service {service_key(service)}, "
-            "only owner Service can do that"
+            "cannot attach a floating IP to a load balancer for a shared Service "
+            f"{service_key(service)}, only owner Service can do that"
         )
     address = _load_balancer_ip(service)
     if fip is None and address:
@@ -129,7 +136,8 @@ def ensure_floating_ip(
         else:
             log.warning(
                 "Floating network configuration not provided for Service %s, forcing to ensure "
-                "an internal load balancer service", service_key(service)
+                "an internal load balancer service",
+                service_key(service),
             )
     if fip is not None:
         return str(fip.get("floating_ip_address", ""))

@@ -92,8 +92,12 @@ class FloatingSubnetSpec:
         params = {"network_id": network_id}
         if self.subnet_tags:
             tags, negated, every = tag_list(self.subnet_tags)
-            key = {(True, True): "not-tags-any", (True, False): "tags",
-                   (False, True): "not-tags", (False, False): "tags-any"}[(every, negated)]
+            key = {
+                (True, True): "not-tags-any",
+                (True, False): "tags",
+                (False, True): "not-tags",
+                (False, False): "tags-any",
+            }[(every, negated)]
             params[key] = ",".join(tags)
         return params
 
@@ -105,6 +109,13 @@ class FloatingSubnetSpec:
         return [s for s in subnets if match(s)]
 
     def __str__(self) -> str:
-        parts = [f"{k}: {v!r}" for k, v in (("subnetID", self.subnet_id), ("pattern", self.subnet),
-                                            ("tags", self.subnet_tags)) if v]
+        parts = [
+            f"{k}: {v!r}"
+            for k, v in (
+                ("subnetID", self.subnet_id),
+                ("pattern", self.subnet),
+                ("tags", self.subnet_tags),
+            )
+            if v
+        ]
         return ", ".join(parts) or "<none>"

@@ -46,12 +46,20 @@ def _vip(body: dict[str, Any], service: Service, conf: ServiceConfig, opts: LBOp
         body["vip_network_id"] = network
 
 
-def _listeners(octavia: Octavia, service: Service, nodes: Sequence[Node], conf: ServiceConfig,
-               opts: LBOptions, name: str) -> list[dict[str, Any]]:
+def _listeners(
+    octavia: Octavia,
+    service: Service,
+    nodes: Sequence[Node],
+    conf: ServiceConfig,
+    opts: LBOptions,
+    name: str,
+) -> list[dict[str, Any]]:
     result = []
     for index, port in enumerate((service.get("spec") or {}).get("ports") or ()):
         listener = build_listener(octavia, port, conf, listener_name(index, name))
-        pool = build_pool(listener["protocol"], service, conf, opts.lb_method, pool_name(index, name))
+        pool = build_pool(
+            listener["protocol"], service, conf, opts.lb_method, pool_name(index, name)
+        )
         members = build_members(octavia, port, nodes, conf)
         if members:
             pool["members"] = members
@@ -62,8 +70,15 @@ def _listeners(octavia: Octavia, service: Service, nodes: Sequence[Node], conf: 
     return result
 
 
-def create_body(octavia: Octavia, name: str, cluster: str, service: Service, nodes: Sequence[Node],
-                conf: ServiceConfig, opts: LBOptions) -> dict[str, Any]:
+def create_body(
+    octavia: Octavia,
+    name: str,
+    cluster: str,
+    service: Service,
+    nodes: Sequence[Node],
+    conf: ServiceConfig,
+    opts: LBOptions,
+) -> dict[str, Any]:
     """The ``loadbalancer`` object upstream's ``loadbalancers.CreateOpts`` serialises to."""
     body: dict[str, Any] = {"name": name, "description": lb_description(cluster, service)}
     if opts.lb_provider:
@@ -83,8 +98,15 @@ def create_body(octavia: Octavia, name: str, cluster: str, service: Service, nod
     return body
 
 
-def create_load_balancer(octavia: Octavia, name: str, cluster: str, service: Service,
-                         nodes: Sequence[Node], conf: ServiceConfig, opts: LBOptions) -> LB:
+def create_load_balancer(
+    octavia: Octavia,
+    name: str,
+    cluster: str,
+    service: Service,
+    nodes: Sequence[Node],
+    conf: ServiceConfig,
+    opts: LBOptions,
+) -> LB:
     """Create, wait for ACTIVE; ERROR -> delete it (cascade) and fail."""
     body = create_body(octavia, name, cluster, service, nodes, conf, opts)
     log.info("Creating loadbalancer %s", name)
@@ -101,7 +123,8 @@ def create_load_balancer(octavia: Octavia, name: str, cluster: str, service: Ser
             octavia.delete_load_balancer(lb_id, cascade=True)
         except CloudProviderError as cleanup:
             raise CloudProviderError(
-                f"loadbalancer {lb_id} is in ERROR state and there was an error when removing it: {cleanup}"
+                f"loadbalancer {lb_id} is in ERROR state and there was an error when removing "
+                f"it: {cleanup}"
             ) from err
         raise CloudProviderError(
             f"loadbalancer {lb_id} has gone into ERROR state, please check Octavia for details. "

@@ -48,22 +48,31 @@ def _delete_children(octavia: Octavia, lb_id: str, listeners: Sequence[LB]) -> N
         octavia.delete_listener(lb_id, str(listener["id"]))
 
 
-def delete_load_balancer(octavia: Octavia, lb: LB, service: Service, conf: ServiceConfig,
-                         whole: bool, cascade: bool) -> None:
+def delete_load_balancer(
+    octavia: Octavia, lb: LB, service: Service, conf: ServiceConfig, whole: bool, cascade: bool
+) -> None:
     """Upstream ``deleteLoadBalancer``."""
     lb_id = str(lb["id"])
     if whole and cascade:
         log.info("Deleting load balancer %s", lb_id)
         octavia.delete_load_balancer(lb_id, cascade=True)
         return
-    listeners = octavia.listeners(lb_id) if whole else _service_listeners(octavia, lb, service, conf)
+    listeners = (
+        octavia.listeners(lb_id) if whole else _service_listeners(octavia, lb, service, conf)
+    )
     _delete_children(octavia, lb_id, listeners)
     if whole:
         octavia.delete_load_balancer(lb_id, cascade=False)
 
 
-def delete_for_service(octavia: Octavia, neutron: Neutron, lb: LB | None, service: Service,
-                       conf: ServiceConfig, cascade: bool) -> None:
+def delete_for_service(
+    octavia: Octavia,
+    neutron: Neutron,
+    lb: LB | None,
+    service: Service,
+    conf: ServiceConfig,
+    cascade: bool,
+) -> None:
     """Upstream ``ensureLoadBalancerDeleted`` once the balancer is found (``None``: gone)."""
     if lb is None:
         ensure_security_group_deleted(neutron, service)  # kccm: a leftover group still goes

@@ -50,10 +50,14 @@ def listener_key(port: Mapping[str, Any], conf: ServiceConfig | None) -> Listene
 
 
 def listener_map(listeners: Sequence[LB]) -> dict[ListenerKey, LB]:
-    return {(str(item.get("protocol")), int(item.get("protocol_port", 0))): item for item in listeners}
+    return {
+        (str(item.get("protocol")), int(item.get("protocol_port", 0))): item for item in listeners
+    }
 
 
-def build_listener(octavia: Octavia, port: Mapping[str, Any], conf: ServiceConfig, name: str) -> dict[str, Any]:
+def build_listener(
+    octavia: Octavia, port: Mapping[str, Any], conf: ServiceConfig, name: str
+) -> dict[str, Any]:
     """Upstream ``buildListenerCreateOpt`` (as gophercloud serialises it)."""
     body: dict[str, Any] = {
         "name": name,
@@ -100,25 +104,38 @@ def listener_changes(octavia: Octavia, listener: LB, conf: ServiceConfig) -> dic
     for key, value in conf.timeouts.items():
         if value != (listener.get(key) or 0):
             changes[key] = value
-    if octavia.supports("vip_acl"):
-        if set(conf.allowed_cidrs) != set(listener.get("allowed_cidrs") or ()):
-            changes["allowed_cidrs"] = list(conf.allowed_cidrs)
+    cidrs = set(listener.get("allowed_cidrs") or ())
+    if octavia.supports("vip_acl") and set(conf.allowed_cidrs) != cidrs:
+        changes["allowed_cidrs"] = list(conf.allowed_cidrs)
     return changes
 
 
 def ensure_listener(
-    octavia: Octavia, lb_id: str, name: str, current: Mapping[ListenerKey, LB],
-    port: Mapping[str, Any], conf: ServiceConfig,
+    octavia: Octavia,
+    lb_id: str,
+    name: str,
+    current: Mapping[ListenerKey, LB],
+    port: Mapping[str, Any],
+    conf: ServiceConfig,
 ) -> LB:
     """Upstream ``ensureOctaviaListener``: create it, or update what differs."""
     listener = current.get(listener_key(port, conf))
     if listener is None:
         body = {**build_listener(octavia, port, conf, name), "loadbalancer_id": lb_id}
-        log.info("Creating listener for port %s using protocol %s", body["protocol_port"], body["protocol"])
+        log.info(
+            "Creating listener for port %s using protocol %s",
+            body["protocol_port"],
+            body["protocol"],
+        )
         return octavia.create_listener(lb_id, body)
     changes = listener_changes(octavia, listener, conf)
     if changes:
-        log.info("Updating listener %s of load balancer %s: %s", listener.get("id"), lb_id, sorted(changes))
+        log.info(
+            "Updating listener %s of load balancer %s: %s",
+            listener.get("id"),
+            lb_id,
+            sorted(changes),
+        )
         octavia.update_listener(lb_id, str(listener["id"]), changes)
     return listener
 
@@ -128,8 +145,9 @@ def _used_by(listener: LB, owner: bool, lb_name: str) -> bool:
     return lb_name in tags or (owner and not tags)
 
 
-def check_listener_ports(ports: Sequence[Mapping[str, Any]], current: Mapping[ListenerKey, LB],
-                         owner: bool, lb_name: str) -> None:
+def check_listener_ports(
+    ports: Sequence[Mapping[str, Any]], current: Mapping[ListenerKey, LB], owner: bool, lb_name: str
+) -> None:
     """Upstream ``checkListenerPorts``: a port another Service's listener uses is refused."""
     for port in ports:
         listener = current.get((str(port.get("protocol") or "TCP"), int(port.get("port", 0))))
@@ -137,8 +155,9 @@ def check_listener_ports(ports: Sequence[Mapping[str, Any]], current: Mapping[Li
             raise CloudProviderError(f"the listener port {port.get('port')} already exists")
 
 
-def delete_service_listeners(octavia: Octavia, lb_id: str, listeners: Sequence[LB], owner: bool,
-                             lb_name: str) -> None:
+def delete_service_listeners(
+    octavia: Octavia, lb_id: str, listeners: Sequence[LB], owner: bool, lb_name: str
+) -> None:
     """Upstream ``deleteOctaviaListeners``: this Service's leftover listeners and pools go."""
     for listener in listeners:
         if not _used_by(listener, owner, lb_name):

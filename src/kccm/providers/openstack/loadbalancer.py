@@ -90,8 +90,13 @@ class OctaviaLoadBalancers:
     """kccm's :class:`~kccm.cloudprovider.LoadBalancer` for OpenStack (plain ``def`` methods:
     the framework runs them in its thread pool)."""
 
-    def __init__(self, api: OpenStackAPI, config: Any, clock: Clock = REAL_CLOCK,
-                 patcher: ServicePatcher | None = None) -> None:
+    def __init__(
+        self,
+        api: OpenStackAPI,
+        config: Any,
+        clock: Clock = REAL_CLOCK,
+        patcher: ServicePatcher | None = None,
+    ) -> None:
         self.opts: LBOptions = lb_options(config)
         self.octavia = Octavia(api, clock, self.opts.lb_provider)
         self.neutron = Neutron(api)
@@ -107,7 +112,9 @@ class OctaviaLoadBalancers:
         """Upstream ``GetLoadBalancerName``."""
         return load_balancer_name(cluster_name, service)
 
-    def get_load_balancer(self, cluster_name: str, service: Service) -> tuple[LoadBalancerStatus | None, bool]:
+    def get_load_balancer(
+        self, cluster_name: str, service: Service
+    ) -> tuple[LoadBalancerStatus | None, bool]:
         """Upstream ``GetLoadBalancer``: the VIP port's floating IP, else the VIP."""
         lb = find_for_service(self.octavia, cluster_name, service)
         if lb is None:
@@ -121,7 +128,9 @@ class OctaviaLoadBalancers:
 
     # -- ensure ------------------------------------------------------------------------------
 
-    def ensure_load_balancer(self, cluster_name: str, service: Service, nodes: Sequence[Node]) -> LoadBalancerStatus:
+    def ensure_load_balancer(
+        self, cluster_name: str, service: Service, nodes: Sequence[Node]
+    ) -> LoadBalancerStatus:
         """Upstream ``EnsureLoadBalancer``; the annotations are patched even on failure."""
         written: dict[str, str] = {}
         try:
@@ -134,29 +143,39 @@ class OctaviaLoadBalancers:
         if changed and self.patcher is not None:
             self.patcher.patch_annotations(service, changed)
 
-    def _existing_by_id(self, conf: ServiceConfig, cluster: str, service: Service) -> tuple[LB | None, bool]:
+    def _existing_by_id(
+        self, conf: ServiceConfig, cluster: str, service: Service
+    ) -> tuple[LB | None, bool]:
         """The annotated balancer and whether this Service owns it (upstream's shared-LB
         checks); ``None`` when it is gone."""
         lb = by_id(self.octavia, conf.lb_id)
         if lb is None:
-            log.warning("load balancer %s of Service %s is gone; looking it up by name", conf.lb_id, service_key(service))
+            log.warning(
+                "load balancer %s of Service %s is gone; looking it up by name",
+                conf.lb_id,
+                service_key(service),
+            )
             return None, True
         owner = lb.get("name") == conf.lb_name
         if not conf.support_tags and not owner:
             raise CloudProviderError(
-                "shared load balancer is only supported with the tag feature in the cloud load balancer service"
+                "shared load balancer is only supported with the tag feature in the cloud load "
+                "balancer service"
             )
         if conf.support_tags and not owner:
             tags = list(lb.get("tags") or ())
             shared = sum(1 for t in tags if t.startswith(SERVICE_PREFIX))
             if conf.lb_name not in tags and shared + 1 > self.opts.max_shared_lb:
-                raise CloudProviderError(f"load balancer {lb['id']} already shared with {shared} Services")
+                raise CloudProviderError(
+                    f"load balancer {lb['id']} already shared with {shared} Services"
+                )
             if conf.internal:
                 raise CloudProviderError("internal Service cannot share a load balancer")
         return lb, owner
 
-    def _find_or_create(self, conf: ServiceConfig, cluster: str, service: Service,
-                        nodes: Sequence[Node]) -> tuple[LB, bool, bool]:
+    def _find_or_create(
+        self, conf: ServiceConfig, cluster: str, service: Service, nodes: Sequence[Node]
+    ) -> tuple[LB, bool, bool]:
         """(balancer, owner, created)."""
         if conf.lb_id:
             lb, owner = self._existing_by_id(conf, cluster, service)
@@ -165,9 +184,17 @@ class OctaviaLoadBalancers:
         lb = by_name(self.octavia, conf.lb_name, legacy_name(service))
         if lb is not None:
             return lb, True, False
-        return create_load_balancer(self.octavia, conf.lb_name, cluster, service, nodes, conf, self.opts), True, True
+        return (
+            create_load_balancer(
+                self.octavia, conf.lb_name, cluster, service, nodes, conf, self.opts
+            ),
+            True,
+            True,
+        )
 
-    def _ensure(self, cluster: str, service: Service, nodes: Sequence[Node], written: dict[str, str]) -> LoadBalancerStatus:
+    def _ensure(
+        self, cluster: str, service: Service, nodes: Sequence[Node], written: dict[str, str]
+    ) -> LoadBalancerStatus:
         conf = config_for_ensure(service, nodes, self.opts, self.octavia, self.neutron)
         members = filter_nodes(nodes, conf.node_selectors)
         conf.lb_name = load_balancer_name(cluster, service)
@@ -179,31 +206,51 @@ class OctaviaLoadBalancers:
             self._ensure_children(lb, owner, service, members, conf)
         address = str(lb.get("vip_address", ""))
         if _is_ipv6(address):
-            log.info("Floating IP not supported for IPv6 Service %s. Using IPv6 address instead %s.",
-                     service_key(service), address)
+            log.info(
+                "Floating IP not supported for IPv6 Service %s. Using IPv6 address instead %s.",
+                service_key(service),
+                address,
+            )
         else:
             address = ensure_floating_ip(self.neutron, cluster, service, lb, conf, owner)
         written[ann.ADDRESS] = address
         if conf.support_tags and conf.lb_name not in (lb.get("tags") or ()):
-            self.octavia.update_load_balancer(str(lb["id"]), {"tags": [*(lb.get("tags") or ()), conf.lb_name]})
+            self.octavia.update_load_balancer(
+                str(lb["id"]), {"tags": [*(lb.get("tags") or ()), conf.lb_name]}
+            )
         status = self._status(service, conf, address)
         if self.opts.manage_security_groups:
-            ensure_security_group(self.neutron, cluster, service, members, conf, self.opts.lb_provider)
+            ensure_security_group(
+                self.neutron, cluster, service, members, conf, self.opts.lb_provider
+            )
         else:
             ensure_security_group_deleted(self.neutron, service)
         return status
 
-    def _ensure_children(self, lb: LB, owner: bool, service: Service, nodes: Sequence[Node],
-                         conf: ServiceConfig) -> None:
+    def _ensure_children(
+        self, lb: LB, owner: bool, service: Service, nodes: Sequence[Node], conf: ServiceConfig
+    ) -> None:
         """The listener loop of upstream ``ensureOctaviaLoadBalancer``."""
         lb_id = str(lb["id"])
         leftovers = self.octavia.listeners(lb_id)
         current = listener_map(leftovers)
         check_listener_ports(_ports(service), current, owner, conf.lb_name)
         for index, port in enumerate(_ports(service)):
-            listener = ensure_listener(self.octavia, lb_id, listener_name(index, conf.lb_name), current, port, conf)
-            pool = ensure_pool(self.octavia, lb_id, pool_name(index, conf.lb_name), listener, service, port,
-                               nodes, conf, self.opts.lb_method, self.opts.provider_requires_serial_api_calls)
+            listener = ensure_listener(
+                self.octavia, lb_id, listener_name(index, conf.lb_name), current, port, conf
+            )
+            pool = ensure_pool(
+                self.octavia,
+                lb_id,
+                pool_name(index, conf.lb_name),
+                listener,
+                service,
+                port,
+                nodes,
+                conf,
+                self.opts.lb_method,
+                self.opts.provider_requires_serial_api_calls,
+            )
             ensure_monitor(self.octavia, lb_id, monitor_name(index, conf.lb_name), pool, port, conf)
             leftovers = [item for item in leftovers if item.get("id") != listener.get("id")]
         delete_service_listeners(self.octavia, lb_id, leftovers, owner, conf.lb_name)
@@ -223,7 +270,9 @@ class OctaviaLoadBalancers:
 
     # -- update ------------------------------------------------------------------------------
 
-    def update_load_balancer(self, cluster_name: str, service: Service, nodes: Sequence[Node]) -> None:
+    def update_load_balancer(
+        self, cluster_name: str, service: Service, nodes: Sequence[Node]
+    ) -> None:
         """Upstream ``updateOctaviaLoadBalancer``: pools, members and monitors of the existing
         listeners (and the security group)."""
         conf = config_for_update(service, nodes, self.opts, self.octavia, self.neutron)
@@ -243,11 +292,23 @@ class OctaviaLoadBalancers:
                     f"loadbalancer {lb_id} does not contain required listener for port "
                     f"{port.get('port')} and protocol {port.get('protocol', 'TCP')}"
                 )
-            pool = ensure_pool(self.octavia, lb_id, pool_name(index, lb_name), listener, service, port,
-                               members, conf, self.opts.lb_method, self.opts.provider_requires_serial_api_calls)
+            pool = ensure_pool(
+                self.octavia,
+                lb_id,
+                pool_name(index, lb_name),
+                listener,
+                service,
+                port,
+                members,
+                conf,
+                self.opts.lb_method,
+                self.opts.provider_requires_serial_api_calls,
+            )
             ensure_monitor(self.octavia, lb_id, monitor_name(index, lb_name), pool, port, conf)
         if self.opts.manage_security_groups:
-            ensure_security_group(self.neutron, cluster_name, service, members, conf, self.opts.lb_provider)
+            ensure_security_group(
+                self.neutron, cluster_name, service, members, conf, self.opts.lb_provider
+            )
 
     # -- delete ------------------------------------------------------------------------------
 

@@ -57,7 +57,11 @@ def build_members(
         if not address:
             log.warning("Failed to get the address of node %s for creating member", node_name(node))
             continue
-        member: dict[str, Any] = {"address": address, "protocol_port": node_port, "name": node_name(node)}
+        member: dict[str, Any] = {
+            "address": address,
+            "protocol_port": node_port,
+            "name": node_name(node),
+        }
         if conf.member_subnet_id:
             member["subnet_id"] = conf.member_subnet_id
         if http:
@@ -67,8 +71,13 @@ def build_members(
 
 
 def ensure_members(
-    octavia: Octavia, lb_id: str, pool: LB, port: Mapping[str, Any], nodes: Sequence[Node],
-    conf: ServiceConfig, serial: bool,
+    octavia: Octavia,
+    lb_id: str,
+    pool: LB,
+    port: Mapping[str, Any],
+    nodes: Sequence[Node],
+    conf: ServiceConfig,
+    serial: bool,
 ) -> None:
     """The member half of upstream ``ensureOctaviaPool``."""
     pool_id = str(pool["id"])
@@ -92,7 +101,9 @@ def _serial_address(node: Node) -> str:
     return str(addresses[0].get("address", "")) if addresses else ""
 
 
-def _serial(octavia: Octavia, lb_id: str, pool_id: str, node_port: int, nodes: Sequence[Node]) -> None:
+def _serial(
+    octavia: Octavia, lb_id: str, pool_id: str, node_port: int, nodes: Sequence[Node]
+) -> None:
     """Upstream ``SeriallyReconcilePoolMembers``: one POST per missing member, one DELETE
     per obsolete one, each waited for."""
     members = octavia.members(pool_id)
@@ -100,7 +111,11 @@ def _serial(octavia: Octavia, lb_id: str, pool_id: str, node_port: int, nodes: S
         address = _serial_address(node)
         if not address:
             continue
-        found = [m for m in members if m.get("address") == address and m.get("protocol_port") == node_port]
+        found = [
+            m
+            for m in members
+            if m.get("address") == address and m.get("protocol_port") == node_port
+        ]
         if found:
             members = [m for m in members if m not in found]
             continue

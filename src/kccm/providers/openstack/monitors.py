@@ -22,7 +22,9 @@ __all__ = ["build_monitor", "ensure_monitor"]
 log = logging.getLogger(__name__)
 
 
-def build_monitor(octavia: Octavia, conf: ServiceConfig, port: Mapping[str, Any], name: str) -> dict[str, Any]:
+def build_monitor(
+    octavia: Octavia, conf: ServiceConfig, port: Mapping[str, Any], name: str
+) -> dict[str, Any]:
     """Upstream ``buildMonitorCreateOpts`` as gophercloud serialises it (``max_retries_down``
     and the HTTP fields only when set)."""
     protocol = str(port.get("protocol") or "TCP")
@@ -64,7 +66,9 @@ def ensure_monitor(
     if not monitor_id:
         if conf.enable_monitor:
             log.info("Creating monitor for pool %s", pool.get("id"))
-            octavia.create_health_monitor(lb_id, {**build_monitor(octavia, conf, port, name), "pool_id": pool["id"]})
+            octavia.create_health_monitor(
+                lb_id, {**build_monitor(octavia, conf, port, name), "pool_id": pool["id"]}
+            )
         return
     if not conf.enable_monitor:
         log.info("Deleting health monitor %s for pool %s", monitor_id, pool.get("id"))

@@ -53,7 +53,9 @@ class Neutron:
         return dict(result.get("floatingip") or {})
 
     def delete_floating_ip(self, fip_id: str) -> None:
-        self.api.request(SERVICE, "DELETE", f"{V2}/floatingips/{fip_id}", operation="delete_floatingip")
+        self.api.request(
+            SERVICE, "DELETE", f"{V2}/floatingips/{fip_id}", operation="delete_floatingip"
+        )
 
     # -- networks and subnets ----------------------------------------------------------------
 
@@ -98,7 +100,9 @@ class Neutron:
 
     def security_group_id(self, name: str) -> str:
         """gophercloud-utils ``IDFromName``: exactly one group of that name, ``""`` if none."""
-        found = self._list("/security-groups", "security_groups", {"name": name}, "list_security_groups")
+        found = self._list(
+            "/security-groups", "security_groups", {"name": name}, "list_security_groups"
+        )
         if len(found) > 1:
             raise CloudProviderError(f"found {len(found)} security groups named {name}")
         return str(found[0].get("id", "")) if found else ""
@@ -114,10 +118,17 @@ class Neutron:
 
     def security_group_rules(self, group_id: str) -> list[Obj]:
         params = {"security_group_id": group_id}
-        return self._list("/security-group-rules", "security_group_rules", params, "list_security_group_rules")
+        return self._list(
+            "/security-group-rules", "security_group_rules", params, "list_security_group_rules"
+        )
 
     def create_security_group_rule(self, body: Mapping[str, Any]) -> None:
-        self._send("POST", "/security-group-rules", {"security_group_rule": body}, "create_security_group_rule")
+        self._send(
+            "POST",
+            "/security-group-rules",
+            {"security_group_rule": body},
+            "create_security_group_rule",
+        )
 
     def delete_security_group_rule(self, rule_id: str) -> None:
         path = f"{V2}/security-group-rules/{rule_id}"

@@ -258,23 +258,17 @@ class Octavia:
         """Upstream ``DeleteLoadbalancer``: DELETE (404 is fine), then wait until gone."""
         params = {"cascade": "true"} if cascade else None
         path = f"/loadbalancers/{lb_id}"
-        self._write(
-            lb_id, "DELETE", path, None, "delete_loadbalancer", wait=False, params=params
-        )
+        self._write(lb_id, "DELETE", path, None, "delete_loadbalancer", wait=False, params=params)
         self.wait_deleted(lb_id)
 
     # -- listeners ---------------------------------------------------------------------------
 
     def listeners(self, lb_id: str) -> list[LB]:
         """Upstream ``GetListenersByLoadBalancerID``."""
-        return self._list(
-            "/listeners", "listeners", {"loadbalancer_id": lb_id}, "list_listeners"
-        )
+        return self._list("/listeners", "listeners", {"loadbalancer_id": lb_id}, "list_listeners")
 
     def create_listener(self, lb_id: str, body: Mapping[str, Any]) -> LB:
-        result = self._write(
-            lb_id, "POST", "/listeners", {"listener": body}, "create_listener"
-        )
+        result = self._write(lb_id, "POST", "/listeners", {"listener": body}, "create_listener")
         return dict((result or {}).get("listener") or {})
 
     def update_listener(self, lb_id: str, listener_id: str, changes: Mapping[str, Any]) -> None:
@@ -329,21 +323,15 @@ class Octavia:
         )
 
     def create_member(self, lb_id: str, pool_id: str, body: Mapping[str, Any]) -> None:
-        self._write(
-            lb_id, "POST", f"/pools/{pool_id}/members", {"member": body}, "create_member"
-        )
+        self._write(lb_id, "POST", f"/pools/{pool_id}/members", {"member": body}, "create_member")
 
     def delete_member(self, lb_id: str, pool_id: str, member_id: str) -> None:
-        self._write(
-            lb_id, "DELETE", f"/pools/{pool_id}/members/{member_id}", None, "delete_member"
-        )
+        self._write(lb_id, "DELETE", f"/pools/{pool_id}/members/{member_id}", None, "delete_member")
 
     # -- health monitors ---------------------------------------------------------------------
 
     def health_monitor(self, monitor_id: str) -> LB:
-        return self._get(
-            f"/healthmonitors/{monitor_id}", "healthmonitor", "get_healthmonitor"
-        )
+        return self._get(f"/healthmonitors/{monitor_id}", "healthmonitor", "get_healthmonitor")
 
     def create_health_monitor(self, lb_id: str, body: Mapping[str, Any]) -> None:
         self._write(
@@ -366,6 +354,4 @@ class Octavia:
         )
 
     def delete_health_monitor(self, lb_id: str, monitor_id: str) -> None:
-        self._write(
-            lb_id, "DELETE", f"/healthmonitors/{monitor_id}", None, "delete_healthmonitor"
-        )
+        self._write(lb_id, "DELETE", f"/healthmonitors/{monitor_id}", None, "delete_healthmonitor")

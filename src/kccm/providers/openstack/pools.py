@@ -32,8 +32,9 @@ def pool_protocol(listener_protocol: str, conf: ServiceConfig) -> str:
     return listener_protocol
 
 
-def build_pool(listener_protocol: str, service: Service, conf: ServiceConfig, default_method: str,
-               name: str) -> dict[str, Any]:
+def build_pool(
+    listener_protocol: str, service: Service, conf: ServiceConfig, default_method: str, name: str
+) -> dict[str, Any]:
     """Upstream ``buildPoolCreateOpt`` as gophercloud serialises it."""
     body: dict[str, Any] = {
         "name": name,
@@ -58,8 +59,15 @@ def _fix_method(octavia: Octavia, lb_id: str, pool: LB, method: str) -> None:
 
 
 def ensure_pool(
-    octavia: Octavia, lb_id: str, name: str, listener: LB, service: Service,
-    port: Mapping[str, Any], nodes: Sequence[Node], conf: ServiceConfig, default_method: str,
+    octavia: Octavia,
+    lb_id: str,
+    name: str,
+    listener: LB,
+    service: Service,
+    port: Mapping[str, Any],
+    nodes: Sequence[Node],
+    conf: ServiceConfig,
+    default_method: str,
     serial: bool,
 ) -> LB:
     """Upstream ``ensureOctaviaPool``: the pool, its method and its members."""
@@ -74,7 +82,9 @@ def ensure_pool(
         _fix_method(octavia, lb_id, pool, method)
     else:
         body = build_pool(str(listener.get("protocol")), service, conf, default_method, name)
-        log.info("Creating pool for listener %s using protocol %s", listener.get("id"), body["protocol"])
+        log.info(
+            "Creating pool for listener %s using protocol %s", listener.get("id"), body["protocol"]
+        )
         pool = octavia.create_pool(lb_id, {**body, "listener_id": listener["id"]})
     ensure_members(octavia, lb_id, pool, port, nodes, conf, serial)
     return pool

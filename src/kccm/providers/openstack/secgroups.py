@@ -13,6 +13,7 @@ upstream does). The group is added to the node ports that carry the member addre
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import logging
 from collections.abc import Mapping, Sequence
@@ -25,11 +26,23 @@ from kccm.providers.openstack.lbnodes import instance_id_from_provider_id, node_
 from kccm.providers.openstack.neutron import Neutron, Obj
 from kccm.providers.openstack.svcconf import ServiceConfig
 
-__all__ = ["ensure_security_group", "ensure_security_group_deleted", "rules_to_change", "wanted_rules"]
+__all__ = [
+    "ensure_security_group",
+    "ensure_security_group_deleted",
+    "rules_to_change",
+    "wanted_rules",
+]
 
 log = logging.getLogger(__name__)
 
-_RULE_FIELDS = ("direction", "protocol", "ethertype", "remote_ip_prefix", "port_range_min", "port_range_max")
+_RULE_FIELDS = (
+    "direction",
+    "protocol",
+    "ethertype",
+    "remote_ip_prefix",
+    "port_range_min",
+    "port_range_max",
+)
 
 
 def _rule(cidr: str, protocol: str, port: int, ethertype: str, group_id: str) -> dict[str, Any]:
@@ -44,7 +57,9 @@ def _rule(cidr: str, protocol: str, port: int, ethertype: str, group_id: str) ->
     }
 
 
-def wanted_rules(service: Service, subnet_cidr: str, cidrs: Sequence[str], group_id: str) -> list[dict[str, Any]]:
+def wanted_rules(
+    service: Service, subnet_cidr: str, cidrs: Sequence[str], group_id: str
+) -> list[dict[str, Any]]:
     """The rules upstream's ``ensureAndUpdateOctaviaSecurityGroup`` wants."""
     ethertype = "IPv6" if ipaddress.ip_network(subnet_cidr, strict=False).version == 6 else "IPv4"
     spec: Mapping[str, Any] = service.get("spec") or {}
@@ -74,7 +89,9 @@ def _same(existing: Mapping[str, Any], wanted: Mapping[str, Any]) -> bool:
     return True
 
 
-def rules_to_change(wanted: Sequence[Mapping[str, Any]], existing: Sequence[Obj]) -> tuple[list[Mapping[str, Any]], list[Obj]]:
+def rules_to_change(
+    wanted: Sequence[Mapping[str, Any]], existing: Sequence[Obj]
+) -> tuple[list[Mapping[str, Any]], list[Obj]]:
     """Upstream ``getRulesToCreateAndDelete``."""
     create = [w for w in wanted if not any(_same(e, w) for e in existing)]
     delete = [e for e in existing if not any(_same(e, w) for w in wanted)]
@@ -84,7 +101,9 @@ def rules_to_change(wanted: Sequence[Mapping[str, Any]], existing: Sequence[Obj]
 def _group(neutron: Neutron, cluster: str, service: Service) -> str:
     name = security_group_name(service)
     group_id = neutron.security_group_id(name)
-    return group_id or neutron.create_security_group(name, security_group_description(cluster, service))
+    return group_id or neutron.create_security_group(
+        name, security_group_description(cluster, service)
+    )
 
 
 def _sync_rules(neutron: Neutron, wanted: Sequence[Mapping[str, Any]], group_id: str) -> None:
@@ -111,10 +130,14 @@ def _member_port(port: Obj, address: str, subnet_id: str) -> bool:
     )
 
 
-def _apply_to_nodes(neutron: Neutron, conf: ServiceConfig, nodes: Sequence[Node], group_id: str) -> None:
+def _apply_to_nodes(
+    neutron: Neutron, conf: ServiceConfig, nodes: Sequence[Node], group_id: str
+) -> None:
     """Upstream ``applyNodeSecurityGroupIDForLB``."""
     for node in nodes:
-        server_id = instance_id_from_provider_id(str((node.get("spec") or {}).get("providerID", "")))
+        server_id = instance_id_from_provider_id(
+            str((node.get("spec") or {}).get("providerID", ""))
+        )
         address = node_address_for_lb(node, conf.ip_family)
         if not address:
             continue
@@ -127,7 +150,12 @@ def _apply_to_nodes(neutron: Neutron, conf: ServiceConfig, nodes: Sequence[Node]
 
 
 def ensure_security_group(
-    neutron: Neutron, cluster: str, service: Service, nodes: Sequence[Node], conf: ServiceConfig, lb_provider: str
+    neutron: Neutron,
+    cluster: str,
+    service: Service,
+    nodes: Sequence[Node],
+    conf: ServiceConfig,
+    lb_provider: str,
 ) -> None:
     """Upstream ``ensureAndUpdateOctaviaSecurityGroup``."""
     group_id = _group(neutron, cluster, service)
@@ -147,7 +175,5 @@ def ensure_security_group_deleted(neutron: Neutron, service: Service) -> None:
         neutron.set_port_security_groups(str(port["id"]), remaining)
         if group_id in (port.get("tags") or ()):
             neutron.delete_port_tag(str(port["id"]), group_id)
-    try:
+    with contextlib.suppress(OpenStackNotFound):
         neutron.delete_security_group(group_id)
-    except OpenStackNotFound:
-        pass

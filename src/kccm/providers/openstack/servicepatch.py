@@ -54,4 +54,9 @@ class KubeServicePatcher:
         call = self._client.patch(SERVICES, meta.get("name"), body, namespace=meta.get("namespace"))
         future = asyncio.run_coroutine_threadsafe(call, self._loop)
         future.result(PATCH_TIMEOUT)
-        log.info("Patched Service %s/%s annotations %s", meta.get("namespace"), meta.get("name"), sorted(annotations))
+        log.info(
+            "Patched Service %s/%s annotations %s",
+            meta.get("namespace"),
+            meta.get("name"),
+            sorted(annotations),
+        )

@@ -27,7 +27,13 @@ from kccm.providers.openstack.lbopts import LBOptions
 from kccm.providers.openstack.neutron import Neutron
 from kccm.providers.openstack.octavia import Octavia
 
-__all__ = ["ServiceConfig", "config_for_delete", "config_for_ensure", "config_for_update", "source_ranges"]
+__all__ = [
+    "ServiceConfig",
+    "config_for_delete",
+    "config_for_ensure",
+    "config_for_update",
+    "source_ranges",
+]
 
 log = logging.getLogger(__name__)
 
@@ -84,7 +90,9 @@ def source_ranges(service: Service, family: str) -> list[str]:
     try:
         nets = {str(ipaddress.ip_network(r.strip(), strict=False)) for r in ranges}
     except ValueError as err:
-        raise LBAnnotationError(f"{origin}: {list(ranges)} is not a list of IP ranges ({err})") from err
+        raise LBAnnotationError(
+            f"{origin}: {list(ranges)} is not a list of IP ranges ({err})"
+        ) from err
     return sorted(nets)
 
 
@@ -155,11 +163,16 @@ def _floating(conf: ServiceConfig, service: Service, opts: LBOptions, neutron: N
     conf.public_subnet = spec if spec.configured() else None
 
 
-def _first_node_subnet(neutron: Neutron, nodes: Sequence[Node], family: str, service: Service) -> str:
+def _first_node_subnet(
+    neutron: Neutron, nodes: Sequence[Node], family: str, service: Service
+) -> str:
     try:
         return subnet_id_for_lb(neutron, nodes[0], family)
     except Exception as err:
-        raise LBAnnotationError(f"failed to get subnet to create load balancer for service {service_key(service)}: {err}") from err
+        raise LBAnnotationError(
+            "failed to get subnet to create load balancer for service "
+            f"{service_key(service)}: {err}"
+        ) from err
 
 
 def config_for_ensure(
@@ -179,7 +192,9 @@ def config_for_ensure(
     conf.subnet_id = _subnet_id(service, opts)
     conf.member_subnet_id = opts.subnet_id or conf.subnet_id
     if not conf.network_id and not conf.subnet_id:
-        conf.subnet_id = conf.member_subnet_id = _first_node_subnet(neutron, nodes, conf.ip_family, service)
+        conf.subnet_id = conf.member_subnet_id = _first_node_subnet(
+            neutron, nodes, conf.ip_family, service
+        )
     conf.member_subnet_id = _member_subnet_id(service, opts) or conf.member_subnet_id
     if not conf.internal:
         _floating(conf, service, opts, neutron)
@@ -202,7 +217,8 @@ def config_for_update(
     else:
         conf.class_name = annotation(service, ann.CLASS)
         if conf.class_name:
-            conf.member_subnet_id = lb_class(service, opts).subnet_id if lb_class(service, opts) else ""
+            found = lb_class(service, opts)
+            conf.member_subnet_id = found.subnet_id if found is not None else ""
         else:
             conf.member_subnet_id = annotation(service, ann.SUBNET_ID, opts.subnet_id)
             if not conf.member_subnet_id and nodes:
@@ -221,7 +237,9 @@ def config_for_delete(service: Service, opts: LBOptions, octavia: Octavia) -> Se
         conf.proxy_protocol = ann.proxy_protocol(service)
     except LBAnnotationError:
         conf.proxy_protocol = None
-    conf.tls_container_ref = annotation(service, ann.TLS_CONTAINER_REF, opts.default_tls_container_ref)
+    conf.tls_container_ref = annotation(
+        service, ann.TLS_CONTAINER_REF, opts.default_tls_container_ref
+    )
     return conf
 
 
@@ -245,14 +263,22 @@ def _lb_method(service: Service) -> str:
 
 
 def _monitor(conf: ServiceConfig, service: Service, opts: LBOptions) -> None:
-    conf.enable_monitor = ann.bool_annotation(service, ann.ENABLE_HEALTH_MONITOR, opts.create_monitor)
+    conf.enable_monitor = ann.bool_annotation(
+        service, ann.ENABLE_HEALTH_MONITOR, opts.create_monitor
+    )
     spec = _spec(service)
     hcnp = int(spec.get("healthCheckNodePort") or 0)
     if conf.enable_monitor and spec.get("externalTrafficPolicy") == "Local" and hcnp > 0:
         conf.health_check_node_port = hcnp
-    conf.monitor_delay = ann.int_annotation(service, ann.HEALTH_MONITOR_DELAY, int(opts.monitor_delay))
-    conf.monitor_timeout = ann.int_annotation(service, ann.HEALTH_MONITOR_TIMEOUT, int(opts.monitor_timeout))
-    conf.monitor_max_retries = ann.int_annotation(service, ann.HEALTH_MONITOR_MAX_RETRIES, opts.monitor_max_retries)
+    conf.monitor_delay = ann.int_annotation(
+        service, ann.HEALTH_MONITOR_DELAY, int(opts.monitor_delay)
+    )
+    conf.monitor_timeout = ann.int_annotation(
+        service, ann.HEALTH_MONITOR_TIMEOUT, int(opts.monitor_timeout)
+    )
+    conf.monitor_max_retries = ann.int_annotation(
+        service, ann.HEALTH_MONITOR_MAX_RETRIES, opts.monitor_max_retries
+    )
     conf.monitor_max_retries_down = ann.int_annotation(
         service, ann.HEALTH_MONITOR_MAX_RETRIES_DOWN, opts.monitor_max_retries_down
     )
@@ -280,13 +306,19 @@ def _finish(conf: ServiceConfig, service: Service, opts: LBOptions, octavia: Oct
     if octavia.supports("vip_acl") or (opts.lb_provider == "ovn" and opts.manage_security_groups):
         conf.allowed_cidrs = ranges
     else:
-        log.warning("LoadBalancerSourceRanges are ignored for Service %s because Octavia provider does not support it", key)
+        log.warning(
+            "LoadBalancerSourceRanges are ignored for Service %s because Octavia provider "
+            "does not support it",
+            key,
+        )
     if octavia.supports("flavors"):
         conf.flavor_id = annotation(service, ann.FLAVOR_ID, opts.flavor_id)
     zone = annotation(service, ann.AVAILABILITY_ZONE, opts.availability_zone)
     if octavia.supports("availability_zones"):
         conf.availability_zone = zone
     elif zone:
-        log.warning("LoadBalancer Availability Zones aren't supported (Octavia < 2.14) for Service %s", key)
+        log.warning(
+            "LoadBalancer Availability Zones aren't supported (Octavia < 2.14) for Service %s", key
+        )
     conf.tls_container_ref = _tls_container_ref(service, opts)
     _monitor(conf, service, opts)
