@@ -101,6 +101,11 @@ class FloatingSubnetSpec:
             params[key] = ",".join(tags)
         return params
 
+    def validate(self) -> None:
+        """Refuse a bad name pattern before anything is created."""
+        if self.subnet:
+            _name_matcher(self.subnet)
+
     def select(self, subnets: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The listed subnets whose name matches the pattern (all of them without one)."""
         if not self.subnet:

@@ -152,6 +152,7 @@ def _floating(conf: ServiceConfig, service: Service, opts: LBOptions, neutron: N
         spec = FloatingSubnetSpec.from_annotations(service)
         if not spec.configured():
             spec = FloatingSubnetSpec.from_options(opts)
+    spec.validate()
     if network_id and spec.subnet_id:
         subnet = neutron.subnet(spec.subnet_id)
         if subnet.get("network_id") != network_id:
