@@ -49,6 +49,7 @@ from kccm.providers.openstack.lbnames import (
 )
 from kccm.providers.openstack.lbnodes import filter_nodes
 from kccm.providers.openstack.lbopts import LBOptions, lb_options
+from kccm.providers.openstack.lbrename import has_old_cluster_name, rename_load_balancer
 from kccm.providers.openstack.listeners import (
     check_listener_ports,
     delete_service_listeners,
@@ -156,6 +157,15 @@ class OctaviaLoadBalancers:
                 service_key(service),
             )
             return None, True
+        if has_old_cluster_name(lb, cluster):
+            log.info(
+                "Loadbalancer %s has a name of %s with incorrect cluster-name component. "
+                "Renaming it to %s.",
+                lb["id"],
+                lb.get("name"),
+                conf.lb_name,
+            )
+            lb = rename_load_balancer(self.octavia, lb, conf.lb_name, cluster)
         owner = lb.get("name") == conf.lb_name
         if not conf.support_tags and not owner:
             raise CloudProviderError(

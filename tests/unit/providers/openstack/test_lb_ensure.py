@@ -218,3 +218,24 @@ def test_legacy_name_is_adopted_without_a_write(world: LBWorld) -> None:
     assert status.ingress[0].ip
     balancers.ensure_load_balancer_deleted(CLUSTER, world.with_written(svc))
     assert balancers.get_load_balancer(CLUSTER, svc) == (None, False)
+
+
+def test_cluster_rename(world: LBWorld) -> None:
+    """``--cluster-name`` changed: the annotated balancer and its children are renamed."""
+    balancers = world.balancers(**{"create-monitor": "true"})
+    svc = service()
+    balancers.ensure_load_balancer("old", svc, world.nodes)
+    svc = world.with_written(svc)
+    balancers.ensure_load_balancer(CLUSTER, svc, world.nodes)
+    name = f"kube_service_{CLUSTER}_default_web"
+    lb = world.lb_named(svc)
+    assert lb["tags"] == [name]
+    (listener,) = balancers.octavia.listeners(lb["id"])
+    (pool,) = balancers.octavia.pools(lb["id"])
+    monitor = balancers.octavia.health_monitor(pool["healthmonitor_id"])
+    assert (listener["name"], listener["tags"]) == (listener_name(0, name), [name])
+    assert (pool["name"], monitor["name"]) == (pool_name(0, name), monitor_name(0, name))
+    before = world.seq()
+    balancers.ensure_load_balancer(CLUSTER, svc, world.nodes)
+    assert world.writes(before) == []
+    balancers.ensure_load_balancer_deleted(CLUSTER, svc)
