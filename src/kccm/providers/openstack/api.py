@@ -312,6 +312,8 @@ class OpenStackAPI:
             raise OpenStackAuthError(
                 f"openstack: Keystone refused the credentials: {_ksa_message(err)}", 401
             ) from err
+        except ksa_exc.EndpointNotFound as err:
+            raise OpenStackAuthError(self._no_endpoint(service)) from err
         except ksa_exc.ClientException as err:
             raise OpenStackAPIError(0, f"openstack: cannot read the catalog: {err}") from err
         if not url:
@@ -432,5 +434,7 @@ def _next_link(page: Any, key: str) -> str:
 
 
 def _ksa_message(err: Exception) -> str:
-    message = getattr(err, "message", None) or str(err)
-    return str(message).splitlines()[0][:300]
+    """keystoneauth's message, one line, without its ``(HTTP <status>)`` suffix."""
+    message = str(getattr(err, "message", None) or err).splitlines()[0][:300]
+    status = getattr(err, "http_status", None)
+    return message.removesuffix(f" (HTTP {status})") if status else message

@@ -42,6 +42,9 @@ __all__ = ["PROVIDER_NAME", "OpenStackCloud", "new_openstack_cloud"]
 log = logging.getLogger(__name__)
 
 LOADBALANCER_MODULE = "kccm.providers.openstack.loadbalancer"
+SERVICE_PATCH_MODULE = "kccm.providers.openstack.servicepatch"
+CLIENT_NAME = "cloud-controller-manager"
+"""Upstream ``Initialize``: ``clientBuilder.ClientOrDie("cloud-controller-manager")``."""
 
 
 def _load_balancers(api: OpenStackAPI, config: OpenStackConfig, clock: Clock) -> Any:
@@ -112,15 +115,29 @@ class OpenStackCloud:
             allowed_address_pairs="allowed-address-pairs" in extensions,
         )
 
-    def initialize(
+    async def initialize(
         self, client_builder: ControllerClientBuilder | None, stop: asyncio.Event
     ) -> None:
+        """Upstream ``Initialize``: a Kubernetes client (``cloud-controller-manager``) for
+        the load balancers' Service annotations (``servicepatch.KubeServicePatcher``)."""
         log.info(
             "openstack provider: region %s, Keystone %s (interface %s)",
             self.config.region or "(any)",
             self.api.auth_url,
             self.api.interface,
         )
+        setter = getattr(self._balancers, "set_service_patcher", None)
+        if client_builder is None or not callable(setter):
+            return
+        try:
+            module = importlib.import_module(SERVICE_PATCH_MODULE)
+        except ModuleNotFoundError as err:
+            if err.name != SERVICE_PATCH_MODULE:
+                raise
+            log.warning("openstack: Service annotations are not written back (%s)", err)
+            return
+        client = client_builder.client(CLIENT_NAME)
+        setter(module.KubeServicePatcher(client, asyncio.get_running_loop()))
 
     def load_balancer(self) -> LoadBalancer | None:
         balancers: LoadBalancer | None = self._balancers
