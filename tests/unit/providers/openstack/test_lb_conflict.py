@@ -87,7 +87,7 @@ def test_create_waits_with_the_backoff_on_the_clock(world: LBWorld) -> None:
 def test_wait_gives_up_after_the_steps(world: LBWorld, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OCCM_WAIT_LB_ACTIVE_STEPS", "3")
     balancers = world.balancers()
-    world.emu.admin.set_config(lb_active_delay=30)
+    world.emu.admin.set_config(lb_active_delay=2.0)
     try:
         created = balancers.octavia.create_load_balancer(
             {"name": "slow", "vip_subnet_id": world.ids["private_subnet_id"]}
