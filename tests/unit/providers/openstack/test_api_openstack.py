@@ -198,6 +198,21 @@ def test_a_status_in_ok_is_an_answer(world: World, cloud: OpenStackCloud) -> Non
     assert found is not None
 
 
+@pytest.mark.parametrize(
+    ("status", "error"),
+    [(503, Throttled), (500, OpenStackAPIError)],
+    ids=["keystone-unavailable", "keystone-error"],
+)
+def test_a_failed_token_renewal_maps_like_any_answer(
+    world: World, cloud: OpenStackCloud, status: int, error: type[Exception]
+) -> None:
+    world.admin.expire_tokens()
+    world.admin.fault("identity", "POST", r"/auth/tokens$", status=status)
+    with pytest.raises(error, match="Keystone"):
+        cloud.api.request("network", "GET", "/v2.0/networks", operation="list_networks")
+    cloud.api.request("network", "GET", "/v2.0/networks", operation="list_networks")
+
+
 def test_the_error_message_is_the_services(world: World, cloud: OpenStackCloud) -> None:
     with pytest.raises(OpenStackNotFound, match="could not be found"):
         cloud.api.request("compute", "GET", "/servers/no-such-server", operation="get_server")
