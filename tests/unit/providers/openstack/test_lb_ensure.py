@@ -239,3 +239,30 @@ def test_cluster_rename(world: LBWorld) -> None:
     balancers.ensure_load_balancer(CLUSTER, svc, world.nodes)
     assert world.writes(before) == []
     balancers.ensure_load_balancer_deleted(CLUSTER, svc)
+
+
+def test_serial_mode_sends_one_call_per_object(world: LBWorld) -> None:
+    """``provider-requires-serial-api-calls``: an empty balancer, then the listener, the pool
+    and each member on their own (``SeriallyReconcilePoolMembers``), each waited for."""
+    balancers = world.balancers(**{"provider-requires-serial-api-calls": "true"})
+    svc = service()
+    before = world.seq()
+    balancers.ensure_load_balancer(CLUSTER, svc, world.nodes)
+    octavia = [
+        w.split("/lbaas/")[1].split("/")[0] + (":members" if w.endswith("/members") else "")
+        for w in world.writes(before)
+        if "/lbaas/" in w
+    ]
+    assert octavia == ["loadbalancers", "listeners", "pools", "pools:members", "pools:members"]
+    lb = world.lb_named(svc)
+    (pool,) = balancers.octavia.pools(lb["id"])
+    names = sorted(m["name"] for m in balancers.octavia.members(pool["id"]))
+    assert names == sorted(
+        f"member_{n['metadata']['name']}_{n['status']['addresses'][0]['address']}_30080"
+        for n in world.nodes
+    )
+    before = world.seq()
+    balancers.update_load_balancer(CLUSTER, world.with_written(svc), world.nodes[:1])
+    (removal,) = world.writes(before)
+    assert removal.startswith("DELETE ")
+    balancers.ensure_load_balancer_deleted(CLUSTER, world.with_written(svc))
