@@ -68,18 +68,22 @@ class RecordingPatcher:
         self.patches.append(dict(annotations))
 
 
-def node_of(server: Mapping[str, Any], labels: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """The Node kubelet + kccm make of an emulator server: its fixed IPv4 as InternalIP."""
+def node_of(
+    server: Mapping[str, Any], labels: Mapping[str, str] | None = None, ipv6: bool = False
+) -> dict[str, Any]:
+    """The Node kubelet + kccm make of an emulator server: its fixed IPv4 (and, with
+    ``ipv6``, its IPv6) addresses as InternalIPs."""
+    versions = (4, 6) if ipv6 else (4,)
     fixed = [
         a["addr"]
         for addresses in (server.get("addresses") or {}).values()
         for a in addresses
-        if a.get("version") == 4 and a.get("OS-EXT-IPS:type", "fixed") == "fixed"
+        if a.get("version") in versions and a.get("OS-EXT-IPS:type", "fixed") == "fixed"
     ]
     return {
         "metadata": {"name": server["name"], "labels": dict(labels or {})},
         "spec": {"providerID": f"openstack:///{server['id']}"},
-        "status": {"addresses": [{"type": "InternalIP", "address": fixed[0]}]},
+        "status": {"addresses": [{"type": "InternalIP", "address": a} for a in fixed]},
     }
 
 
