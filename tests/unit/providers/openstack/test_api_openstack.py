@@ -6,11 +6,14 @@ from __future__ import annotations
 import dataclasses
 import io
 import logging
+from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import World
+from os_core_world import World
 
+from kccm.app.config import ConfigurationError, ManagerConfig
+from kccm.app.manager import EXIT_CONFIG, init_provider
 from kccm.cloudprovider import CloudProviderInitError, Throttled
 from kccm.cloudprovider.errors import find_error
 from kccm.cloudprovider.registry import CloudProviderRegistry
@@ -287,3 +290,27 @@ def test_credentials_are_never_logged(
     assert "wrong-Pa55word" not in caplog.text
     assert conf["password"] not in repr(dataclasses.asdict(cloud.config.load_balancer))
     assert conf["password"] not in repr(cloud.config)
+
+
+@pytest.mark.parametrize(
+    ("sections", "expected"),
+    [
+        ({"Global": {"password": "not-the-password"}}, "refused the [Global] credentials"),
+        ({"Global": {"region": "Atlantis"}}, "no compute endpoint"),
+        ({"LoadBalancer": {"lb-version": "v1"}}, "lb-version: 'v1' is not supported"),
+    ],
+    ids=["wrong-password", "unknown-region", "bad-value"],
+)
+def test_the_daemon_stops_with_one_configuration_error(
+    emulator: Any, tmp_path: Path, sections: dict[str, Any], expected: str
+) -> None:
+    """The manager's init_provider: a ConfigurationError is exit code 2 (run_manager)."""
+    path = tmp_path / "cloud.conf"
+    path.write_text(emulator.cloud_conf(sections))
+    reference = "kccm.providers.openstack:new_openstack_cloud"
+    with pytest.raises(ConfigurationError) as caught:
+        init_provider(ManagerConfig(cloud_provider=reference, cloud_config=str(path)))
+    assert len(caught.value.problems) == 1
+    assert expected in caught.value.problems[0]
+    assert "\n" not in caught.value.problems[0]
+    assert EXIT_CONFIG == 2
