@@ -292,7 +292,11 @@ def test_octavia_version_discovery(conn: Connection) -> None:
 
 def test_octavia_lifecycle(emu: Emulator, conn: Connection, nodes: list[dict[str, Any]]) -> None:
     lbs = conn.load_balancer
-    lb = lbs.create_load_balancer(**_full_lb(emu, nodes))
+    emu.admin.set_config(lb_active_delay=3600.0)  # pending until settled: no race with 409s
+    try:
+        lb = lbs.create_load_balancer(**_full_lb(emu, nodes))
+    finally:
+        emu.admin.set_config(lb_active_delay=0.05)
     try:
         assert lb.provisioning_status == "PENDING_CREATE"
         pool_id = lb.pools[0]["id"]
@@ -306,6 +310,7 @@ def test_octavia_lifecycle(emu: Emulator, conn: Connection, nodes: list[dict[str
         assert (
             response.json()["faultstring"] == f"Pool {pool_id} is immutable and cannot be updated."
         )
+        assert emu.admin.settle() == [lb.id]
         lb = lbs.wait_for_load_balancer(lb.id, interval=0.05, wait=60)
         assert (lb.provisioning_status, lb.operating_status) == ("ACTIVE", "ONLINE")
         assert [x.id for x in lbs.load_balancers(tags=["kube_service_kccm_sdk_svc"])] == [lb.id]

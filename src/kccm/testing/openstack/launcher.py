@@ -58,7 +58,8 @@ class EmulatorAdmin:
         return dict(self._call("GET", "/_emu/config"))
 
     def set_config(self, **values: Any) -> dict[str, Any]:
-        """Change ``lb_active_delay``, ``token_ttl`` or ``max_routes`` of the running server."""
+        """Change ``lb_active_delay``, ``token_ttl``, ``max_routes``, ``octavia_version``
+        (``"2.11"``) or ``disabled_extensions`` (Neutron aliases) of the running server."""
         return dict(self._call("PATCH", "/_emu/config", values))
 
     def add_server(
