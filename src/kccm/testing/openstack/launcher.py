@@ -9,12 +9,16 @@ request log and leak checks.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import json
 import os
+import shutil
 import signal
+import ssl
 import subprocess
 import sys
+import tempfile
 import threading
 import urllib.error
 import urllib.request
@@ -23,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kccm.testing.certs import CertificateAuthority
 from kccm.testing.ports import free_port
 
 __all__ = ["Emulator", "EmulatorAdmin", "EmulatorError", "openstack_emulator", "start_emulator"]
@@ -39,13 +44,15 @@ class EmulatorAdmin:
     """The ``/_emu`` test API of a running emulator (blocking calls)."""
 
     base_url: str
+    ca_file: str = ""
 
     def _call(self, method: str, path: str, body: Any = None) -> Any:
         data = None if body is None else json.dumps(body).encode()
         request = urllib.request.Request(self.base_url + path, data=data, method=method)
         request.add_header("Content-Type", "application/json")
+        context = ssl.create_default_context(cafile=self.ca_file) if self.ca_file else None
         try:
-            with urllib.request.urlopen(request, timeout=30) as response:
+            with urllib.request.urlopen(request, timeout=30, context=context) as response:
                 payload = response.read()
         except urllib.error.HTTPError as exc:
             raise EmulatorError(f"{method} {path}: {exc.code} {exc.read().decode()}") from exc
@@ -99,8 +106,9 @@ class EmulatorAdmin:
         return list(self._call("GET", f"/_emu/requests?since={since}"))
 
     def last_seq(self) -> int:
-        found = self.requests()
-        return int(found[-1]["seq"]) if found else 0
+        """The sequence number of the last logged call: ``requests(since=last_seq())``
+        later lists what came after."""
+        return int(self._call("GET", "/_emu/seq")["seq"])
 
     def mutating(self, since: int = 0) -> list[dict[str, Any]]:
         """The writes after ``since``: every call but GET/HEAD, less Keystone token POSTs."""
@@ -135,10 +143,13 @@ class EmulatorAdmin:
         times: int = 1,
         latency: float = 0.0,
         kind: str = "error",
+        headers: Mapping[str, str] | None = None,
     ) -> dict[str, Any]:
-        """Answer the next ``times`` matching calls (0 = all) with a fault: ``kind`` "error"
-        (``status``, ``body`` or the service's error body), "conflict" (409, Octavia's
-        immutable text) or "latency" (``latency`` s, then served)."""
+        """Answer the next ``times`` matching calls (0 = all) of ``service`` (or "*") and
+        ``method`` (or "*") whose path ``path_regex`` is found in (``re.search`` on e.g.
+        ``/network/v2.0/ports``) with a fault: ``kind`` "error" (``status``, ``body`` or the
+        service's error body, ``headers``), "conflict" (409, Octavia's immutable text) or
+        "latency" (``latency`` s, then served)."""
         spec = {
             "service": service,
             "method": method,
@@ -148,6 +159,7 @@ class EmulatorAdmin:
             "times": times,
             "latency": latency,
             "kind": kind,
+            "headers": dict(headers or {}),
         }
         if kind == "conflict" and status == 500:
             spec["status"] = 409
@@ -168,17 +180,18 @@ class EmulatorAdmin:
         return int(self._call("POST", "/_emu/expire-tokens")["expired"])
 
 
-@dataclass
+@dataclass(eq=False)
 class Emulator:
     """A running emulator process."""
 
     process: subprocess.Popen[str]
     base_url: str
+    ca_file: str = ""  # the CA of an HTTPS emulator's certificate ("" for HTTP)
     admin: EmulatorAdmin = field(init=False)
     _config: dict[str, Any] = field(init=False, default_factory=dict)
 
     def __post_init__(self) -> None:
-        self.admin = EmulatorAdmin(self.base_url)
+        self.admin = EmulatorAdmin(self.base_url, self.ca_file)
 
     @property
     def auth_url(self) -> str:
@@ -192,8 +205,8 @@ class Emulator:
 
     def cloud_conf(
         self,
-        overrides: Mapping[str, Mapping[str, str]] | None = None,
-        **sections: Mapping[str, str],
+        overrides: Mapping[str, Mapping[str, str | None]] | None = None,
+        **sections: Mapping[str, str | None],
     ) -> str:
         """OCCM's ``cloud.conf`` for the default user and project; ``{"Section": {"key":
         "value"}}`` (a value of None drops the key) merge over the defaults."""
@@ -211,6 +224,8 @@ class Emulator:
             "LoadBalancer": {"floating-network-id": conf["public_network_id"]},
             "Route": {"router-id": conf["router_id"]},
         }
+        if self.ca_file:
+            base["Global"]["ca-file"] = self.ca_file
         for name, extra in {**(overrides or {}), **sections}.items():
             base.setdefault(name, {}).update(extra)
         lines: list[str] = []
@@ -221,6 +236,7 @@ class Emulator:
         return "\n".join(lines)
 
     def stop(self) -> None:
+        _RUNNING.discard(self)
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
             try:
@@ -230,6 +246,8 @@ class Emulator:
                 self.process.wait()
         if self.process.stdout is not None:
             self.process.stdout.close()
+        if self.ca_file:
+            shutil.rmtree(Path(self.ca_file).parent, ignore_errors=True)
 
 
 def _read_ready(process: subprocess.Popen[str]) -> dict[str, Any]:
@@ -266,7 +284,9 @@ def start_emulator(
     token_ttl: float = 3600.0,
     host: str = "127.0.0.1",
     log_path: str | os.PathLike[str] | None = None,
+    tls: bool = False,
 ) -> Emulator:
+    """The emulator on a free port of ``host``; HTTPS with a throw-away CA when ``tls``."""
     port = free_port(host)
     args = [
         sys.executable,
@@ -280,7 +300,10 @@ def start_emulator(
         str(lb_active_delay),
         "--token-ttl",
         str(token_ttl),
+        "--parent-pid",
+        str(os.getpid()),
     ]
+    ca_file = _certificates(host, args) if tls else ""
     with contextlib.ExitStack() as stack:
         stderr: Any = subprocess.DEVNULL
         if log_path is not None:
@@ -289,12 +312,38 @@ def start_emulator(
             args, stdout=subprocess.PIPE, stderr=stderr, text=True, env=_child_env()
         )
     ready = _read_ready(process)
-    return Emulator(process=process, base_url=str(ready["url"]))
+    emulator = Emulator(process=process, base_url=str(ready["url"]), ca_file=ca_file)
+    _RUNNING.add(emulator)
+    return emulator
+
+
+_RUNNING: set[Emulator] = set()
+
+
+@atexit.register
+def _stop_running() -> None:
+    """Emulators a test left running stop with the process (they also watch it)."""
+    for emulator in list(_RUNNING):
+        emulator.stop()
+
+
+def _certificates(host: str, args: list[str]) -> str:
+    """Write a CA and a serving certificate for ``host`` into a fresh directory, add the
+    server's options to ``args``; the CA file's path."""
+    directory = Path(tempfile.mkdtemp(prefix="kccm-openstack-emulator-"))
+    authority = CertificateAuthority("kccm-openstack-emulator-ca")
+    pair = authority.serving(("localhost", host))
+    (directory / "ca.pem").write_bytes(authority.cert_pem)
+    (directory / "cert.pem").write_bytes(pair.cert_pem)
+    (directory / "key.pem").write_bytes(pair.key_pem)
+    args += ["--cert-file", str(directory / "cert.pem"), "--key-file", str(directory / "key.pem")]
+    return str(directory / "ca.pem")
 
 
 @contextlib.contextmanager
 def openstack_emulator(lb_active_delay: float = 0.05, **opts: Any) -> Iterator[Emulator]:
-    """A running emulator for the block (``opts``: ``token_ttl``, ``host``, ``log_path``)."""
+    """A running emulator for the block (``opts``: ``token_ttl``, ``host``, ``log_path``,
+    ``tls``)."""
     emulator = start_emulator(lb_active_delay=lb_active_delay, **opts)
     try:
         yield emulator

@@ -54,6 +54,7 @@ class Token:
     issued: float
     expires: float
     application_credential_id: str | None = None
+    trust_id: str | None = None
 
 
 @dataclass
@@ -69,6 +70,7 @@ class Fault:
     times: int  # answers left; 0 = unlimited
     latency: float
     kind: str  # "error" | "conflict" | "latency"
+    headers: dict[str, str] = field(default_factory=dict)  # e.g. Retry-After on a 429
     hits: int = 0
 
 
@@ -87,6 +89,7 @@ class World:
     projects: dict[str, Obj] = field(default_factory=dict)
     users: dict[str, Obj] = field(default_factory=dict)
     app_creds: dict[str, Obj] = field(default_factory=dict)
+    trusts: dict[str, Obj] = field(default_factory=dict)
     tokens: dict[str, Token] = field(default_factory=dict)
     flavors: dict[str, Obj] = field(default_factory=dict)
     servers: dict[str, Obj] = field(default_factory=dict)
@@ -107,6 +110,7 @@ class World:
     fault_seq: int = 0
     seq: int = 0
     baseline_ports: set[str] = field(default_factory=set)
+    baseline_networks: set[str] = field(default_factory=set)  # and subnets: the seeded ids
     timers: dict[str, Any] = field(default_factory=dict)  # lb id -> asyncio.TimerHandle
 
     # -- lookups --------------------------------------------------------------------------
