@@ -66,6 +66,8 @@ def test_subnet_pattern_without_match_is_an_error(world: LBWorld) -> None:
     svc = service()
     with pytest.raises(CloudProviderError, match="no subnet matching"):
         balancers.ensure_load_balancer(CLUSTER, svc, world.nodes)
+    # the balancer exists: its ID is written back all the same (upstream's deferred patch)
+    assert list(world.patcher.patches[-1]) == [ann.LB_ID]
     balancers.ensure_load_balancer_deleted(CLUSTER, world.with_written(svc))
 
 
