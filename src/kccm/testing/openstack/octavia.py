@@ -419,8 +419,13 @@ async def create(request: web.Request) -> web.Response:
         vip_address=vip["address"],
         vip_port_id=vip["port_id"],
     )
-    made = graph(world, lb, body)
     _vip_port(world, lb, vip)
+    try:
+        made = graph(world, lb, body)
+    except EmuError:
+        if lb.get("_vip_owned"):  # the create's rollback deallocates the VIP
+            world.ports.pop(lb["vip_port_id"], None)
+        raise
     world.loadbalancers[lb["id"]] = lb
     for kind, obj in made:
         getattr(world, kind)[obj["id"]] = obj
