@@ -1,7 +1,9 @@
 """Pod-CIDR routes on a Neutron router (upstream ``pkg/openstack/routes.go`` v1.36.0).
 
 - Routes live on ``[Route] router-id``: ``destination`` = the pod CIDR, ``nexthop`` = the
-  node's InternalIP of the CIDR's family (``getAddrByNodeName``).
+  node's InternalIP of the CIDR's family (``getAddrByNodeName``; kccm: when the caller gives
+  no Node addresses, the first fixed address of that family of the server named like the
+  Node).
 - With the ``extraroute-atomic`` extension a route is added or removed with
   ``PUT /v2.0/routers/{id}/add_extraroutes`` / ``remove_extraroutes``; without it the whole
   list is read and written back with ``PUT /v2.0/routers/{id}``, one change at a time (a
@@ -183,7 +185,25 @@ class NeutronRoutes:
         for hop, name in self._names.items():
             if name == route.target_node and (":" in hop) == want_v6:
                 return hop
+        found = self._server_fixed_address(route.target_node, want_v6)
+        if found:
+            return found
         raise CloudProviderError(f"no InternalIP address found for node {route.target_node}")
+
+    def _server_fixed_address(self, name: str, want_v6: bool) -> str:
+        """kccm: without the Node's addresses (a caller other than the route controller),
+        the first fixed address of that family of the server named like the Node."""
+        try:
+            server = self.instances.server_by_name(name)
+        except CloudProviderError:
+            return ""
+        for network in sorted(server.get("addresses") or {}):
+            for item in server["addresses"][network] or ():
+                address = str(item.get("addr", ""))
+                fixed = item.get("OS-EXT-IPS:type", "fixed") == "fixed"
+                if fixed and address and (":" in address) == want_v6:
+                    return address
+        return ""
 
     def _put_routes(self, routes: Sequence[Mapping[str, str]]) -> None:
         self.api.request(

@@ -197,9 +197,19 @@ def test_routes_need_a_router_id(make_cloud: Any) -> None:
     assert make_cloud({"Route": {"router-id": None}}).routes() is None
 
 
-def test_a_node_without_an_internal_ip_is_an_error(routes: NeutronRoutes) -> None:
+def test_a_node_without_an_internal_ip_or_server_is_an_error(routes: NeutronRoutes) -> None:
     with pytest.raises(CloudProviderError, match="no InternalIP address found for node n"):
         routes.create_route("c", "uid", Route(target_node="n", destination_cidr=CIDR))
+
+
+def test_without_node_addresses_the_servers_fixed_address_is_the_next_hop(
+    world: World, cloud: OpenStackCloud, routes: NeutronRoutes
+) -> None:
+    server = world.server("route-bare")
+    routes.create_route("c", "uid", Route(target_node="route-bare", destination_cidr=CIDR))
+    assert {"destination": CIDR, "nexthop": fixed(server)} in router_routes(cloud)
+    routes.delete_route("c", Route(target_node="route-bare", destination_cidr=CIDR))
+    assert pairs_of(cloud, server) == []
 
 
 def test_the_unwinder_runs_in_reverse_order() -> None:
