@@ -83,7 +83,9 @@ def node_of(server: dict[str, Any]) -> Node:
 
 
 def _addresses(nodes: Sequence[Node]) -> set[str]:
-    return {a["address"] for n in nodes for a in n["status"]["addresses"] if a["type"] == "InternalIP"}
+    return {
+        a["address"] for n in nodes for a in n["status"]["addresses"] if a["type"] == "InternalIP"
+    }
 
 
 @dataclass

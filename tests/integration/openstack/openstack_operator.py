@@ -71,9 +71,7 @@ class Operator:
         self.session = ksa_session.Session(auth=auth)
         self.region = conf["region"]
 
-    def call(
-        self, service: str, method: str, path: str, body: Any = None, **params: Any
-    ) -> Any:
+    def call(self, service: str, method: str, path: str, body: Any = None, **params: Any) -> Any:
         """One request to ``service``'s catalog endpoint; the decoded body (None if empty)."""
         response = self.session.request(
             path,
@@ -118,7 +116,9 @@ class Operator:
         return list(found["listeners"])
 
     def members(self, pool_id: str) -> list[dict[str, Any]]:
-        return list(self.call("load-balancer", "GET", f"{LBAAS}/pools/{pool_id}/members")["members"])
+        return list(
+            self.call("load-balancer", "GET", f"{LBAAS}/pools/{pool_id}/members")["members"]
+        )
 
     def monitor(self, monitor_id: str) -> dict[str, Any]:
         found = self.call("load-balancer", "GET", f"{LBAAS}/healthmonitors/{monitor_id}")
@@ -157,7 +157,9 @@ class Operator:
 
     def disassociate(self, fip_id: str) -> None:
         """``openstack floating ip unset --port``."""
-        self.call("network", "PUT", f"/v2.0/floatingips/{fip_id}", {"floatingip": {"port_id": None}})
+        self.call(
+            "network", "PUT", f"/v2.0/floatingips/{fip_id}", {"floatingip": {"port_id": None}}
+        )
 
     def delete_floating_ip(self, fip_id: str) -> None:
         self.call("network", "DELETE", f"/v2.0/floatingips/{fip_id}")
@@ -180,7 +182,9 @@ class Operator:
         lb = self.load_balancer(name)
         if lb is None:
             return None
-        listeners = {int(li["protocol_port"]): self._listener(li) for li in self.listeners(lb["id"])}
+        listeners = {
+            int(li["protocol_port"]): self._listener(li) for li in self.listeners(lb["id"])
+        }
         fip = self.floating_ip_on(lb["vip_port_id"])
         return BalancerView(
             id=lb["id"],

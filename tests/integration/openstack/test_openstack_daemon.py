@@ -1,0 +1,618 @@
+"""The kccm daemon with ``--cloud-provider=openstack`` on the real apiserver and the OpenStack
+emulator (``kccm.testing.openstack``), faults injected along the way.
+
+One emulator and one daemon for the module (``--cluster-name=kccm-os-e2e``, routes on
+``router1`` for the pod CIDRs in ``--cluster-cidr``), with two servers whose Nodes (podCIDRs
+10.244.0.0/24 and 10.244.1.0/24) every test may use. Each test makes and removes its own
+servers, Nodes and Services; the module leaves the emulator as it found it (``admin.state()``).
+
+Faults (``admin.fault``): 503s from Nova and Octavia, latency on Nova and Octavia, 409
+"immutable" storms on listener, member and pool writes, a 503 on a router update, and every
+Keystone token expired mid-run. The daemon runs with the shipped RBAC
+(``deploy/rbac.yaml``) plus ``services: patch``, which the openstack provider needs for the
+``loadbalancer.openstack.org/load-balancer-id`` annotation (OCCM's manifest grants it too).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import json
+import time
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+import pytest_asyncio
+from openstack_operator import BalancerView, Operator
+
+from kccm.kube.client import KubeApiClient
+from kccm.kube.config import load_cluster_config
+from kccm.kube.interface import Obj, PatchType
+from kccm.kube.resources import CLUSTER_ROLE_BINDINGS, CLUSTER_ROLES, NODES, SERVICES
+from kccm.testing.controllers import absent, delete_until_gone, initialised_nodes
+from kccm.testing.controllers import eventually as shared_eventually
+from kccm.testing.controlplane import ControlPlane
+from kccm.testing.daemon import SA_GROUPS, SA_USER, Daemon, DaemonExited, Daemons, apply_rbac
+from kccm.testing.kubelet import kubelet_node, ready_condition
+from kccm.testing.openstack.launcher import Emulator, openstack_emulator
+from kccm.testing.pytest_plugin import KubeCleanup
+
+ROOT = Path(__file__).resolve().parents[3]
+CLUSTER = "kccm-os-e2e"
+SHUTDOWN = "node.cloudprovider.kubernetes.io/shutdown"
+UNINITIALIZED = "node.cloudprovider.kubernetes.io/uninitialized"
+INTERNAL = "service.beta.kubernetes.io/openstack-internal-load-balancer"
+MONITOR = "loadbalancer.openstack.org/enable-health-monitor"
+LB_ID = "loadbalancer.openstack.org/load-balancer-id"
+EXTRA_ROLE = "kccm-openstack-e2e-services"
+T = TypeVar("T")
+
+eventually = functools.partial(shared_eventually, within=120.0, interval=0.2)
+"""The shared :func:`kccm.testing.controllers.eventually` with this module's bound and pace
+(it polls the apiserver and the emulator, two other processes)."""
+
+
+def _run(fn: Callable[..., Any], *args: Any) -> Awaitable[Any]:
+    return asyncio.to_thread(fn, *args)
+
+
+@dataclass
+class World:
+    """The module's emulator, daemon and base Nodes (server name -> server)."""
+
+    emulator: Emulator
+    ops: Operator
+    daemon: Daemon
+    baseline: dict[str, list[Any]]
+    base: dict[str, dict[str, Any]] = field(default_factory=dict)
+    steady: dict[str, list[Any]] = field(default_factory=dict)
+    figures: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def admin(self) -> Any:
+        return self.emulator.admin
+
+    def balancer_name(self, namespace: str, name: str) -> str:
+        return f"kube_service_{CLUSTER}_{namespace}_{name}"
+
+    async def view(self, namespace: str, name: str) -> BalancerView | None:
+        return await _run(self.ops.view, self.balancer_name(namespace, name))
+
+    async def until(self, probe: Callable[[], Awaitable[T | None]]) -> T:
+        """:data:`eventually`, failing at once (with the log) when the daemon has exited."""
+
+        async def watched() -> T | None:
+            if self.daemon.proc.poll() is not None:
+                logs = await _run(self.daemon.logs)
+                raise DaemonExited(f"kccm exited ({self.daemon.proc.returncode}):\n{logs[-3000:]}")
+            return await probe()
+
+        return await eventually(watched)
+
+    async def state_is(self, wanted: dict[str, list[Any]]) -> bool:
+        return await _run(self.admin.state) == wanted
+
+
+def fixed_ipv4(server: dict[str, Any]) -> str:
+    return next(
+        a["addr"]
+        for addresses in server["addresses"].values()
+        for a in addresses
+        if a["version"] == 4 and a.get("OS-EXT-IPS:type", "fixed") == "fixed"
+    )
+
+
+async def _services_patch_role(kube: KubeApiClient) -> None:
+    """``services: patch`` for the daemon's ServiceAccount (the annotations OCCM writes)."""
+    await kube.patch(
+        CLUSTER_ROLES,
+        EXTRA_ROLE,
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRole",
+            "metadata": {"name": EXTRA_ROLE},
+            "rules": [{"apiGroups": [""], "resources": ["services"], "verbs": ["patch"]}],
+        },
+        patch_type=PatchType.APPLY,
+        field_manager="kccm-openstack-e2e",
+        force=True,
+    )
+    await kube.patch(
+        CLUSTER_ROLE_BINDINGS,
+        EXTRA_ROLE,
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": EXTRA_ROLE},
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "ClusterRole",
+                "name": EXTRA_ROLE,
+            },
+            "subjects": [
+                {
+                    "kind": "ServiceAccount",
+                    "name": "cloud-controller-manager",
+                    "namespace": "kube-system",
+                }
+            ],
+        },
+        patch_type=PatchType.APPLY,
+        field_manager="kccm-openstack-e2e",
+        force=True,
+    )
+
+
+def _start_daemon(emulator: Emulator, plane: ControlPlane, tmp: Path) -> tuple[Daemons, Daemon]:
+    config = tmp / "cloud.conf"
+    config.write_text(emulator.cloud_conf())
+    daemons = Daemons(tmp)
+    daemon = daemons.start(
+        "openstack",
+        config,
+        plane.kubeconfig_for(SA_USER, SA_GROUPS),
+        f"--cluster-name={CLUSTER}",
+        "--cluster-cidr=10.244.0.0/16",
+        "--allocate-node-cidrs=true",
+        "--configure-cloud-routes=true",
+        "--leader-elect=false",
+        "--node-monitor-period=1s",
+        "--route-reconciliation-period=2s",
+        "--v=2",
+    )
+    return daemons, daemon
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def world(
+    control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[World]:
+    kube = KubeApiClient(load_cluster_config(str(control_plane.admin_kubeconfig)), qps=0, burst=0)
+    with openstack_emulator(lb_active_delay=0.2) as emulator:
+        baseline = emulator.admin.state()
+        await apply_rbac(kube, ROOT / "deploy" / "rbac.yaml", "kccm-openstack-e2e")
+        await _services_patch_role(kube)
+        daemons, daemon = _start_daemon(emulator, control_plane, tmp_path_factory.mktemp("os-e2e"))
+        env = World(emulator, Operator(emulator), daemon, baseline)
+        names: list[str] = []
+        try:
+            tag = uuid.uuid4().hex[:6]
+            for i in range(2):
+                server = await _run(emulator.admin.add_server, f"os-base-{tag}-{i}")
+                env.base[server["name"]] = server
+                names.append(server["name"])
+                await kube.create(NODES, kubelet_node(server["name"], f"10.244.{i}.0/24"))
+            await env.until(lambda: initialised_nodes(kube, names))
+            routes = {(f"10.244.{i}.0/24", fixed_ipv4(s)) for i, s in enumerate(env.base.values())}
+            await env.until(lambda: _routes_are(env, routes))
+            env.steady = await _run(emulator.admin.state)
+            yield env
+        finally:
+            try:
+                await delete_until_gone(kube, NODES, names)
+                await env.until(lambda: _routes_are(env, set()))
+            finally:
+                daemons.stop_all(grace=30)
+                for server in env.base.values():
+                    await _run(emulator.admin.delete_server, server["id"])
+                await kube.delete(CLUSTER_ROLE_BINDINGS, EXTRA_ROLE)
+                await kube.delete(CLUSTER_ROLES, EXTRA_ROLE)
+                await kube.close()
+        emulator.admin.assert_clean(baseline)
+        print("\nopenstack e2e figures:", json.dumps(env.figures, indent=1))
+
+
+async def _routes_are(env: World, wanted: set[tuple[str, str]]) -> bool:
+    router = env.emulator.config["router_id"]
+    return await _run(env.ops.router_routes, router) == wanted
+
+
+@pytest.fixture
+async def settled(world: World) -> AsyncIterator[World]:
+    """The world, which the test must leave as the module fixture made it: no balancer,
+    floating IP, route, port or server of its own left in the emulator, no fault pending."""
+    yield world
+    world.admin.clear_faults()
+    await world.until(lambda: world.state_is(world.steady))
+
+
+# -- Nodes ----------------------------------------------------------------------------------
+
+
+async def _labels(kube: KubeApiClient, name: str) -> dict[str, str]:
+    return dict((await kube.get(NODES, name))["metadata"]["labels"])
+
+
+async def test_nodes_are_initialised_from_nova_through_faults(
+    settled: World, kube: KubeApiClient, kube_cleanup: KubeCleanup
+) -> None:
+    """Two servers of different flavors and zones; Nova answers 503 twice and slowly, and
+    every token expires after the first Node was read: both Nodes get providerID, addresses
+    and labels, and lose the uninitialized taint."""
+    world, admin = settled, settled.admin
+    tag = uuid.uuid4().hex[:6]
+    wanted = {
+        f"os-init-{tag}-a": ("m1.small", "nova"),
+        f"os-init-{tag}-b": ("m1.large", "az-2"),
+    }
+    servers = {}
+    for name, (flavor, az) in wanted.items():
+        servers[name] = await _run(functools.partial(admin.add_server, name, flavor=flavor, az=az))
+    since = await _run(admin.last_seq)
+    await _run(functools.partial(admin.fault, "compute", "GET", r"/servers", 503, times=2))
+    await _run(
+        functools.partial(
+            admin.fault, "compute", "GET", r"/servers", kind="latency", latency=0.3, times=1
+        )
+    )
+    started = time.monotonic()
+    try:
+        first, second = list(wanted)
+        await kube.create(NODES, kubelet_node(kube_cleanup.add(NODES, first)))
+        await world.until(lambda: initialised_nodes(kube, [first]))
+        expired = await _run(admin.expire_tokens)
+        await kube.create(NODES, kubelet_node(kube_cleanup.add(NODES, second)))
+        nodes = await world.until(lambda: initialised_nodes(kube, list(wanted)))
+        world.figures["nodes_initialised_through_faults_s"] = round(time.monotonic() - started, 1)
+        for node in nodes:
+            name = node["metadata"]["name"]
+            server, (flavor, az) = servers[name], wanted[name]
+            assert node["spec"]["providerID"] == f"openstack:///{server['id']}"
+            addresses = {(a["type"], a["address"]) for a in node["status"]["addresses"]}
+            assert ("InternalIP", fixed_ipv4(server)) in addresses
+            labels = node["metadata"]["labels"]
+            assert labels["node.kubernetes.io/instance-type"] == flavor
+            assert labels["topology.kubernetes.io/zone"] == az
+            assert labels["topology.kubernetes.io/region"] == "RegionOne"
+            assert UNINITIALIZED not in {t["key"] for t in node["spec"].get("taints") or []}
+        calls = await _run(admin.requests, since)
+        assert [c["status"] for c in calls if c["service"] == "compute"].count(503) == 2
+        assert expired > 0
+        assert any(c["status"] == 401 for c in calls), "no request met the expired token"
+        assert await _run(admin.faults) == []
+    finally:
+        await delete_until_gone(kube, NODES, list(wanted))
+        for server in servers.values():
+            await _run(admin.delete_server, server["id"])
+
+
+async def _set_ready(kube: KubeApiClient, name: str, status: str) -> None:
+    # a patch, not get + replace: kccm may write the Node in between (409)
+    await kube.patch(
+        NODES, name, {"status": {"conditions": [ready_condition(status)]}}, subresource="status"
+    )
+
+
+async def _taints(kube: KubeApiClient, name: str) -> set[str]:
+    node = await kube.get(NODES, name)
+    return {t["key"] for t in node["spec"].get("taints") or []}
+
+
+@dataclass
+class Lifecycle:
+    """A server and its Node; what happens to the server; what kccm then does."""
+
+    provider_id: bool
+    """Whether the Node is initialised by kccm (else: an untainted Node without providerID,
+    as a kubelet without ``--cloud-provider=external`` registers it)."""
+    act: str
+    """``shutoff``, ``delete`` (the server)."""
+
+
+async def _node_gone(kube: KubeApiClient, name: str) -> bool:
+    return await absent(kube, NODES, name)
+
+
+LIFECYCLE = [
+    pytest.param(Lifecycle(True, "shutoff"), id="server-shutoff-gets-the-shutdown-taint"),
+    pytest.param(Lifecycle(True, "delete"), id="server-deleted-node-deleted"),
+    pytest.param(
+        Lifecycle(False, "delete"),
+        id="no-providerid-server-gone-node-deleted-unlike-occm-3114",
+    ),
+]
+
+
+@pytest.mark.parametrize("case", LIFECYCLE)
+async def test_node_follows_its_server(
+    settled: World, kube: KubeApiClient, kube_cleanup: KubeCleanup, case: Lifecycle
+) -> None:
+    """The node lifecycle controller, once kubelet stops posting (Ready Unknown): a SHUTOFF
+    server's Node gets the shutdown taint (and loses it when the server is ACTIVE and the
+    Node Ready again); a deleted server's Node is deleted, also when the Node has no
+    providerID (looked up by name: kccm's deliberate difference from OCCM, which leaves it,
+    kubernetes/cloud-provider-openstack#3114)."""
+    world, admin = settled, settled.admin
+    name = kube_cleanup.add(NODES, f"os-life-{uuid.uuid4().hex[:6]}")
+    server = await _run(admin.add_server, name)
+    gone = False
+    try:
+        if case.provider_id:
+            await kube.create(NODES, kubelet_node(name))
+            await world.until(lambda: initialised_nodes(kube, [name]))
+        else:
+            node = kubelet_node(name)
+            node["spec"] = {}
+            await kube.create(NODES, node)
+        if case.act == "shutoff":
+            await _run(admin.set_server_status, server["id"], "SHUTOFF")
+            await _set_ready(kube, name, "Unknown")
+            await world.until(lambda: _has_taint(kube, name, SHUTDOWN, True))
+            await _run(admin.set_server_status, server["id"], "ACTIVE")
+            await _set_ready(kube, name, "True")
+            await world.until(lambda: _has_taint(kube, name, SHUTDOWN, False))
+            return
+        await _run(admin.delete_server, server["id"])
+        gone = True
+        await _set_ready(kube, name, "Unknown")
+        await world.until(lambda: _node_gone(kube, name))
+    finally:
+        await delete_until_gone(kube, NODES, [name])
+        if not gone:
+            await _run(admin.delete_server, server["id"])
+
+
+async def _has_taint(kube: KubeApiClient, name: str, taint: str, wanted: bool) -> bool:
+    return (taint in await _taints(kube, name)) == wanted
+
+
+# -- LoadBalancer Services ------------------------------------------------------------------
+
+
+def lb_service(
+    name: str, port: int = 80, annotations: dict[str, str] | None = None, **spec: Any
+) -> Obj:
+    return {
+        "metadata": {"name": name, "annotations": dict(annotations or {})},
+        "spec": {
+            "type": "LoadBalancer",
+            "ports": [{"name": "http", "port": port, "protocol": "TCP"}],
+            **spec,
+        },
+    }
+
+
+async def _ingress_ip(kube: KubeApiClient, ns: str, name: str) -> str | None:
+    svc = await kube.get(SERVICES, name, namespace=ns)
+    ingress = (svc.get("status") or {}).get("loadBalancer", {}).get("ingress") or []
+    return str(ingress[0]["ip"]) if ingress and ingress[0].get("ip") else None
+
+
+async def _balancer_where(
+    world: World, ns: str, name: str, check: Callable[[BalancerView], bool]
+) -> BalancerView | None:
+    view = await world.view(ns, name)
+    return (
+        view if view is not None and view.provisioning_status == "ACTIVE" and check(view) else None
+    )
+
+
+def _serves(view: BalancerView, port: int, node_port: int, addresses: set[str]) -> bool:
+    """One listener, on ``port``, whose members are ``addresses`` on ``node_port``."""
+    if set(view.listeners) != {port}:
+        return False
+    return {(a, p) for a, p, _ in view.listeners[port].members} == {
+        (a, node_port) for a in addresses
+    }
+
+
+async def _gone(world: World, ns: str, name: str) -> bool:
+    return await world.view(ns, name) is None
+
+
+async def _service(kube: KubeApiClient, ns: str, name: str) -> Obj:
+    return await kube.get(SERVICES, name, namespace=ns)
+
+
+async def test_a_load_balancer_service_through_its_life(
+    settled: World, kube: KubeApiClient, kube_namespace: str, kube_cleanup: KubeCleanup
+) -> None:
+    """Create (Octavia answers the first create 503, reads slowly), port change (a 409
+    storm on the listener writes), a Node joins (tokens expired, a 409 storm on the member
+    batch update) and leaves, delete: the balancer, its members and floating IP follow, the
+    Service's status carries the floating IP and its annotation the balancer's id."""
+    world, admin, ns, name = settled, settled.admin, kube_namespace, "web"
+    base = {fixed_ipv4(s) for s in world.base.values()}
+    fault = functools.partial(_run, admin.fault)
+    await fault("load-balancer", "POST", r"/lbaas/loadbalancers$", 503)
+    await _run(
+        functools.partial(
+            admin.fault, "load-balancer", "GET", r"/lbaas/", kind="latency", latency=0.2, times=6
+        )
+    )
+    started = time.monotonic()
+
+    # -- create ---------------------------------------------------------------------------
+    await kube.create(SERVICES, lb_service(name), namespace=ns)
+    svc = await _service(kube, ns, name)
+    node_port = svc["spec"]["ports"][0]["nodePort"]
+    view = await world.until(
+        lambda: _balancer_where(
+            world, ns, name, lambda v: bool(v.floating_ip) and _serves(v, 80, node_port, base)
+        )
+    )
+    assert await world.until(lambda: _ingress_ip(kube, ns, name)) == view.floating_ip
+    svc = await world.until(lambda: _annotated(kube, ns, name))
+    assert svc["metadata"]["annotations"][LB_ID] == view.id
+    world.figures["service_created_s"] = round(time.monotonic() - started, 1)
+
+    # -- port change, through a 409 storm ---------------------------------------------------
+    phase = time.monotonic()
+    for method in ("POST", "DELETE"):  # the new listener, the old one
+        await _run(
+            functools.partial(
+                admin.fault, "load-balancer", method, r"/lbaas/listeners", kind="conflict", times=2
+            )
+        )
+    port = [{"op": "replace", "path": "/spec/ports/0/port", "value": 8080}]
+    await kube.patch(SERVICES, name, port, patch_type=PatchType.JSON, namespace=ns)
+    await world.until(
+        lambda: _balancer_where(world, ns, name, lambda v: _serves(v, 8080, node_port, base))
+    )
+    world.figures["port_changed_s"] = round(time.monotonic() - phase, 1)
+
+    # -- a Node joins (tokens expired, a 409 storm on the members), then leaves -------------
+    phase = time.monotonic()
+    await _run(admin.expire_tokens)
+    await _run(
+        functools.partial(
+            admin.fault, "load-balancer", "PUT", r"/members$", kind="conflict", times=2
+        )
+    )
+    joiner = await _run(
+        admin.add_server, kube_cleanup.add(NODES, f"os-join-{uuid.uuid4().hex[:6]}")
+    )
+    try:
+        await kube.create(NODES, kubelet_node(joiner["name"]))
+        everyone = base | {fixed_ipv4(joiner)}
+        await world.until(
+            lambda: _balancer_where(
+                world, ns, name, lambda v: _serves(v, 8080, node_port, everyone)
+            )
+        )
+        await delete_until_gone(kube, NODES, [joiner["name"]])
+        await world.until(
+            lambda: _balancer_where(world, ns, name, lambda v: _serves(v, 8080, node_port, base))
+        )
+    finally:
+        await delete_until_gone(kube, NODES, [joiner["name"]])
+        await _run(admin.delete_server, joiner["id"])
+    world.figures["node_joined_and_left_s"] = round(time.monotonic() - phase, 1)
+    assert await world.until(lambda: _ingress_ip(kube, ns, name)) == view.floating_ip
+
+    # -- delete ------------------------------------------------------------------------------
+    phase = time.monotonic()
+    await delete_until_gone(kube, SERVICES, [name], ns)
+    await world.until(lambda: _gone(world, ns, name))
+    assert await _run(world.ops.floating_ips, floating_ip_address=view.floating_ip) == []
+    world.figures["service_deleted_s"] = round(time.monotonic() - phase, 1)
+    assert await _run(admin.faults) == [], "a fault was never met"
+
+
+async def _annotated(kube: KubeApiClient, ns: str, name: str) -> Obj | None:
+    svc = await _service(kube, ns, name)
+    return svc if LB_ID in (svc["metadata"].get("annotations") or {}) else None
+
+
+@dataclass
+class Variant:
+    """A Service of one kind, what the balancer and the status must show, and a change."""
+
+    annotations: dict[str, str]
+    spec: dict[str, Any]
+    check: Callable[[BalancerView, Obj, str], bool]
+    """(balancer, Service, ingress IP) -> as wanted."""
+    change: list[dict[str, Any]] | None = None
+    after: Callable[[BalancerView, Obj, str], bool] | None = None
+
+
+def _source_ranges(*cidrs: str) -> Callable[[BalancerView, Obj, str], bool]:
+    def check(view: BalancerView, svc: Obj, ip: str) -> bool:
+        return (
+            all(li.allowed_cidrs == frozenset(cidrs) for li in view.listeners.values())
+            and ip == view.floating_ip
+        )
+
+    return check
+
+
+def _internal(view: BalancerView, svc: Obj, ip: str) -> bool:
+    return view.floating_ip is None and ip == view.vip_address
+
+
+def _local_monitor(view: BalancerView, svc: Obj, ip: str) -> bool:
+    hcnp = svc["spec"]["healthCheckNodePort"]
+    (listener,) = view.listeners.values()
+    return (
+        listener.monitor == ("HTTP", "/healthz")
+        and bool(listener.members)
+        and all(m[2] == hcnp for m in listener.members)
+        and ip == view.floating_ip
+    )
+
+
+VARIANTS = [
+    pytest.param(
+        Variant(
+            {},
+            {"loadBalancerSourceRanges": ["10.1.0.0/16", "192.168.7.0/24"]},
+            _source_ranges("10.1.0.0/16", "192.168.7.0/24"),
+            [{"op": "replace", "path": "/spec/loadBalancerSourceRanges", "value": ["10.1.0.0/16"]}],
+            _source_ranges("10.1.0.0/16"),
+        ),
+        id="source-ranges-are-the-listeners-allowed-cidrs",
+    ),
+    pytest.param(
+        Variant({INTERNAL: "true"}, {}, _internal), id="internal-publishes-the-vip-no-floating-ip"
+    ),
+    pytest.param(
+        Variant({MONITOR: "true"}, {"externalTrafficPolicy": "Local"}, _local_monitor),
+        id="local-policy-monitors-the-health-check-node-port",
+    ),
+]
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+async def test_load_balancer_service_variants(
+    settled: World, kube: KubeApiClient, kube_namespace: str, variant: Variant
+) -> None:
+    world, ns, name = settled, kube_namespace, "variant"
+    await kube.create(
+        SERVICES, lb_service(name, 443, variant.annotations, **variant.spec), namespace=ns
+    )
+    try:
+        for check, change in ((variant.check, variant.change), (variant.after, None)):
+            if check is None:
+                break
+            await world.until(lambda check=check: _shows(world, kube, ns, name, check))
+            if change:
+                await kube.patch(SERVICES, name, change, patch_type=PatchType.JSON, namespace=ns)
+    finally:
+        await delete_until_gone(kube, SERVICES, [name], ns)
+    await world.until(lambda: _gone(world, ns, name))
+
+
+async def _shows(
+    world: World,
+    kube: KubeApiClient,
+    ns: str,
+    name: str,
+    check: Callable[[BalancerView, Obj, str], bool],
+) -> bool:
+    view, ip = await world.view(ns, name), await _ingress_ip(kube, ns, name)
+    if view is None or ip is None or view.provisioning_status != "ACTIVE":
+        return False
+    return check(view, await _service(kube, ns, name), ip)
+
+
+# -- routes ---------------------------------------------------------------------------------
+
+
+async def test_routes_follow_nodes_with_pod_cidrs(
+    settled: World, kube: KubeApiClient, kube_cleanup: KubeCleanup
+) -> None:
+    """A Node with a podCIDR gets a route on router1 (next hop its fixed IP) and the CIDR in
+    its port's ``allowed_address_pairs``, through a 503 on the first router write; its
+    deletion removes both. The base Nodes' routes stay."""
+    world, admin = settled, settled.admin
+    name = kube_cleanup.add(NODES, f"os-route-{uuid.uuid4().hex[:6]}")
+    server = await _run(admin.add_server, name)
+    cidr = "10.244.9.0/24"
+    base = {(f"10.244.{i}.0/24", fixed_ipv4(s)) for i, s in enumerate(world.base.values())}
+    await _run(functools.partial(admin.fault, "network", "PUT", r"/routers/", 503))
+    try:
+        await kube.create(NODES, kubelet_node(name, cidr))
+        await world.until(lambda: _routes_are(world, base | {(cidr, fixed_ipv4(server))}))
+        assert cidr in await _run(world.ops.port_pairs, server["id"])
+        await delete_until_gone(kube, NODES, [name])
+        await world.until(lambda: _routes_are(world, base))
+        assert cidr not in await _run(world.ops.port_pairs, server["id"])
+        assert await _run(admin.faults) == []
+    finally:
+        await delete_until_gone(kube, NODES, [name])
+        await world.until(lambda: _routes_are(world, base))
+        await _run(admin.delete_server, server["id"])
