@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import io
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,11 +41,11 @@ class World:
 
     emulator: Emulator
     servers: list[dict[str, Any]]
+    ops: Any = None
     detached: list[str] = field(default_factory=list)
 
-    @property
-    def ops(self) -> Any:
-        return operator.Operator(self.emulator)
+    def __post_init__(self) -> None:
+        self.ops = operator.Operator(self.emulator)
 
 
 @pytest.fixture(scope="module")
@@ -56,9 +56,8 @@ def world() -> Iterator[World]:
         servers = [emulator.admin.add_server(f"conf-{tag}-{i}") for i in range(SERVERS)]
         made = World(emulator, servers)
         yield made
-        ops = made.ops
         for fip_id in made.detached:
-            ops.delete_floating_ip(fip_id)
+            made.ops.delete_floating_ip(fip_id)
         for server in servers:
             emulator.admin.delete_server(server["id"])
         emulator.admin.assert_clean(baseline)
@@ -196,8 +195,6 @@ class TestOpenStackCloud(CloudProviderConformance):
         assert first != different
         assert 0 < len(first.encode()) <= self.max_load_balancer_name_length
 
-
-Damage = Callable[[OctaviaTamper, Interface, str, Service], None]
 
 DAMAGE = [
     pytest.param(("listener",), id="listener-dropped"),

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from keystoneauth1 import exceptions as ksa_exc
 from keystoneauth1 import session as ksa_session
 from keystoneauth1.identity import v3
 
@@ -24,6 +25,7 @@ from kccm.testing.openstack.launcher import Emulator
 __all__ = ["BalancerView", "ListenerView", "Operator"]
 
 LBAAS = "/v2/lbaas"
+VIEW_ATTEMPTS = 10
 ACTIVE_WAIT = 60.0
 """How long :meth:`Operator.wait_active` waits for a balancer to leave ``PENDING_*`` (the
 emulator's delay is a fraction of a second; the bound only ends a hung test)."""
@@ -178,7 +180,16 @@ class Operator:
 
     def view(self, name: str) -> BalancerView | None:
         """The balancer called ``name`` with its listeners, pools, members, monitors and
-        floating IP; None when there is none."""
+        floating IP; None when there is none. A child deleted while it is read (kccm is
+        changing the balancer) makes it read the whole balancer again."""
+        for _ in range(VIEW_ATTEMPTS - 1):
+            try:
+                return self._view(name)
+            except ksa_exc.NotFound:
+                continue
+        return self._view(name)
+
+    def _view(self, name: str) -> BalancerView | None:
         lb = self.load_balancer(name)
         if lb is None:
             return None

@@ -15,156 +15,53 @@ Keystone token expired mid-run. The daemon runs with the shipped RBAC
 
 from __future__ import annotations
 
-import asyncio
-import functools
 import json
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, TypeVar
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from typing import Any
 
 import pytest
 import pytest_asyncio
+from openstack_daemon_support import (
+    EXTRA_ROLE,
+    INTERNAL,
+    LB_ID,
+    MONITOR,
+    ROOT,
+    SHUTDOWN,
+    UNINITIALIZED,
+    World,
+    annotated,
+    balancer_gone,
+    balancer_where,
+    blocking,
+    fixed_ipv4,
+    get_service,
+    grant_services_patch,
+    has_taint,
+    ingress_ip,
+    lb_service,
+    node_gone,
+    routes_are,
+    serves,
+    set_ready,
+    shows,
+    start_daemon,
+)
 from openstack_operator import BalancerView, Operator
 
 from kccm.kube.client import KubeApiClient
 from kccm.kube.config import load_cluster_config
 from kccm.kube.interface import Obj, PatchType
 from kccm.kube.resources import CLUSTER_ROLE_BINDINGS, CLUSTER_ROLES, NODES, SERVICES
-from kccm.testing.controllers import absent, delete_until_gone, initialised_nodes
-from kccm.testing.controllers import eventually as shared_eventually
+from kccm.testing.controllers import delete_until_gone, initialised_nodes
 from kccm.testing.controlplane import ControlPlane
-from kccm.testing.daemon import SA_GROUPS, SA_USER, Daemon, DaemonExited, Daemons, apply_rbac
-from kccm.testing.kubelet import kubelet_node, ready_condition
-from kccm.testing.openstack.launcher import Emulator, openstack_emulator
+from kccm.testing.daemon import apply_rbac
+from kccm.testing.kubelet import kubelet_node
+from kccm.testing.openstack.launcher import openstack_emulator
 from kccm.testing.pytest_plugin import KubeCleanup
-
-ROOT = Path(__file__).resolve().parents[3]
-CLUSTER = "kccm-os-e2e"
-SHUTDOWN = "node.cloudprovider.kubernetes.io/shutdown"
-UNINITIALIZED = "node.cloudprovider.kubernetes.io/uninitialized"
-INTERNAL = "service.beta.kubernetes.io/openstack-internal-load-balancer"
-MONITOR = "loadbalancer.openstack.org/enable-health-monitor"
-LB_ID = "loadbalancer.openstack.org/load-balancer-id"
-EXTRA_ROLE = "kccm-openstack-e2e-services"
-T = TypeVar("T")
-
-eventually = functools.partial(shared_eventually, within=120.0, interval=0.2)
-"""The shared :func:`kccm.testing.controllers.eventually` with this module's bound and pace
-(it polls the apiserver and the emulator, two other processes)."""
-
-
-def _run(fn: Callable[..., Any], *args: Any) -> Awaitable[Any]:
-    return asyncio.to_thread(fn, *args)
-
-
-@dataclass
-class World:
-    """The module's emulator, daemon and base Nodes (server name -> server)."""
-
-    emulator: Emulator
-    ops: Operator
-    daemon: Daemon
-    baseline: dict[str, list[Any]]
-    base: dict[str, dict[str, Any]] = field(default_factory=dict)
-    steady: dict[str, list[Any]] = field(default_factory=dict)
-    figures: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def admin(self) -> Any:
-        return self.emulator.admin
-
-    def balancer_name(self, namespace: str, name: str) -> str:
-        return f"kube_service_{CLUSTER}_{namespace}_{name}"
-
-    async def view(self, namespace: str, name: str) -> BalancerView | None:
-        return await _run(self.ops.view, self.balancer_name(namespace, name))
-
-    async def until(self, probe: Callable[[], Awaitable[T | None]]) -> T:
-        """:data:`eventually`, failing at once (with the log) when the daemon has exited."""
-
-        async def watched() -> T | None:
-            if self.daemon.proc.poll() is not None:
-                logs = await _run(self.daemon.logs)
-                raise DaemonExited(f"kccm exited ({self.daemon.proc.returncode}):\n{logs[-3000:]}")
-            return await probe()
-
-        return await eventually(watched)
-
-    async def state_is(self, wanted: dict[str, list[Any]]) -> bool:
-        return await _run(self.admin.state) == wanted
-
-
-def fixed_ipv4(server: dict[str, Any]) -> str:
-    return next(
-        a["addr"]
-        for addresses in server["addresses"].values()
-        for a in addresses
-        if a["version"] == 4 and a.get("OS-EXT-IPS:type", "fixed") == "fixed"
-    )
-
-
-async def _services_patch_role(kube: KubeApiClient) -> None:
-    """``services: patch`` for the daemon's ServiceAccount (the annotations OCCM writes)."""
-    await kube.patch(
-        CLUSTER_ROLES,
-        EXTRA_ROLE,
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "ClusterRole",
-            "metadata": {"name": EXTRA_ROLE},
-            "rules": [{"apiGroups": [""], "resources": ["services"], "verbs": ["patch"]}],
-        },
-        patch_type=PatchType.APPLY,
-        field_manager="kccm-openstack-e2e",
-        force=True,
-    )
-    await kube.patch(
-        CLUSTER_ROLE_BINDINGS,
-        EXTRA_ROLE,
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "ClusterRoleBinding",
-            "metadata": {"name": EXTRA_ROLE},
-            "roleRef": {
-                "apiGroup": "rbac.authorization.k8s.io",
-                "kind": "ClusterRole",
-                "name": EXTRA_ROLE,
-            },
-            "subjects": [
-                {
-                    "kind": "ServiceAccount",
-                    "name": "cloud-controller-manager",
-                    "namespace": "kube-system",
-                }
-            ],
-        },
-        patch_type=PatchType.APPLY,
-        field_manager="kccm-openstack-e2e",
-        force=True,
-    )
-
-
-def _start_daemon(emulator: Emulator, plane: ControlPlane, tmp: Path) -> tuple[Daemons, Daemon]:
-    config = tmp / "cloud.conf"
-    config.write_text(emulator.cloud_conf())
-    daemons = Daemons(tmp)
-    daemon = daemons.start(
-        "openstack",
-        config,
-        plane.kubeconfig_for(SA_USER, SA_GROUPS),
-        f"--cluster-name={CLUSTER}",
-        "--cluster-cidr=10.244.0.0/16",
-        "--allocate-node-cidrs=true",
-        "--configure-cloud-routes=true",
-        "--leader-elect=false",
-        "--node-monitor-period=1s",
-        "--route-reconciliation-period=2s",
-        "--v=2",
-    )
-    return daemons, daemon
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
@@ -175,40 +72,37 @@ async def world(
     with openstack_emulator(lb_active_delay=0.2) as emulator:
         baseline = emulator.admin.state()
         await apply_rbac(kube, ROOT / "deploy" / "rbac.yaml", "kccm-openstack-e2e")
-        await _services_patch_role(kube)
-        daemons, daemon = _start_daemon(emulator, control_plane, tmp_path_factory.mktemp("os-e2e"))
+        await grant_services_patch(kube)
+        daemons, daemon = start_daemon(emulator, control_plane, tmp_path_factory.mktemp("os-e2e"))
         env = World(emulator, Operator(emulator), daemon, baseline)
         names: list[str] = []
         try:
             tag = uuid.uuid4().hex[:6]
             for i in range(2):
-                server = await _run(emulator.admin.add_server, f"os-base-{tag}-{i}")
+                server = await blocking(emulator.admin.add_server, f"os-base-{tag}-{i}")
                 env.base[server["name"]] = server
                 names.append(server["name"])
                 await kube.create(NODES, kubelet_node(server["name"], f"10.244.{i}.0/24"))
             await env.until(lambda: initialised_nodes(kube, names))
             routes = {(f"10.244.{i}.0/24", fixed_ipv4(s)) for i, s in enumerate(env.base.values())}
-            await env.until(lambda: _routes_are(env, routes))
-            env.steady = await _run(emulator.admin.state)
+            await env.until(lambda: routes_are(env, routes))
+            env.steady = await blocking(emulator.admin.state)
             yield env
         finally:
             try:
                 await delete_until_gone(kube, NODES, names)
-                await env.until(lambda: _routes_are(env, set()))
+                await env.until(lambda: routes_are(env, set()))
             finally:
                 daemons.stop_all(grace=30)
+                stopped = daemon.proc.returncode
                 for server in env.base.values():
-                    await _run(emulator.admin.delete_server, server["id"])
+                    await blocking(emulator.admin.delete_server, server["id"])
                 await kube.delete(CLUSTER_ROLE_BINDINGS, EXTRA_ROLE)
                 await kube.delete(CLUSTER_ROLES, EXTRA_ROLE)
                 await kube.close()
         emulator.admin.assert_clean(baseline)
+        assert stopped == 0, f"kccm did not finish its in-flight work within 30 s ({stopped})"
         print("\nopenstack e2e figures:", json.dumps(env.figures, indent=1))
-
-
-async def _routes_are(env: World, wanted: set[tuple[str, str]]) -> bool:
-    router = env.emulator.config["router_id"]
-    return await _run(env.ops.router_routes, router) == wanted
 
 
 @pytest.fixture
@@ -221,10 +115,6 @@ async def settled(world: World) -> AsyncIterator[World]:
 
 
 # -- Nodes ----------------------------------------------------------------------------------
-
-
-async def _labels(kube: KubeApiClient, name: str) -> dict[str, str]:
-    return dict((await kube.get(NODES, name))["metadata"]["labels"])
 
 
 async def test_nodes_are_initialised_from_nova_through_faults(
@@ -241,20 +131,16 @@ async def test_nodes_are_initialised_from_nova_through_faults(
     }
     servers = {}
     for name, (flavor, az) in wanted.items():
-        servers[name] = await _run(functools.partial(admin.add_server, name, flavor=flavor, az=az))
-    since = await _run(admin.last_seq)
-    await _run(functools.partial(admin.fault, "compute", "GET", r"/servers", 503, times=2))
-    await _run(
-        functools.partial(
-            admin.fault, "compute", "GET", r"/servers", kind="latency", latency=0.3, times=1
-        )
-    )
+        servers[name] = await blocking(admin.add_server, name, flavor=flavor, az=az)
+    since = await blocking(admin.last_seq)
+    await blocking(admin.fault, "compute", "GET", r"/servers", 503, times=2)
+    await blocking(admin.fault, "compute", "GET", r"/servers", kind="latency", latency=0.3, times=1)
     started = time.monotonic()
     try:
         first, second = list(wanted)
         await kube.create(NODES, kubelet_node(kube_cleanup.add(NODES, first)))
         await world.until(lambda: initialised_nodes(kube, [first]))
-        expired = await _run(admin.expire_tokens)
+        expired = await blocking(admin.expire_tokens)
         await kube.create(NODES, kubelet_node(kube_cleanup.add(NODES, second)))
         nodes = await world.until(lambda: initialised_nodes(kube, list(wanted)))
         world.figures["nodes_initialised_through_faults_s"] = round(time.monotonic() - started, 1)
@@ -269,27 +155,15 @@ async def test_nodes_are_initialised_from_nova_through_faults(
             assert labels["topology.kubernetes.io/zone"] == az
             assert labels["topology.kubernetes.io/region"] == "RegionOne"
             assert UNINITIALIZED not in {t["key"] for t in node["spec"].get("taints") or []}
-        calls = await _run(admin.requests, since)
+        calls = await blocking(admin.requests, since)
         assert [c["status"] for c in calls if c["service"] == "compute"].count(503) == 2
         assert expired > 0
         assert any(c["status"] == 401 for c in calls), "no request met the expired token"
-        assert await _run(admin.faults) == []
+        assert await blocking(admin.faults) == []
     finally:
         await delete_until_gone(kube, NODES, list(wanted))
         for server in servers.values():
-            await _run(admin.delete_server, server["id"])
-
-
-async def _set_ready(kube: KubeApiClient, name: str, status: str) -> None:
-    # a patch, not get + replace: kccm may write the Node in between (409)
-    await kube.patch(
-        NODES, name, {"status": {"conditions": [ready_condition(status)]}}, subresource="status"
-    )
-
-
-async def _taints(kube: KubeApiClient, name: str) -> set[str]:
-    node = await kube.get(NODES, name)
-    return {t["key"] for t in node["spec"].get("taints") or []}
+            await blocking(admin.delete_server, server["id"])
 
 
 @dataclass
@@ -301,10 +175,6 @@ class Lifecycle:
     as a kubelet without ``--cloud-provider=external`` registers it)."""
     act: str
     """``shutoff``, ``delete`` (the server)."""
-
-
-async def _node_gone(kube: KubeApiClient, name: str) -> bool:
-    return await absent(kube, NODES, name)
 
 
 LIFECYCLE = [
@@ -328,84 +198,38 @@ async def test_node_follows_its_server(
     kubernetes/cloud-provider-openstack#3114)."""
     world, admin = settled, settled.admin
     name = kube_cleanup.add(NODES, f"os-life-{uuid.uuid4().hex[:6]}")
-    server = await _run(admin.add_server, name)
+    server = await blocking(admin.add_server, name)
     gone = False
     try:
         if case.provider_id:
             await kube.create(NODES, kubelet_node(name))
             await world.until(lambda: initialised_nodes(kube, [name]))
-        else:
+        else:  # the server goes first: nothing can give this Node a providerID
+            await blocking(admin.delete_server, server["id"])
+            gone = True
             node = kubelet_node(name)
             node["spec"] = {}
             await kube.create(NODES, node)
         if case.act == "shutoff":
-            await _run(admin.set_server_status, server["id"], "SHUTOFF")
-            await _set_ready(kube, name, "Unknown")
-            await world.until(lambda: _has_taint(kube, name, SHUTDOWN, True))
-            await _run(admin.set_server_status, server["id"], "ACTIVE")
-            await _set_ready(kube, name, "True")
-            await world.until(lambda: _has_taint(kube, name, SHUTDOWN, False))
+            await blocking(admin.set_server_status, server["id"], "SHUTOFF")
+            await set_ready(kube, name, "Unknown")
+            await world.until(lambda: has_taint(kube, name, SHUTDOWN, True))
+            await blocking(admin.set_server_status, server["id"], "ACTIVE")
+            await set_ready(kube, name, "True")
+            await world.until(lambda: has_taint(kube, name, SHUTDOWN, False))
             return
-        await _run(admin.delete_server, server["id"])
-        gone = True
-        await _set_ready(kube, name, "Unknown")
-        await world.until(lambda: _node_gone(kube, name))
+        if not gone:
+            await blocking(admin.delete_server, server["id"])
+            gone = True
+        await set_ready(kube, name, "Unknown")
+        await world.until(lambda: node_gone(kube, name))
     finally:
         await delete_until_gone(kube, NODES, [name])
         if not gone:
-            await _run(admin.delete_server, server["id"])
-
-
-async def _has_taint(kube: KubeApiClient, name: str, taint: str, wanted: bool) -> bool:
-    return (taint in await _taints(kube, name)) == wanted
+            await blocking(admin.delete_server, server["id"])
 
 
 # -- LoadBalancer Services ------------------------------------------------------------------
-
-
-def lb_service(
-    name: str, port: int = 80, annotations: dict[str, str] | None = None, **spec: Any
-) -> Obj:
-    return {
-        "metadata": {"name": name, "annotations": dict(annotations or {})},
-        "spec": {
-            "type": "LoadBalancer",
-            "ports": [{"name": "http", "port": port, "protocol": "TCP"}],
-            **spec,
-        },
-    }
-
-
-async def _ingress_ip(kube: KubeApiClient, ns: str, name: str) -> str | None:
-    svc = await kube.get(SERVICES, name, namespace=ns)
-    ingress = (svc.get("status") or {}).get("loadBalancer", {}).get("ingress") or []
-    return str(ingress[0]["ip"]) if ingress and ingress[0].get("ip") else None
-
-
-async def _balancer_where(
-    world: World, ns: str, name: str, check: Callable[[BalancerView], bool]
-) -> BalancerView | None:
-    view = await world.view(ns, name)
-    return (
-        view if view is not None and view.provisioning_status == "ACTIVE" and check(view) else None
-    )
-
-
-def _serves(view: BalancerView, port: int, node_port: int, addresses: set[str]) -> bool:
-    """One listener, on ``port``, whose members are ``addresses`` on ``node_port``."""
-    if set(view.listeners) != {port}:
-        return False
-    return {(a, p) for a, p, _ in view.listeners[port].members} == {
-        (a, node_port) for a in addresses
-    }
-
-
-async def _gone(world: World, ns: str, name: str) -> bool:
-    return await world.view(ns, name) is None
-
-
-async def _service(kube: KubeApiClient, ns: str, name: str) -> Obj:
-    return await kube.get(SERVICES, name, namespace=ns)
 
 
 async def test_a_load_balancer_service_through_its_life(
@@ -417,85 +241,69 @@ async def test_a_load_balancer_service_through_its_life(
     Service's status carries the floating IP and its annotation the balancer's id."""
     world, admin, ns, name = settled, settled.admin, kube_namespace, "web"
     base = {fixed_ipv4(s) for s in world.base.values()}
-    fault = functools.partial(_run, admin.fault)
-    await fault("load-balancer", "POST", r"/lbaas/loadbalancers$", 503)
-    await _run(
-        functools.partial(
-            admin.fault, "load-balancer", "GET", r"/lbaas/", kind="latency", latency=0.2, times=6
-        )
+    await blocking(admin.fault, "load-balancer", "POST", r"/lbaas/loadbalancers$", 503)
+    await blocking(
+        admin.fault, "load-balancer", "GET", r"/lbaas/", kind="latency", latency=0.2, times=6
     )
     started = time.monotonic()
 
     # -- create ---------------------------------------------------------------------------
     await kube.create(SERVICES, lb_service(name), namespace=ns)
-    svc = await _service(kube, ns, name)
+    svc = await get_service(kube, ns, name)
     node_port = svc["spec"]["ports"][0]["nodePort"]
     view = await world.until(
-        lambda: _balancer_where(
-            world, ns, name, lambda v: bool(v.floating_ip) and _serves(v, 80, node_port, base)
+        lambda: balancer_where(
+            world, ns, name, lambda v: bool(v.floating_ip) and serves(v, 80, node_port, base)
         )
     )
-    assert await world.until(lambda: _ingress_ip(kube, ns, name)) == view.floating_ip
-    svc = await world.until(lambda: _annotated(kube, ns, name))
+    assert await world.until(lambda: ingress_ip(kube, ns, name)) == view.floating_ip
+    svc = await world.until(lambda: annotated(kube, ns, name))
     assert svc["metadata"]["annotations"][LB_ID] == view.id
     world.figures["service_created_s"] = round(time.monotonic() - started, 1)
 
     # -- port change, through a 409 storm ---------------------------------------------------
     phase = time.monotonic()
     for method in ("POST", "DELETE"):  # the new listener, the old one
-        await _run(
-            functools.partial(
-                admin.fault, "load-balancer", method, r"/lbaas/listeners", kind="conflict", times=2
-            )
+        await blocking(
+            admin.fault, "load-balancer", method, r"/lbaas/listeners", kind="conflict", times=2
         )
     port = [{"op": "replace", "path": "/spec/ports/0/port", "value": 8080}]
     await kube.patch(SERVICES, name, port, patch_type=PatchType.JSON, namespace=ns)
     await world.until(
-        lambda: _balancer_where(world, ns, name, lambda v: _serves(v, 8080, node_port, base))
+        lambda: balancer_where(world, ns, name, lambda v: serves(v, 8080, node_port, base))
     )
     world.figures["port_changed_s"] = round(time.monotonic() - phase, 1)
 
     # -- a Node joins (tokens expired, a 409 storm on the members), then leaves -------------
     phase = time.monotonic()
-    await _run(admin.expire_tokens)
-    await _run(
-        functools.partial(
-            admin.fault, "load-balancer", "PUT", r"/members$", kind="conflict", times=2
-        )
-    )
-    joiner = await _run(
+    await blocking(admin.expire_tokens)
+    await blocking(admin.fault, "load-balancer", "PUT", r"/members$", kind="conflict", times=2)
+    joiner = await blocking(
         admin.add_server, kube_cleanup.add(NODES, f"os-join-{uuid.uuid4().hex[:6]}")
     )
     try:
         await kube.create(NODES, kubelet_node(joiner["name"]))
         everyone = base | {fixed_ipv4(joiner)}
         await world.until(
-            lambda: _balancer_where(
-                world, ns, name, lambda v: _serves(v, 8080, node_port, everyone)
-            )
+            lambda: balancer_where(world, ns, name, lambda v: serves(v, 8080, node_port, everyone))
         )
         await delete_until_gone(kube, NODES, [joiner["name"]])
         await world.until(
-            lambda: _balancer_where(world, ns, name, lambda v: _serves(v, 8080, node_port, base))
+            lambda: balancer_where(world, ns, name, lambda v: serves(v, 8080, node_port, base))
         )
     finally:
         await delete_until_gone(kube, NODES, [joiner["name"]])
-        await _run(admin.delete_server, joiner["id"])
+        await blocking(admin.delete_server, joiner["id"])
     world.figures["node_joined_and_left_s"] = round(time.monotonic() - phase, 1)
-    assert await world.until(lambda: _ingress_ip(kube, ns, name)) == view.floating_ip
+    assert await world.until(lambda: ingress_ip(kube, ns, name)) == view.floating_ip
 
     # -- delete ------------------------------------------------------------------------------
     phase = time.monotonic()
     await delete_until_gone(kube, SERVICES, [name], ns)
-    await world.until(lambda: _gone(world, ns, name))
-    assert await _run(world.ops.floating_ips, floating_ip_address=view.floating_ip) == []
+    await world.until(lambda: balancer_gone(world, ns, name))
+    assert await blocking(world.ops.floating_ips, floating_ip_address=view.floating_ip) == []
     world.figures["service_deleted_s"] = round(time.monotonic() - phase, 1)
-    assert await _run(admin.faults) == [], "a fault was never met"
-
-
-async def _annotated(kube: KubeApiClient, ns: str, name: str) -> Obj | None:
-    svc = await _service(kube, ns, name)
-    return svc if LB_ID in (svc["metadata"].get("annotations") or {}) else None
+    assert await blocking(admin.faults) == [], "a fault was never met"
 
 
 @dataclass
@@ -568,28 +376,25 @@ async def test_load_balancer_service_variants(
         for check, change in ((variant.check, variant.change), (variant.after, None)):
             if check is None:
                 break
-            await world.until(lambda check=check: _shows(world, kube, ns, name, check))
+            await world.until(lambda check=check: shows(world, kube, ns, name, check))
             if change:
                 await kube.patch(SERVICES, name, change, patch_type=PatchType.JSON, namespace=ns)
     finally:
         await delete_until_gone(kube, SERVICES, [name], ns)
-    await world.until(lambda: _gone(world, ns, name))
-
-
-async def _shows(
-    world: World,
-    kube: KubeApiClient,
-    ns: str,
-    name: str,
-    check: Callable[[BalancerView, Obj, str], bool],
-) -> bool:
-    view, ip = await world.view(ns, name), await _ingress_ip(kube, ns, name)
-    if view is None or ip is None or view.provisioning_status != "ACTIVE":
-        return False
-    return check(view, await _service(kube, ns, name), ip)
+    await world.until(lambda: balancer_gone(world, ns, name))
 
 
 # -- routes ---------------------------------------------------------------------------------
+
+
+async def routed_with_pairs(
+    world: World, routes: set[tuple[str, str]], server_id: str, pairs: set[str]
+) -> bool:
+    """The router's routes are ``routes`` and the server's ports allow exactly ``pairs``
+    (the route goes first, the port follows: two writes)."""
+    if not await routes_are(world, routes):
+        return False
+    return await blocking(world.ops.port_pairs, server_id) == pairs
 
 
 async def test_routes_follow_nodes_with_pod_cidrs(
@@ -600,19 +405,18 @@ async def test_routes_follow_nodes_with_pod_cidrs(
     deletion removes both. The base Nodes' routes stay."""
     world, admin = settled, settled.admin
     name = kube_cleanup.add(NODES, f"os-route-{uuid.uuid4().hex[:6]}")
-    server = await _run(admin.add_server, name)
+    server = await blocking(admin.add_server, name)
     cidr = "10.244.9.0/24"
     base = {(f"10.244.{i}.0/24", fixed_ipv4(s)) for i, s in enumerate(world.base.values())}
-    await _run(functools.partial(admin.fault, "network", "PUT", r"/routers/", 503))
+    await blocking(admin.fault, "network", "PUT", r"/routers/", 503)
     try:
         await kube.create(NODES, kubelet_node(name, cidr))
-        await world.until(lambda: _routes_are(world, base | {(cidr, fixed_ipv4(server))}))
-        assert cidr in await _run(world.ops.port_pairs, server["id"])
+        routed = base | {(cidr, fixed_ipv4(server))}
+        await world.until(lambda: routed_with_pairs(world, routed, server["id"], {cidr}))
         await delete_until_gone(kube, NODES, [name])
-        await world.until(lambda: _routes_are(world, base))
-        assert cidr not in await _run(world.ops.port_pairs, server["id"])
-        assert await _run(admin.faults) == []
+        await world.until(lambda: routed_with_pairs(world, base, server["id"], set()))
+        assert await blocking(admin.faults) == []
     finally:
         await delete_until_gone(kube, NODES, [name])
-        await world.until(lambda: _routes_are(world, base))
-        await _run(admin.delete_server, server["id"])
+        await world.until(lambda: routes_are(world, base))
+        await blocking(admin.delete_server, server["id"])
