@@ -342,15 +342,19 @@ async def test_filters_and_links(api: Api) -> None:
         (f"name={lb['name']}", [lb["id"]]),
         (f"vip_port_id={other['vip_port_id']}", [other["id"]]),
         (f"tags={lb['name']}", [lb["id"]]),
-        ("provisioning_status=PENDING_CREATE", [lb["id"], other["id"]]),
+        ("provisioning_status=PENDING_CREATE", sorted([lb["id"], other["id"]])),
     ):
         body = await api.ok("GET", f"{LB}/loadbalancers?{query}")
-        assert [x["id"] for x in body["loadbalancers"]] == expected, query
+        assert sorted(x["id"] for x in body["loadbalancers"]) == expected, query
         assert body["loadbalancers_links"] == []
     body = await api.ok("GET", f"{LB}/listeners?loadbalancer_id={other['id']}")
     assert body == {"listeners": [], "listeners_links": []}
     body = await api.ok("GET", f"{LB}/pools?loadbalancer_id={lb['id']}")
     assert [p["id"] for p in body["pools"]] == [lb["pools"][0]["id"]]
+    api.world.loadbalancers[lb["id"]]["created_at"] = "2000-01-01T00:00:00"
+    api.world.loadbalancers[other["id"]]["created_at"] = "2000-01-01T00:00:00"
+    body = await api.ok("GET", f"{LB}/loadbalancers")
+    assert [x["id"] for x in body["loadbalancers"]] == sorted([lb["id"], other["id"]])
 
 
 @pytest.mark.parametrize(
@@ -450,3 +454,46 @@ async def test_status_tree(api: Api) -> None:
     listener = tree["loadbalancer"]["listeners"][0]
     assert listener["pools"][0]["health_monitor"]["type"] == "TCP"
     assert {m["operating_status"] for m in listener["pools"][0]["members"]} == {"ONLINE"}
+
+
+async def test_unknown_attributes_are_refused_as_wsme_does(api: Api) -> None:
+    spec = {"vip_subnet_id": api.cfg["private_subnet_id"], "vip_colour": "red"}
+    status, body = await api.call("POST", f"{LB}/loadbalancers", {"loadbalancer": spec})
+    assert (status, body["faultstring"]) == (
+        400,
+        "Unknown attribute for argument load_balancer.loadbalancer: vip_colour",
+    )
+    lb = await create(api)
+    api.settle()
+    status, body = await api.call(
+        "PUT",
+        f"{LB}/listeners/{lb['listeners'][0]['id']}",
+        {"listener": {"protocol": "UDP", "colour": "red"}},
+    )
+    assert (status, body["faultstring"]) == (
+        400,
+        "Unknown attributes for argument listener_.listener: colour, protocol",
+    )
+    status, body = await api.call(
+        "PUT", f"{LB}/pools/{lb['pools'][0]['id']}/members", {"members": [member(0, colour="red")]}
+    )
+    assert (status, body["faultstring"]) == (
+        400,
+        "Unknown attribute for argument members_.members: colour",
+    )
+
+
+async def test_an_older_octavia_knows_no_allowed_cidrs(api: Api) -> None:
+    config = await api.ok("PATCH", "/_emu/config", {"octavia_version": "2.11"})
+    assert config["octavia_version"] == "2.11"
+    versions = (await api.ok("GET", "/load-balancer/"))["versions"]
+    assert versions[-1]["id"] == "v2.11"
+    assert versions[-1]["status"] == "CURRENT"
+    assert len(versions) == 12
+    status, body = await api.call("POST", f"{LB}/loadbalancers", {"loadbalancer": full_spec(api)})
+    assert (status, body["faultstring"]) == (
+        400,
+        "Unknown attribute for argument load_balancer.loadbalancer: allowed_cidrs",
+    )
+    status, _ = await api.call("PATCH", "/_emu/config", {"octavia_version": "3.1"})
+    assert status == 400
