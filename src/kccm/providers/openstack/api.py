@@ -28,7 +28,8 @@ Tokens are keystoneauth's business: a token about to expire is renewed before us
 request once more (``allow_reauth``), as gophercloud's ``AllowReauth`` does.
 
 Errors: ``404`` -> :class:`OpenStackNotFound`, ``409`` -> :class:`OpenStackConflict`,
-``429``/``503`` -> :class:`~kccm.cloudprovider.Throttled` (with ``Retry-After``), anything else
+``429``/``503`` (and Nova's ``413`` "over limit" with a ``Retry-After``) ->
+:class:`~kccm.cloudprovider.Throttled` (with ``Retry-After``), anything else
 -> :class:`OpenStackAPIError` (``status`` 0 for a transport failure). Every request goes
 through :meth:`OpenStackAPI.request` and is recorded in :attr:`OpenStackAPI.ledger` (``GET`` a
 read, anything else a write); Keystone's own token requests are not.
@@ -67,6 +68,7 @@ __all__ = [
     "OpenStackNotFound",
     "auth_plugin",
     "keystone_v3_url",
+    "mapped_error",
 ]
 
 log = logging.getLogger(__name__)
@@ -241,11 +243,12 @@ def _retry_after(response: requests.Response) -> float | None:
 
 
 def mapped_error(status: int, text: str, retry_after: float | None = None) -> Exception:
+    """The exception for an HTTP ``status`` outside the accepted ones (see the module doc)."""
     if status == 404:
         return OpenStackNotFound(text, 404)
     if status == 409:
         return OpenStackConflict(text, 409)
-    if status in THROTTLED_STATUSES:
+    if status in THROTTLED_STATUSES or (status == 413 and retry_after is not None):
         return Throttled(f"OpenStack rate limit or overload: {text}", retry_after)
     return OpenStackAPIError(status, text)
 
@@ -318,9 +321,22 @@ class OpenStackAPI:
             raise OpenStackAPIError(0, f"openstack: cannot read the catalog: {err}") from err
         if not url:
             raise OpenStackAuthError(self._no_endpoint(service))
+        self._check_one_region(service)
         with self._lock:
             self._endpoints[service] = str(url).rstrip("/")
         return str(url).rstrip("/")
+
+    def _check_one_region(self, service: str) -> None:
+        """Without ``[Global] region`` gophercloud refuses a service found in several regions
+        (``ErrMultipleMatchingEndpointsV3``); so does kccm, naming them."""
+        if self.region:
+            return
+        regions = self._catalog_regions(service)
+        if len(regions) > 1:
+            raise OpenStackAuthError(
+                f"openstack: the catalog has {service} in several regions ({', '.join(regions)}): "
+                "set [Global] region"
+            )
 
     def _no_endpoint(self, service: str) -> str:
         regions = self._catalog_regions(service)
@@ -382,10 +398,12 @@ class OpenStackAPI:
             kwargs["params"] = dict(params)
         try:
             response = self.session.request(url, method.upper(), **kwargs)
-        except ksa_exc.Unauthorized as err:
-            raise OpenStackAPIError(401, f"{service} {op}: {_ksa_message(err)}") from err
+        except ksa_exc.HttpError as err:  # from Keystone, while renewing the token
+            status = int(err.http_status or 0)
+            raise mapped_error(status, f"{service} {op}: Keystone: {_ksa_message(err)}") from err
         except ksa_exc.ClientException as err:
             raise OpenStackAPIError(0, f"{service} {op}: {err}") from err
+        log.debug("openstack: %s %s -> %s", method.upper(), url, response.status_code)
         if response.status_code not in ok:
             text = f"{service} {op}: HTTP {response.status_code}: {_error_message(response)}"
             raise mapped_error(response.status_code, text, _retry_after(response))
