@@ -212,8 +212,9 @@ class OctaviaLoadBalancers:
         written[ann.LB_ID] = str(lb["id"])
         if lb.get("provisioning_status") != ACTIVE:
             lb = self.octavia.wait_active(str(lb["id"]))
+        listeners = self.octavia.listeners(str(lb["id"]))  # upstream reads them even after create
         if not created or self.opts.provider_requires_serial_api_calls:
-            self._ensure_children(lb, owner, service, members, conf)
+            self._ensure_children(lb, listeners, owner, service, members, conf)
         address = str(lb.get("vip_address", ""))
         if _is_ipv6(address):
             log.info(
@@ -238,11 +239,16 @@ class OctaviaLoadBalancers:
         return status
 
     def _ensure_children(
-        self, lb: LB, owner: bool, service: Service, nodes: Sequence[Node], conf: ServiceConfig
+        self,
+        lb: LB,
+        leftovers: list[LB],
+        owner: bool,
+        service: Service,
+        nodes: Sequence[Node],
+        conf: ServiceConfig,
     ) -> None:
         """The listener loop of upstream ``ensureOctaviaLoadBalancer``."""
         lb_id = str(lb["id"])
-        leftovers = self.octavia.listeners(lb_id)
         current = listener_map(leftovers)
         check_listener_ports(_ports(service), current, owner, conf.lb_name)
         for index, port in enumerate(_ports(service)):
@@ -293,6 +299,16 @@ class OctaviaLoadBalancers:
             raise CloudProviderError(f"load balancer for Service {service_key(service)} not found")
         if lb.get("provisioning_status") != ACTIVE:
             lb = self.octavia.wait_active(str(lb["id"]))
+        self._update_pools(lb, service, members, conf)
+        if self.opts.manage_security_groups:
+            ensure_security_group(
+                self.neutron, cluster_name, service, members, conf, self.opts.lb_provider
+            )
+
+    def _update_pools(
+        self, lb: LB, service: Service, members: Sequence[Node], conf: ServiceConfig
+    ) -> None:
+        """The port loop of ``updateOctaviaLoadBalancer`` (names from the balancer's name)."""
         lb_id, lb_name = str(lb["id"]), str(lb.get("name", ""))
         current = listener_map(self.octavia.listeners(lb_id))
         for index, port in enumerate(_ports(service)):
@@ -315,10 +331,6 @@ class OctaviaLoadBalancers:
                 self.opts.provider_requires_serial_api_calls,
             )
             ensure_monitor(self.octavia, lb_id, monitor_name(index, lb_name), pool, port, conf)
-        if self.opts.manage_security_groups:
-            ensure_security_group(
-                self.neutron, cluster_name, service, members, conf, self.opts.lb_provider
-            )
 
     # -- delete ------------------------------------------------------------------------------
 

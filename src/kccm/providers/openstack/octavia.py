@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from kccm.cloudprovider import CloudProviderError
+from kccm.cloudprovider import CloudProviderError, Throttled
 from kccm.providers.openstack.api import (
     OpenStackAPI,
     OpenStackConflict,
@@ -197,7 +197,7 @@ class Octavia:
                 # kccm: gone is final (upstream polls a 404 to the end of the backoff, ~4.5 min,
                 # e.g. a node-sync update waiting while the Service's delete removed the balancer)
                 raise OctaviaWaitError(f"loadbalancer {lb_id} is gone: {err}", lb) from err
-            except OpenStackError as err:
+            except (OpenStackError, Throttled) as err:  # upstream: logged, polled again
                 log.warning(
                     "Failed to fetch loadbalancer status from OpenStack (lbID %r): %s", lb_id, err
                 )
