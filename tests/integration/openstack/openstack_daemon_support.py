@@ -13,8 +13,8 @@ from typing import Any, TypeVar
 from openstack_operator import BalancerView, Operator
 
 from kccm.kube.client import KubeApiClient
-from kccm.kube.interface import Obj, PatchType
-from kccm.kube.resources import CLUSTER_ROLE_BINDINGS, CLUSTER_ROLES, NODES, SERVICES
+from kccm.kube.interface import Obj
+from kccm.kube.resources import NODES, SERVICES
 from kccm.testing.controllers import absent
 from kccm.testing.controllers import eventually as shared_eventually
 from kccm.testing.controlplane import ControlPlane
@@ -29,7 +29,6 @@ UNINITIALIZED = "node.cloudprovider.kubernetes.io/uninitialized"
 INTERNAL = "service.beta.kubernetes.io/openstack-internal-load-balancer"
 MONITOR = "loadbalancer.openstack.org/enable-health-monitor"
 LB_ID = "loadbalancer.openstack.org/load-balancer-id"
-EXTRA_ROLE = "kccm-openstack-e2e-services"
 T = TypeVar("T")
 
 eventually = functools.partial(shared_eventually, within=120.0, interval=0.2)
@@ -85,47 +84,6 @@ def fixed_ipv4(server: dict[str, Any]) -> str:
         for addresses in server["addresses"].values()
         for a in addresses
         if a["version"] == 4 and a.get("OS-EXT-IPS:type", "fixed") == "fixed"
-    )
-
-
-async def grant_services_patch(kube: KubeApiClient) -> None:
-    """``services: patch`` for the daemon's ServiceAccount (the annotations OCCM writes)."""
-    await kube.patch(
-        CLUSTER_ROLES,
-        EXTRA_ROLE,
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "ClusterRole",
-            "metadata": {"name": EXTRA_ROLE},
-            "rules": [{"apiGroups": [""], "resources": ["services"], "verbs": ["patch"]}],
-        },
-        patch_type=PatchType.APPLY,
-        field_manager="kccm-openstack-e2e",
-        force=True,
-    )
-    await kube.patch(
-        CLUSTER_ROLE_BINDINGS,
-        EXTRA_ROLE,
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "ClusterRoleBinding",
-            "metadata": {"name": EXTRA_ROLE},
-            "roleRef": {
-                "apiGroup": "rbac.authorization.k8s.io",
-                "kind": "ClusterRole",
-                "name": EXTRA_ROLE,
-            },
-            "subjects": [
-                {
-                    "kind": "ServiceAccount",
-                    "name": "cloud-controller-manager",
-                    "namespace": "kube-system",
-                }
-            ],
-        },
-        patch_type=PatchType.APPLY,
-        field_manager="kccm-openstack-e2e",
-        force=True,
     )
 
 

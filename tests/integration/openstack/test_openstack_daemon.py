@@ -8,9 +8,9 @@ servers, Nodes and Services; the module leaves the emulator as it found it (``ad
 
 Faults (``admin.fault``): 503s from Nova and Octavia, latency on Nova and Octavia, 409
 "immutable" storms on listener, member and pool writes, a 503 on a router update, and every
-Keystone token expired mid-run. The daemon runs with the shipped RBAC
-(``deploy/rbac.yaml``) plus ``services: patch``, which the openstack provider needs for the
-``loadbalancer.openstack.org/load-balancer-id`` annotation (OCCM's manifest grants it too).
+Keystone token expired mid-run. The daemon runs as the shipped ServiceAccount with the
+shipped RBAC alone (``deploy/rbac.yaml``: the ``loadbalancer.openstack.org/load-balancer-id``
+annotation goes through ``services/status``).
 """
 
 from __future__ import annotations
@@ -25,7 +25,6 @@ from typing import Any
 import pytest
 import pytest_asyncio
 from openstack_daemon_support import (
-    EXTRA_ROLE,
     INTERNAL,
     LB_ID,
     MONITOR,
@@ -39,7 +38,6 @@ from openstack_daemon_support import (
     blocking,
     fixed_ipv4,
     get_service,
-    grant_services_patch,
     has_taint,
     ingress_ip,
     lb_service,
@@ -55,7 +53,7 @@ from openstack_operator import BalancerView, Operator
 from kccm.kube.client import KubeApiClient
 from kccm.kube.config import load_cluster_config
 from kccm.kube.interface import Obj, PatchType
-from kccm.kube.resources import CLUSTER_ROLE_BINDINGS, CLUSTER_ROLES, NODES, SERVICES
+from kccm.kube.resources import NODES, SERVICES
 from kccm.testing.controllers import delete_until_gone, initialised_nodes
 from kccm.testing.controlplane import ControlPlane
 from kccm.testing.daemon import apply_rbac
@@ -72,7 +70,6 @@ async def world(
     with openstack_emulator(lb_active_delay=0.2) as emulator:
         baseline = emulator.admin.state()
         await apply_rbac(kube, ROOT / "deploy" / "rbac.yaml", "kccm-openstack-e2e")
-        await grant_services_patch(kube)
         daemons, daemon = start_daemon(emulator, control_plane, tmp_path_factory.mktemp("os-e2e"))
         env = World(emulator, Operator(emulator), daemon, baseline)
         names: list[str] = []
@@ -97,8 +94,6 @@ async def world(
                 stopped = daemon.proc.returncode
                 for server in env.base.values():
                     await blocking(emulator.admin.delete_server, server["id"])
-                await kube.delete(CLUSTER_ROLE_BINDINGS, EXTRA_ROLE)
-                await kube.delete(CLUSTER_ROLES, EXTRA_ROLE)
                 await kube.close()
         emulator.admin.assert_clean(baseline)
         assert stopped == 0, f"kccm did not finish its in-flight work within 30 s ({stopped})"
