@@ -7,8 +7,9 @@ One emulator and one daemon for the module (``--cluster-name=kccm-os-e2e``, rout
 servers, Nodes and Services; the module leaves the emulator as it found it (``admin.state()``).
 
 Faults (``admin.fault``): 503s from Nova and Octavia, latency on Nova and Octavia, 409
-"immutable" storms on listener, member and pool writes, a 503 on a router update, and every
-Keystone token expired mid-run. The daemon runs as the shipped ServiceAccount with the
+"immutable" storms on the listener create and delete and on the member batch update, a 503
+on a router update, and every Keystone token expired mid-run (twice). Each fault must be met
+(``admin.faults()`` empty afterwards). The daemon runs as the shipped ServiceAccount with the
 shipped RBAC alone (``deploy/rbac.yaml``: the ``loadbalancer.openstack.org/load-balancer-id``
 annotation goes through ``services/status``).
 """
@@ -66,6 +67,9 @@ from kccm.testing.pytest_plugin import KubeCleanup
 async def world(
     control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory
 ) -> AsyncIterator[World]:
+    """The emulator, the daemon (shipped ServiceAccount and RBAC) and two base Nodes with
+    their routes; afterwards the Nodes go while the daemon runs (their routes with them), the
+    daemon must stop cleanly, and the emulator must hold what it held before."""
     kube = KubeApiClient(load_cluster_config(str(control_plane.admin_kubeconfig)), qps=0, burst=0)
     with openstack_emulator(lb_active_delay=0.2) as emulator:
         baseline = emulator.admin.state()
