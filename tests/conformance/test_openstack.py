@@ -1,220 +1,232 @@
-"""The openstack provider passes the conformance kit against kccm's OpenStack emulator (a real
-HTTP server: Keystone, Nova, Neutron, Octavia)."""
+"""The openstack provider passes the conformance kit against the OpenStack emulator
+(``kccm.testing.openstack``: Keystone, Nova, Neutron and Octavia as a real HTTP server).
+
+One emulator per module with three servers on the ``private`` network; the Nodes are those
+servers as kubelet and kccm make them. The tamper changes and deletes balancers through the
+Octavia and Neutron APIs as an operator would (``openstack loadbalancer listener delete``,
+``... member delete``, ``openstack floating ip unset --port``, ``openstack loadbalancer
+delete --cascade``), never through the provider. The module leaves the emulator as it found it.
+"""
 
 from __future__ import annotations
 
 import io
-import ipaddress
-import time
 import uuid
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from kccm.cloudprovider import Interface, Node, Service, ThreadPoolAdapter
+from kccm.cloudprovider import Interface, Node, Service
 from kccm.providers.openstack import OpenStackCloud, new_openstack_cloud
-from kccm.providers.openstack.api import OpenStackAPI, OpenStackNotFound
-from kccm.providers.openstack.instances import OpenStackInstances
-from kccm.testing.conformance import CloudProviderConformance, make_node, make_service
+from kccm.providers.openstack.lbnames import load_balancer_name
+from kccm.testing.conformance import CloudProviderConformance, make_service
+from kccm.testing.modules import load_module
+from kccm.testing.openstack.launcher import Emulator, openstack_emulator
 
-NODES = 3
-LBAAS = "/v2.0/lbaas"
-SETTLE_TIMEOUT = 30.0
+operator = load_module(
+    "openstack_operator",
+    Path(__file__).resolve().parents[1] / "integration" / "openstack" / "openstack_operator.py",
+)
 
-
-class OctaviaTamper:
-    """Changes and deletes a balancer through Octavia and Neutron directly, with a client of
-    its own (not counted in the provider's ledger), as an operator in Horizon would."""
-
-    def __init__(self) -> None:
-        self._apis: dict[int, OpenStackAPI] = {}
-
-    def _api(self, cloud: Interface) -> OpenStackAPI:
-        assert isinstance(cloud, OpenStackCloud)
-        return self._apis.setdefault(id(cloud), OpenStackAPI(cloud.config))
-
-    def _balancer(self, cloud: Interface, cluster: str, service: Service) -> dict[str, Any] | None:
-        lb = cloud.load_balancer()
-        assert lb is not None
-        name = lb.get_load_balancer_name(cluster, service)
-        found = list(
-            self._api(cloud).paged(
-                "load-balancer",
-                f"{LBAAS}/loadbalancers",
-                "loadbalancers",
-                {"name": name},
-                operation="tamper",
-            )
-        )
-        return found[0] if found else None
-
-    def _settle(self, api: OpenStackAPI, lb_id: str, *, gone: bool = False) -> None:
-        """Until the balancer is ACTIVE again (or gone): Octavia has no event to await."""
-        deadline = time.monotonic() + SETTLE_TIMEOUT
-        while time.monotonic() < deadline:
-            try:
-                found = api.request(
-                    "load-balancer", "GET", f"{LBAAS}/loadbalancers/{lb_id}", operation="tamper"
-                )["loadbalancer"]
-            except OpenStackNotFound:
-                if gone:
-                    return
-                raise
-            if not gone and found["provisioning_status"] == "ACTIVE":
-                return
-            time.sleep(0.02)
-        raise AssertionError(f"balancer {lb_id} did not settle")
-
-    def _pools(self, api: OpenStackAPI, lb_id: str) -> list[dict[str, Any]]:
-        params = {"loadbalancer_id": lb_id}
-        return list(api.paged("load-balancer", f"{LBAAS}/pools", "pools", params, operation="t"))
-
-    def change(self, cloud: Interface, cluster: str, service: Service) -> None:
-        """Empty every pool (the batch member update, as the Octavia CLI does)."""
-        api, lb = self._api(cloud), self._balancer(cloud, cluster, service)
-        assert lb is not None
-        for pool in self._pools(api, lb["id"]):
-            api.request(
-                "load-balancer",
-                "PUT",
-                f"{LBAAS}/pools/{pool['id']}/members",
-                json={"members": []},
-                operation="tamper",
-            )
-            self._settle(api, lb["id"])
-
-    def delete(self, cloud: Interface, cluster: str, service: Service) -> None:
-        """The balancer (cascade) and its floating IP."""
-        api, lb = self._api(cloud), self._balancer(cloud, cluster, service)
-        assert lb is not None
-        fips = api.paged(
-            "network",
-            "/v2.0/floatingips",
-            "floatingips",
-            {"port_id": lb["vip_port_id"]},
-            operation="tamper",
-        )
-        for fip in list(fips):
-            api.request("network", "DELETE", f"/v2.0/floatingips/{fip['id']}", operation="t")
-        api.request(
-            "load-balancer",
-            "DELETE",
-            f"{LBAAS}/loadbalancers/{lb['id']}",
-            params={"cascade": "true"},
-            operation="tamper",
-        )
-        self._settle(api, lb["id"], gone=True)
-
-    def is_intact(
-        self, cloud: Interface, cluster: str, service: Service, nodes: Sequence[Node]
-    ) -> bool:
-        """A listener per Service port, whose pool has exactly the nodes' first InternalIPv4
-        on the node port."""
-        api, lb = self._api(cloud), self._balancer(cloud, cluster, service)
-        if lb is None:
-            return False
-        listeners = list(
-            api.paged(
-                "load-balancer",
-                f"{LBAAS}/listeners",
-                "listeners",
-                {"loadbalancer_id": lb["id"]},
-                operation="tamper",
-            )
-        )
-        by_port = {li["protocol_port"]: li.get("default_pool_id") for li in listeners}
-        if sorted(by_port) != sorted(p["port"] for p in service["spec"]["ports"]):
-            return False
-        for port in service["spec"]["ports"]:
-            pool_id = by_port[port["port"]]
-            if not pool_id:
-                return False
-            members = api.paged(
-                "load-balancer",
-                f"{LBAAS}/pools/{pool_id}/members",
-                "members",
-                operation="tamper",
-            )
-            found = {(m["address"], m["protocol_port"]) for m in members}
-            if found != {(_ipv4(n), port["nodePort"]) for n in nodes}:
-                return False
-        return True
+SERVERS = 3
 
 
-def _ipv4(node: Node) -> str:
-    for address in node["status"]["addresses"]:
-        if (
-            address["type"] == "InternalIP"
-            and ipaddress.ip_address(address["address"]).version == 4
-        ):
-            return str(address["address"])
-    raise AssertionError(f"node {node['metadata']['name']} has no InternalIP")
+@dataclass
+class World:
+    """The module's emulator, its servers and the floating IPs the tamper detached (an
+    operator's from then on: provider-made, but on no port, so no balancer claims them)."""
+
+    emulator: Emulator
+    servers: list[dict[str, Any]]
+    ops: Any = None
+    detached: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.ops = operator.Operator(self.emulator)
 
 
 @pytest.fixture(scope="module")
-def emulator() -> Iterator[Any]:
-    launcher = pytest.importorskip("kccm.testing.openstack.launcher")
-    with launcher.openstack_emulator() as emu:
-        servers = [emu.admin.add_server(f"conformance-node-{i}") for i in range(NODES)]
-        baseline = emu.admin.state()
-        yield emu
-        emu.admin.assert_clean(baseline)
+def world() -> Iterator[World]:
+    with openstack_emulator() as emulator:
+        baseline = emulator.admin.state()
+        tag = uuid.uuid4().hex[:6]
+        servers = [emulator.admin.add_server(f"conf-{tag}-{i}") for i in range(SERVERS)]
+        made = World(emulator, servers)
+        yield made
+        for fip_id in made.detached:
+            made.ops.delete_floating_ip(fip_id)
         for server in servers:
-            emu.admin.delete_server(server["id"])
+            emulator.admin.delete_server(server["id"])
+        emulator.admin.assert_clean(baseline)
+
+
+def node_of(server: dict[str, Any]) -> Node:
+    """The Node of an emulator server: providerID ``openstack:///<uuid>``, its fixed IPv4 as
+    InternalIP."""
+    fixed = [
+        a["addr"]
+        for addresses in server["addresses"].values()
+        for a in addresses
+        if a["version"] == 4 and a.get("OS-EXT-IPS:type", "fixed") == "fixed"
+    ]
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": server["name"], "uid": str(uuid.uuid4()), "labels": {}},
+        "spec": {"providerID": f"openstack:///{server['id']}"},
+        "status": {"addresses": [{"type": "InternalIP", "address": fixed[0]}]},
+    }
+
+
+def _addresses(nodes: Sequence[Node]) -> set[str]:
+    return {
+        a["address"] for n in nodes for a in n["status"]["addresses"] if a["type"] == "InternalIP"
+    }
+
+
+@dataclass
+class OctaviaTamper:
+    """The kit's ``LoadBalancerTamper``: an operator at the Octavia and Neutron APIs."""
+
+    world: World
+    damage: tuple[str, ...] = ("listener", "members", "floating-ip")
+    """What :meth:`change` does: drop the first listener, remove the members of every pool,
+    disassociate the floating IP (a subset for the single-drift cases below)."""
+
+    def _lb(self, cluster_name: str, service: Service) -> dict[str, Any]:
+        lb = self.world.ops.load_balancer(load_balancer_name(cluster_name, service))
+        assert lb is not None, f"no balancer for {service['metadata']['name']}"
+        return dict(lb)
+
+    def change(self, cloud: Interface, cluster_name: str, service: Service) -> None:
+        ops, lb = self.world.ops, self._lb(cluster_name, service)
+        ops.wait_active(lb["id"])
+        listeners = sorted(ops.listeners(lb["id"]), key=lambda li: li["protocol_port"])
+        if "listener" in self.damage:
+            ops.delete_listener(lb["id"], listeners[0]["id"])
+        if "members" in self.damage:
+            for listener in listeners:
+                ops.remove_members(lb["id"], listener["default_pool_id"])
+        if "floating-ip" in self.damage:
+            fip = ops.floating_ip_on(lb["vip_port_id"])
+            assert fip is not None
+            ops.disassociate(fip["id"])
+            self.world.detached.append(fip["id"])
+
+    def delete(self, cloud: Interface, cluster_name: str, service: Service) -> None:
+        """The floating IP is released first (``openstack floating ip delete``), as
+        ``--cascade`` leaves it; then the balancer with everything in it."""
+        ops, lb = self.world.ops, self._lb(cluster_name, service)
+        fip = ops.floating_ip_on(lb["vip_port_id"])
+        if fip is not None:
+            ops.delete_floating_ip(fip["id"])
+        ops.wait_active(lb["id"])
+        ops.cascade_delete(lb["id"])
+
+    def is_intact(
+        self, cloud: Interface, cluster_name: str, service: Service, nodes: Sequence[Node]
+    ) -> bool:
+        """A listener per Service port (and no other), each pool's members exactly the
+        nodes' addresses on the port's nodePort, a floating IP on the VIP port."""
+        view = self.world.ops.view(load_balancer_name(cluster_name, service))
+        if view is None or view.floating_ip is None:
+            return False
+        ports = {p["port"]: p["nodePort"] for p in service["spec"]["ports"]}
+        if set(view.listeners) != set(ports):
+            return False
+        return all(
+            {(address, port) for address, port, _ in listener.members}
+            == {(address, ports[number]) for address in _addresses(nodes)}
+            for number, listener in view.listeners.items()
+        )
 
 
 class TestOpenStackCloud(CloudProviderConformance):
-    @pytest.fixture
-    def cloud(self, emulator: Any) -> OpenStackCloud:
-        return new_openstack_cloud(io.StringIO(emulator.cloud_conf()))
+    max_load_balancer_name_length = 255
+    """OCCM's ``kube_service_<cluster>_<namespace>_<name>``, cut to 255 (``Sprintf255``)."""
 
     @pytest.fixture
-    def lb_nodes(self, cloud: OpenStackCloud) -> list[Node]:
-        """The emulator's servers as Nodes: providerID and addresses from the provider."""
-        instances = cloud.instances_v2()
-        assert isinstance(instances, OpenStackInstances)
-        nodes = []
-        for i in range(NODES):
-            name = f"conformance-node-{i}"
-            meta = instances.instance_metadata(make_node(name))
-            node = make_node(name, provider_id=meta.provider_id)
-            node["status"]["addresses"] = [a.to_dict() for a in meta.node_addresses]
-            nodes.append(node)
-        return nodes
+    def cloud(self, world: World) -> OpenStackCloud:
+        return new_openstack_cloud(io.StringIO(world.emulator.cloud_conf()))
 
     @pytest.fixture
-    def load_balancer_tamper(self) -> OctaviaTamper:
-        return OctaviaTamper()
+    def lb_nodes(self, world: World) -> list[Node]:
+        return [node_of(s) for s in world.servers]
 
     @pytest.fixture
-    def known_node(self, lb_nodes: list[Node]) -> Node:
-        return lb_nodes[0]
+    def known_node(self, world: World) -> Node:
+        return node_of(world.servers[0])
 
     @pytest.fixture
     def unknown_provider_id(self) -> str:
-        """``openstack:///<uuid>`` (a providerID without the third slash is malformed, an error
-        upstream, never "does not exist")."""
+        """Well-formed (a server UUID) and naming no server."""
         return f"openstack:///{uuid.uuid4()}"
 
-    @pytest.mark.parametrize(("name", "namespace"), [("web", "default"), ("n" * 63, "s" * 63)])
+    @pytest.fixture
+    def load_balancer_tamper(self, world: World) -> OctaviaTamper:
+        return OctaviaTamper(world)
+
+    @pytest.mark.parametrize(
+        ("name", "namespace"),
+        [
+            pytest.param("web", "default", id="short-name"),
+            pytest.param("s" * 63, "n" * 63, id="longest-service-and-namespace"),
+        ],
+    )
     async def test_load_balancer_name_is_stable_unique_and_short(
-        self, cloud: Interface, call: ThreadPoolAdapter, name: str, namespace: str
+        self, cloud: Interface, call: Any, name: str, namespace: str
     ) -> None:
-        """Deliberately OCCM's names, not the kit's rule: ``kube_service_<cluster>_<namespace>_
-        <name>`` cut to 255 bytes (``GetLoadBalancerName``, loadbalancer.go), so balancers OCCM
-        made are adopted. They are stable and differ between Services of different names, but
-        not between two Services of one name one after the other (no UID in the name), and
-        they are longer than the kit's 32 characters (Octavia allows 255)."""
-        lb = cloud.load_balancer()
-        if lb is None:
-            pytest.skip("the provider does not support LoadBalancer")
+        """Deliberately replaces the kit's check, whose "a new UID is a new name" and 32
+        characters OCCM's names cannot meet: upstream ``GetLoadBalancerName`` is
+        ``kube_service_<cluster>_<namespace>_<name>`` cut to 255 bytes
+        (``pkg/openstack/loadbalancer.go`` v1.36.0), so that the balancers an OCCM user has
+        are adopted. Stable, distinct between Services of different names (not between two
+        Services of one name one after the other: no UID in the name), Octavia's 255 at most."""
+        lb = self._lb(cloud)
         svc = make_service(name, namespace=namespace)
-        other = make_service(name[:-1] + "x", namespace=namespace)
+        other = make_service(f"{name[:62]}x", namespace=namespace)
         first = await call.call("name", lb.get_load_balancer_name, "kccm-conformance", svc)
         again = await call.call("name", lb.get_load_balancer_name, "kccm-conformance", svc)
         different = await call.call("name", lb.get_load_balancer_name, "kccm-conformance", other)
-        assert first == again
+        assert first == again == f"kube_service_kccm-conformance_{namespace}_{name}"
         assert first != different
-        assert first.startswith("kube_service_kccm-conformance_")
-        assert 0 < len(first.encode()) <= 255
+        assert 0 < len(first.encode()) <= self.max_load_balancer_name_length
+
+
+DAMAGE = [
+    pytest.param(("listener",), id="listener-dropped"),
+    pytest.param(("members",), id="members-removed"),
+    pytest.param(("floating-ip",), id="floating-ip-disassociated"),
+    pytest.param(("listener", "members", "floating-ip"), id="all-three"),
+    pytest.param((), id="cascade-deleted"),
+]
+
+
+@pytest.mark.parametrize("damage", DAMAGE)
+def test_the_tamper_sees_drift_that_the_next_ensure_repairs(
+    world: World, damage: tuple[str, ...]
+) -> None:
+    """The tamper the kit uses, one kind of damage at a time, on a two-port Service: each is
+    seen by ``is_intact``, repaired by the next ensure, after which an ensure writes nothing."""
+    cloud = new_openstack_cloud(io.StringIO(world.emulator.cloud_conf()))
+    lb = cloud.load_balancer()
+    assert lb is not None
+    service = make_service(f"tamper-{'-'.join(damage) or 'deleted'}", ports=(80, 443))
+    nodes = [node_of(s) for s in world.servers]
+    tamper = OctaviaTamper(world, damage)
+    hurt = tamper.change if damage else tamper.delete
+    lb.ensure_load_balancer("k", service, nodes)
+    try:
+        assert tamper.is_intact(cloud, "k", service, nodes)
+        hurt(cloud, "k", service)
+        assert not tamper.is_intact(cloud, "k", service, nodes)
+        lb.ensure_load_balancer("k", service, nodes)
+        assert tamper.is_intact(cloud, "k", service, nodes)
+        before = world.emulator.admin.last_seq()
+        lb.ensure_load_balancer("k", service, nodes)
+        assert world.emulator.admin.mutating(before) == []
+    finally:
+        lb.ensure_load_balancer_deleted("k", service)

@@ -193,6 +193,10 @@ class Octavia:
         for _ in range(steps):
             try:
                 lb = self.get_load_balancer(lb_id)
+            except OpenStackNotFound as err:
+                # kccm: gone is final (upstream polls a 404 to the end of the backoff, ~4.5 min,
+                # e.g. a node-sync update waiting while the Service's delete removed the balancer)
+                raise OctaviaWaitError(f"loadbalancer {lb_id} is gone: {err}", lb) from err
             except (OpenStackError, Throttled) as err:  # upstream: logged, polled again
                 log.warning(
                     "Failed to fetch loadbalancer status from OpenStack (lbID %r): %s", lb_id, err
