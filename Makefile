@@ -6,6 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
 .PHONY: help venv wheelhouse controlplane helm vcsim test-vsphere lint format typecheck unit integration test test-aws demo clean test-py313 flake-hunt flags-doc
+.PHONY: occm
 
 help:
 	@echo "make demo          the local provider end to end: control plane, 3 nodes, kccm, a LoadBalancer"
@@ -13,6 +14,7 @@ help:
 	@echo "make controlplane  build etcd, kube-apiserver, kube-controller-manager, kubectl from Go modules (cached)"
 	@echo "make helm          build helm from Go modules (cached; the chart tests use it)"
 	@echo "make vcsim         build vcsim (govmomi's vCenter simulator) from Go modules (cached)"
+	@echo "make occm          build upstream's openstack-cloud-controller-manager from Go modules (cached)"
 	@echo "make test-vsphere  the vsphere provider's tests (unit, conformance, vcsim + apiserver)"
 	@echo "make test-py313    unit + conformance tests and the demo on Python 3.13 (in .venv313)"
 	@echo "make test-aws      the aws provider's tests (unit, conformance, daemon e2e) against moto"
@@ -64,6 +66,11 @@ helm:
 vcsim:
 	@bash hack/vcsim/build.sh
 
+# Upstream's OCCM (hack/openstack/occm: a wrapper module, see build-occm.sh): the openstack
+# tests run it against kccm's emulator and migrate from it to kccm.
+occm:
+	@bash hack/openstack/build-occm.sh
+
 lint: venv
 	$(VENV)/bin/ruff check src tests examples bench
 	$(VENV)/bin/ruff format --check src tests examples bench
@@ -82,7 +89,7 @@ UNIT_MARKERS ?=
 unit: venv
 	$(PY) -m pytest $(XDIST_UNIT) $(if $(UNIT_MARKERS),-m "$(UNIT_MARKERS)") tests/unit
 
-integration: venv wheelhouse controlplane helm vcsim
+integration: venv wheelhouse controlplane helm vcsim occm
 	$(PY) -m pytest $(XDIST_INTEGRATION) tests/conformance tests/integration
 
 # Everything, timed step by step: the Go builds compile in the background while lint, types
