@@ -1,0 +1,297 @@
+"""Start the OpenStack emulator as a subprocess and steer it.
+
+``with openstack_emulator(lb_active_delay=0.05) as emu:`` runs ``python -m
+kccm.testing.openstack`` on a free loopback port (:func:`kccm.testing.ports.free_port`) and
+yields an :class:`Emulator`: ``emu.auth_url`` for clients, ``emu.cloud_conf()`` for an
+OCCM-style ``cloud.conf``, ``emu.admin`` (:class:`EmulatorAdmin`) for servers, faults, the
+request log and leak checks.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import urllib.error
+import urllib.request
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kccm.testing.ports import free_port
+
+__all__ = ["Emulator", "EmulatorAdmin", "EmulatorError", "openstack_emulator", "start_emulator"]
+
+READY_TIMEOUT = 30.0
+
+
+class EmulatorError(RuntimeError):
+    """The emulator could not be started or steered."""
+
+
+@dataclass
+class EmulatorAdmin:
+    """The ``/_emu`` test API of a running emulator (blocking calls)."""
+
+    base_url: str
+
+    def _call(self, method: str, path: str, body: Any = None) -> Any:
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(self.base_url + path, data=data, method=method)
+        request.add_header("Content-Type", "application/json")
+        try:
+            with urllib.request.urlopen(request, timeout=30) as response:
+                payload = response.read()
+        except urllib.error.HTTPError as exc:
+            raise EmulatorError(f"{method} {path}: {exc.code} {exc.read().decode()}") from exc
+        return json.loads(payload) if payload else None
+
+    # -- the world ------------------------------------------------------------------------
+
+    def config(self) -> dict[str, Any]:
+        """Ids and credentials of the default world (see ``admin.config``)."""
+        return dict(self._call("GET", "/_emu/config"))
+
+    def set_config(self, **values: Any) -> dict[str, Any]:
+        """Change ``lb_active_delay``, ``token_ttl`` or ``max_routes`` of the running server."""
+        return dict(self._call("PATCH", "/_emu/config", values))
+
+    def add_server(
+        self,
+        name: str,
+        *,
+        flavor: str = "m1.small",
+        networks: tuple[str, ...] = ("private",),
+        az: str = "nova",
+        status: str = "ACTIVE",
+        floating: bool = False,
+        metadata: Mapping[str, str] | None = None,
+    ) -> dict[str, Any]:
+        """A new server (Nova's detail view without microversion), with a port per network."""
+        body = {
+            "name": name,
+            "flavor": flavor,
+            "networks": list(networks),
+            "az": az,
+            "status": status,
+            "floating": floating,
+            "metadata": dict(metadata or {}),
+        }
+        return dict(self._call("POST", "/_emu/servers", body))
+
+    def set_server_status(self, server_id: str, status: str) -> dict[str, Any]:
+        return dict(self._call("PUT", f"/_emu/servers/{server_id}/status", {"status": status}))
+
+    def delete_server(self, server_id: str) -> None:
+        self._call("DELETE", f"/_emu/servers/{server_id}")
+
+    # -- observation --------------------------------------------------------------------------
+
+    def requests(self, since: int = 0) -> list[dict[str, Any]]:
+        """Calls after sequence number ``since``: ``{seq, method, path, query, service,
+        status}``."""
+        return list(self._call("GET", f"/_emu/requests?since={since}"))
+
+    def last_seq(self) -> int:
+        found = self.requests()
+        return int(found[-1]["seq"]) if found else 0
+
+    def mutating(self, since: int = 0) -> list[dict[str, Any]]:
+        """The writes after ``since``: every call but GET/HEAD, less Keystone token POSTs."""
+        return [
+            r
+            for r in self.requests(since)
+            if r["method"] not in ("GET", "HEAD")
+            and not (r["service"] == "identity" and r["path"].endswith("/auth/tokens"))
+        ]
+
+    def state(self) -> dict[str, list[Any]]:
+        """What tests make and must remove (``admin.state``)."""
+        return {k: list(v) for k, v in self._call("GET", "/_emu/state").items()}
+
+    def assert_clean(self, baseline: Mapping[str, list[Any]]) -> None:
+        """AssertionError naming everything :meth:`state` has that ``baseline`` had not."""
+        now = self.state()
+        leaked = {k: sorted(set(v) - set(baseline.get(k, ()))) for k, v in now.items()}
+        leaked = {k: v for k, v in leaked.items() if v}
+        if leaked:
+            raise AssertionError(f"OpenStack emulator left with: {leaked}")
+
+    # -- faults -------------------------------------------------------------------------------
+
+    def fault(
+        self,
+        service: str,
+        method: str,
+        path_regex: str,
+        status: int = 500,
+        body: Any = None,
+        times: int = 1,
+        latency: float = 0.0,
+        kind: str = "error",
+    ) -> dict[str, Any]:
+        """Answer the next ``times`` matching calls (0 = all) with a fault: ``kind`` "error"
+        (``status``, ``body`` or the service's error body), "conflict" (409, Octavia's
+        immutable text) or "latency" (``latency`` s, then served)."""
+        spec = {
+            "service": service,
+            "method": method,
+            "path_regex": path_regex,
+            "status": status,
+            "body": body,
+            "times": times,
+            "latency": latency,
+            "kind": kind,
+        }
+        if kind == "conflict" and status == 500:
+            spec["status"] = 409
+        return dict(self._call("POST", "/_emu/faults", spec))
+
+    def faults(self) -> list[dict[str, Any]]:
+        return list(self._call("GET", "/_emu/faults"))
+
+    def clear_faults(self) -> None:
+        self._call("DELETE", "/_emu/faults")
+
+    def expire_tokens(self) -> int:
+        """Every token issued so far expires now (the next call with one gets a 401)."""
+        return int(self._call("POST", "/_emu/expire-tokens")["expired"])
+
+
+@dataclass
+class Emulator:
+    """A running emulator process."""
+
+    process: subprocess.Popen[str]
+    base_url: str
+    admin: EmulatorAdmin = field(init=False)
+    _config: dict[str, Any] = field(init=False, default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.admin = EmulatorAdmin(self.base_url)
+
+    @property
+    def auth_url(self) -> str:
+        return f"{self.base_url}/identity/v3"
+
+    @property
+    def config(self) -> dict[str, Any]:
+        if not self._config:
+            self._config = self.admin.config()
+        return self._config
+
+    def cloud_conf(
+        self,
+        overrides: Mapping[str, Mapping[str, str]] | None = None,
+        **sections: Mapping[str, str],
+    ) -> str:
+        """OCCM's ``cloud.conf`` for the default user and project; ``{"Section": {"key":
+        "value"}}`` (a value of None drops the key) merge over the defaults."""
+        conf = self.config
+        base: dict[str, dict[str, str | None]] = {
+            "Global": {
+                "auth-url": self.auth_url,
+                "username": conf["user"],
+                "password": conf["password"],
+                "user-domain-name": conf["domain"],
+                "tenant-name": conf["project"],
+                "tenant-domain-name": conf["domain"],
+                "region": conf["region"],
+            },
+            "LoadBalancer": {"floating-network-id": conf["public_network_id"]},
+            "Route": {"router-id": conf["router_id"]},
+        }
+        for name, extra in {**(overrides or {}), **sections}.items():
+            base.setdefault(name, {}).update(extra)
+        lines: list[str] = []
+        for name, values in base.items():
+            lines.append(f"[{name}]")
+            lines += [f"{k} = {v}" for k, v in values.items() if v is not None]
+            lines.append("")
+        return "\n".join(lines)
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        if self.process.stdout is not None:
+            self.process.stdout.close()
+
+
+def _read_ready(process: subprocess.Popen[str]) -> dict[str, Any]:
+    result: dict[str, str] = {}
+
+    def read() -> None:
+        assert process.stdout is not None
+        result["line"] = process.stdout.readline()
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    reader.join(READY_TIMEOUT)
+    line = result.get("line") or ""
+    if not line:
+        process.kill()
+        code = process.wait()
+        if reader.is_alive():
+            raise EmulatorError(f"the OpenStack emulator did not start within {READY_TIMEOUT:g}s")
+        raise EmulatorError(f"the OpenStack emulator exited ({code}) before it listened")
+    return dict(json.loads(line))
+
+
+def _child_env() -> dict[str, str]:
+    """The child imports this very ``kccm`` (a checkout on PYTHONPATH or installed)."""
+    env = dict(os.environ)
+    src = str(Path(__file__).resolve().parents[3])
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (src, env.get("PYTHONPATH", "")) if p)
+    return env
+
+
+def start_emulator(
+    *,
+    lb_active_delay: float = 0.05,
+    token_ttl: float = 3600.0,
+    host: str = "127.0.0.1",
+    log_path: str | os.PathLike[str] | None = None,
+) -> Emulator:
+    port = free_port(host)
+    args = [
+        sys.executable,
+        "-m",
+        "kccm.testing.openstack",
+        "--port",
+        str(port),
+        "--host",
+        host,
+        "--lb-active-delay",
+        str(lb_active_delay),
+        "--token-ttl",
+        str(token_ttl),
+    ]
+    with contextlib.ExitStack() as stack:
+        stderr: Any = subprocess.DEVNULL
+        if log_path is not None:
+            stderr = stack.enter_context(open(log_path, "ab"))
+        process = subprocess.Popen(
+            args, stdout=subprocess.PIPE, stderr=stderr, text=True, env=_child_env()
+        )
+    ready = _read_ready(process)
+    return Emulator(process=process, base_url=str(ready["url"]))
+
+
+@contextlib.contextmanager
+def openstack_emulator(lb_active_delay: float = 0.05, **opts: Any) -> Iterator[Emulator]:
+    """A running emulator for the block (``opts``: ``token_ttl``, ``host``, ``log_path``)."""
+    emulator = start_emulator(lb_active_delay=lb_active_delay, **opts)
+    try:
+        yield emulator
+    finally:
+        emulator.stop()
