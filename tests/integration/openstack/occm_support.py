@@ -16,14 +16,16 @@ among them. :class:`Occm` is the running process: its log, a probe for a logged 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import re
 import signal
 import subprocess
+import urllib.request
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import pytest
 
@@ -232,3 +234,84 @@ def occm_processes(tmp: Path) -> Iterator[OccmProcesses]:
         yield processes
     finally:
         processes.stop_all()
+
+
+@dataclass
+class CloudReader:
+    """Reads the emulator as the ``demo`` user does (Keystone v3 password token, then plain
+    GETs on the catalog's URLs): what a test compares OCCM's and kccm's work against."""
+
+    base_url: str
+    user: str = "demo"
+    password: str = "secret"
+    project: str = "demo"
+    _token: str = ""
+
+    def _authenticate(self) -> str:
+        body = {
+            "auth": {
+                "identity": {
+                    "methods": ["password"],
+                    "password": {
+                        "user": {
+                            "name": self.user,
+                            "domain": {"name": "Default"},
+                            "password": self.password,
+                        }
+                    },
+                },
+                "scope": {"project": {"name": self.project, "domain": {"name": "Default"}}},
+            }
+        }
+        request = urllib.request.Request(
+            f"{self.base_url}/identity/v3/auth/tokens",
+            data=json.dumps(body).encode(),
+            headers={"Content-Type": "application/json"},
+            method="POST",
+        )
+        with urllib.request.urlopen(request, timeout=10) as resp:
+            return str(resp.headers["X-Subject-Token"])
+
+    def request(self, method: str, path: str, body: object = None) -> Any:
+        """``method`` on ``<base_url><path>`` (e.g. ``/network/v2.0/routers``); decoded JSON."""
+        if not self._token:
+            self._token = self._authenticate()
+        request = urllib.request.Request(
+            f"{self.base_url}{path}",
+            data=None if body is None else json.dumps(body).encode(),
+            headers={"X-Auth-Token": self._token, "Content-Type": "application/json"},
+            method=method,
+        )
+        with urllib.request.urlopen(request, timeout=10) as resp:
+            text = resp.read()
+        return json.loads(text) if text else None
+
+    def get(self, path: str) -> Any:
+        return self.request("GET", path)
+
+    def load_balancers(self, name: str) -> list[dict[str, Any]]:
+        found = self.get(f"/load-balancer/v2/lbaas/loadbalancers?name={name}")
+        return list(found["loadbalancers"])
+
+    def pools(self, lb_id: str) -> list[dict[str, Any]]:
+        return list(self.get(f"/load-balancer/v2/lbaas/pools?loadbalancer_id={lb_id}")["pools"])
+
+    def members(self, pool_id: str) -> list[dict[str, Any]]:
+        return list(self.get(f"/load-balancer/v2/lbaas/pools/{pool_id}/members")["members"])
+
+    def floating_ips(self, **filters: str) -> list[dict[str, Any]]:
+        query = "&".join(f"{k}={v}" for k, v in filters.items())
+        return list(self.get(f"/network/v2.0/floatingips?{query}")["floatingips"])
+
+    def router(self, router_id: str) -> dict[str, Any]:
+        return dict(self.get(f"/network/v2.0/routers/{router_id}")["router"])
+
+    def routers(self, name: str) -> list[dict[str, Any]]:
+        return list(self.get(f"/network/v2.0/routers?name={name}")["routers"])
+
+    def network_id(self, name: str) -> str:
+        return str(self.get(f"/network/v2.0/networks?name={name}")["networks"][0]["id"])
+
+    def ports(self, **filters: str) -> list[dict[str, Any]]:
+        query = "&".join(f"{k}={v}" for k, v in filters.items())
+        return list(self.get(f"/network/v2.0/ports?{query}")["ports"])
