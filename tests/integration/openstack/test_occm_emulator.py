@@ -79,7 +79,7 @@ async def world(
     name = kube_cleanup.add(NODES, unique_name("occm-node"))
     server = emulator.admin.add_server(name)
     await kube.create(NODES, kubelet_node(name, POD_CIDR))
-    occm = occms.start(emulator.cloud_conf(), control_plane.admin_kubeconfig, controllers=("cloud-node","cloud-node-lifecycle","route"))  # TEMP
+    occm = occms.start(emulator.cloud_conf(), control_plane.admin_kubeconfig)
     node = (await eventually(lambda: _initialised(occm, kube, name)))[0]
     reader = CloudReader(emulator.base_url)
     router_id = emulator.config["router_id"]
