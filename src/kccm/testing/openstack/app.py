@@ -24,6 +24,7 @@ __all__ = [
     "build_app",
     "json_body",
     "reply",
+    "request_token",
     "service_of",
 ]
 
