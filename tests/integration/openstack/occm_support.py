@@ -16,6 +16,8 @@ among them. :class:`Occm` is the running process: its log, a probe for a logged 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import ctypes
 import json
 import os
 import re
@@ -39,6 +41,7 @@ CLUSTER_NAME = "kubernetes"
 """OCCM's default ``--cluster-name``: balancer names are ``kube_service_kubernetes_<ns>_<name>``."""
 CLUSTER_CIDR = "10.244.0.0/16"
 KILL_WAIT = 10.0
+_PR_SET_PDEATHSIG = 1
 CONTROLLERS = ("cloud-node", "cloud-node-lifecycle", "service", "route")
 
 
@@ -124,6 +127,11 @@ def occm_argv(
     return [*argv, *extra]
 
 
+def _die_with_parent() -> None:  # in the child between fork and exec, as the control plane's
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
 @dataclass
 class Occm:
     """A running OCCM: its process and log file."""
@@ -193,7 +201,9 @@ def start_occm(
     )
     log = tmp / f"{name}.log"
     with log.open("wb") as sink:
-        proc = subprocess.Popen(argv, stdout=sink, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(
+            argv, stdout=sink, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent
+        )
     return Occm(proc, log)
 
 
