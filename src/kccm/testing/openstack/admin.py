@@ -7,7 +7,8 @@
   floating IP on its first port; ``PUT /_emu/servers/{id}/status``; ``DELETE
   /_emu/servers/{id}`` (its ports and the floating IPs made for it go too);
 - ``GET /_emu/requests?since=N``; ``GET|POST|DELETE /_emu/faults``;
-  ``POST /_emu/expire-tokens``; ``GET /_emu/state`` (what a test may have left behind).
+  ``POST /_emu/expire-tokens``; ``POST /_emu/settle`` (pending Octavia changes finish
+  now); ``GET /_emu/state`` (what a test may have left behind).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from kccm.testing.openstack import neutron_l3, nova
 from kccm.testing.openstack.app import WORLD, json_body, reply
 from kccm.testing.openstack.errors import EmuError
 from kccm.testing.openstack.faults import add_fault
+from kccm.testing.openstack.octavia_model import settle_now
 from kccm.testing.openstack.seed import DEFAULTS
 from kccm.testing.openstack.world import Obj, World, new_id, now_iso
 
@@ -178,6 +180,12 @@ async def post_fault(request: web.Request) -> web.Response:
 async def clear_faults(request: web.Request) -> web.Response:
     request.app[WORLD].faults.clear()
     return web.Response(status=204)
+
+
+@routes.post("/_emu/settle")
+async def settle(request: web.Request) -> web.Response:
+    """Finish every pending Octavia change now (what the real API's helper does)."""
+    return reply({"settled": settle_now(request.app[WORLD])})
 
 
 @routes.post("/_emu/expire-tokens")

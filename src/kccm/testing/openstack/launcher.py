@@ -158,6 +158,10 @@ class EmulatorAdmin:
     def clear_faults(self) -> None:
         self._call("DELETE", "/_emu/faults")
 
+    def settle(self) -> list[str]:
+        """Finish every pending Octavia change now; the balancers' ids."""
+        return list(self._call("POST", "/_emu/settle")["settled"])
+
     def expire_tokens(self) -> int:
         """Every token issued so far expires now (the next call with one gets a 401)."""
         return int(self._call("POST", "/_emu/expire-tokens")["expired"])

@@ -150,10 +150,12 @@ def get_obj(world: World, kind: str, ident: str, status: int = 404) -> Obj:
 def listing(
     request: web.Request, kind: str, items: Iterable[Obj], special: dict[str, Any] | None = None
 ) -> web.Response:
-    """A list answer: filters on any attribute and tags, ``fields``, paging, and the
-    ``<kind>_links`` Octavia always includes."""
+    """A list answer sorted as Octavia sorts by default (``created_at``, then ``id``):
+    filters on any attribute and tags, ``fields``, paging, and the ``<kind>_links`` Octavia
+    always includes."""
     world = request.app[WORLD]
-    views = [view(world, kind, obj) for obj in items]
+    ordered = sorted(items, key=lambda obj: (obj["created_at"], obj["id"]))  # DEFAULT_SORT_KEYS
+    views = [view(world, kind, obj) for obj in ordered]
     found = filter_items(views, request.query, special)
     found, links = page(
         found, request.query, kind, world.base_url + request.path, always_links=True
@@ -419,8 +421,13 @@ async def create(request: web.Request) -> web.Response:
         vip_address=vip["address"],
         vip_port_id=vip["port_id"],
     )
-    made = graph(world, lb, body)
     _vip_port(world, lb, vip)
+    try:
+        made = graph(world, lb, body)
+    except EmuError:
+        if lb.get("_vip_owned"):  # the create's rollback deallocates the VIP
+            world.ports.pop(lb["vip_port_id"], None)
+        raise
     world.loadbalancers[lb["id"]] = lb
     for kind, obj in made:
         getattr(world, kind)[obj["id"]] = obj

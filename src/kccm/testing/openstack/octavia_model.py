@@ -33,7 +33,9 @@ __all__ = [
     "new_member",
     "new_pool",
     "not_found",
+    "settle",
     "settle_later",
+    "settle_now",
     "validation",
     "view",
 ]
@@ -374,15 +376,26 @@ def check_mutable(
 
 
 def settle_later(world: World, lb_id: str) -> None:
-    loop = asyncio.get_running_loop()
-    handle: asyncio.TimerHandle | None = None
+    """Start (or restart) the balancer's timer on the running loop."""
+    old = world.timers.pop(lb_id, None)
+    if old is not None:
+        old.cancel()
 
     def fire() -> None:
-        world.timers.discard(handle)
+        world.timers.pop(lb_id, None)
         settle(world, lb_id)
 
-    handle = loop.call_later(max(world.lb_active_delay, 0.0), fire)
-    world.timers.add(handle)
+    loop = asyncio.get_running_loop()
+    world.timers[lb_id] = loop.call_later(max(world.lb_active_delay, 0.0), fire)
+
+
+def settle_now(world: World) -> list[str]:
+    """Settle every balancer whose timer runs, at once (``POST /_emu/settle``); the ids."""
+    settled = list(world.timers)
+    for lb_id in settled:
+        world.timers.pop(lb_id).cancel()
+        settle(world, lb_id)
+    return settled
 
 
 def _tree(world: World, lb_id: str) -> list[tuple[str, Obj]]:

@@ -105,7 +105,7 @@ class World:
     fault_seq: int = 0
     seq: int = 0
     baseline_ports: set[str] = field(default_factory=set)
-    timers: set[Any] = field(default_factory=set)  # asyncio.TimerHandle of Octavia moves
+    timers: dict[str, Any] = field(default_factory=dict)  # lb id -> asyncio.TimerHandle
 
     # -- lookups --------------------------------------------------------------------------
 
