@@ -17,6 +17,7 @@ objects go, and a deleted balancer takes its children and its Octavia-owned VIP 
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 from collections.abc import Iterable
 from typing import Any
 
@@ -213,10 +214,28 @@ def new_pool(body: Obj, lb: Obj) -> Obj:
     return pool
 
 
+def _ip_address(name: str, value: Any) -> str:
+    """``types.IPAddressType`` (octavia/api/common/types.py): an IPv4 or IPv6 address, else
+    wsme's 400. OCCM's serial member path (``getNodeAddressForLB``) sends a Node's first
+    address, its host name when the Node has no InternalIP yet, which Octavia refuses."""
+    try:
+        ipaddress.ip_address(str(value))
+    except ValueError:
+        raise EmuError(
+            400,
+            f"Invalid input for field/attribute {name}. Value: '{value}'. "
+            "Value should be IPv4 or IPv6 format",
+        ) from None
+    return str(value)
+
+
 def new_member(body: Obj, pool: Obj, *, monitored: bool) -> Obj:
     address = body.get("address") or body.get("ip_address")
     if address is None:
         raise mandatory("address")
+    address = _ip_address("address", address)
+    if body.get("monitor_address") is not None:
+        _ip_address("monitor_address", body["monitor_address"])
     member = _base(body, pool["project_id"])
     member.update(
         {
