@@ -454,6 +454,24 @@ def _online(world: World, kind: str, obj: Obj) -> str:
     return "ONLINE"
 
 
+def _delete_vip_port(world: World, port_id: str) -> None:
+    """Octavia deletes the VIP port it allocated; Neutron's port delete disassociates the
+    port's floating IPs (neutron/db/l3_db.py, ``disassociate_floatingips``), so a floating IP
+    the user kept (OCCM's ``loadBalancerIP``) is left unassociated, not pointing at a port
+    that is gone."""
+    if world.ports.pop(port_id, None) is None:
+        return
+    for fip in world.floatingips.values():
+        if fip["port_id"] == port_id:
+            fip.update(
+                port_id=None,
+                fixed_ip_address=None,
+                router_id=None,
+                status="DOWN",
+                port_details=None,
+            )
+
+
 def settle(world: World, lb_id: str) -> None:
     """What the provider's worker does when it finishes: pending objects become ACTIVE,
     pending deletes go (a deleted balancer takes its tree and VIP port)."""
@@ -465,7 +483,7 @@ def settle(world: World, lb_id: str) -> None:
             getattr(world, kind).pop(obj["id"], None)
         del world.loadbalancers[lb_id]
         if lb.get("_vip_owned"):
-            world.ports.pop(lb["vip_port_id"], None)
+            _delete_vip_port(world, lb["vip_port_id"])
         return
     for kind, obj in _tree(world, lb_id):
         if obj["provisioning_status"] == "PENDING_DELETE":

@@ -1,16 +1,22 @@
-"""Octavia's address attributes are ``types.IPAddressType`` (octavia/api/common/types.py): an
-IPv4 or IPv6 address or wsme's 400, on every path that makes a member. Found by running
-upstream's OCCM against the emulator (tests/integration/openstack/test_occm_emulator.py): its
-serial member path (``pkg/util/openstack/loadbalancer_serial.go``, ``getNodeAddressForLB``)
-sends a Node's host name while the Node has no InternalIP yet; Octavia refuses it, the
-emulator accepted it."""
+"""What running upstream's OCCM (and migrating from it to kccm) against the emulator showed it
+answering differently from OpenStack (tests/integration/openstack/test_occm_*.py):
+
+- Octavia's address attributes are ``types.IPAddressType`` (octavia/api/common/types.py): an
+  IPv4 or IPv6 address or wsme's 400, on every path that makes a member. OCCM's serial member
+  path (``pkg/util/openstack/loadbalancer_serial.go``, ``getNodeAddressForLB``) sends a Node's
+  host name while the Node has no InternalIP yet; Octavia refuses it, the emulator took it.
+- Deleting a balancer deletes its VIP port, and Neutron's port delete disassociates the port's
+  floating IPs (neutron/db/l3_db.py, ``disassociate_floatingips``): a floating IP the user
+  chose with ``loadBalancerIP`` (which OCCM does not delete) is left unassociated; the emulator
+  left it pointing at the deleted port.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
 import pytest
-from emu_api import LB, Api
+from emu_api import LB, NET, Api
 
 NOT_AN_IP = (
     "Invalid input for field/attribute {name}. Value: '{value}'. "
@@ -96,3 +102,22 @@ async def test_ipv4_and_ipv6_member_addresses_are_taken(api: Api) -> None:
         made = (await api.ok("POST", members, body))["member"]
         assert made["address"] == address
         api.settle()
+
+
+async def test_deleting_a_balancer_disassociates_the_floating_ip_of_its_vip_port(
+    api: Api,
+) -> None:
+    pool = await _pool(api)
+    (lb,) = (await api.ok("GET", f"{LB}/loadbalancers"))["loadbalancers"]
+    assert pool["id"]
+    body = {"floating_network_id": api.cfg["public_network_id"], "port_id": lb["vip_port_id"]}
+    fip = (await api.ok("POST", f"{NET}/floatingips", {"floatingip": body}))["floatingip"]
+    assert fip["port_id"] == lb["vip_port_id"]
+
+    await api.ok("DELETE", f"{LB}/loadbalancers/{lb['id']}?cascade=true")
+    api.settle()
+
+    status, _ = await api.call("GET", f"{NET}/ports/{lb['vip_port_id']}")
+    assert status == 404
+    kept = (await api.ok("GET", f"{NET}/floatingips/{fip['id']}"))["floatingip"]
+    assert (kept["port_id"], kept["fixed_ip_address"], kept["status"]) == (None, None, "DOWN")
