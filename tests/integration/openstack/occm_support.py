@@ -111,6 +111,7 @@ def occm_argv(
         "--bind-address=127.0.0.1",
         f"--secure-port={port}",
         f"--cert-dir={cert_dir}",
+        "--authentication-skip-lookup=true",  # no requestheader CA here: spares the log
         "--use-service-account-credentials=false",
         "--leader-elect=false",
         f"--cluster-name={CLUSTER_NAME}",
@@ -244,6 +245,22 @@ def occm_processes(tmp: Path) -> Iterator[OccmProcesses]:
         yield processes
     finally:
         processes.stop_all()
+
+
+DELETED_LB_POLL = re.compile(r"^/load-balancer/v2(\.0)?/lbaas/loadbalancers/[0-9a-f-]+$")
+
+
+def error_answers(requests: Sequence[dict[str, Any]]) -> list[str]:
+    """The requests the emulator answered with an error, but for the GETs of a deleted balancer
+    that end in the 404 a client waits for (``WaitLoadbalancerDeleted``,
+    ``pkg/util/openstack/loadbalancer.go``): an OCCM that gets an answer OpenStack would not
+    give shows here, as does a client that sends what OpenStack refuses."""
+    return [
+        f"{r['method']} {r['path']}?{r.get('query') or ''} -> {r['status']}"
+        for r in requests
+        if r["status"] >= 400
+        and not (r["method"] == "GET" and r["status"] == 404 and DELETED_LB_POLL.match(r["path"]))
+    ]
 
 
 @dataclass

@@ -31,6 +31,7 @@ from occm_support import (
     CloudReader,
     Occm,
     OccmProcesses,
+    error_answers,
     occm_processes,
     require_occm,
 )
@@ -86,6 +87,7 @@ async def world(
     await eventually(lambda: _routes_to(reader, router_id, POD_CIDR))
     yield World(emulator, occm, reader, server, node, baseline, emulator.admin.state())
     await delete_until_gone(kube, NODES, [name], within=BUDGET)
+    assert error_answers(emulator.admin.requests()) == []
 
 
 @dataclass
