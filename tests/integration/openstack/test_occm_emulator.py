@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -72,15 +72,18 @@ async def world(
     control_plane: ControlPlane,
     kube: KubeApiClient,
     kube_cleanup: KubeCleanup,
+    request: pytest.FixtureRequest,
 ) -> AsyncIterator[World]:
     """A seeded server, its Node (registered uninitialised, with a pod CIDR) and OCCM running
-    against both, once OCCM has initialised the Node and routed its pod CIDR. The Node is
-    deleted while OCCM still runs."""
+    against both, once OCCM has initialised the Node and routed its pod CIDR; an indirect
+    parameter is merged into the emulator's cloud.conf. The Node is deleted while OCCM still
+    runs; then no request OCCM made may have had an error answer."""
     baseline = emulator.admin.state()
     name = kube_cleanup.add(NODES, unique_name("occm-node"))
     server = emulator.admin.add_server(name)
     await kube.create(NODES, kubelet_node(name, POD_CIDR))
-    occm = occms.start(emulator.cloud_conf(), control_plane.admin_kubeconfig)
+    conf = emulator.cloud_conf(getattr(request, "param", None))
+    occm = occms.start(conf, control_plane.admin_kubeconfig)
     node = (await eventually(lambda: _initialised(occm, kube, name)))[0]
     reader = CloudReader(emulator.base_url)
     router_id = emulator.config["router_id"]
@@ -170,6 +173,10 @@ async def test_occm_routes_the_pod_cidr_on_router1_and_removes_the_route(
     admin.assert_clean(world.baseline)
 
 
+def _port(name: str, port: int, protocol: str = "TCP") -> dict[str, Any]:
+    return {"name": name, "port": port, "protocol": protocol}
+
+
 def lb_service(name: str, **spec: Any) -> Obj:
     return {
         "metadata": {"name": name},
@@ -207,6 +214,156 @@ async def test_occm_balances_a_service_with_a_floating_ip_and_deletes_it(
     (member,) = await asyncio.to_thread(reader.members, pool["id"])
     assert member["address"] in _addresses(world.node)["InternalIP"]
     assert member["protocol_port"] == svc["spec"]["ports"][0]["nodePort"]
+
+    await delete_until_gone(kube, SERVICES, ["web"], ns, within=BUDGET)
+    world.emulator.admin.assert_clean(world.ready)
+
+
+# -- Service variants: what OCCM asks of Octavia and Neutron beyond a plain balancer ----------
+
+Checker = Callable[[World, Obj, dict[str, Any]], None]
+"""Asserts on (world, published Service, the balancer as the demo user reads it); blocking."""
+
+
+def _listeners(world: World, lb: dict[str, Any]) -> list[dict[str, Any]]:
+    found = world.reader.get(f"/load-balancer/v2/lbaas/listeners?loadbalancer_id={lb['id']}")
+    return sorted(found["listeners"], key=lambda x: x["protocol_port"])
+
+
+def _pool_of(world: World, listener: dict[str, Any]) -> dict[str, Any]:
+    found = world.reader.get(f"/load-balancer/v2/lbaas/pools/{listener['default_pool_id']}")
+    return dict(found["pool"])
+
+
+def _fip_ip(world: World, lb: dict[str, Any]) -> str | None:
+    fips = world.reader.floating_ips(port_id=lb["vip_port_id"])
+    return fips[0]["floating_ip_address"] if fips else None
+
+
+def two_ports(world: World, svc: Obj, lb: dict[str, Any]) -> None:
+    listeners = _listeners(world, lb)
+    assert [(x["protocol"], x["protocol_port"]) for x in listeners] == [("TCP", 80), ("TCP", 443)]
+    node_ports = sorted(p["nodePort"] for p in svc["spec"]["ports"])
+    members = [world.reader.members(_pool_of(world, x)["id"]) for x in listeners]
+    assert sorted(m[0]["protocol_port"] for m in members) == node_ports
+
+
+def udp(world: World, svc: Obj, lb: dict[str, Any]) -> None:
+    (listener,) = _listeners(world, lb)
+    assert (listener["protocol"], _pool_of(world, listener)["protocol"]) == ("UDP", "UDP")
+
+
+def source_ranges(world: World, svc: Obj, lb: dict[str, Any]) -> None:
+    (listener,) = _listeners(world, lb)
+    assert listener["allowed_cidrs"] == ["10.1.0.0/16"]
+
+
+def local_policy(world: World, svc: Obj, lb: dict[str, Any]) -> None:
+    """``buildMonitorCreateOpts``: an HTTP monitor of /healthz, the members watched on the
+    healthCheckNodePort (``buildBatchUpdateMemberOpts``)."""
+    pool = _pool_of(world, _listeners(world, lb)[0])
+    monitor = world.reader.get(f"/load-balancer/v2/lbaas/healthmonitors/{pool['healthmonitor_id']}")
+    hm = monitor["healthmonitor"]
+    assert (hm["type"], hm["url_path"], hm["http_method"]) == ("HTTP", "/healthz", "GET")
+    (member,) = world.reader.members(pool["id"])
+    assert member["monitor_port"] == svc["spec"]["healthCheckNodePort"]
+
+
+def internal(world: World, svc: Obj, lb: dict[str, Any]) -> None:
+    assert svc["status"]["loadBalancer"]["ingress"][0]["ip"] == lb["vip_address"]
+    assert _fip_ip(world, lb) is None
+
+
+def proxy_protocol(world: World, svc: Obj, lb: dict[str, Any]) -> None:
+    assert _pool_of(world, _listeners(world, lb)[0])["protocol"] == "PROXY"
+
+
+def security_groups(world: World, svc: Obj, lb: dict[str, Any]) -> None:
+    """``ensureSecurityGroup`` (loadbalancer_sg.go): ``lb-sg-<Service uid>-<ns>-<name>``
+    (``getSecurityGroupName``) allowing the node port, on the Node's port."""
+    meta = svc["metadata"]
+    name = f"lb-sg-{meta['uid']}-{meta['namespace']}-{meta['name']}"
+    (group,) = world.reader.get(f"/network/v2.0/security-groups?name={name}")["security_groups"]
+    node_port = svc["spec"]["ports"][0]["nodePort"]
+    ranges = {
+        (r["port_range_min"], r["port_range_max"])
+        for r in group["security_group_rules"]
+        if r["direction"] == "ingress"
+    }
+    assert (node_port, node_port) in ranges
+    (port,) = world.reader.ports(device_id=world.server["id"])
+    assert group["id"] in port["security_groups"]
+
+
+def serial_calls(world: World, svc: Obj, lb: dict[str, Any]) -> None:
+    (listener,) = _listeners(world, lb)
+    (member,) = world.reader.members(_pool_of(world, listener)["id"])
+    assert member["protocol_port"] == svc["spec"]["ports"][0]["nodePort"]
+
+
+ANNOTATION = "loadbalancer.openstack.org/"
+VARIANTS = [
+    pytest.param(
+        None,
+        {"ports": [_port("http", 80), _port("https", 443)]},
+        {},
+        two_ports,
+        id="two-ports",
+    ),
+    pytest.param(None, {"ports": [_port("dns", 53, "UDP")]}, {}, udp, id="udp"),
+    pytest.param(
+        None, {"loadBalancerSourceRanges": ["10.1.0.0/16"]}, {}, source_ranges, id="source-ranges"
+    ),
+    pytest.param(
+        None,
+        {"externalTrafficPolicy": "Local"},
+        {f"{ANNOTATION}enable-health-monitor": "true"},
+        local_policy,
+        id="local-policy-monitor",
+    ),
+    pytest.param(
+        None,
+        {},
+        {"service.beta.kubernetes.io/openstack-internal-load-balancer": "true"},
+        internal,
+        id="internal",
+    ),
+    pytest.param(None, {}, {f"{ANNOTATION}proxy-protocol": "true"}, proxy_protocol, id="proxy"),
+    pytest.param(
+        {"LoadBalancer": {"manage-security-groups": "true"}},
+        {},
+        {},
+        security_groups,
+        id="manage-security-groups",
+    ),
+    pytest.param(
+        {"LoadBalancer": {"provider-requires-serial-api-calls": "true"}},
+        {},
+        {},
+        serial_calls,
+        id="serial-api-calls",
+    ),
+]
+
+
+@pytest.mark.parametrize(("world", "spec", "annotations", "check"), VARIANTS, indirect=["world"])
+async def test_occm_balances_service_variants_and_deletes_them(
+    world: World,
+    kube: KubeApiClient,
+    kube_namespace: str,
+    spec: dict[str, Any],
+    annotations: dict[str, str],
+    check: Checker,
+) -> None:
+    ns = kube_namespace
+    body = lb_service("web", **spec)
+    body["metadata"]["annotations"] = annotations
+    await kube.create(SERVICES, body, namespace=ns)
+    svc = await eventually(lambda: _published(kube, ns, "web", world.occm))
+    name = f"kube_service_{CLUSTER_NAME}_{ns}_web"
+    (lb,) = await asyncio.to_thread(world.reader.load_balancers, name)
+    assert svc["metadata"]["annotations"][LB_ID] == lb["id"]
+    await asyncio.to_thread(check, world, svc, lb)
 
     await delete_until_gone(kube, SERVICES, ["web"], ns, within=BUDGET)
     world.emulator.admin.assert_clean(world.ready)
