@@ -157,6 +157,11 @@ async def _routes_judged_twice(daemon: Daemon, nodes: list[str]) -> bool:
     return all(logs.count(f"action for node {name!r} with CIDR") >= 2 for name in nodes)
 
 
+async def _routes_gone(reader: CloudReader, router_id: str, daemon: Daemon) -> bool:
+    _running(daemon)
+    return not (await asyncio.to_thread(reader.router, router_id))["routes"]
+
+
 def cloud_view(reader: CloudReader, lb_names: dict[str, str], router_id: str) -> Obj:
     """What the Services and Nodes have in the cloud, as the demo user reads it (blocking): per
     Service its balancers (id, VIP, status, listeners, pools, members) and their floating IPs;
@@ -197,6 +202,30 @@ def _summary(requests: list[dict[str, Any]]) -> str:
     ]
     detail = ", ".join(f"{key}: {n}" for key, n in sorted(counts.items()))
     return f"{len(requests)} requests ({len(writes)} mutating; {detail})"
+
+
+async def _hand_over(
+    kube: KubeApiClient,
+    ns: str,
+    services: list[str],
+    nodes: list[str],
+    emulator: Emulator,
+    kccm: Callable[[str], Daemon],
+    cloud_conf: str,
+) -> tuple[Daemon, list[dict[str, Any]]]:
+    """Start kccm once OCCM is stopped; wait until it ensured every Service and judged every
+    Node's route twice; assert it wrote nothing to OpenStack and met no error. Returns the
+    daemon and its OpenStack requests."""
+    admin = emulator.admin
+    ensured = await _ensured_counts(kube, ns, services)
+    since = admin.last_seq()
+    daemon = kccm(cloud_conf)
+    await eventually(lambda: _ensured_again(kube, ns, ensured, daemon))
+    await eventually(lambda: _routes_judged_twice(daemon, nodes))
+    requests = admin.requests(since)
+    assert admin.mutating(since) == []
+    assert error_answers(requests) == []
+    return daemon, requests
 
 
 async def test_kccm_adopts_what_occm_made_without_a_write_and_deletes_it_all(
@@ -251,18 +280,13 @@ async def test_kccm_adopts_what_occm_made_without_a_write_and_deletes_it_all(
     occm_requests = admin.requests(mark)
     assert error_answers(occm_requests) == []
     occm.stop()  # SIGTERM: OCCM has no handler for it and ends at once
-    ensured = await _ensured_counts(kube, ns, list(wanted))
-    since = admin.last_seq()
 
     # -- kccm takes over: every balancer, floating IP and route adopted, nothing written ------
-    daemon = kccm(cloud_conf)
-    await eventually(lambda: _ensured_again(kube, ns, ensured, daemon))
-    await eventually(lambda: _routes_judged_twice(daemon, list(servers)))
-    requests = admin.requests(since)
+    daemon, requests = await _hand_over(
+        kube, ns, list(wanted), list(servers), emulator, kccm, cloud_conf
+    )
     print(f"\nOCCM, to make it all: {_summary(occm_requests)}")
     print(f"kccm, to adopt it all: {_summary(requests)}")
-    assert admin.mutating(since) == []
-    assert error_answers(requests) == []
     assert await _ingress(kube, ns, list(wanted)) == ingress
     assert await asyncio.to_thread(cloud_view, reader, lb_names, router_id) == made
 
@@ -270,11 +294,7 @@ async def test_kccm_adopts_what_occm_made_without_a_write_and_deletes_it_all(
     await delete_until_gone(kube, SERVICES, list(wanted), ns, within=BUDGET)
     await delete_until_gone(kube, NODES, list(servers), within=BUDGET)
 
-    async def routes_gone() -> bool:
-        _running(daemon)
-        return not (await asyncio.to_thread(reader.router, router_id))["routes"]
-
-    await eventually(routes_gone)
+    await eventually(lambda: _routes_gone(reader, router_id, daemon))
     left = admin.state()
     assert left["floatingips"] == with_own_fip["floatingips"]  # the user's, kept
     (kept,) = await asyncio.to_thread(reader.floating_ips, id=own_fip["id"])
@@ -283,4 +303,73 @@ async def test_kccm_adopts_what_occm_made_without_a_write_and_deletes_it_all(
         admin.delete_server(server["id"])  # with its port and the pod CIDR's address pair
     admin.assert_clean(with_own_fip)
     await asyncio.to_thread(reader.request, "DELETE", f"/network/v2.0/floatingips/{own_fip['id']}")
+    admin.assert_clean(baseline)
+
+
+ANNOTATION = "loadbalancer.openstack.org/"
+VARIANTS = {
+    "multi": lb_service(
+        "multi",
+        ports=[
+            {"name": "http", "port": 80, "protocol": "TCP"},
+            {"name": "https", "port": 443, "protocol": "TCP"},
+        ],
+    ),
+    "udp": lb_service("udp", ports=[{"name": "dns", "port": 53, "protocol": "UDP"}]),
+    "ranges": lb_service("ranges", loadBalancerSourceRanges=["10.1.0.0/16"]),
+    "local": lb_service("local", externalTrafficPolicy="Local"),
+    "internal": lb_service("internal"),
+    "proxy": lb_service("proxy"),
+}
+VARIANT_ANNOTATIONS = {
+    "internal": {"service.beta.kubernetes.io/openstack-internal-load-balancer": "true"},
+    "proxy": {f"{ANNOTATION}proxy-protocol": "true"},
+}
+
+
+async def test_kccm_adopts_occms_service_variants_without_a_write(
+    emulator: Emulator,
+    occms: OccmProcesses,
+    kccm: Callable[[str], Daemon],
+    control_plane: ControlPlane,
+    kube: KubeApiClient,
+    kube_namespace: str,
+    kube_cleanup: KubeCleanup,
+) -> None:
+    """Balancers OCCM made with ``manage-security-groups`` and ``create-monitor`` on, for two
+    ports, UDP, source ranges (``allowed_cidrs``), ``externalTrafficPolicy: Local`` (an HTTP
+    monitor and members watched on the healthCheckNodePort), an internal one and the PROXY
+    protocol: kccm adopts every object (the emulator's inventory unchanged) without a write."""
+    ns, admin = kube_namespace, emulator.admin
+    conf = {"LoadBalancer": {"manage-security-groups": "true", "create-monitor": "true"}}
+    cloud_conf = emulator.cloud_conf(conf)
+    baseline = admin.state()
+    name = kube_cleanup.add(NODES, unique_name("occm-var"))
+    server = admin.add_server(name)
+    await kube.create(NODES, kubelet_node(name, "10.244.9.0/24"))
+    occm = occms.start(cloud_conf, control_plane.admin_kubeconfig)
+    await eventually(lambda: initialised_nodes(kube, [name]))
+    for key, body in VARIANTS.items():
+        body["metadata"]["annotations"] = VARIANT_ANNOTATIONS.get(key, {})
+        await kube.create(SERVICES, body, namespace=ns)
+    ingress = await eventually(lambda: _ingress(kube, ns, list(VARIANTS)))
+    reader = CloudReader(emulator.base_url)
+    await eventually(lambda: _routed(reader, emulator.config["router_id"], {"10.244.9.0/24"}))
+    made = admin.state()
+    assert len(made["loadbalancers"]) == len(VARIANTS)
+    assert len(made["security_groups"]) == len(VARIANTS)
+    occm.stop()
+
+    daemon, requests = await _hand_over(
+        kube, ns, list(VARIANTS), [name], emulator, kccm, cloud_conf
+    )
+    print(f"\nkccm, to adopt {len(VARIANTS)} balancers: {_summary(requests)}")
+    assert await _ingress(kube, ns, list(VARIANTS)) == ingress
+    assert admin.state() == made
+
+    # -- deleted at once, as a user deletes a namespace: the Services' security groups go too --
+    await delete_until_gone(kube, SERVICES, list(VARIANTS), ns, within=BUDGET)
+    await delete_until_gone(kube, NODES, [name], within=BUDGET)
+    await eventually(lambda: _routes_gone(reader, emulator.config["router_id"], daemon))
+    admin.delete_server(server["id"])  # with its port and the pod CIDR's address pair
     admin.assert_clean(baseline)
