@@ -269,6 +269,18 @@ def local_policy(world: World, svc: Obj, lb: dict[str, Any]) -> None:
     assert member["monitor_port"] == svc["spec"]["healthCheckNodePort"]
 
 
+def ovn_local_policy(world: World, svc: Obj, lb: dict[str, Any]) -> None:
+    """``lb-provider = ovn``: SOURCE_IP_PORT pools, and no HTTP monitor (``canUseHTTPMonitor``):
+    a TCP one on the node port."""
+    assert lb["provider"] == "ovn"
+    pool = _pool_of(world, _listeners(world, lb)[0])
+    assert pool["lb_algorithm"] == "SOURCE_IP_PORT"
+    monitor = world.reader.get(f"/load-balancer/v2/lbaas/healthmonitors/{pool['healthmonitor_id']}")
+    assert monitor["healthmonitor"]["type"] == "TCP"
+    (member,) = world.reader.members(pool["id"])
+    assert member["monitor_port"] is None
+
+
 def internal(world: World, svc: Obj, lb: dict[str, Any]) -> None:
     assert svc["status"]["loadBalancer"]["ingress"][0]["ip"] == lb["vip_address"]
     assert _fip_ip(world, lb) is None
@@ -320,6 +332,13 @@ VARIANTS = [
         {f"{ANNOTATION}enable-health-monitor": "true"},
         local_policy,
         id="local-policy-monitor",
+    ),
+    pytest.param(
+        {"LoadBalancer": {"lb-provider": "ovn", "lb-method": "SOURCE_IP_PORT"}},
+        {"externalTrafficPolicy": "Local"},
+        {f"{ANNOTATION}enable-health-monitor": "true"},
+        ovn_local_policy,
+        id="ovn-local-policy-monitor",
     ),
     pytest.param(
         None,
