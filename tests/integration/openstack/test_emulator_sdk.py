@@ -104,7 +104,11 @@ def nodes(emu: Emulator) -> Iterator[list[dict[str, Any]]]:
     ],
 )
 def test_auth_methods(emu: Emulator, auth: dict[str, Any]) -> None:
-    ids = {"<project>": emu.config["project_id"], "<ac>": emu.config["app_cred_id"]}
+    ids = {
+        "<project>": emu.config["project_id"],
+        "<ac>": emu.config["app_cred_id"],
+        "<trust>": emu.config["trust_id"],
+    }
     auth = {k: ids.get(v, v) if isinstance(v, str) else v for k, v in auth.items()}
     auth = {k: v for k, v in auth.items() if v is not None}
     connection = connect(emu, **auth)
@@ -113,6 +117,15 @@ def test_auth_methods(emu: Emulator, auth: dict[str, Any]) -> None:
         assert [n.name for n in connection.network.networks(name="public")] == ["public"]
     finally:
         connection.close()
+
+
+def test_https_with_the_emulators_ca() -> None:
+    with openstack_emulator(tls=True) as secure:
+        connection = connect(secure, cacert=secure.ca_file)
+        try:
+            assert [n.name for n in connection.network.networks(name="private")] == ["private"]
+        finally:
+            connection.close()
 
 
 def test_wrong_password_is_401(emu: Emulator) -> None:
@@ -292,7 +305,11 @@ def test_octavia_version_discovery(conn: Connection) -> None:
 
 def test_octavia_lifecycle(emu: Emulator, conn: Connection, nodes: list[dict[str, Any]]) -> None:
     lbs = conn.load_balancer
-    lb = lbs.create_load_balancer(**_full_lb(emu, nodes))
+    emu.admin.set_config(lb_active_delay=3600.0)  # pending until settled: no race with 409s
+    try:
+        lb = lbs.create_load_balancer(**_full_lb(emu, nodes))
+    finally:
+        emu.admin.set_config(lb_active_delay=0.05)
     try:
         assert lb.provisioning_status == "PENDING_CREATE"
         pool_id = lb.pools[0]["id"]
@@ -306,6 +323,7 @@ def test_octavia_lifecycle(emu: Emulator, conn: Connection, nodes: list[dict[str
         assert (
             response.json()["faultstring"] == f"Pool {pool_id} is immutable and cannot be updated."
         )
+        assert emu.admin.settle() == [lb.id]
         lb = lbs.wait_for_load_balancer(lb.id, interval=0.05, wait=60)
         assert (lb.provisioning_status, lb.operating_status) == ("ACTIVE", "ONLINE")
         assert [x.id for x in lbs.load_balancers(tags=["kube_service_kccm_sdk_svc"])] == [lb.id]

@@ -54,6 +54,7 @@ class Token:
     issued: float
     expires: float
     application_credential_id: str | None = None
+    trust_id: str | None = None
 
 
 @dataclass
@@ -80,11 +81,14 @@ class World:
     lb_active_delay: float = 0.05
     token_ttl: float = 3600.0
     max_routes: int = 30  # neutron.conf [DEFAULT] max_routes
+    octavia_max_minor: int = 30  # the newest Octavia API version served: v2.<this>
+    disabled_extensions: set[str] = field(default_factory=set)  # Neutron aliases hidden
     clock: Callable[[], float] = time.time
     domains: dict[str, Obj] = field(default_factory=dict)
     projects: dict[str, Obj] = field(default_factory=dict)
     users: dict[str, Obj] = field(default_factory=dict)
     app_creds: dict[str, Obj] = field(default_factory=dict)
+    trusts: dict[str, Obj] = field(default_factory=dict)
     tokens: dict[str, Token] = field(default_factory=dict)
     flavors: dict[str, Obj] = field(default_factory=dict)
     servers: dict[str, Obj] = field(default_factory=dict)

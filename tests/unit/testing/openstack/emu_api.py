@@ -11,7 +11,7 @@ from aiohttp.test_utils import TestClient, TestServer
 
 from kccm.testing.openstack.admin import config
 from kccm.testing.openstack.app import build_app
-from kccm.testing.openstack.octavia_model import settle_now
+from kccm.testing.openstack.octavia_state import settle_now
 from kccm.testing.openstack.seed import seed_world
 from kccm.testing.openstack.world import World
 from kccm.testing.ports import free_port

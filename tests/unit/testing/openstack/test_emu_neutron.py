@@ -293,3 +293,21 @@ async def test_paging(api: Api) -> None:
     href = body["ports_links"][0]["href"].removeprefix(api.world.base_url)
     rest = await api.ok("GET", href)
     assert len(rest["ports"]) == len(api.world.ports) - 2
+
+
+async def test_disabled_extensions(api: Api) -> None:
+    """An older Neutron: without extraroute-atomic the router actions are unknown; without
+    extraroute a router has no routes attribute."""
+    await api.ok("PATCH", "/_emu/config", {"disabled_extensions": ["extraroute-atomic"]})
+    aliases = {e["alias"] for e in (await api.ok("GET", f"{NET}/extensions"))["extensions"]}
+    assert "extraroute-atomic" not in aliases
+    assert "extraroute" in aliases
+    assert (await api.call("GET", f"{NET}/extensions/extraroute-atomic"))[0] == 404
+    router = api.cfg["router_id"]
+    routes = {"router": {"routes": [{"destination": "10.244.0.0/24", "nexthop": "10.0.0.2"}]}}
+    assert (await api.call("PUT", f"{NET}/routers/{router}/add_extraroutes", routes))[0] == 404
+    assert (await api.call("PUT", f"{NET}/routers/{router}", routes))[0] == 200
+    await api.ok("PUT", f"{NET}/routers/{router}", {"router": {"routes": []}})
+    await api.ok("PATCH", "/_emu/config", {"disabled_extensions": ["extraroute"]})
+    status, body = await api.call("PUT", f"{NET}/routers/{router}", routes)
+    assert (status, body["NeutronError"]["message"]) == (400, "Unrecognized attribute(s) 'routes'")

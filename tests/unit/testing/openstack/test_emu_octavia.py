@@ -454,3 +454,46 @@ async def test_status_tree(api: Api) -> None:
     listener = tree["loadbalancer"]["listeners"][0]
     assert listener["pools"][0]["health_monitor"]["type"] == "TCP"
     assert {m["operating_status"] for m in listener["pools"][0]["members"]} == {"ONLINE"}
+
+
+async def test_unknown_attributes_are_refused_as_wsme_does(api: Api) -> None:
+    spec = {"vip_subnet_id": api.cfg["private_subnet_id"], "vip_colour": "red"}
+    status, body = await api.call("POST", f"{LB}/loadbalancers", {"loadbalancer": spec})
+    assert (status, body["faultstring"]) == (
+        400,
+        "Unknown attribute for argument load_balancer.loadbalancer: vip_colour",
+    )
+    lb = await create(api)
+    api.settle()
+    status, body = await api.call(
+        "PUT",
+        f"{LB}/listeners/{lb['listeners'][0]['id']}",
+        {"listener": {"protocol": "UDP", "colour": "red"}},
+    )
+    assert (status, body["faultstring"]) == (
+        400,
+        "Unknown attributes for argument listener_.listener: colour, protocol",
+    )
+    status, body = await api.call(
+        "PUT", f"{LB}/pools/{lb['pools'][0]['id']}/members", {"members": [member(0, colour="red")]}
+    )
+    assert (status, body["faultstring"]) == (
+        400,
+        "Unknown attribute for argument members_.members: colour",
+    )
+
+
+async def test_an_older_octavia_knows_no_allowed_cidrs(api: Api) -> None:
+    config = await api.ok("PATCH", "/_emu/config", {"octavia_version": "2.11"})
+    assert config["octavia_version"] == "2.11"
+    versions = (await api.ok("GET", "/load-balancer/"))["versions"]
+    assert versions[-1]["id"] == "v2.11"
+    assert versions[-1]["status"] == "CURRENT"
+    assert len(versions) == 12
+    status, body = await api.call("POST", f"{LB}/loadbalancers", {"loadbalancer": full_spec(api)})
+    assert (status, body["faultstring"]) == (
+        400,
+        "Unknown attribute for argument load_balancer.loadbalancer: allowed_cidrs",
+    )
+    status, _ = await api.call("PATCH", "/_emu/config", {"octavia_version": "3.1"})
+    assert status == 400
