@@ -318,9 +318,22 @@ class OpenStackAPI:
             raise OpenStackAPIError(0, f"openstack: cannot read the catalog: {err}") from err
         if not url:
             raise OpenStackAuthError(self._no_endpoint(service))
+        self._check_one_region(service)
         with self._lock:
             self._endpoints[service] = str(url).rstrip("/")
         return str(url).rstrip("/")
+
+    def _check_one_region(self, service: str) -> None:
+        """Without ``[Global] region`` gophercloud refuses a service found in several regions
+        (``ErrMultipleMatchingEndpointsV3``); so does kccm, naming them."""
+        if self.region:
+            return
+        regions = self._catalog_regions(service)
+        if len(regions) > 1:
+            raise OpenStackAuthError(
+                f"openstack: the catalog has {service} in several regions ({', '.join(regions)}): "
+                "set [Global] region"
+            )
 
     def _no_endpoint(self, service: str) -> str:
         regions = self._catalog_regions(service)
@@ -382,10 +395,12 @@ class OpenStackAPI:
             kwargs["params"] = dict(params)
         try:
             response = self.session.request(url, method.upper(), **kwargs)
-        except ksa_exc.Unauthorized as err:
-            raise OpenStackAPIError(401, f"{service} {op}: {_ksa_message(err)}") from err
+        except ksa_exc.HttpError as err:  # from Keystone, while renewing the token
+            status = int(err.http_status or 0)
+            raise mapped_error(status, f"{service} {op}: Keystone: {_ksa_message(err)}") from err
         except ksa_exc.ClientException as err:
             raise OpenStackAPIError(0, f"{service} {op}: {err}") from err
+        log.debug("openstack: %s %s -> %s", method.upper(), url, response.status_code)
         if response.status_code not in ok:
             text = f"{service} {op}: HTTP {response.status_code}: {_error_message(response)}"
             raise mapped_error(response.status_code, text, _retry_after(response))

@@ -269,15 +269,26 @@ def _check_search_order(order: str) -> list[str]:
     return []
 
 
-def _check_global(glob: GlobalOpts) -> list[str]:
+def _is_bool(text: str) -> bool:
+    try:
+        gcfg_bool(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _check_global(glob: GlobalOpts, *, clouds_read: bool) -> list[str]:
     issues = []
-    if glob.tls_insecure not in ("", "true", "false"):
+    if glob.tls_insecure and not _is_bool(glob.tls_insecure):
         issues.append(
             f"[Global] tls-insecure: {glob.tls_insecure!r} is not true or false "
             "(OCCM would silently verify certificates)"
         )
-    if not glob.use_clouds and not glob.auth_url:
-        issues.append("[Global] auth-url: is required (or use-clouds = true with a clouds.yaml)")
+    if not glob.auth_url and (clouds_read or not glob.use_clouds):
+        where = " (neither in cloud.conf nor in the clouds.yaml cloud)" if glob.use_clouds else ""
+        issues.append(
+            f"[Global] auth-url: is required{where} (or use-clouds = true with a clouds.yaml)"
+        )
     if bool(glob.cert_file) != bool(glob.key_file):
         issues.append("[Global] cert-file and key-file: set both or neither")
     return issues
@@ -294,15 +305,23 @@ def _check_load_balancer(lb: LoadBalancerOpts) -> list[str]:
     return issues
 
 
-def _issues(config: OpenStackConfig) -> list[str]:
+def _issues(config: OpenStackConfig, *, clouds_read: bool = True) -> list[str]:
+    """Every problem; ``clouds_read``: use-clouds was applied (not in the up-front check)."""
     return (
-        _check_global(config.global_)
+        _check_global(config.global_, clouds_read=clouds_read)
         + _check_load_balancer(config.load_balancer)
         + _check_search_order(config.metadata.search_order)
     )
 
 
 def _warnings(config: OpenStackConfig) -> None:
+    insecure = config.global_.tls_insecure
+    if insecure != "true" and _is_bool(insecure) and gcfg_bool(insecure):
+        log.warning(
+            "openstack: [Global] tls-insecure = %s: OCCM reads only 'true' as true, so "
+            "certificates are verified (write 'true' to turn verification off)",
+            insecure,
+        )
     lb = config.load_balancer
     if lb.lb_provider not in SUPPORTED_LB_PROVIDERS:
         log.warning("openstack: unsupported [LoadBalancer] lb-provider %r", lb.lb_provider)
@@ -335,7 +354,7 @@ class CheckedOpenStackConfig(OpenStackConfig):
     ``config_schema``): a bad value stops kccm at once with exit code 2."""
 
     def __post_init__(self) -> None:
-        issues = _issues(self)
+        issues = _issues(self, clouds_read=False)
         if issues:
             raise CloudConfigError(issues)
 

@@ -21,7 +21,13 @@ import os
 from collections.abc import Mapping
 from typing import Any, TextIO
 
-from kccm.cloudprovider import ControllerClientBuilder, InstancesV2, LoadBalancer, Routes
+from kccm.cloudprovider import (
+    CloudProviderError,
+    ControllerClientBuilder,
+    InstancesV2,
+    LoadBalancer,
+    Routes,
+)
 from kccm.cloudprovider.apicalls import CloudAPICalls
 from kccm.providers.openstack.api import OpenStackAPI
 from kccm.providers.openstack.config import (
@@ -34,7 +40,7 @@ from kccm.providers.openstack.instances import (
     REGIONAL_PROVIDER_ID_ENV,
     OpenStackInstances,
 )
-from kccm.providers.openstack.routes import NeutronRoutes, network_extensions
+from kccm.providers.openstack.routes import NeutronRoutes, NodeDirectory, network_extensions
 from kccm.util.clock import REAL_CLOCK, Clock
 
 __all__ = ["PROVIDER_NAME", "OpenStackCloud", "new_openstack_cloud"]
@@ -42,6 +48,9 @@ __all__ = ["PROVIDER_NAME", "OpenStackCloud", "new_openstack_cloud"]
 log = logging.getLogger(__name__)
 
 LOADBALANCER_MODULE = "kccm.providers.openstack.loadbalancer"
+SERVICE_PATCH_MODULE = "kccm.providers.openstack.servicepatch"
+CLIENT_NAME = "cloud-controller-manager"
+"""Upstream ``Initialize``: ``clientBuilder.ClientOrDie("cloud-controller-manager")``."""
 
 
 def _load_balancers(api: OpenStackAPI, config: OpenStackConfig, clock: Clock) -> Any:
@@ -69,6 +78,7 @@ class OpenStackCloud:
     ) -> None:
         env = os.environ if environ is None else environ
         self.config = config
+        self._clock = clock
         self.api = api or OpenStackAPI(config)
         self._instances = OpenStackInstances(
             self.api, config, regional=env.get(REGIONAL_PROVIDER_ID_ENV) == "true"
@@ -92,7 +102,11 @@ class OpenStackCloud:
         if not router_id:
             log.info("openstack: no [Route] router-id: routes are not supported")
             return None
-        extensions = network_extensions(self.api)
+        try:
+            extensions = network_extensions(self.api)
+        except CloudProviderError as err:  # Routes(): "Failed to list neutron extensions"
+            log.warning("openstack: failed to list Neutron extensions: %s; no routes", err)
+            return None
         if "extraroute" not in extensions and "extraroute-atomic" not in extensions:
             log.warning(
                 "openstack: Neutron has no extraroute extension, required for routes support"
@@ -112,15 +126,37 @@ class OpenStackCloud:
             allowed_address_pairs="allowed-address-pairs" in extensions,
         )
 
-    def initialize(
+    async def initialize(
         self, client_builder: ControllerClientBuilder | None, stop: asyncio.Event
     ) -> None:
+        """Upstream ``Initialize``: a Kubernetes client (``cloud-controller-manager``) for the
+        routes' Node lookups (``routes.NodeDirectory``, OCCM's Node informer) and the load
+        balancers' Service annotations (``servicepatch.KubeServicePatcher``)."""
         log.info(
             "openstack provider: region %s, Keystone %s (interface %s)",
             self.config.region or "(any)",
             self.api.auth_url,
             self.api.interface,
         )
+        if client_builder is None:
+            return
+        loop = asyncio.get_running_loop()
+        setter = getattr(self._balancers, "set_service_patcher", None)
+        if self._routes is None and not callable(setter):
+            return
+        client = client_builder.client(CLIENT_NAME)
+        if self._routes is not None:
+            self._routes.directory = NodeDirectory(client, loop, self._clock)
+        if not callable(setter):
+            return
+        try:
+            module = importlib.import_module(SERVICE_PATCH_MODULE)
+        except ModuleNotFoundError as err:
+            if err.name != SERVICE_PATCH_MODULE:
+                raise
+            log.warning("openstack: Service annotations are not written back (%s)", err)
+            return
+        setter(module.KubeServicePatcher(client, loop))
 
     def load_balancer(self) -> LoadBalancer | None:
         balancers: LoadBalancer | None = self._balancers
