@@ -22,6 +22,7 @@ import json
 import os
 import re
 import signal
+import ssl
 import subprocess
 import urllib.request
 from collections.abc import Iterator, Sequence
@@ -269,10 +270,21 @@ class CloudReader:
     GETs on the catalog's URLs): what a test compares OCCM's and kccm's work against."""
 
     base_url: str
+    ca_file: str = ""
+    """The CA of an HTTPS emulator (``Emulator.ca_file``)."""
     user: str = "demo"
     password: str = "secret"
     project: str = "demo"
     _token: str = ""
+
+    @classmethod
+    def of(cls, emulator: Any) -> CloudReader:
+        """A reader of a running :class:`~kccm.testing.openstack.launcher.Emulator`."""
+        return cls(emulator.base_url, emulator.ca_file)
+
+    def _open(self, request: urllib.request.Request) -> Any:
+        context = ssl.create_default_context(cafile=self.ca_file) if self.ca_file else None
+        return urllib.request.urlopen(request, timeout=10, context=context)
 
     def _authenticate(self) -> str:
         body = {
@@ -296,7 +308,7 @@ class CloudReader:
             headers={"Content-Type": "application/json"},
             method="POST",
         )
-        with urllib.request.urlopen(request, timeout=10) as resp:
+        with self._open(request) as resp:
             return str(resp.headers["X-Subject-Token"])
 
     def request(self, method: str, path: str, body: object = None) -> Any:
@@ -309,7 +321,7 @@ class CloudReader:
             headers={"X-Auth-Token": self._token, "Content-Type": "application/json"},
             method=method,
         )
-        with urllib.request.urlopen(request, timeout=10) as resp:
+        with self._open(request) as resp:
             text = resp.read()
         return json.loads(text) if text else None
 

@@ -54,10 +54,18 @@ eventually = functools.partial(shared_eventually, within=BUDGET, interval=0.25)
 
 
 @pytest.fixture
-def emulator() -> Iterator[Emulator]:
+def emulator(request: pytest.FixtureRequest) -> Iterator[Emulator]:
+    """The emulator (HTTPS with its throw-away CA as ``[Global] ca-file`` when the indirect
+    parameter is true)."""
     require_occm()  # skip (or fail under KCCM_REQUIRE_CONTROL_PLANE=1) before starting anything
-    with openstack_emulator() as emu:
+    with openstack_emulator(tls=bool(getattr(request, "param", False))) as emu:
         yield emu
+
+
+OVER_HTTPS = pytest.mark.parametrize(
+    "emulator", [False, True], ids=["http", "https"], indirect=True
+)
+"""Run a test against the emulator over HTTP and over HTTPS (Go's TLS client, the CA file)."""
 
 
 @pytest.fixture
@@ -85,7 +93,7 @@ async def world(
     conf = emulator.cloud_conf(getattr(request, "param", None))
     occm = occms.start(conf, control_plane.admin_kubeconfig)
     node = (await eventually(lambda: _initialised(occm, kube, name)))[0]
-    reader = CloudReader(emulator.base_url)
+    reader = CloudReader.of(emulator)
     router_id = emulator.config["router_id"]
     await eventually(lambda: _routes_to(reader, router_id, POD_CIDR))
     yield World(emulator, occm, reader, server, node, baseline, emulator.admin.state())
@@ -131,6 +139,7 @@ def _server_ips(server: dict[str, Any], network: str = "private") -> set[str]:
     return {a["addr"] for a in server["addresses"][network]}
 
 
+@OVER_HTTPS
 async def test_occm_initialises_the_node_of_a_seeded_server(world: World) -> None:
     node, server = world.node, world.server
     assert node["spec"]["providerID"] == f"openstack:///{server['id']}"
@@ -195,6 +204,7 @@ async def _published(kube: KubeApiClient, ns: str, name: str, occm: Occm) -> Obj
     return svc if ingress and ingress[0].get("ip") else None
 
 
+@OVER_HTTPS
 async def test_occm_balances_a_service_with_a_floating_ip_and_deletes_it(
     world: World, kube: KubeApiClient, kube_namespace: str
 ) -> None:

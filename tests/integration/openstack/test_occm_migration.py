@@ -237,7 +237,7 @@ async def test_kccm_adopts_what_occm_made_without_a_write_and_deletes_it_all(
     kube_namespace: str,
     kube_cleanup: KubeCleanup,
 ) -> None:
-    ns, admin, reader = kube_namespace, emulator.admin, CloudReader(emulator.base_url)
+    ns, admin, reader = kube_namespace, emulator.admin, CloudReader.of(emulator)
     cloud_conf, router_id = emulator.cloud_conf(), emulator.config["router_id"]
     baseline = admin.state()
     own_fip = (
@@ -353,7 +353,7 @@ async def test_kccm_adopts_occms_service_variants_without_a_write(
         body["metadata"]["annotations"] = VARIANT_ANNOTATIONS.get(key, {})
         await kube.create(SERVICES, body, namespace=ns)
     ingress = await eventually(lambda: _ingress(kube, ns, list(VARIANTS)))
-    reader = CloudReader(emulator.base_url)
+    reader = CloudReader.of(emulator)
     await eventually(lambda: _routed(reader, emulator.config["router_id"], {"10.244.9.0/24"}))
     made = admin.state()
     assert len(made["loadbalancers"]) == len(VARIANTS)
