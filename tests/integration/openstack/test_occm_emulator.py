@@ -49,6 +49,7 @@ from kccm.testing.pytest_plugin import KubeCleanup, unique_name
 BUDGET = 120.0
 LB_ID = "loadbalancer.openstack.org/load-balancer-id"
 POD_CIDR = "10.244.7.0/24"
+EXCLUDE = "node.kubernetes.io/exclude-from-external-load-balancers"
 eventually = functools.partial(shared_eventually, within=BUDGET, interval=0.25)
 """The shared :func:`kccm.testing.controllers.eventually`, bounded for another process's pace."""
 
@@ -396,3 +397,63 @@ async def test_occm_balances_service_variants_and_deletes_them(
 
     await delete_until_gone(kube, SERVICES, ["web"], ns, within=BUDGET)
     world.emulator.admin.assert_clean(world.ready)
+
+
+async def _listener_ports(world: World, lb_id: str) -> list[int]:
+    listeners = await asyncio.to_thread(_listeners, world, {"id": lb_id})
+    return [x["protocol_port"] for x in listeners]
+
+
+async def _member_addresses(world: World, lb_id: str, occm: Occm) -> set[str]:
+    occm.alive()
+    (pool,) = await asyncio.to_thread(world.reader.pools, lb_id)
+    return {m["address"] for m in await asyncio.to_thread(world.reader.members, pool["id"])}
+
+
+async def test_occm_follows_a_port_change_and_nodes_joining_and_leaving(
+    world: World, kube: KubeApiClient, kube_namespace: str, kube_cleanup: KubeCleanup
+) -> None:
+    """``updateOctaviaLoadBalancer``/``ensureOctaviaListener``: a changed port is a new
+    listener (the old one deleted); a Node joining or leaving is one batch member update
+    (``PUT pools/{id}/members``)."""
+    ns, admin = kube_namespace, world.emulator.admin
+    await kube.create(SERVICES, lb_service("web"), namespace=ns)
+    svc = await eventually(lambda: _published(kube, ns, "web", world.occm))
+    lb_id = svc["metadata"]["annotations"][LB_ID]
+    (first,) = {a for a in _addresses(world.node)["InternalIP"] if ":" not in a}
+
+    svc["spec"]["ports"][0]["port"] = 8080
+    await kube.replace(SERVICES, svc)
+
+    async def moved() -> bool:
+        world.occm.alive()
+        return await _listener_ports(world, lb_id) == [8080]
+
+    await eventually(moved)
+
+    # A Node joins the balancer once initialised: registered excluded from balancers, the
+    # label removed once OCCM gave it its addresses. (A Node that joins at once may miss them:
+    # the service controller syncs backends on a providerID change, and the addresses come
+    # with a later status update; only the periodic sync would add it then.)
+    name = kube_cleanup.add(NODES, unique_name("occm-join"))
+    server = admin.add_server(name)
+    mark = admin.last_seq()
+    registered = kubelet_node(name)
+    registered["metadata"]["labels"][EXCLUDE] = "true"
+    await kube.create(NODES, registered)
+    (joined,) = await eventually(lambda: _initialised(world.occm, kube, name))
+    (second,) = {a for a in _addresses(joined)["InternalIP"] if ":" not in a}
+    await kube.patch(NODES, name, {"metadata": {"labels": {EXCLUDE: None}}})
+
+    async def members_are(wanted: set[str]) -> bool:
+        return await _member_addresses(world, lb_id, world.occm) == wanted
+
+    await eventually(lambda: members_are({first, second}))
+    await delete_until_gone(kube, NODES, [name], within=BUDGET)
+    await eventually(lambda: members_are({first}))
+    writes = {(r["method"], r["path"].rsplit("/", 1)[-1]) for r in admin.mutating(mark)}
+    assert writes == {("PUT", "members")}, admin.mutating(mark)
+
+    await delete_until_gone(kube, SERVICES, ["web"], ns, within=BUDGET)
+    admin.delete_server(server["id"])
+    admin.assert_clean(world.ready)
