@@ -8,7 +8,7 @@
   server with a port per network (``device_owner compute:nova``) and, when ``floating``, a
   floating IP on its first port; ``PUT /_emu/servers/{id}/status``; ``DELETE
   /_emu/servers/{id}`` (its ports and the floating IPs made for it go too);
-- ``GET /_emu/requests?since=N``; ``GET|POST|DELETE /_emu/faults``;
+- ``GET /_emu/requests?since=N``, ``GET /_emu/seq``; ``GET|POST|DELETE /_emu/faults``;
   ``POST /_emu/expire-tokens``; ``POST /_emu/settle`` (pending Octavia changes finish
   now); ``GET /_emu/state`` (what a test may have left behind).
 """
@@ -179,6 +179,12 @@ async def get_requests(request: web.Request) -> web.Response:
     return reply([entry for entry in request.app[WORLD].requests if entry["seq"] > since])
 
 
+@routes.get("/_emu/seq")
+async def get_seq(request: web.Request) -> web.Response:
+    """The sequence number of the last logged call (0 before any)."""
+    return reply({"seq": request.app[WORLD].seq})
+
+
 @routes.get("/_emu/faults")
 async def get_faults(request: web.Request) -> web.Response:
     return reply([dataclasses.asdict(f) for f in request.app[WORLD].faults])
@@ -210,7 +216,8 @@ async def expire_tokens(request: web.Request) -> web.Response:
 def state(world: World) -> dict[str, list[Any]]:
     """What tests make and must remove: Octavia objects, floating IPs (but those made for
     servers), security groups but ``default`` and their rules, router routes, ports that are
-    neither seeded nor a server's, allowed address pairs, servers."""
+    neither seeded nor a server's, allowed address pairs, servers, networks and subnets that
+    were not seeded."""
     server_fips = {f for s in world.servers.values() for f in s["emu_fips"]}
     default_sgs = {s["id"] for s in world.security_groups.values() if s["name"] == "default"}
     return {
@@ -245,6 +252,7 @@ def state(world: World) -> dict[str, list[Any]]:
             for pair in p["allowed_address_pairs"]
         ),
         "servers": sorted(world.servers),
+        "networks": sorted((set(world.networks) | set(world.subnets)) - world.baseline_networks),
     }
 
 

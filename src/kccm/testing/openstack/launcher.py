@@ -9,6 +9,7 @@ request log and leak checks.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import json
 import os
@@ -105,8 +106,9 @@ class EmulatorAdmin:
         return list(self._call("GET", f"/_emu/requests?since={since}"))
 
     def last_seq(self) -> int:
-        found = self.requests()
-        return int(found[-1]["seq"]) if found else 0
+        """The sequence number of the last logged call: ``requests(since=last_seq())``
+        later lists what came after."""
+        return int(self._call("GET", "/_emu/seq")["seq"])
 
     def mutating(self, since: int = 0) -> list[dict[str, Any]]:
         """The writes after ``since``: every call but GET/HEAD, less Keystone token POSTs."""
@@ -141,10 +143,13 @@ class EmulatorAdmin:
         times: int = 1,
         latency: float = 0.0,
         kind: str = "error",
+        headers: Mapping[str, str] | None = None,
     ) -> dict[str, Any]:
-        """Answer the next ``times`` matching calls (0 = all) with a fault: ``kind`` "error"
-        (``status``, ``body`` or the service's error body), "conflict" (409, Octavia's
-        immutable text) or "latency" (``latency`` s, then served)."""
+        """Answer the next ``times`` matching calls (0 = all) of ``service`` (or "*") and
+        ``method`` (or "*") whose path ``path_regex`` is found in (``re.search`` on e.g.
+        ``/network/v2.0/ports``) with a fault: ``kind`` "error" (``status``, ``body`` or the
+        service's error body, ``headers``), "conflict" (409, Octavia's immutable text) or
+        "latency" (``latency`` s, then served)."""
         spec = {
             "service": service,
             "method": method,
@@ -154,6 +159,7 @@ class EmulatorAdmin:
             "times": times,
             "latency": latency,
             "kind": kind,
+            "headers": dict(headers or {}),
         }
         if kind == "conflict" and status == 500:
             spec["status"] = 409
@@ -174,7 +180,7 @@ class EmulatorAdmin:
         return int(self._call("POST", "/_emu/expire-tokens")["expired"])
 
 
-@dataclass
+@dataclass(eq=False)
 class Emulator:
     """A running emulator process."""
 
@@ -199,8 +205,8 @@ class Emulator:
 
     def cloud_conf(
         self,
-        overrides: Mapping[str, Mapping[str, str]] | None = None,
-        **sections: Mapping[str, str],
+        overrides: Mapping[str, Mapping[str, str | None]] | None = None,
+        **sections: Mapping[str, str | None],
     ) -> str:
         """OCCM's ``cloud.conf`` for the default user and project; ``{"Section": {"key":
         "value"}}`` (a value of None drops the key) merge over the defaults."""
@@ -230,6 +236,7 @@ class Emulator:
         return "\n".join(lines)
 
     def stop(self) -> None:
+        _RUNNING.discard(self)
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
             try:
@@ -293,6 +300,8 @@ def start_emulator(
         str(lb_active_delay),
         "--token-ttl",
         str(token_ttl),
+        "--parent-pid",
+        str(os.getpid()),
     ]
     ca_file = _certificates(host, args) if tls else ""
     with contextlib.ExitStack() as stack:
@@ -303,7 +312,19 @@ def start_emulator(
             args, stdout=subprocess.PIPE, stderr=stderr, text=True, env=_child_env()
         )
     ready = _read_ready(process)
-    return Emulator(process=process, base_url=str(ready["url"]), ca_file=ca_file)
+    emulator = Emulator(process=process, base_url=str(ready["url"]), ca_file=ca_file)
+    _RUNNING.add(emulator)
+    return emulator
+
+
+_RUNNING: set[Emulator] = set()
+
+
+@atexit.register
+def _stop_running() -> None:
+    """Emulators a test left running stop with the process (they also watch it)."""
+    for emulator in list(_RUNNING):
+        emulator.stop()
 
 
 def _certificates(host: str, args: list[str]) -> str:

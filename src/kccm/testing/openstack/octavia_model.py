@@ -15,6 +15,7 @@ import ipaddress
 from collections.abc import Iterable
 from typing import Any
 
+from kccm.testing.openstack import octavia_wsme as wsme
 from kccm.testing.openstack.errors import EmuError
 from kccm.testing.openstack.world import Obj, World, new_id, now_iso
 
@@ -256,6 +257,7 @@ def new_listener(body: Obj, lb: Obj) -> Obj:
         raise mandatory("protocol")
     if protocol not in LISTENER_POOL_PROTOCOLS:
         raise enum_error("protocol", protocol, LISTENER_POOL_PROTOCOLS)
+    wsme.check_bounds(body, wsme.LISTENER_BOUNDS)
     listener = _base(body, lb["project_id"])
     listener.update(
         {
@@ -335,28 +337,11 @@ def new_pool(body: Obj, lb: Obj) -> Obj:
     return pool
 
 
-def _ip_address(name: str, value: Any) -> str:
-    """``types.IPAddressType`` (octavia/api/common/types.py): an IPv4 or IPv6 address, else
-    wsme's 400. OCCM's serial member path (``getNodeAddressForLB``) sends a Node's first
-    address, its host name when the Node has no InternalIP yet, which Octavia refuses."""
-    try:
-        ipaddress.ip_address(str(value))
-    except ValueError:
-        raise EmuError(
-            400,
-            f"Invalid input for field/attribute {name}. Value: '{value}'. "
-            "Value should be IPv4 or IPv6 format",
-        ) from None
-    return str(value)
-
-
 def new_member(body: Obj, pool: Obj, *, monitored: bool) -> Obj:
     address = body.get("address") or body.get("ip_address")
     if address is None:
         raise mandatory("address")
-    address = _ip_address("address", address)
-    if body.get("monitor_address") is not None:
-        _ip_address("monitor_address", body["monitor_address"])
+    wsme.check_ips({**body, "address": address}, "address", "monitor_address")
     member = _base(body, pool["project_id"])
     member.update(
         {
@@ -427,6 +412,7 @@ def children(world: World, kind: str, key: str, parent: str) -> list[Obj]:
 def view(world: World, kind: str, obj: Obj, *, full: bool = False) -> Obj:
     """The API view of ``obj`` (a ``*Response``, or ``*FullResponse`` when ``full``)."""
     body = _public(obj)
+    wsme.response_fields(kind, obj, body)
     if kind == "loadbalancers":
         body["listeners"] = (
             [
@@ -465,5 +451,5 @@ def _pool_view(world: World, pool: Obj, body: Obj, full: bool) -> None:
             body["healthmonitor"] = view(world, "healthmonitors", monitors[0], full=True)
         return
     body["loadbalancers"] = [{"id": pool["_lb"]}]
-    body["healthmonitor_id"] = monitors[0]["id"] if monitors else None
+    body.update({"healthmonitor_id": monitors[0]["id"]} if monitors else {})  # else absent
     body["members"] = _ids(members)

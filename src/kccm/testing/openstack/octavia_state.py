@@ -164,6 +164,9 @@ def settle(world: World, lb_id: str) -> None:
         if obj["provisioning_status"] == "PENDING_DELETE":
             remove(world, kind, obj)
     for kind, obj in [("loadbalancers", lb), *_tree(world, lb_id)]:
+        online = _online(world, kind, obj)
+        if obj["provisioning_status"] in PENDING or obj["operating_status"] != online:
+            obj["updated_at"] = now_iso(zulu=False)  # the status update writes the row
         if obj["provisioning_status"] in PENDING:
             obj["provisioning_status"] = "ACTIVE"
-        obj["operating_status"] = _online(world, kind, obj)
+        obj["operating_status"] = online
