@@ -135,9 +135,15 @@ class OctaviaLoadBalancers:
         """Upstream ``EnsureLoadBalancer``; the annotations are patched even on failure."""
         written: dict[str, str] = {}
         try:
-            return self._ensure(cluster_name, service, nodes, written)
-        finally:
-            self._patch(service, written)
+            status = self._ensure(cluster_name, service, nodes, written)
+        except Exception:
+            try:
+                self._patch(service, written)
+            except Exception as err:  # the ensure's own error is the one to report
+                log.warning("Service %s: annotations not written: %s", service_key(service), err)
+            raise
+        self._patch(service, written)
+        return status
 
     def _patch(self, service: Service, written: Mapping[str, str]) -> None:
         changed = annotation_patch(service, written)
@@ -299,6 +305,16 @@ class OctaviaLoadBalancers:
             raise CloudProviderError(f"load balancer for Service {service_key(service)} not found")
         if lb.get("provisioning_status") != ACTIVE:
             lb = self.octavia.wait_active(str(lb["id"]))
+        self._update_pools(lb, service, members, conf)
+        if self.opts.manage_security_groups:
+            ensure_security_group(
+                self.neutron, cluster_name, service, members, conf, self.opts.lb_provider
+            )
+
+    def _update_pools(
+        self, lb: LB, service: Service, members: Sequence[Node], conf: ServiceConfig
+    ) -> None:
+        """The port loop of ``updateOctaviaLoadBalancer`` (names from the balancer's name)."""
         lb_id, lb_name = str(lb["id"]), str(lb.get("name", ""))
         current = listener_map(self.octavia.listeners(lb_id))
         for index, port in enumerate(_ports(service)):
@@ -321,10 +337,6 @@ class OctaviaLoadBalancers:
                 self.opts.provider_requires_serial_api_calls,
             )
             ensure_monitor(self.octavia, lb_id, monitor_name(index, lb_name), pool, port, conf)
-        if self.opts.manage_security_groups:
-            ensure_security_group(
-                self.neutron, cluster_name, service, members, conf, self.opts.lb_provider
-            )
 
     # -- delete ------------------------------------------------------------------------------
 

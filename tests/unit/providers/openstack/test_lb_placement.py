@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -172,3 +173,41 @@ def test_turning_security_groups_off_removes_the_group(world: LBWorld) -> None:
     plain.ensure_load_balancer(CLUSTER, svc, world.nodes)
     assert plain.neutron.security_group_id(security_group_name(svc)) == ""
     plain.ensure_load_balancer_deleted(CLUSTER, svc)
+
+
+def test_concurrent_services_share_node_ports(world: LBWorld) -> None:
+    """kccm syncs Services concurrently: groups added to and removed from the same node ports
+    at once are neither lost nor written back after their deletion."""
+    balancers = world.balancers(**{"manage-security-groups": "true"})
+    services = [service(f"web{i}", ports=((80, 30100 + i),)) for i in range(4)]
+    with ThreadPoolExecutor(4) as pool:
+        list(pool.map(lambda s: balancers.ensure_load_balancer(CLUSTER, s, world.nodes), services))
+    groups = {balancers.neutron.security_group_id(security_group_name(s)) for s in services}
+    for server in world.servers:
+        (port,) = balancers.neutron.ports(device_id=server["id"])
+        assert groups <= set(port["security_groups"])
+    with ThreadPoolExecutor(4) as pool:
+        list(pool.map(lambda s: balancers.ensure_load_balancer_deleted(CLUSTER, s), services))
+    for server in world.servers:
+        (port,) = balancers.neutron.ports(device_id=server["id"])
+        assert not groups & set(port["security_groups"])
+
+
+def test_ovn_security_group_opens_the_source_ranges(world: LBWorld) -> None:
+    """ovn keeps client addresses: the group opens the nodePorts to the source ranges, not to
+    the member subnet (``ensureAndUpdateOctaviaSecurityGroup``)."""
+    balancers = world.balancers(
+        **{"lb-provider": "ovn", "lb-method": "SOURCE_IP_PORT", "manage-security-groups": "true"}
+    )
+    svc = service(loadBalancerSourceRanges=["192.0.2.0/24", "198.51.100.0/24"])
+    balancers.ensure_load_balancer(CLUSTER, svc, world.nodes)
+    group = balancers.neutron.security_group_id(security_group_name(svc))
+    rules = sorted(
+        (r["port_range_min"], r["remote_ip_prefix"])
+        for r in balancers.neutron.security_group_rules(group)
+    )
+    assert rules == [(30080, "192.0.2.0/24"), (30080, "198.51.100.0/24")]
+    before = world.seq()
+    balancers.ensure_load_balancer(CLUSTER, world.with_written(svc), world.nodes)
+    assert world.writes(before) == []
+    balancers.ensure_load_balancer_deleted(CLUSTER, world.with_written(svc))
