@@ -488,3 +488,36 @@ async def test_occm_renews_an_expired_token(
 
     await delete_until_gone(kube, SERVICES, ["web"], ns, within=BUDGET)
     admin.assert_clean(world.ready)
+
+
+async def test_occm_shares_a_balancer_between_services(
+    world: World, kube: KubeApiClient, kube_namespace: str
+) -> None:
+    """``loadbalancer.openstack.org/load-balancer-id`` on a second Service: its listener on
+    the owner's balancer, its name among the balancer's tags, the owner's floating IP; when
+    it goes, its listener and tag go (``ensureLoadBalancerDeleted``: a tags PUT) and the
+    owner's balancer stays."""
+    ns, reader = kube_namespace, world.reader
+    await kube.create(SERVICES, lb_service("web"), namespace=ns)
+    owner = await eventually(lambda: _published(kube, ns, "web", world.occm))
+    lb_id = owner["metadata"]["annotations"][LB_ID]
+    extra = lb_service("extra", ports=[_port("alt", 8080)])
+    extra["metadata"]["annotations"] = {LB_ID: lb_id}
+    await kube.create(SERVICES, extra, namespace=ns)
+    shared = await eventually(lambda: _published(kube, ns, "extra", world.occm))
+    ip = owner["status"]["loadBalancer"]["ingress"][0]["ip"]
+    assert shared["status"]["loadBalancer"]["ingress"][0]["ip"] == ip
+    names = [f"kube_service_{CLUSTER_NAME}_{ns}_{n}" for n in ("web", "extra")]
+
+    async def shared_as(tags: list[str], ports: list[int]) -> bool:
+        world.occm.alive()
+        lb = await asyncio.to_thread(reader.get, f"/load-balancer/v2/lbaas/loadbalancers/{lb_id}")
+        found = sorted(lb["loadbalancer"]["tags"])
+        return found == sorted(tags) and await _listener_ports(world, lb_id) == ports
+
+    await eventually(lambda: shared_as(names, [80, 8080]))
+    await delete_until_gone(kube, SERVICES, ["extra"], ns, within=BUDGET)
+    await eventually(lambda: shared_as(names[:1], [80]))
+
+    await delete_until_gone(kube, SERVICES, ["web"], ns, within=BUDGET)
+    world.emulator.admin.assert_clean(world.ready)
