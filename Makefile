@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: help venv wheelhouse controlplane helm vcsim octavia-api test-vsphere lint format typecheck unit integration test test-aws demo clean test-py313 flake-hunt flags-doc
+.PHONY: help venv wheelhouse controlplane helm vcsim octavia-api occm test-vsphere lint format typecheck unit integration test test-aws demo clean test-py313 flake-hunt flags-doc
 
 help:
 	@echo "make demo          the local provider end to end: control plane, 3 nodes, kccm, a LoadBalancer"
@@ -14,6 +14,7 @@ help:
 	@echo "make helm          build helm from Go modules (cached; the chart tests use it)"
 	@echo "make vcsim         build vcsim (govmomi's vCenter simulator) from Go modules (cached)"
 	@echo "make octavia-api   install the real Octavia API (octavia from PyPI, own venv, cached)"
+	@echo "make occm          build upstream's openstack-cloud-controller-manager from Go modules (cached)"
 	@echo "make test-vsphere  the vsphere provider's tests (unit, conformance, vcsim + apiserver)"
 	@echo "make test-py313    unit + conformance tests and the demo on Python 3.13 (in .venv313)"
 	@echo "make test-aws      the aws provider's tests (unit, conformance, daemon e2e) against moto"
@@ -69,6 +70,11 @@ vcsim:
 octavia-api:
 	@bash hack/openstack/octavia-api.sh
 
+# Upstream's OCCM (hack/openstack/occm: a wrapper module, see build-occm.sh): the openstack
+# tests run it against kccm's emulator and migrate from it to kccm.
+occm:
+	@bash hack/openstack/build-occm.sh
+
 lint: venv
 	$(VENV)/bin/ruff check src tests examples bench
 	$(VENV)/bin/ruff format --check src tests examples bench
@@ -87,7 +93,7 @@ UNIT_MARKERS ?=
 unit: venv
 	$(PY) -m pytest $(XDIST_UNIT) $(if $(UNIT_MARKERS),-m "$(UNIT_MARKERS)") tests/unit
 
-integration: venv wheelhouse controlplane helm vcsim octavia-api
+integration: venv wheelhouse controlplane helm vcsim occm octavia-api
 	$(PY) -m pytest $(XDIST_INTEGRATION) tests/conformance tests/integration
 
 # Everything, timed step by step: the Go builds compile in the background while lint, types
@@ -95,7 +101,7 @@ integration: venv wheelhouse controlplane helm vcsim octavia-api
 test:
 	@bash hack/test.sh
 
-flake-hunt: venv wheelhouse controlplane helm vcsim octavia-api
+flake-hunt: venv wheelhouse controlplane helm vcsim occm octavia-api
 	@bash hack/flake-hunt.sh
 
 # The aws provider's whole suite: moto runs in-process as a real HTTP server (dev extra).

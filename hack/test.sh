@@ -2,10 +2,11 @@
 # `make test` (README's test command; CI's .ci/run calls it): lint, types, unit, conformance and
 # integration tests on the real control plane, each step timed.
 #
-# The Go builds (etcd + kube-apiserver, kube-controller-manager + kubectl, helm, vcsim; cached
-# after the first run), and with them the real Octavia API's venv (hack/openstack/
-# octavia-api.sh), run in the background while the steps that need none of them run (venv,
-# lint, types, the unit layer); the conformance and integration layers wait for them.
+# The Go builds (etcd + kube-apiserver, kube-controller-manager + kubectl, helm, vcsim, upstream's
+# openstack-cloud-controller-manager; cached after the first run), and with them the real
+# Octavia API's venv (hack/openstack/octavia-api.sh), run in the background while the steps that
+# need none of them run (venv, lint, types, the unit layer); the conformance and integration
+# layers wait for them.
 # Every step runs even when an earlier one failed, so one run shows every failure; the exit
 # status is non-zero when any step failed.
 set -uo pipefail
@@ -32,7 +33,7 @@ go_log=$(mktemp)
 (
   began=$(date +%s)
   # niced: the steps beside it (the unit layer) keep their share of the two cores
-  nice -n 10 $MAKE controlplane helm vcsim octavia-api 2>&1 | sed -u 's/^/[go builds] /'
+  nice -n 10 $MAKE controlplane helm vcsim occm octavia-api 2>&1 | sed -u 's/^/[go builds] /'
   rc=${PIPESTATUS[0]}
   echo "$rc $(($(date +%s) - began))" >"$go_log"
   exit "$rc"
