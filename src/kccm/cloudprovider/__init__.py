@@ -5,7 +5,9 @@
 - :mod:`.types`: frozen value types (InstanceMetadata, NodeAddress, Zone, Route,
   LoadBalancerStatus, ...);
 - :mod:`.errors`: InstanceNotFound, NotImplementedByProvider, ImplementedElsewhere,
-  DiskNotFound, ForeignProviderID, RetryError, Throttled, and registry/config errors;
+  DiskNotFound, ForeignProviderID, RetryError, Throttled, QuotaExceeded, PermissionDenied,
+  InvalidServiceConfig, StillProvisioning, and registry/config errors;
+- :mod:`.reasons`: ``Reason`` and ``classify(error)``, the cause users act on;
 - :mod:`.helpers`: default_load_balancer_name and providerID helpers;
 - :mod:`.registry`: provider selection by name (entry points ``kccm.cloud_providers``);
 - :mod:`.config`: cloud config files (gcfg or YAML) bound to a provider's dataclass schema;
@@ -44,8 +46,12 @@ from kccm.cloudprovider.errors import (
     ForeignProviderID,
     ImplementedElsewhere,
     InstanceNotFound,
+    InvalidServiceConfig,
     NotImplementedByProvider,
+    PermissionDenied,
+    QuotaExceeded,
     RetryError,
+    StillProvisioning,
     Throttled,
     UnknownCloudProvider,
     find_error,
@@ -75,6 +81,7 @@ from kccm.cloudprovider.interface import (
     as_instance_metadata_lister,
     as_pv_labeler,
 )
+from kccm.cloudprovider.reasons import Reason, classify
 from kccm.cloudprovider.registry import (
     ENTRY_POINT_GROUP,
     EXTERNAL,
@@ -132,6 +139,7 @@ __all__ = [
     "InstancesUnsupported",
     "InstancesV2",
     "Interface",
+    "InvalidServiceConfig",
     "LoadBalancer",
     "LoadBalancerIPMode",
     "LoadBalancerIngress",
@@ -144,13 +152,17 @@ __all__ = [
     "NotImplementedByProvider",
     "PVLabeler",
     "ParsedConfig",
+    "PermissionDenied",
     "PersistentVolume",
     "PortStatus",
     "ProviderCaller",
+    "QuotaExceeded",
+    "Reason",
     "RetryError",
     "Route",
     "Routes",
     "Service",
+    "StillProvisioning",
     "ThreadPoolAdapter",
     "Throttled",
     "UnknownCloudProvider",
@@ -160,6 +172,7 @@ __all__ = [
     "as_informer_user",
     "as_instance_metadata_lister",
     "as_pv_labeler",
+    "classify",
     "classify_by_verb",
     "default_load_balancer_name",
     "default_registry",
