@@ -121,9 +121,8 @@ async def test_a_node_gone_from_the_cloud_is_deleted_and_its_records_go(world: W
     world.states.record = spy  # type: ignore[method-assign]
     await ctrl.monitor_nodes()
     await world.clock.advance(0)
-    assert recorded == [
-        {"ready": "False", "exists": False, "action": "deleted: the instance is gone from the cloud"}
-    ]
+    gone = "deleted: the instance is gone from the cloud"
+    assert recorded == [{"ready": "False", "exists": False, "action": gone}]
     assert world.kube.objects(NODES) == []
     assert world.states.get("node", "n1") == []
 

@@ -77,7 +77,8 @@ async def test_a_failed_initialisation_is_classified_and_retried(
     env: Env = await env_factory(cloud, [kubelet_node()])
     found = await sync_once(env)
     assert (found.ok, found.reason, found.attempts) == (False, Reason.PERMISSION, 1)
-    assert found.next_retry_at is not None and found.next_retry_at > found.at
+    assert found.next_retry_at is not None
+    assert found.next_retry_at > found.at
     assert found.detail["initialized"] is False
     assert "ec2:DescribeInstances" in found.detail["why"]
     assert failures(env, CONTROLLER_NAME, "permission-denied") == 1
@@ -138,7 +139,8 @@ async def test_an_unchanged_refresh_says_so(
     env: Env = await env_factory(make_cloud(True, clock=clock), [node])
     await env.ctrl.update_node_status()
     found = record(env, ADDRESS_REFRESH)
-    assert found is not None and found.detail["result"] == "unchanged"
+    assert found is not None
+    assert found.detail["result"] == "unchanged"
 
 
 async def test_a_deleted_node_is_forgotten(
