@@ -72,6 +72,17 @@ def framework_exclusion(node: Node) -> str | None:
     return None
 
 
+def _exclusion_view(node: Node) -> tuple[Any, ...]:
+    """What the exclusions (and a provider's label selector) read of a Node."""
+    meta, spec = node.get("metadata") or {}, node.get("spec") or {}
+    return (
+        meta.get("labels"),
+        meta.get("deletionTimestamp"),
+        spec.get("taints"),
+        spec.get("providerID"),
+    )
+
+
 class ServiceSyncRecorder:
     """Records each service sync; :meth:`outcome` is the service queue's ``on_outcome``."""
 
@@ -92,13 +103,18 @@ class ServiceSyncRecorder:
         nodes.add_event_handler(
             EventHandler(
                 on_add=self._nodes_changed,
-                on_update=lambda _old, new: self._nodes_changed(new),
+                on_update=self._node_updated,
                 on_delete=self._nodes_changed,
             )
         )
 
     def _nodes_changed(self, _node: Node) -> None:
         self._framework = None
+
+    def _node_updated(self, old: Node, new: Node) -> None:
+        """Status updates (heartbeats, conditions) leave the exclusions as they were."""
+        if _exclusion_view(old) != _exclusion_view(new):
+            self._framework = None
 
     def outcome(self, key: str, error: Exception | None, retry_in: float | None) -> None:
         """Record the sync of ``key`` that just ended (with ``error``, retried in

@@ -237,3 +237,23 @@ async def test_excluded_nodes_listed_are_capped(harness: Harness) -> None:
     assert record.detail["excluded_count"] == 105
     assert "n000" in record.detail["excluded"]
     assert "n104" not in record.detail["excluded"]
+
+
+async def test_a_status_update_keeps_the_computed_exclusions(harness: Harness) -> None:
+    h = harness
+    await ready_nodes(h, 1)
+    await create_service(h)
+    controller = await start(h)
+    await sync_once(h, controller)
+    recorder = controller.sync_states
+    cached = recorder._framework
+    assert cached is not None
+    await h.kube.patch(
+        NODES, "ok0", {"status": {"conditions": [{"type": "Ready", "status": "True"}]}}
+    )
+    await h.settle()
+    assert recorder._framework is cached
+    await h.kube.patch(NODES, "ok0", {"metadata": {"labels": {EXCLUDE: "true"}}})
+    await h.settle()
+    assert recorder._framework is None
+    assert (await sync_once(h, controller)).reason is Reason.NO_NODES
