@@ -3,7 +3,8 @@
 - :mod:`.interface`: ``Interface`` and its capabilities (LoadBalancer, Instances, InstancesV2,
   Zones, Clusters, Routes, PVLabeler), sync or async;
 - :mod:`.types`: frozen value types (InstanceMetadata, NodeAddress, Zone, Route,
-  LoadBalancerStatus, ...);
+  LoadBalancerStatus, and the views of the optional describe calls: BalancerView,
+  InstanceView, ...);
 - :mod:`.errors`: InstanceNotFound, NotImplementedByProvider, ImplementedElsewhere,
   DiskNotFound, ForeignProviderID, RetryError, Throttled, and registry/config errors;
 - :mod:`.helpers`: default_load_balancer_name and providerID helpers;
@@ -62,17 +63,21 @@ from kccm.cloudprovider.interface import (
     Clusters,
     ControllerClientBuilder,
     InformerUser,
+    InstanceDescriber,
     InstanceMetadataLister,
     Instances,
     InstancesV2,
     Interface,
     LoadBalancer,
+    LoadBalancerDescriber,
     MaybeAwaitable,
     PVLabeler,
     Routes,
     Zones,
     as_informer_user,
+    as_instance_describer,
     as_instance_metadata_lister,
+    as_load_balancer_describer,
     as_pv_labeler,
 )
 from kccm.cloudprovider.registry import (
@@ -89,7 +94,10 @@ from kccm.cloudprovider.registry import (
     register_cloud_provider,
 )
 from kccm.cloudprovider.types import (
+    BalancerView,
     InstanceMetadata,
+    InstanceView,
+    ListenerView,
     LoadBalancerIngress,
     LoadBalancerIPMode,
     LoadBalancerStatus,
@@ -101,6 +109,8 @@ from kccm.cloudprovider.types import (
     PortStatus,
     Route,
     Service,
+    TargetHealth,
+    TargetView,
     Zone,
 )
 
@@ -111,6 +121,7 @@ __all__ = [
     "MAX_DEFAULT_LOAD_BALANCER_NAME",
     "APICallCounts",
     "APICallReporter",
+    "BalancerView",
     "CloudAPICalls",
     "CloudConfigError",
     "CloudProviderError",
@@ -125,14 +136,18 @@ __all__ = [
     "ForeignProviderID",
     "ImplementedElsewhere",
     "InformerUser",
+    "InstanceDescriber",
     "InstanceMetadata",
     "InstanceMetadataLister",
     "InstanceNotFound",
+    "InstanceView",
     "Instances",
     "InstancesUnsupported",
     "InstancesV2",
     "Interface",
+    "ListenerView",
     "LoadBalancer",
+    "LoadBalancerDescriber",
     "LoadBalancerIPMode",
     "LoadBalancerIngress",
     "LoadBalancerStatus",
@@ -151,6 +166,8 @@ __all__ = [
     "Route",
     "Routes",
     "Service",
+    "TargetHealth",
+    "TargetView",
     "ThreadPoolAdapter",
     "Throttled",
     "UnknownCloudProvider",
@@ -158,7 +175,9 @@ __all__ = [
     "Zones",
     "as_api_call_reporter",
     "as_informer_user",
+    "as_instance_describer",
     "as_instance_metadata_lister",
+    "as_load_balancer_describer",
     "as_pv_labeler",
     "classify_by_verb",
     "default_load_balancer_name",
