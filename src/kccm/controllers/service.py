@@ -351,8 +351,7 @@ class ServiceController(CloudController):
         return LoadBalancerOperation.ENSURE
 
     async def _delete_load_balancer(self, service: Obj, key: str) -> bool:
-        """Upstream's delete branch; False (finalizer and status left alone) when the Service
-        is not ours: see :meth:`_was_ours`."""
+        """Upstream's delete branch; whether the status is ours to clear (:meth:`_was_ours`)."""
         try:
             _, exists = await self.balancer.get_load_balancer(
                 self.cluster_name, service, priority=Priority.NORMAL
@@ -378,11 +377,12 @@ class ServiceController(CloudController):
             ) from err
         self._releasing.discard(key)
         self._event(service, EVENT_TYPE_NORMAL, "DeletedLoadBalancer", "Deleted load balancer")
-        return ours
+        return ours and self.classes.keeps_status(service)
 
     def _was_ours(self, service: Obj, key: str) -> bool:
-        """kccm: the shared finalizer and the status are ours to clear if we serve the class
-        or just deleted our balancer for the Service (docs/behaviour.md)."""
+        """kccm: the shared finalizer is ours to remove if we serve the class or just deleted
+        our balancer for the Service; the status is not, once another class owns the Service
+        (docs/behaviour.md, "Serving a load-balancer class")."""
         return key in self._releasing or self.classes.serves_class(service)
 
     async def _ensure_deleted_ignoring_elsewhere(self, service: Obj, key: str) -> None:
