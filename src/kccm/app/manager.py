@@ -23,6 +23,7 @@ from pathlib import Path
 from prometheus_client import CollectorRegistry
 
 from kccm import __version__
+from kccm.api.wellknown import ANNOTATION_LEASE_LB_CLASS_LESS, ANNOTATION_LEASE_LB_CLASSES
 from kccm.app.config import ConfigurationError, ManagerConfig
 from kccm.app.serving import AuthLookupError, resolve_auth_material
 from kccm.app.shutdown import SHUTDOWN_SLACK, ExitDeadline, guard_interpreter_exit
@@ -32,8 +33,9 @@ from kccm.cloudprovider.gate import Budget, CallGate, GateConfig
 from kccm.cloudprovider.gated import GatedCloud
 from kccm.cloudprovider.interface import Interface
 from kccm.cloudprovider.registry import init_cloud_provider
-from kccm.controllers import route
+from kccm.controllers import route, service
 from kccm.controllers.base import ControllerContext
+from kccm.controllers.syncstate import SyncStates
 from kccm.controllers.table import BY_NAME, RunnableController
 from kccm.kube.client import KubeApiClient
 from kccm.kube.config import ClusterConfig, KubeConfigError, load_cluster_config
@@ -143,12 +145,24 @@ class _ClientBuilder:
 class Manager:
     config: ManagerConfig
     registry: CollectorRegistry = field(default_factory=CollectorRegistry)
+    sync_states: SyncStates | None = None
+    """The daemon's one record of every controller's last syncs (``kccm explain`` reads it);
+    built on ``registry`` when not given."""
     server: Server | None = None
     started: dict[str, RunnableController] = field(default_factory=dict)
     skipped: list[str] = field(default_factory=list)
     deadline: ExitDeadline = field(default_factory=ExitDeadline)
     _clients: list[KubeApiClient] = field(default_factory=list)
     _cluster: ClusterConfig | None = None
+
+    def __post_init__(self) -> None:
+        if self.sync_states is None:
+            self.sync_states = SyncStates(registry=self.registry)
+
+    @property
+    def states(self) -> SyncStates:
+        assert self.sync_states is not None  # set by __post_init__
+        return self.sync_states
 
     async def run(self) -> int:
         cfg = self.config
@@ -337,6 +351,7 @@ class Manager:
             renew_deadline=settings.renew_deadline,
             retry_period=settings.retry_period,
             release_on_cancel=settings.release_on_cancel,
+            annotations=served_classes_annotations(self.config),
         )
         _log.info(
             "leader election on lease %s/%s as %s", config.namespace, config.name, config.identity
@@ -397,6 +412,7 @@ class Manager:
                 events=events,
                 registry=self.registry,
                 cluster_name=self.config.cluster_name,
+                sync_states=self.states,
             )
             self._register(name, spec.build(context, self.config.controller_options))
 
@@ -429,6 +445,18 @@ def _listen_error(address: str, port: int, exc: OSError) -> str:
 
 def _ok() -> None:
     """A controller's ping check (upstream NamedPingChecker)."""
+
+
+def served_classes_annotations(cfg: ManagerConfig) -> dict[str, str]:
+    """What this daemon's Lease says it serves (``kccm explain`` reads it); nothing when
+    service-lb-controller does not run."""
+    if service.CONTROLLER_NAME not in cfg.controllers:
+        return {}
+    options = cfg.controller_options.service
+    return {
+        ANNOTATION_LEASE_LB_CLASSES: ",".join(options.load_balancer_classes),
+        ANNOTATION_LEASE_LB_CLASS_LESS: str(not options.load_balancer_class_only).lower(),
+    }
 
 
 def _gate_config(cfg: ManagerConfig) -> GateConfig:

@@ -6,7 +6,10 @@
   LoadBalancerStatus, and the views of the optional describe calls: BalancerView,
   InstanceView, ...);
 - :mod:`.errors`: InstanceNotFound, NotImplementedByProvider, ImplementedElsewhere,
-  DiskNotFound, ForeignProviderID, RetryError, Throttled, and registry/config errors;
+  DiskNotFound, ForeignProviderID, RetryError, Throttled, QuotaExceeded, PermissionDenied,
+  InvalidServiceConfig, StillProvisioning, and registry/config errors;
+- :mod:`.backends`: the optional ``BackendNodeSelector`` (which nodes a balancer leaves out);
+- :mod:`.reasons`: ``Reason`` and ``classify(error)``, the cause users act on;
 - :mod:`.helpers`: default_load_balancer_name and providerID helpers;
 - :mod:`.registry`: provider selection by name (entry points ``kccm.cloud_providers``);
 - :mod:`.config`: cloud config files (gcfg or YAML) bound to a provider's dataclass schema;
@@ -28,6 +31,11 @@ from kccm.cloudprovider.apicalls import (
     as_api_call_reporter,
     classify_by_verb,
 )
+from kccm.cloudprovider.backends import (
+    BackendNodeSelector,
+    NodeExclusion,
+    as_backend_node_selector,
+)
 from kccm.cloudprovider.config import (
     ConfigEntry,
     ParsedConfig,
@@ -45,8 +53,12 @@ from kccm.cloudprovider.errors import (
     ForeignProviderID,
     ImplementedElsewhere,
     InstanceNotFound,
+    InvalidServiceConfig,
     NotImplementedByProvider,
+    PermissionDenied,
+    QuotaExceeded,
     RetryError,
+    StillProvisioning,
     Throttled,
     UnknownCloudProvider,
     find_error,
@@ -80,6 +92,7 @@ from kccm.cloudprovider.interface import (
     as_load_balancer_describer,
     as_pv_labeler,
 )
+from kccm.cloudprovider.reasons import Reason, classify
 from kccm.cloudprovider.registry import (
     ENTRY_POINT_GROUP,
     EXTERNAL,
@@ -121,6 +134,7 @@ __all__ = [
     "MAX_DEFAULT_LOAD_BALANCER_NAME",
     "APICallCounts",
     "APICallReporter",
+    "BackendNodeSelector",
     "BalancerView",
     "CloudAPICalls",
     "CloudConfigError",
@@ -145,6 +159,7 @@ __all__ = [
     "InstancesUnsupported",
     "InstancesV2",
     "Interface",
+    "InvalidServiceConfig",
     "ListenerView",
     "LoadBalancer",
     "LoadBalancerDescriber",
@@ -155,17 +170,22 @@ __all__ = [
     "Node",
     "NodeAddress",
     "NodeAddressType",
+    "NodeExclusion",
     "NodeName",
     "NotImplementedByProvider",
     "PVLabeler",
     "ParsedConfig",
+    "PermissionDenied",
     "PersistentVolume",
     "PortStatus",
     "ProviderCaller",
+    "QuotaExceeded",
+    "Reason",
     "RetryError",
     "Route",
     "Routes",
     "Service",
+    "StillProvisioning",
     "TargetHealth",
     "TargetView",
     "ThreadPoolAdapter",
@@ -174,11 +194,13 @@ __all__ = [
     "Zone",
     "Zones",
     "as_api_call_reporter",
+    "as_backend_node_selector",
     "as_informer_user",
     "as_instance_describer",
     "as_instance_metadata_lister",
     "as_load_balancer_describer",
     "as_pv_labeler",
+    "classify",
     "classify_by_verb",
     "default_load_balancer_name",
     "default_registry",
