@@ -46,7 +46,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kccm.api.wellknown import FINALIZER_LB_CLEANUP
-from kccm.cloudprovider.backends import as_backend_node_selector
 from kccm.cloudprovider.errors import ImplementedElsewhere
 from kccm.cloudprovider.gate import Priority
 from kccm.cloudprovider.gated import GatedLoadBalancer
@@ -175,7 +174,8 @@ class ServiceController(CloudController):
             CONTROLLER_NAME,
             self.services,
             self.nodes,
-            as_backend_node_selector(balancer.impl),
+            balancer.impl,
+            self._wants,
         )
         self.service_queue = self.work_queue(
             SERVICE_QUEUE,

@@ -7,10 +7,26 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from service_harness import EXCLUDE, NS, Harness, create_node, create_service, key, start
+from service_harness import (
+    EXCLUDE,
+    NS,
+    Harness,
+    create_node,
+    create_service,
+    key,
+    lb_spec,
+    start,
+)
 
 from kccm.cloudprovider import Node, NodeExclusion, Reason, Service
-from kccm.controllers.service import CONTROLLER_NAME, ServiceController
+from kccm.cloudprovider.gated import GatedCloud
+from kccm.controllers.base import ControllerContext
+from kccm.controllers.service import (
+    CONTROLLER_NAME,
+    ServiceController,
+    ServiceControllerOptions,
+    build,
+)
 from kccm.controllers.syncstate import SyncRecord
 from kccm.kube.resources import NODES, SERVICES
 from kccm.providers.fake import FAULT_ANNOTATION, FakeCloud
@@ -257,3 +273,49 @@ async def test_a_status_update_keeps_the_computed_exclusions(harness: Harness) -
     await h.settle()
     assert recorder._framework is None
     assert (await sync_once(h, controller)).reason is Reason.NO_NODES
+
+
+B = "b.example.com/lb"
+
+
+async def start_serving(h: Harness, *classes: str) -> ServiceController:
+    """The controller of a kccm that serves only ``classes`` (--load-balancer-class-only)."""
+    context = ControllerContext(
+        kube=h.kube,
+        informers=h.factory,
+        cloud=GatedCloud(h.cloud, h.gate),
+        events=h.events,
+        registry=h.registry,
+        clock=h.clock,
+    )
+    options = ServiceControllerOptions(
+        load_balancer_classes=list(classes), load_balancer_class_only=True
+    )
+    controller = build(context, options)
+    assert controller is not None
+    h.factory.start()
+    await h.factory.wait_for_sync()
+    return controller
+
+
+async def test_a_service_of_a_served_class_is_recorded(harness: Harness) -> None:
+    h = harness
+    await ready_nodes(h, 1)
+    await create_service(h, spec=lb_spec(loadBalancerClass=B))
+    record = await sync_once(h, await start_serving(h, B))
+    assert (record.ok, record.detail["eligible_nodes"]) == (True, 1)
+
+
+async def test_a_service_that_leaves_for_another_class_is_forgotten(harness: Harness) -> None:
+    h = harness
+    await ready_nodes(h, 1)
+    await create_service(h, spec=lb_spec(loadBalancerClass=B))
+    controller = await start_serving(h, B)
+    await sync_once(h, controller)
+    current = await h.service("svc")
+    await h.kube.replace(SERVICES, {**current, "spec": {"type": "ClusterIP", "ports": []}})
+    await h.settle()
+    controller.service_queue.add(key())
+    await controller._service_loop.process_next()
+    assert controller.sync_states.states.get("service", key()) == []
+    assert h.cloud.balancers == {}
