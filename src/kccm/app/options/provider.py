@@ -15,7 +15,9 @@ from kccm.cloudprovider.registry import CloudProviderRegistry, is_external
 
 def provider_errors(name: str, cloud_config: str, registry: CloudProviderRegistry) -> list[str]:
     """The provider must exist; the cloud config must be readable and, when the factory
-    declares ``config_schema`` (a cloud-config dataclass), valid against it."""
+    declares ``config_schema`` (a cloud-config dataclass), valid against it. A factory whose
+    ``config_ignores_unknown_keys`` is true accepts unknown sections and keys (upstream gcfg
+    read with ``gcfg.FatalOnly``, as OCCM reads its ``cloud.conf``)."""
     if is_external(name):
         return [
             '--cloud-provider: "external" selects no provider; kccm needs the name of the '
@@ -31,7 +33,8 @@ def provider_errors(name: str, cloud_config: str, registry: CloudProviderRegistr
     schema = getattr(factory, "config_schema", None)
     if text is not None and dataclasses.is_dataclass(schema) and isinstance(schema, type):
         try:
-            load_cloud_config(text, schema, source=cloud_config)
+            allow_unknown = bool(getattr(factory, "config_ignores_unknown_keys", False))
+            load_cloud_config(text, schema, source=cloud_config, allow_unknown=allow_unknown)
         except CloudConfigError as err:
             errors += [f"--cloud-config: {issue}" for issue in err.issues]
     return errors

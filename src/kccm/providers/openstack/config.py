@@ -1,0 +1,434 @@
+"""The openstack provider's cloud config: OCCM's ``cloud.conf``, read unchanged.
+
+Upstream: ``pkg/openstack/openstack.go`` (``Config``, ``LoadBalancerOpts``, ``LBClass``,
+``NetworkingOpts``, ``RouterOpts``; ``ReadConfig`` sets the defaults, then
+``gcfg.FatalOnly(gcfg.ReadInto(&cfg, config))``), ``pkg/client/client.go`` (``AuthOpts``, the
+``[Global]`` section) and ``pkg/util/metadata/metadata.go`` (``Opts``, ``[Metadata]``), all at
+tag v1.36.0. Example::
+
+    [Global]
+    auth-url = https://keystone.example.com/identity/v3
+    application-credential-id = 0123abcd
+    application-credential-secret = s3cret
+    region = RegionOne
+
+    [LoadBalancer]
+    floating-network-id = 4a1b...
+    lb-provider = ovn
+    lb-method = SOURCE_IP_PORT
+
+    [LoadBalancerClass "internal"]
+    subnet-id = 9c2d...
+
+    [Networking]
+    internal-network-name = private
+    public-network-name = public
+
+    [Route]
+    router-id = 7f3e...
+
+Field names are the gcfg keys with ``-`` -> ``_`` (``floating-network-id`` ->
+``floating_network_id``). Durations (``monitor-delay``, ``monitor-timeout``,
+``request-timeout``) are Go durations (``5s``) held as float seconds.
+
+Unknown sections and keys: gcfg reports them as ``extraData`` *warnings* and OCCM's
+``gcfg.FatalOnly`` drops warnings (gcfg ``errors.go``), so OCCM ignores them; kccm ignores them
+too and logs each one (a shared ``cloud.conf`` with a cinder ``[BlockStorage]`` section keeps
+working). A bad value is fatal in gcfg and here: one line naming file, line, section and key.
+"""
+
+# ruff: noqa: RUF009 - setting() is a dataclasses.field() factory
+
+from __future__ import annotations
+
+import dataclasses
+import ipaddress
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TextIO
+
+from kccm.cloudprovider import CloudConfigError
+from kccm.cloudprovider.config import load_cloud_config, parse_gcfg, setting
+from kccm.cloudprovider.config_syntax import ParsedConfig
+from kccm.providers.openstack.config_clouds import merge_clouds_yaml
+from kccm.providers.openstack.config_values import gcfg_bool, gcfg_int, gcfg_uint, go_duration
+
+__all__ = [
+    "CheckedOpenStackConfig",
+    "GlobalOpts",
+    "LBClassOpts",
+    "LoadBalancerOpts",
+    "MetadataOpts",
+    "NetworkingOpts",
+    "OpenStackConfig",
+    "RouteOpts",
+    "load_openstack_config",
+    "unknown_keys",
+]
+
+log = logging.getLogger(__name__)
+
+SUPPORTED_LB_PROVIDERS = ("amphora", "octavia", "ovn", "f5", "amphorav2")
+"""``supportedLBProvider`` (openstack.go): anything else is only warned about."""
+SUPPORTED_CONTAINER_STORES = ("barbican", "external")
+"""``supportedContainerStore`` (openstack.go)."""
+CONFIG_DRIVE_ID = "configDrive"
+METADATA_ID = "metadataService"
+DEFAULT_SEARCH_ORDER = f"{CONFIG_DRIVE_ID},{METADATA_ID}"
+"""``ReadConfig``'s default ``[Metadata] search-order``."""
+DEFAULT_REQUEST_TIMEOUT = 60.0
+"""``defaultTimeOut`` (openstack.go): the HTTP client's timeout when ``request-timeout`` is
+unset."""
+
+
+def _bool(default: bool) -> bool:
+    return setting(default=default, parse=gcfg_bool)  # type: ignore[no-any-return]
+
+
+def _secret() -> str:
+    return setting(default="", secret=True)  # type: ignore[no-any-return]
+
+
+@dataclass(frozen=True)
+class GlobalOpts:
+    """``[Global]``: upstream ``client.AuthOpts`` (gcfg tags; ``username``, ``password`` and
+    ``region`` have none and match by field name, as gcfg's ``fieldFold`` does)."""
+
+    auth_url: str = ""
+    user_id: str = ""
+    username: str = ""
+    password: str = _secret()
+    tenant_id: str = ""
+    tenant_name: str = ""
+    trust_id: str = ""
+    trustee_id: str = ""
+    trustee_password: str = _secret()
+    domain_id: str = ""
+    domain_name: str = ""
+    tenant_domain_id: str = ""
+    tenant_domain_name: str = ""
+    user_domain_id: str = ""
+    user_domain_name: str = ""
+    region: str = ""
+    os_endpoint_type: str = ""
+    """``public`` (default), ``internal`` or ``admin``: the catalog interface used."""
+    ca_file: str = ""
+    tls_insecure: str = ""
+    """A string upstream (``TLSInsecure string``): only ``true`` turns verification off."""
+    token: str = _secret()
+    cert_file: str = ""
+    key_file: str = ""
+    ca_file_contents: str = setting(default="", key="CAFileContents")
+    """No gcfg tag upstream: gcfg matches the field name ``CAFileContents``."""
+    use_clouds: bool = _bool(False)
+    clouds_file: str = ""
+    cloud: str = ""
+    application_credential_id: str = ""
+    application_credential_name: str = ""
+    application_credential_secret: str = _secret()
+    project_id: str = ""
+    """kccm: not an OCCM key (OCCM ignores it); read as ``tenant-id`` when that is empty."""
+    project_name: str = ""
+    """kccm: read as ``tenant-name`` when that is empty."""
+    project_domain_id: str = ""
+    """kccm: read as ``tenant-domain-id`` when that is empty."""
+    project_domain_name: str = ""
+    """kccm: read as ``tenant-domain-name`` when that is empty."""
+
+    @property
+    def insecure(self) -> bool:
+        """``config.InsecureSkipVerify = cfg.TLSInsecure == "true"`` (client.go)."""
+        return self.tls_insecure == "true"
+
+    @property
+    def endpoint_interface(self) -> str:
+        """The catalog interface: ``os-endpoint-type`` (gophercloud's ``Availability``),
+        ``public`` when empty; ``publicURL`` style spellings are accepted."""
+        value = self.os_endpoint_type.strip().lower().removesuffix("url")
+        return value or "public"
+
+
+@dataclass(frozen=True)
+class LBClassOpts:
+    """``[LoadBalancerClass "name"]``: upstream ``LBClass``."""
+
+    floating_network_id: str = ""
+    floating_subnet_id: str = ""
+    floating_subnet: str = ""
+    floating_subnet_tags: str = ""
+    network_id: str = ""
+    subnet_id: str = ""
+    member_subnet_id: str = ""
+
+
+@dataclass(frozen=True)
+class LoadBalancerOpts:
+    """``[LoadBalancer]``: upstream ``LoadBalancerOpts`` with ``ReadConfig``'s defaults."""
+
+    enabled: bool = _bool(True)
+    lb_version: str = ""
+    subnet_id: str = ""
+    member_subnet_id: str = ""
+    network_id: str = ""
+    floating_network_id: str = ""
+    floating_subnet_id: str = ""
+    floating_subnet: str = ""
+    floating_subnet_tags: str = ""
+    lb_method: str = "ROUND_ROBIN"
+    lb_provider: str = "amphora"
+    create_monitor: bool = _bool(False)
+    monitor_delay: float = setting(default=5.0, parse=go_duration)
+    """Seconds (a Go duration in the file, default ``5s``)."""
+    monitor_timeout: float = setting(default=3.0, parse=go_duration)
+    """Seconds (default ``3s``)."""
+    monitor_max_retries: int = setting(default=1, parse=gcfg_uint)
+    monitor_max_retries_down: int = setting(default=3, parse=gcfg_uint)
+    manage_security_groups: bool = _bool(False)
+    internal_lb: bool = _bool(False)
+    node_selector: str = ""
+    cascade_delete: bool = _bool(True)
+    flavor_id: str = ""
+    availability_zone: str = ""
+    enable_ingress_hostname: bool = _bool(False)
+    ingress_hostname_suffix: str = "nip.io"
+    """``defaultProxyHostnameSuffix`` (loadbalancer.go)."""
+    max_shared_lb: int = setting(default=2, parse=gcfg_int)
+    container_store: str = "barbican"
+    provider_requires_serial_api_calls: bool = _bool(False)
+    default_tls_container_ref: str = ""
+    """gcfg key ``default-tls-container-ref`` (upstream field ``TlsContainerRef``)."""
+
+
+@dataclass(frozen=True)
+class NetworkingOpts:
+    """``[Networking]``: upstream ``NetworkingOpts`` (the two names are multi-valued: one
+    line per network, ORed)."""
+
+    ipv6_support_disabled: bool = _bool(False)
+    public_network_name: list[str] = setting(default_factory=list)
+    internal_network_name: list[str] = setting(default_factory=list)
+    address_sort_order: str = ""
+
+
+@dataclass(frozen=True)
+class RouteOpts:
+    """``[Route]``: upstream ``RouterOpts``; routes are supported only with ``router-id``."""
+
+    router_id: str = ""
+
+
+@dataclass(frozen=True)
+class MetadataOpts:
+    """``[Metadata]``: upstream ``metadata.Opts``. kccm has no metadata service or config
+    drive to read (it runs off the node); ``search-order`` is checked as OCCM checks it."""
+
+    search_order: str = ""
+    request_timeout: float = setting(default=0.0, parse=go_duration)
+    """Seconds; OCCM uses it as the HTTP client's timeout (0: 60 s)."""
+
+    @property
+    def timeout(self) -> float:
+        """The HTTP timeout of every OpenStack request (``NewOpenStack``)."""
+        return self.request_timeout if self.request_timeout > 0 else DEFAULT_REQUEST_TIMEOUT
+
+
+@dataclass(frozen=True)
+class OpenStackConfig:
+    """OCCM's ``Config``; ``load_balancer_classes`` holds the ``[LoadBalancerClass "name"]``
+    sections (upstream copies them into ``LoadBalancerOpts.LBClasses``)."""
+
+    global_: GlobalOpts = setting(default_factory=GlobalOpts)
+    load_balancer: LoadBalancerOpts = setting(default_factory=LoadBalancerOpts)
+    load_balancer_classes: dict[str, LBClassOpts] = setting(
+        default_factory=dict, key="LoadBalancerClass"
+    )
+    networking: NetworkingOpts = setting(default_factory=NetworkingOpts)
+    route: RouteOpts = setting(default_factory=RouteOpts)
+    metadata: MetadataOpts = setting(default_factory=MetadataOpts)
+
+    @property
+    def region(self) -> str:
+        return self.global_.region
+
+
+# -- checks -----------------------------------------------------------------------------------
+
+
+def _check_search_order(order: str) -> list[str]:
+    """``CheckMetadataSearchOrder`` (metadata.go), after ``ReadConfig``'s default."""
+    elements = (order or DEFAULT_SEARCH_ORDER).split(",")
+    if len(elements) > 2:
+        return ["[Metadata] search-order: cannot contain more than 2 elements"]
+    for element in elements:
+        if element.strip() not in (CONFIG_DRIVE_ID, METADATA_ID):
+            return [
+                f"[Metadata] search-order: invalid element {element.strip()!r} "
+                f"(supported: {CONFIG_DRIVE_ID!r} and {METADATA_ID!r})"
+            ]
+    return []
+
+
+def _check_global(glob: GlobalOpts) -> list[str]:
+    issues = []
+    if glob.tls_insecure not in ("", "true", "false"):
+        issues.append(
+            f"[Global] tls-insecure: {glob.tls_insecure!r} is not true or false "
+            "(OCCM would silently verify certificates)"
+        )
+    if not glob.use_clouds and not glob.auth_url:
+        issues.append("[Global] auth-url: is required (or use-clouds = true with a clouds.yaml)")
+    if bool(glob.cert_file) != bool(glob.key_file):
+        issues.append("[Global] cert-file and key-file: set both or neither")
+    return issues
+
+
+def _check_load_balancer(lb: LoadBalancerOpts) -> list[str]:
+    """``lb-version`` other than v2 is fatal upstream (``LoadBalancer()`` ``klog.Fatalf``);
+    an unsupported ``lb-provider``/``container-store`` is only warned about (``ReadConfig``)."""
+    issues = []
+    if lb.lb_version not in ("", "v2"):
+        issues.append(f"[LoadBalancer] lb-version: {lb.lb_version!r} is not supported (only v2)")
+    if lb.max_shared_lb < 1:
+        issues.append(f"[LoadBalancer] max-shared-lb: {lb.max_shared_lb} must be at least 1")
+    return issues
+
+
+def _issues(config: OpenStackConfig) -> list[str]:
+    return (
+        _check_global(config.global_)
+        + _check_load_balancer(config.load_balancer)
+        + _check_search_order(config.metadata.search_order)
+    )
+
+
+def _warnings(config: OpenStackConfig) -> None:
+    lb = config.load_balancer
+    if lb.lb_provider not in SUPPORTED_LB_PROVIDERS:
+        log.warning("openstack: unsupported [LoadBalancer] lb-provider %r", lb.lb_provider)
+    if lb.container_store not in SUPPORTED_CONTAINER_STORES:
+        log.warning("openstack: unsupported [LoadBalancer] container-store %r", lb.container_store)
+    for item in address_sort_order_issues(config.networking.address_sort_order):
+        log.warning("openstack: [Networking] address-sort-order: ignoring %s", item)
+
+
+def address_sort_order_issues(order: str) -> list[str]:
+    """The items ``buildAddressSortOrderList`` (instances_addresses.go) ignores with a
+    warning: anything that is not a CIDR."""
+    bad = []
+    for item in (part.strip() for part in order.split(",")):
+        if not item:
+            continue
+        try:
+            ipaddress.ip_network(item, strict=False)
+        except ValueError:
+            bad.append(f"invalid CIDR {item!r}")
+        else:
+            if "/" not in item:
+                bad.append(f"invalid CIDR {item!r} (no prefix length)")
+    return bad
+
+
+@dataclass(frozen=True)
+class CheckedOpenStackConfig(OpenStackConfig):
+    """The schema kccm validates ``--cloud-config`` against before start-up (the factory's
+    ``config_schema``): a bad value stops kccm at once with exit code 2."""
+
+    def __post_init__(self) -> None:
+        issues = _issues(self)
+        if issues:
+            raise CloudConfigError(issues)
+
+
+# -- loading ----------------------------------------------------------------------------------
+
+_SECTIONS = {
+    "global": GlobalOpts,
+    "loadbalancer": LoadBalancerOpts,
+    "loadbalancerclass": LBClassOpts,
+    "networking": NetworkingOpts,
+    "route": RouteOpts,
+    "metadata": MetadataOpts,
+}
+
+
+def _norm(name: str) -> str:
+    return name.lower().replace("-", "").replace("_", "")
+
+
+def _field_keys(cls: type) -> frozenset[str]:
+    keys = set()
+    for field in dataclasses.fields(cls):
+        meta = field.metadata.get("kccm.cloudconfig")
+        explicit = getattr(meta, "key", None)
+        keys.add(_norm(explicit or field.name))
+    return frozenset(keys)
+
+
+def unknown_keys(parsed: ParsedConfig) -> list[str]:
+    """The sections and keys OCCM's gcfg would ignore (``extraData``), as ``file:line: what``,
+    in file order."""
+    found: list[tuple[int, str]] = []
+    for name, _sub, line in parsed.sections:
+        if _norm(name) not in _SECTIONS:
+            found.append((line, f"{parsed.source}:{line}: unknown section [{name}]"))
+    for entry in parsed.entries:
+        cls = _SECTIONS.get(_norm(entry.section))
+        if cls is not None and _norm(entry.name) not in _field_keys(cls):
+            where = f"{parsed.source}:{entry.line}"
+            found.append((entry.line, f"{where}: unknown key {entry.name!r} in [{entry.section}]"))
+    return [text for _, text in sorted(found)]
+
+
+def _apply_project_aliases(glob: GlobalOpts) -> GlobalOpts:
+    """kccm reads the ``project-*`` spellings when the ``tenant-*`` key is empty."""
+    changes = {}
+    for tenant, project in (
+        ("tenant_id", "project_id"),
+        ("tenant_name", "project_name"),
+        ("tenant_domain_id", "project_domain_id"),
+        ("tenant_domain_name", "project_domain_name"),
+    ):
+        if getattr(glob, project) and not getattr(glob, tenant):
+            log.warning(
+                "openstack: [Global] %s is not an OCCM key (OCCM ignores it); kccm reads it as %s",
+                project.replace("_", "-"),
+                tenant.replace("_", "-"),
+            )
+            changes[tenant] = getattr(glob, project)
+    return dataclasses.replace(glob, **changes) if changes else glob
+
+
+def load_openstack_config(
+    stream: TextIO | str | None,
+    *,
+    environ: Mapping[str, str] | None = None,
+    source: str | None = None,
+) -> OpenStackConfig:
+    """Parse ``cloud.conf`` as OCCM's ``ReadConfig`` does (gcfg only), apply ``use-clouds``
+    (``client.ReadClouds``: the file's values win over clouds.yaml's) and check it; every
+    problem is reported at once in one :class:`CloudConfigError`."""
+    if stream is None:
+        raise CloudConfigError(["no OpenStack cloud provider config file given (--cloud-config)"])
+    text = stream if isinstance(stream, str) else stream.read()
+    name = source or getattr(stream, "name", None) or "<cloud-config>"
+    for unknown in unknown_keys(_parse_quietly(text, str(name))):
+        log.warning("openstack: %s: ignored, as OCCM's gcfg.FatalOnly ignores it", unknown)
+    config = load_cloud_config(
+        text, OpenStackConfig, source=str(name), format="gcfg", allow_unknown=True
+    )
+    config = dataclasses.replace(config, global_=_apply_project_aliases(config.global_))
+    if config.global_.use_clouds:
+        config = dataclasses.replace(config, global_=merge_clouds_yaml(config.global_, environ))
+    issues = _issues(config)
+    if issues:
+        raise CloudConfigError(issues)
+    _warnings(config)
+    return config
+
+
+def _parse_quietly(text: str, source: str) -> ParsedConfig:
+    try:
+        return parse_gcfg(text, source)
+    except CloudConfigError:
+        return ParsedConfig(source, (), ())  # the binder reports the syntax errors

@@ -1,0 +1,330 @@
+"""Service load balancers through Octavia, with floating IPs (upstream ``LbaasV2`` in
+``pkg/openstack/loadbalancer.go`` v1.36.0: ``GetLoadBalancer``, ``GetLoadBalancerName``,
+``ensureOctaviaLoadBalancer``, ``updateOctaviaLoadBalancer``, ``ensureLoadBalancerDeleted``).
+
+One balancer per Service, ``kube_service_<cluster>_<namespace>_<name>`` (the legacy
+``a``+UID name is still found), tagged with that name, created fully populated in one POST
+and waited for. Ensure and update are read-compare-write: they read the balancer, its
+listeners, pools, members, monitors and floating IP, compare them with what the Service and
+the nodes ask for (:mod:`.svcconf`) and write only the difference, so an unchanged Service
+costs no mutating call and anything removed behind kccm's back is made again. The
+``load-balancer-id`` and ``load-balancer-address`` annotations are written back through the
+:class:`~.servicepatch.ServicePatcher`, exactly when upstream writes them.
+
+Differences from upstream (docs/providers/openstack.md): a balancer in ``PENDING_*`` is
+waited for instead of failing the sync; a bad annotation value fails the sync naming it
+instead of falling back to the default; a ``load-balancer-id`` whose balancer is gone is
+looked up by name (and made again) instead of failing for ever; Barbican TLS containers are
+not supported.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from kccm.cloudprovider import (
+    CloudProviderError,
+    LoadBalancerIngress,
+    LoadBalancerStatus,
+    Node,
+    Service,
+)
+from kccm.providers.openstack import lbannotations as ann
+from kccm.providers.openstack.api import OpenStackAPI
+from kccm.providers.openstack.floatingips import ensure_floating_ip
+from kccm.providers.openstack.lbcreate import create_load_balancer
+from kccm.providers.openstack.lbdelete import delete_for_service
+from kccm.providers.openstack.lblookup import by_id, by_name, find_for_service
+from kccm.providers.openstack.lbnames import (
+    SERVICE_PREFIX,
+    legacy_name,
+    listener_name,
+    load_balancer_name,
+    monitor_name,
+    pool_name,
+    service_key,
+)
+from kccm.providers.openstack.lbnodes import filter_nodes
+from kccm.providers.openstack.lbopts import LBOptions, lb_options
+from kccm.providers.openstack.lbrename import has_old_cluster_name, rename_load_balancer
+from kccm.providers.openstack.listeners import (
+    check_listener_ports,
+    delete_service_listeners,
+    ensure_listener,
+    listener_key,
+    listener_map,
+)
+from kccm.providers.openstack.monitors import ensure_monitor
+from kccm.providers.openstack.neutron import Neutron
+from kccm.providers.openstack.octavia import ACTIVE, LB, Octavia
+from kccm.providers.openstack.pools import ensure_pool
+from kccm.providers.openstack.secgroups import ensure_security_group, ensure_security_group_deleted
+from kccm.providers.openstack.servicepatch import ServicePatcher, annotation_patch
+from kccm.providers.openstack.svcconf import (
+    ServiceConfig,
+    config_for_delete,
+    config_for_ensure,
+    config_for_update,
+)
+from kccm.util.clock import REAL_CLOCK, Clock
+
+__all__ = ["OctaviaLoadBalancers"]
+
+log = logging.getLogger(__name__)
+
+
+def _ports(service: Service) -> Sequence[Mapping[str, Any]]:
+    return (service.get("spec") or {}).get("ports") or ()
+
+
+def _is_ipv6(address: str) -> bool:
+    try:
+        return ipaddress.ip_address(address).version == 6
+    except ValueError:
+        return False
+
+
+class OctaviaLoadBalancers:
+    """kccm's :class:`~kccm.cloudprovider.LoadBalancer` for OpenStack (plain ``def`` methods:
+    the framework runs them in its thread pool)."""
+
+    def __init__(
+        self,
+        api: OpenStackAPI,
+        config: Any,
+        clock: Clock = REAL_CLOCK,
+        patcher: ServicePatcher | None = None,
+    ) -> None:
+        self.opts: LBOptions = lb_options(config)
+        self.octavia = Octavia(api, clock, self.opts.lb_provider)
+        self.neutron = Neutron(api)
+        self.patcher = patcher
+
+    def set_service_patcher(self, patcher: ServicePatcher | None) -> None:
+        """Where the ``load-balancer-id``/``-address`` annotations go (``initialize``)."""
+        self.patcher = patcher
+
+    # -- reads -------------------------------------------------------------------------------
+
+    def get_load_balancer_name(self, cluster_name: str, service: Service) -> str:
+        """Upstream ``GetLoadBalancerName``."""
+        return load_balancer_name(cluster_name, service)
+
+    def get_load_balancer(
+        self, cluster_name: str, service: Service
+    ) -> tuple[LoadBalancerStatus | None, bool]:
+        """Upstream ``GetLoadBalancer``: the VIP port's floating IP, else the VIP."""
+        lb = find_for_service(self.octavia, cluster_name, service)
+        if lb is None:
+            return None, False
+        port_id = str(lb.get("vip_port_id") or "")
+        if not port_id:
+            return LoadBalancerStatus(), True
+        fip = self.neutron.floating_ip_of_port(port_id)
+        address = str(fip.get("floating_ip_address")) if fip else str(lb.get("vip_address", ""))
+        return LoadBalancerStatus(ingress=[LoadBalancerIngress(ip=address)]), True
+
+    # -- ensure ------------------------------------------------------------------------------
+
+    def ensure_load_balancer(
+        self, cluster_name: str, service: Service, nodes: Sequence[Node]
+    ) -> LoadBalancerStatus:
+        """Upstream ``EnsureLoadBalancer``; the annotations are patched even on failure."""
+        written: dict[str, str] = {}
+        try:
+            return self._ensure(cluster_name, service, nodes, written)
+        finally:
+            self._patch(service, written)
+
+    def _patch(self, service: Service, written: Mapping[str, str]) -> None:
+        changed = annotation_patch(service, written)
+        if changed and self.patcher is not None:
+            self.patcher.patch_annotations(service, changed)
+
+    def _existing_by_id(
+        self, conf: ServiceConfig, cluster: str, service: Service
+    ) -> tuple[LB | None, bool]:
+        """The annotated balancer and whether this Service owns it (upstream's shared-LB
+        checks); ``None`` when it is gone."""
+        lb = by_id(self.octavia, conf.lb_id)
+        if lb is None:
+            log.warning(
+                "load balancer %s of Service %s is gone; looking it up by name",
+                conf.lb_id,
+                service_key(service),
+            )
+            return None, True
+        if has_old_cluster_name(lb, cluster):
+            log.info(
+                "Loadbalancer %s has a name of %s with incorrect cluster-name component. "
+                "Renaming it to %s.",
+                lb["id"],
+                lb.get("name"),
+                conf.lb_name,
+            )
+            lb = rename_load_balancer(self.octavia, lb, conf.lb_name, cluster)
+        owner = lb.get("name") == conf.lb_name
+        if not conf.support_tags and not owner:
+            raise CloudProviderError(
+                "shared load balancer is only supported with the tag feature in the cloud load "
+                "balancer service"
+            )
+        if conf.support_tags and not owner:
+            tags = list(lb.get("tags") or ())
+            shared = sum(1 for t in tags if t.startswith(SERVICE_PREFIX))
+            if conf.lb_name not in tags and shared + 1 > self.opts.max_shared_lb:
+                raise CloudProviderError(
+                    f"load balancer {lb['id']} already shared with {shared} Services"
+                )
+            if conf.internal:
+                raise CloudProviderError("internal Service cannot share a load balancer")
+        return lb, owner
+
+    def _find_or_create(
+        self, conf: ServiceConfig, cluster: str, service: Service, nodes: Sequence[Node]
+    ) -> tuple[LB, bool, bool]:
+        """(balancer, owner, created)."""
+        if conf.lb_id:
+            lb, owner = self._existing_by_id(conf, cluster, service)
+            if lb is not None:
+                return lb, owner, False
+        lb = by_name(self.octavia, conf.lb_name, legacy_name(service))
+        if lb is not None:
+            return lb, True, False
+        return (
+            create_load_balancer(
+                self.octavia, conf.lb_name, cluster, service, nodes, conf, self.opts
+            ),
+            True,
+            True,
+        )
+
+    def _ensure(
+        self, cluster: str, service: Service, nodes: Sequence[Node], written: dict[str, str]
+    ) -> LoadBalancerStatus:
+        conf = config_for_ensure(service, nodes, self.opts, self.octavia, self.neutron)
+        members = filter_nodes(nodes, conf.node_selectors)
+        conf.lb_name = load_balancer_name(cluster, service)
+        lb, owner, created = self._find_or_create(conf, cluster, service, members)
+        written[ann.LB_ID] = str(lb["id"])
+        if lb.get("provisioning_status") != ACTIVE:
+            lb = self.octavia.wait_active(str(lb["id"]))
+        if not created or self.opts.provider_requires_serial_api_calls:
+            self._ensure_children(lb, owner, service, members, conf)
+        address = str(lb.get("vip_address", ""))
+        if _is_ipv6(address):
+            log.info(
+                "Floating IP not supported for IPv6 Service %s. Using IPv6 address instead %s.",
+                service_key(service),
+                address,
+            )
+        else:
+            address = ensure_floating_ip(self.neutron, cluster, service, lb, conf, owner)
+        written[ann.ADDRESS] = address
+        if conf.support_tags and conf.lb_name not in (lb.get("tags") or ()):
+            self.octavia.update_load_balancer(
+                str(lb["id"]), {"tags": [*(lb.get("tags") or ()), conf.lb_name]}
+            )
+        status = self._status(service, conf, address)
+        if self.opts.manage_security_groups:
+            ensure_security_group(
+                self.neutron, cluster, service, members, conf, self.opts.lb_provider
+            )
+        else:
+            ensure_security_group_deleted(self.neutron, service)
+        return status
+
+    def _ensure_children(
+        self, lb: LB, owner: bool, service: Service, nodes: Sequence[Node], conf: ServiceConfig
+    ) -> None:
+        """The listener loop of upstream ``ensureOctaviaLoadBalancer``."""
+        lb_id = str(lb["id"])
+        leftovers = self.octavia.listeners(lb_id)
+        current = listener_map(leftovers)
+        check_listener_ports(_ports(service), current, owner, conf.lb_name)
+        for index, port in enumerate(_ports(service)):
+            listener = ensure_listener(
+                self.octavia, lb_id, listener_name(index, conf.lb_name), current, port, conf
+            )
+            pool = ensure_pool(
+                self.octavia,
+                lb_id,
+                pool_name(index, conf.lb_name),
+                listener,
+                service,
+                port,
+                nodes,
+                conf,
+                self.opts.lb_method,
+                self.opts.provider_requires_serial_api_calls,
+            )
+            ensure_monitor(self.octavia, lb_id, monitor_name(index, conf.lb_name), pool, port, conf)
+            leftovers = [item for item in leftovers if item.get("id") != listener.get("id")]
+        delete_service_listeners(self.octavia, lb_id, leftovers, owner, conf.lb_name)
+
+    def _status(self, service: Service, conf: ServiceConfig, address: str) -> LoadBalancerStatus:
+        """Upstream ``createLoadBalancerStatus``."""
+        hostname = ann.annotation(service, ann.HOSTNAME)
+        if hostname:
+            return LoadBalancerStatus(ingress=[LoadBalancerIngress(hostname=hostname)])
+        mode = "VIP"
+        if conf.proxy_protocol is not None:
+            if self.opts.enable_ingress_hostname:
+                name = f"{address}.{self.opts.ingress_hostname_suffix}"
+                return LoadBalancerStatus(ingress=[LoadBalancerIngress(hostname=name)])
+            mode = "Proxy"
+        return LoadBalancerStatus(ingress=[LoadBalancerIngress(ip=address, ip_mode=mode)])
+
+    # -- update ------------------------------------------------------------------------------
+
+    def update_load_balancer(
+        self, cluster_name: str, service: Service, nodes: Sequence[Node]
+    ) -> None:
+        """Upstream ``updateOctaviaLoadBalancer``: pools, members and monitors of the existing
+        listeners (and the security group)."""
+        conf = config_for_update(service, nodes, self.opts, self.octavia, self.neutron)
+        members = filter_nodes(nodes, conf.node_selectors)
+        conf.lb_name = load_balancer_name(cluster_name, service)
+        lb = find_for_service(self.octavia, cluster_name, service)
+        if lb is None:
+            raise CloudProviderError(f"load balancer for Service {service_key(service)} not found")
+        if lb.get("provisioning_status") != ACTIVE:
+            lb = self.octavia.wait_active(str(lb["id"]))
+        lb_id, lb_name = str(lb["id"]), str(lb.get("name", ""))
+        current = listener_map(self.octavia.listeners(lb_id))
+        for index, port in enumerate(_ports(service)):
+            listener = current.get(listener_key(port, conf))
+            if listener is None:
+                raise CloudProviderError(
+                    f"loadbalancer {lb_id} does not contain required listener for port "
+                    f"{port.get('port')} and protocol {port.get('protocol', 'TCP')}"
+                )
+            pool = ensure_pool(
+                self.octavia,
+                lb_id,
+                pool_name(index, lb_name),
+                listener,
+                service,
+                port,
+                members,
+                conf,
+                self.opts.lb_method,
+                self.opts.provider_requires_serial_api_calls,
+            )
+            ensure_monitor(self.octavia, lb_id, monitor_name(index, lb_name), pool, port, conf)
+        if self.opts.manage_security_groups:
+            ensure_security_group(
+                self.neutron, cluster_name, service, members, conf, self.opts.lb_provider
+            )
+
+    # -- delete ------------------------------------------------------------------------------
+
+    def ensure_load_balancer_deleted(self, cluster_name: str, service: Service) -> None:
+        """Upstream ``EnsureLoadBalancerDeleted``."""
+        conf = config_for_delete(service, self.opts, self.octavia)
+        conf.lb_name = load_balancer_name(cluster_name, service)
+        lb = find_for_service(self.octavia, cluster_name, service)
+        delete_for_service(self.octavia, self.neutron, lb, service, conf, self.opts.cascade_delete)

@@ -1,0 +1,76 @@
+"""Fixtures of the openstack provider's unit tests: one OpenStack emulator per test module
+(``kccm.testing.openstack``, a real HTTP server in a subprocess), and per test a ``world``
+that removes the servers the test added, clears its faults and checks that nothing was left
+behind (routes, ports, ...)."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+import pytest
+
+from kccm.providers.openstack import OpenStackCloud, new_openstack_cloud
+
+Sections = Mapping[str, Mapping[str, str | None]]
+
+
+@pytest.fixture(scope="module")
+def emulator() -> Iterator[Any]:
+    """The module's emulator (Keystone, Nova, Neutron, Octavia on one loopback port)."""
+    launcher = pytest.importorskip("kccm.testing.openstack.launcher")
+    with launcher.openstack_emulator() as emu:
+        yield emu
+
+
+class World:
+    """Servers added for one test, removed afterwards."""
+
+    def __init__(self, emulator: Any) -> None:
+        self.emulator = emulator
+        self.admin = emulator.admin
+        self.added: list[str] = []
+
+    def server(self, name: str, **kwargs: Any) -> dict[str, Any]:
+        server: dict[str, Any] = self.admin.add_server(name, **kwargs)
+        self.added.append(server["id"])
+        return server
+
+    def delete(self, server_id: str) -> None:
+        self.admin.delete_server(server_id)
+        self.added.remove(server_id)
+
+    def cleanup(self) -> None:
+        self.admin.clear_faults()
+        for server_id in reversed(self.added):
+            self.admin.delete_server(server_id)
+        self.added.clear()
+
+
+@pytest.fixture
+def world(emulator: Any) -> Iterator[World]:
+    baseline = emulator.admin.state()
+    world = World(emulator)
+    try:
+        yield world
+    finally:
+        world.cleanup()
+    emulator.admin.assert_clean(baseline)
+
+
+@pytest.fixture
+def make_cloud(emulator: Any) -> Callable[..., OpenStackCloud]:
+    """``make_cloud({"Section": {"key": "value"}})``: the provider as the daemon builds it
+    (its factory, so it authenticates at once)."""
+
+    def make(sections: Sections | None = None) -> OpenStackCloud:
+        conf = emulator.cloud_conf(dict(sections or {}))
+        return new_openstack_cloud(io.StringIO(conf))
+
+    return make
+
+
+@pytest.fixture
+def cloud(make_cloud: Callable[..., OpenStackCloud]) -> OpenStackCloud:
+    return make_cloud()
