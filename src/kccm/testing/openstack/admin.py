@@ -1,13 +1,16 @@
 """The emulator's own test API under ``/_emu/`` (no token; never logged, never faulted):
 
 - ``GET /_emu/config``: ids and credentials of the default world; ``PATCH /_emu/config``
-  sets ``lb_active_delay``, ``token_ttl``, ``max_routes``;
+  sets ``lb_active_delay``, ``token_ttl``, ``max_routes``, ``octavia_version`` (``"2.11"``:
+  the versions list stops there and listeners know no ``allowed_cidrs``) and
+  ``disabled_extensions`` (Neutron aliases to hide, e.g. ``["extraroute-atomic"]``);
 - ``POST /_emu/servers`` (name, flavor, networks, az, status, floating, metadata) makes a
   server with a port per network (``device_owner compute:nova``) and, when ``floating``, a
   floating IP on its first port; ``PUT /_emu/servers/{id}/status``; ``DELETE
   /_emu/servers/{id}`` (its ports and the floating IPs made for it go too);
 - ``GET /_emu/requests?since=N``; ``GET|POST|DELETE /_emu/faults``;
-  ``POST /_emu/expire-tokens``; ``GET /_emu/state`` (what a test may have left behind).
+  ``POST /_emu/expire-tokens``; ``POST /_emu/settle`` (pending Octavia changes finish
+  now); ``GET /_emu/state`` (what a test may have left behind).
 """
 
 from __future__ import annotations
@@ -18,10 +21,11 @@ from typing import Any
 
 from aiohttp import web
 
-from kccm.testing.openstack import neutron_l3, nova
+from kccm.testing.openstack import neutron_l3, nova, octavia
 from kccm.testing.openstack.app import WORLD, json_body, reply
 from kccm.testing.openstack.errors import EmuError
 from kccm.testing.openstack.faults import add_fault
+from kccm.testing.openstack.octavia_state import settle_now
 from kccm.testing.openstack.seed import DEFAULTS
 from kccm.testing.openstack.world import Obj, World, new_id, now_iso
 
@@ -51,6 +55,10 @@ def config(world: World) -> Obj:
         "lb_active_delay": world.lb_active_delay,
         "token_ttl": world.token_ttl,
         "max_routes": world.max_routes,
+        "octavia_version": f"2.{world.octavia_max_minor}",
+        "octavia_flavor_id": next(iter(octavia.FLAVORS)),
+        "octavia_availability_zone": octavia.AVAILABILITY_ZONES[0],
+        "disabled_extensions": sorted(world.disabled_extensions),
     }
 
 
@@ -68,6 +76,13 @@ async def set_config(request: web.Request) -> web.Response:
         world.token_ttl = float(body["token_ttl"])
     if "max_routes" in body:
         world.max_routes = int(body["max_routes"])
+    if "octavia_version" in body:  # "2.11": serve an Octavia that stops there
+        major, _, minor = str(body["octavia_version"]).partition(".")
+        if major != "2" or not minor.isdigit() or not 0 <= int(minor) <= 30:
+            raise EmuError(400, f"octavia_version must be 2.0 to 2.30: {body['octavia_version']}")
+        world.octavia_max_minor = int(minor)
+    if "disabled_extensions" in body:
+        world.disabled_extensions = set(body["disabled_extensions"])
     return reply(config(world))
 
 
@@ -178,6 +193,12 @@ async def post_fault(request: web.Request) -> web.Response:
 async def clear_faults(request: web.Request) -> web.Response:
     request.app[WORLD].faults.clear()
     return web.Response(status=204)
+
+
+@routes.post("/_emu/settle")
+async def settle(request: web.Request) -> web.Response:
+    """Finish every pending Octavia change now (what the real API's helper does)."""
+    return reply({"settled": settle_now(request.app[WORLD])})
 
 
 @routes.post("/_emu/expire-tokens")

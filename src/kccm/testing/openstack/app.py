@@ -19,7 +19,6 @@ from kccm.testing.openstack.errors import EmuError, error_response
 from kccm.testing.openstack.world import Token, World
 
 __all__ = [
-    "TOKEN",
     "WORLD",
     "build_app",
     "json_body",
@@ -29,7 +28,6 @@ __all__ = [
 ]
 
 WORLD = web.AppKey("world", World)
-TOKEN = "kccm.token"
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 SERVICES = {
@@ -124,16 +122,15 @@ async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamR
     open_paths = OPEN_PATHS.get(service)
     if open_paths is None or rest in open_paths:
         return await handler(request)
-    token = request.app[WORLD].valid_token(request.headers.get("X-Auth-Token"))
-    if token is None:
-        raise EmuError(401, "The request you have made requires authentication.")
-    request[TOKEN] = token
+    request_token(request)
     return await handler(request)
 
 
 def request_token(request: web.Request) -> Token:
-    token = request.get(TOKEN)
-    assert isinstance(token, Token)
+    """The caller's token (checked by :func:`auth_middleware`)."""
+    token = request.app[WORLD].valid_token(request.headers.get("X-Auth-Token"))
+    if token is None:
+        raise EmuError(401, "The request you have made requires authentication.")
     return token
 
 
@@ -159,7 +156,7 @@ def build_app(world: World) -> web.Application:
         app.router.add_routes(module.routes)
 
     async def cancel_timers(app: web.Application) -> None:
-        for handle in list(app[WORLD].timers):
+        for handle in list(app[WORLD].timers.values()):
             handle.cancel()
 
     app.on_cleanup.append(cancel_timers)

@@ -89,7 +89,8 @@ def _answer(world: World, service: str, fault: Fault, path: str) -> web.Response
     message = f"Injected fault ({fault.status})"
     if fault.kind == "conflict":
         message = _conflict_text(world, service, path)
-    error = EmuError(fault.status, message, body=fault.body, kind="Conflict")
+    kind = "Conflict" if fault.kind == "conflict" else ""
+    error = EmuError(fault.status, message, body=fault.body, kind=kind)
     return error_response(service, error, auth_uri=f"{world.base_url}/identity")
 
 

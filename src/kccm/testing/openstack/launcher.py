@@ -58,7 +58,8 @@ class EmulatorAdmin:
         return dict(self._call("GET", "/_emu/config"))
 
     def set_config(self, **values: Any) -> dict[str, Any]:
-        """Change ``lb_active_delay``, ``token_ttl`` or ``max_routes`` of the running server."""
+        """Change ``lb_active_delay``, ``token_ttl``, ``max_routes``, ``octavia_version``
+        (``"2.11"``) or ``disabled_extensions`` (Neutron aliases) of the running server."""
         return dict(self._call("PATCH", "/_emu/config", values))
 
     def add_server(
@@ -157,6 +158,10 @@ class EmulatorAdmin:
 
     def clear_faults(self) -> None:
         self._call("DELETE", "/_emu/faults")
+
+    def settle(self) -> list[str]:
+        """Finish every pending Octavia change now; the balancers' ids."""
+        return list(self._call("POST", "/_emu/settle")["settled"])
 
     def expire_tokens(self) -> int:
         """Every token issued so far expires now (the next call with one gets a 401)."""

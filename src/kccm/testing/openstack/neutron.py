@@ -239,6 +239,7 @@ def render(world: World, kind: Kind, item: Obj) -> Obj:
 
 @routes.get(PREFIX + "/extensions")
 async def extensions(request: web.Request) -> web.Response:
+    hidden = request.app[WORLD].disabled_extensions
     found = [
         {
             "alias": alias,
@@ -248,6 +249,7 @@ async def extensions(request: web.Request) -> web.Response:
             "links": [],
         }
         for alias, name, text in EXTENSIONS
+        if alias not in hidden
     ]
     return reply({"extensions": found})
 
@@ -256,7 +258,7 @@ async def extensions(request: web.Request) -> web.Response:
 async def extension(request: web.Request) -> web.Response:
     alias = request.match_info["alias"]
     for found_alias, name, text in EXTENSIONS:
-        if found_alias == alias:
+        if found_alias == alias and alias not in request.app[WORLD].disabled_extensions:
             return reply(
                 {
                     "extension": {

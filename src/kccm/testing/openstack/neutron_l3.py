@@ -247,6 +247,8 @@ def _valid_routes(world: World, router: Obj, wanted: Any) -> list[Obj]:
 
 
 def _update_router(world: World, router: Obj, body: Obj) -> None:
+    if "routes" in body and "extraroute" in world.disabled_extensions:
+        raise _bad("Unrecognized attribute(s) 'routes'")
     if "routes" in body:
         body = {**body, "routes": _valid_routes(world, router, body["routes"])}
     router.update(body)
@@ -256,6 +258,8 @@ async def _extraroutes(request: web.Request, add: bool) -> web.Response:
     """``PUT /routers/{id}/add_extraroutes`` and ``remove_extraroutes`` (the
     extraroute-atomic extension: neutron/db/extraroute_db.py ``add_extraroutes``)."""
     world = request.app[WORLD]
+    if "extraroute-atomic" in world.disabled_extensions:  # no such action without it
+        raise EmuError(404, "The resource could not be found.", kind="HTTPNotFound")
     router = neutron.get(world, neutron.KINDS["routers"], request.match_info["id"])
     body = (await json_body(request)).get("router") or {}
     given = (

@@ -20,17 +20,17 @@ from kccm.testing.openstack.app import WORLD, json_body, reply, request_token
 from kccm.testing.openstack.errors import EmuError
 from kccm.testing.openstack.octavia_model import (
     LISTENER_POOL_PROTOCOLS,
-    lock,
+    known_attributes,
     mandatory,
     new_healthmonitor,
     new_listener,
     new_member,
     new_pool,
     not_found,
-    settle_later,
     validation,
     view,
 )
+from kccm.testing.openstack.octavia_state import lock, settle_later
 from kccm.testing.openstack.query import filter_items, page, project_fields
 from kccm.testing.openstack.world import Obj, World, new_id, now_iso
 
@@ -115,16 +115,19 @@ def lb_route(method: str, path: str, table: web.RouteTableDef = routes) -> Calla
 @routes.get("/load-balancer")
 @routes.get("/load-balancer/")
 async def versions(request: web.Request) -> web.Response:
-    """The version list of Octavia 19 (root_controller.py), v2.30 ``CURRENT``."""
-    base = f"{request.app[WORLD].base_url}/load-balancer/"
+    """The version list of Octavia 19 (root_controller.py), v2.30 ``CURRENT``; an older
+    Octavia's when ``World.octavia_max_minor`` is set lower."""
+    world = request.app[WORLD]
+    base = f"{world.base_url}/load-balancer/"
+    served = list(zip(VERSIONS, DATES, strict=True))[: world.octavia_max_minor + 1]
     found = [
         {
             "id": version,
-            "status": "CURRENT" if version == VERSIONS[-1] else "SUPPORTED",
+            "status": "CURRENT" if version == served[-1][0] else "SUPPORTED",
             "updated": f"{date}T00:00:00Z",
             "links": [{"href": base + "v2", "rel": "self"}],
         }
-        for version, date in zip(VERSIONS, DATES, strict=True)
+        for version, date in served
     ]
     return reply({"versions": found})
 
@@ -150,10 +153,12 @@ def get_obj(world: World, kind: str, ident: str, status: int = 404) -> Obj:
 def listing(
     request: web.Request, kind: str, items: Iterable[Obj], special: dict[str, Any] | None = None
 ) -> web.Response:
-    """A list answer: filters on any attribute and tags, ``fields``, paging, and the
-    ``<kind>_links`` Octavia always includes."""
+    """A list answer sorted as Octavia sorts by default (``created_at``, then ``id``):
+    filters on any attribute and tags, ``fields``, paging, and the ``<kind>_links`` Octavia
+    always includes."""
     world = request.app[WORLD]
-    views = [view(world, kind, obj) for obj in items]
+    ordered = sorted(items, key=lambda obj: (obj["created_at"], obj["id"]))  # DEFAULT_SORT_KEYS
+    views = [view(world, kind, obj) for obj in ordered]
     found = filter_items(views, request.query, special)
     found, links = page(
         found, request.query, kind, world.base_url + request.path, always_links=True
@@ -318,10 +323,20 @@ def graph(world: World, lb: Obj, body: Obj) -> list[tuple[str, Obj]]:
     """Every object of a fully populated create, validated, not yet stored."""
     listeners = [dict(li) for li in body.get("listeners") or []]
     pools = [dict(p) for p in body.get("pools") or []]
+    newest = world.octavia_max_minor
+    for spec in listeners:
+        known_attributes(spec, "listener_single", max_minor=newest)
+        if spec.get("default_pool"):
+            known_attributes(spec["default_pool"], "pool_single")
     _graph_pools(listeners, pools)
     made: list[tuple[str, Obj]] = []
     by_name: dict[str, Obj] = {}
     for spec in pools:
+        known_attributes(spec, "pool_single")
+        for nested in spec.get("members") or []:
+            known_attributes(nested, "member_single")
+        if spec.get("healthmonitor"):
+            known_attributes(spec["healthmonitor"], "healthmonitor_single")
         pool = new_pool(spec, lb)
         check_provider(lb["provider"], algorithm=pool["lb_algorithm"], protocol=pool["protocol"])
         by_name[spec["name"]] = pool
@@ -411,6 +426,7 @@ def _new_lb(world: World, body: Obj, project_id: str) -> Obj:
 async def create(request: web.Request) -> web.Response:
     world = request.app[WORLD]
     body = await payload(request, "loadbalancer")
+    known_attributes(body, "loadbalancer")
     lb = _new_lb(world, body, request_token(request).project_id)
     vip = vip_of(world, body)
     lb.update(
@@ -419,8 +435,13 @@ async def create(request: web.Request) -> web.Response:
         vip_address=vip["address"],
         vip_port_id=vip["port_id"],
     )
-    made = graph(world, lb, body)
     _vip_port(world, lb, vip)
+    try:
+        made = graph(world, lb, body)
+    except EmuError:
+        if lb.get("_vip_owned"):  # the create's rollback deallocates the VIP
+            world.ports.pop(lb["vip_port_id"], None)
+        raise
     world.loadbalancers[lb["id"]] = lb
     for kind, obj in made:
         getattr(world, kind)[obj["id"]] = obj
@@ -447,9 +468,7 @@ async def update(request: web.Request) -> web.Response:
     world = request.app[WORLD]
     lb = get_obj(world, "loadbalancers", request.match_info["id"])
     body = await payload(request, "loadbalancer")
-    unknown = sorted(set(body) - LB_UPDATABLE)
-    if unknown:
-        raise EmuError(400, f"Unknown attribute for argument load_balancer: {unknown[0]}")
+    known_attributes(body, "loadbalancer", LB_UPDATABLE)
     lock(world, lb, resource_error=False)
     lb.update(
         {k: ("" if v is None and k in ("name", "description") else v) for k, v in body.items()}

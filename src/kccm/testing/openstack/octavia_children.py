@@ -29,10 +29,10 @@ from kccm.testing.openstack.octavia import (
     shown,
 )
 from kccm.testing.openstack.octavia_model import (
+    POST_ATTRS,
     check_cidrs,
-    check_mutable,
     children,
-    lock,
+    known_attributes,
     mandatory,
     new_healthmonitor,
     new_listener,
@@ -41,6 +41,7 @@ from kccm.testing.openstack.octavia_model import (
     not_found,
     validation,
 )
+from kccm.testing.openstack.octavia_state import check_mutable, lock
 from kccm.testing.openstack.world import Obj, World
 
 __all__ = ["routes"]
@@ -138,10 +139,8 @@ HM_UPDATABLE = {
 }
 
 
-def _unknown(body: Obj, allowed: set[str], what: str) -> None:
-    extra = sorted(set(body) - allowed)
-    if extra:
-        raise EmuError(400, f"Unknown attribute for argument {what}: {extra[0]}")
+def _unknown(world: World, body: Obj, allowed: set[str], kind: str) -> None:
+    known_attributes(body, kind, allowed, max_minor=world.octavia_max_minor)
 
 
 def _lb_of(world: World, lb_id: Any) -> Obj:
@@ -184,6 +183,7 @@ def _default_pool(world: World, lb: Obj, pool_id: Any, protocol: str) -> None:
 async def listener_create(request: web.Request) -> web.Response:
     world = request.app[WORLD]
     body = await payload(request, "listener")
+    _unknown(world, body, POST_ATTRS["listener"], "listener")
     lb = _lb_of(world, body.get("loadbalancer_id"))
     spec = {k: v for k, v in body.items() if k not in ("loadbalancer_id", "project_id")}
     listener = new_listener(spec, lb)
@@ -215,7 +215,7 @@ async def listener_update(request: web.Request) -> web.Response:
     world = request.app[WORLD]
     listener = get_obj(world, "listeners", request.match_info["id"])
     body = _cleared(await payload(request, "listener"), LISTENER_DEFAULTS)
-    _unknown(body, LISTENER_UPDATABLE, "listener")
+    _unknown(world, body, LISTENER_UPDATABLE, "listener")
     lb = world.loadbalancers[listener["_lb"]]
     if "default_pool_id" in body:
         _default_pool(world, lb, body["default_pool_id"], listener["protocol"])
@@ -249,6 +249,10 @@ def _pool_parent(world: World, body: Obj) -> tuple[Obj, Obj | None]:
 
 def _pool_children(pool: Obj, body: Obj, provider: str) -> list[tuple[str, Obj]]:
     made: list[tuple[str, Obj]] = []
+    for nested in body.get("members") or []:
+        known_attributes(nested, "member_single")
+    if body.get("healthmonitor"):
+        known_attributes(body["healthmonitor"], "healthmonitor_single")
     if body.get("healthmonitor"):
         hm = new_healthmonitor(body["healthmonitor"], pool)
         check_provider(provider, monitor=hm["type"])
@@ -264,6 +268,7 @@ def _pool_children(pool: Obj, body: Obj, provider: str) -> list[tuple[str, Obj]]
 async def pool_create(request: web.Request) -> web.Response:
     world = request.app[WORLD]
     body = await payload(request, "pool")
+    _unknown(world, body, POST_ATTRS["pool"], "pool")
     lb, listener = _pool_parent(world, body)
     if listener is not None:
         check_protocols(listener["protocol"], str(body.get("protocol")))
@@ -299,7 +304,7 @@ async def pool_update(request: web.Request) -> web.Response:
     world = request.app[WORLD]
     pool = get_obj(world, "pools", request.match_info["id"])
     body = _cleared(await payload(request, "pool"), {})
-    _unknown(body, POOL_UPDATABLE, "pool")
+    _unknown(world, body, POOL_UPDATABLE, "pool")
     lb = world.loadbalancers[pool["_lb"]]
     if "lb_algorithm" in body:
         check_provider(lb["provider"], algorithm=body["lb_algorithm"])
@@ -371,6 +376,7 @@ async def member_create(request: web.Request) -> web.Response:
     world = request.app[WORLD]
     pool = get_obj(world, "pools", request.match_info["pool_id"])
     body = await payload(request, "member")
+    _unknown(world, body, POST_ATTRS["member"], "member")
     if body.get("subnet_id") and body["subnet_id"] not in world.subnets:
         raise EmuError(400, f"Subnet {body['subnet_id']} not found.")
     member = new_member(body, pool, monitored=_monitored(world, pool))
@@ -387,7 +393,7 @@ async def member_update(request: web.Request) -> web.Response:
     pool = get_obj(world, "pools", request.match_info["pool_id"])
     member = _member(world, pool, request.match_info["id"])
     body = _cleared(await payload(request, "member"), MEMBER_BATCH_DEFAULTS)
-    _unknown(body, MEMBER_UPDATABLE, "member")
+    _unknown(world, body, MEMBER_UPDATABLE, "member")
     _member_lock(world, pool, [(member, "PENDING_UPDATE")])
     member.update(body)
     return shown(request, "member", "members", member)
@@ -415,6 +421,7 @@ def _batch_plan(
     updated: list[tuple[Obj, Obj]] = []
     seen: set[tuple[str, Any]] = set()
     for spec in wanted:
+        known_attributes(spec, "members", POST_ATTRS["member"])
         if spec.get("address") is None:
             raise mandatory("address")
         key = (str(spec["address"]), spec.get("protocol_port"))
@@ -485,6 +492,7 @@ UDP_MONITORS = ("UDP-CONNECT", "SCTP", "TCP", "HTTP")
 async def hm_create(request: web.Request) -> web.Response:
     world = request.app[WORLD]
     body = await payload(request, "healthmonitor")
+    _unknown(world, body, POST_ATTRS["healthmonitor"], "healthmonitor")
     if not body.get("pool_id"):
         raise mandatory("pool_id")
     pool = get_obj(world, "pools", str(body["pool_id"]))
@@ -520,7 +528,7 @@ async def hm_update(request: web.Request) -> web.Response:
     world = request.app[WORLD]
     hm = get_obj(world, "healthmonitors", request.match_info["id"])
     body = _cleared(await payload(request, "healthmonitor"), {"max_retries_down": 3})
-    _unknown(body, HM_UPDATABLE, "healthmonitor")
+    _unknown(world, body, HM_UPDATABLE, "healthmonitor")
     _member_lock(world, world.pools[hm["_pool"]], [(hm, "PENDING_UPDATE")])
     hm.update(body)
     return shown(request, "healthmonitor", "healthmonitors", hm)

@@ -1,22 +1,17 @@
-"""Octavia's objects, their defaults and views, and the provisioning state machine.
+"""Octavia's objects: their attributes, defaults and views.
 
 Mirrors octavia/db/prepare.py (new objects are ``PENDING_CREATE``/``OFFLINE``, members
-``NO_MONITOR`` without a health monitor), octavia/api/v2/types/*.py (the views: ``name`` and
-``description`` never null, ``listeners``/``pools``/``members`` as id-only lists, the
-``*FullResponse`` of the fully populated create without back references, ``allowed_cidrs``
-null when empty), octavia/db/repositories.py (``test_and_set_provisioning_status``: a change
-is accepted only while the balancer is ``ACTIVE``, deletion also from ``ERROR``) and
-octavia/common/exceptions.py for the texts.
-
-Where a real provider's worker moves a balancer on, a timer on the server's loop does after
-``World.lb_active_delay`` seconds: ``PENDING_CREATE``/``PENDING_UPDATE`` become ``ACTIVE``
-(operating status ``ONLINE``, members ``NO_MONITOR`` without a monitor), ``PENDING_DELETE``
-objects go, and a deleted balancer takes its children and its Octavia-owned VIP port along.
+``NO_MONITOR`` without a health monitor), octavia/api/v2/types/*.py (the attributes each
+body may carry, and the views: ``name`` and ``description`` never null,
+``listeners``/``pools``/``members`` as id-only lists, the ``*FullResponse`` of the fully
+populated create without back references, ``allowed_cidrs`` null when empty) and
+octavia/common/exceptions.py for the texts. The provisioning states are
+:mod:`kccm.testing.openstack.octavia_state`'s.
 """
 
 from __future__ import annotations
 
-import asyncio
+import ipaddress
 from collections.abc import Iterable
 from typing import Any
 
@@ -25,20 +20,19 @@ from kccm.testing.openstack.world import Obj, World, new_id, now_iso
 
 __all__ = [
     "LISTENER_POOL_PROTOCOLS",
-    "check_mutable",
+    "POST_ATTRS",
+    "children",
     "immutable",
-    "lock",
+    "known_attributes",
     "new_healthmonitor",
     "new_listener",
     "new_member",
     "new_pool",
     "not_found",
-    "settle_later",
     "validation",
     "view",
 ]
 
-PENDING = ("PENDING_CREATE", "PENDING_UPDATE", "PENDING_DELETE")
 LISTENER_POOL_PROTOCOLS = {  # octavia/common/constants.py VALID_LISTENER_POOL_PROTOCOL_MAP
     "TCP": ("HTTP", "HTTPS", "PROXY", "PROXYV2", "TCP"),
     "HTTP": ("HTTP", "PROXY", "PROXYV2"),
@@ -88,6 +82,138 @@ def enum_error(name: str, value: Any, allowed: Iterable[str]) -> EmuError:
         f"Invalid input for field/attribute {name}. Value: '{value}'. Value should be one "
         f"of: {', '.join(sorted(allowed))}",
     )
+
+
+_LISTENER = {
+    "name",
+    "description",
+    "admin_state_up",
+    "protocol",
+    "protocol_port",
+    "connection_limit",
+    "default_tls_container_ref",
+    "sni_container_refs",
+    "default_pool_id",
+    "default_pool",
+    "l7policies",
+    "insert_headers",
+    "timeout_client_data",
+    "timeout_member_connect",
+    "timeout_member_data",
+    "timeout_tcp_inspect",
+    "tags",
+    "client_ca_tls_container_ref",
+    "client_authentication",
+    "client_crl_container_ref",
+    "allowed_cidrs",
+    "tls_ciphers",
+    "tls_versions",
+    "alpn_protocols",
+    "hsts_max_age",
+    "hsts_include_subdomains",
+    "hsts_preload",
+}
+_POOL = {
+    "name",
+    "description",
+    "admin_state_up",
+    "protocol",
+    "lb_algorithm",
+    "session_persistence",
+    "healthmonitor",
+    "members",
+    "tags",
+    "tls_container_ref",
+    "ca_tls_container_ref",
+    "crl_container_ref",
+    "tls_enabled",
+    "tls_ciphers",
+    "tls_versions",
+    "alpn_protocols",
+}
+_MEMBER = {
+    "name",
+    "admin_state_up",
+    "address",
+    "protocol_port",
+    "weight",
+    "backup",
+    "subnet_id",
+    "monitor_port",
+    "monitor_address",
+    "tags",
+    "request_sriov",
+}
+_MONITOR = {
+    "name",
+    "type",
+    "delay",
+    "timeout",
+    "max_retries_down",
+    "max_retries",
+    "http_method",
+    "url_path",
+    "expected_codes",
+    "admin_state_up",
+    "tags",
+    "http_version",
+    "domain_name",
+}
+POST_ATTRS = {  # the wsme types of octavia/api/v2/types: *POST and *SingleCreate
+    "loadbalancer": {
+        "name",
+        "description",
+        "admin_state_up",
+        "vip_address",
+        "vip_port_id",
+        "vip_subnet_id",
+        "vip_network_id",
+        "vip_qos_policy_id",
+        "vip_sg_ids",
+        "additional_vips",
+        "project_id",
+        "listeners",
+        "pools",
+        "provider",
+        "tags",
+        "flavor_id",
+        "availability_zone",
+    },
+    "listener": _LISTENER | {"loadbalancer_id", "project_id"},
+    "listener_single": _LISTENER,
+    "pool": _POOL | {"listener_id", "loadbalancer_id", "project_id"},
+    "pool_single": _POOL,
+    "member": _MEMBER | {"project_id"},
+    "member_single": _MEMBER,
+    "healthmonitor": _MONITOR | {"pool_id", "project_id"},
+    "healthmonitor_single": _MONITOR,
+}
+ARGUMENTS = {  # the controllers' argument names, as wsme prefixes them
+    "members": "members_.members",
+    "loadbalancer": "load_balancer.loadbalancer",
+    "listener": "listener_.listener",
+    "pool": "pool_.pool",
+    "member": "member_.member",
+    "healthmonitor": "health_monitor_.healthmonitor",
+}
+
+
+def known_attributes(
+    body: Obj, kind: str, allowed: set[str] | None = None, *, max_minor: int = 30
+) -> None:
+    """wsme's ``UnknownAttribute``: 400 ``Unknown attribute for argument <arg>: <names>``;
+    ``allowed_cidrs`` is unknown below API v2.12 (an older Octavia)."""
+    known = set(POST_ATTRS[kind] if allowed is None else allowed)
+    if max_minor < 12:
+        known.discard("allowed_cidrs")
+    extra = sorted(set(body) - known)
+    if not extra:
+        return
+    argument = ARGUMENTS.get(kind.removesuffix("_single"), ARGUMENTS["loadbalancer"])
+    if kind.endswith("_single"):
+        argument = ARGUMENTS["loadbalancer"]
+    plural = "s" if len(extra) > 1 else ""
+    raise EmuError(400, f"Unknown attribute{plural} for argument {argument}: {', '.join(extra)}")
 
 
 def _base(body: Obj, project_id: str) -> Obj:
@@ -163,8 +289,6 @@ def new_listener(body: Obj, lb: Obj) -> Obj:
 def check_cidrs(cidrs: Any, lb: Obj) -> list[str]:
     """``allowed_cidrs``: valid CIDRs of the VIP's IP version (listener.py
     ``_validate_cidr_compatible_with_vip``), duplicates dropped."""
-    import ipaddress
-
     result: list[str] = []
     vip_v6 = ":" in str(lb.get("vip_address") or "")
     for cidr in cidrs or ():
@@ -325,120 +449,3 @@ def _pool_view(world: World, pool: Obj, body: Obj, full: bool) -> None:
     body["loadbalancers"] = [{"id": pool["_lb"]}]
     body["healthmonitor_id"] = monitors[0]["id"] if monitors else None
     body["members"] = _ids(members)
-
-
-# -- the state machine ---------------------------------------------------------------------
-
-
-def lock(
-    world: World,
-    lb: Obj,
-    *,
-    resource_error: bool = True,
-    lb_status: str = "PENDING_UPDATE",
-    touched: Iterable[tuple[Obj, str]] = (),
-) -> None:
-    """``test_and_set_lb_and_listeners_prov_status``: refuse unless the balancer is
-    ``ACTIVE`` (``ERROR`` too for a delete), then set it and ``touched`` objects pending and
-    start the timer that settles them."""
-    check_mutable(lb, resource_error=resource_error, lb_status=lb_status)
-    lb["provisioning_status"] = lb_status
-    lb["updated_at"] = now_iso(zulu=False)
-    for obj, status in touched:
-        obj["provisioning_status"] = status
-        if status != "PENDING_CREATE":
-            obj["updated_at"] = now_iso(zulu=False)
-    settle_later(world, lb["id"])
-
-
-def check_mutable(
-    lb: Obj,
-    *,
-    resource_error: bool = True,
-    lb_status: str = "PENDING_UPDATE",
-    pool: Obj | None = None,
-) -> None:
-    """Raise what Octavia answers a change of a balancer that is not ``ACTIVE`` with:
-    ``ImmutableObject`` for a child (``Pool <id>`` first when the pool itself is pending,
-    as member and monitor changes check it), ``LBPendingStateError`` for the balancer."""
-    if pool is not None and pool["provisioning_status"] != "ACTIVE":
-        raise immutable("Pool", pool["id"])
-    allowed = ("ACTIVE", "ERROR") if lb_status == "PENDING_DELETE" else ("ACTIVE",)
-    if lb["provisioning_status"] in allowed:
-        return
-    if resource_error:
-        raise immutable("Load Balancer", lb["id"])
-    raise EmuError(
-        409, f"Invalid state {lb['provisioning_status']} of loadbalancer resource {lb['id']}"
-    )
-
-
-def settle_later(world: World, lb_id: str) -> None:
-    loop = asyncio.get_running_loop()
-    handle: asyncio.TimerHandle | None = None
-
-    def fire() -> None:
-        world.timers.discard(handle)
-        settle(world, lb_id)
-
-    handle = loop.call_later(max(world.lb_active_delay, 0.0), fire)
-    world.timers.add(handle)
-
-
-def _tree(world: World, lb_id: str) -> list[tuple[str, Obj]]:
-    pools = children(world, "pools", "_lb", lb_id)
-    found: list[tuple[str, Obj]] = [
-        ("listeners", li) for li in children(world, "listeners", "_lb", lb_id)
-    ]
-    found += [("pools", p) for p in pools]
-    for pool in pools:
-        found += [("members", m) for m in children(world, "members", "_pool", pool["id"])]
-        found += [
-            ("healthmonitors", h) for h in children(world, "healthmonitors", "_pool", pool["id"])
-        ]
-    return found
-
-
-def remove(world: World, kind: str, obj: Obj) -> None:
-    """Drop ``obj`` and what hangs below it (a pool's members and monitor; a listener's
-    default pool link)."""
-    store: dict[str, Obj] = getattr(world, kind)
-    store.pop(obj["id"], None)
-    if kind == "pools":
-        for child_kind in ("members", "healthmonitors"):
-            for child in children(world, child_kind, "_pool", obj["id"]):
-                getattr(world, child_kind).pop(child["id"], None)
-        for listener in world.listeners.values():
-            if listener["default_pool_id"] == obj["id"]:
-                listener["default_pool_id"] = None
-
-
-def _online(world: World, kind: str, obj: Obj) -> str:
-    if not obj.get("admin_state_up", True):
-        return "OFFLINE"
-    if kind == "members":
-        pool_monitors = children(world, "healthmonitors", "_pool", obj["_pool"])
-        return "ONLINE" if pool_monitors else "NO_MONITOR"
-    return "ONLINE"
-
-
-def settle(world: World, lb_id: str) -> None:
-    """What the provider's worker does when it finishes: pending objects become ACTIVE,
-    pending deletes go (a deleted balancer takes its tree and VIP port)."""
-    lb = world.loadbalancers.get(lb_id)
-    if lb is None:
-        return
-    if lb["provisioning_status"] == "PENDING_DELETE":
-        for kind, obj in _tree(world, lb_id):
-            getattr(world, kind).pop(obj["id"], None)
-        del world.loadbalancers[lb_id]
-        if lb.get("_vip_owned"):
-            world.ports.pop(lb["vip_port_id"], None)
-        return
-    for kind, obj in _tree(world, lb_id):
-        if obj["provisioning_status"] == "PENDING_DELETE":
-            remove(world, kind, obj)
-    for kind, obj in [("loadbalancers", lb), *_tree(world, lb_id)]:
-        if obj["provisioning_status"] in PENDING:
-            obj["provisioning_status"] = "ACTIVE"
-        obj["operating_status"] = _online(world, kind, obj)

@@ -80,6 +80,8 @@ class World:
     lb_active_delay: float = 0.05
     token_ttl: float = 3600.0
     max_routes: int = 30  # neutron.conf [DEFAULT] max_routes
+    octavia_max_minor: int = 30  # the newest Octavia API version served: v2.<this>
+    disabled_extensions: set[str] = field(default_factory=set)  # Neutron aliases hidden
     clock: Callable[[], float] = time.time
     domains: dict[str, Obj] = field(default_factory=dict)
     projects: dict[str, Obj] = field(default_factory=dict)
@@ -105,7 +107,7 @@ class World:
     fault_seq: int = 0
     seq: int = 0
     baseline_ports: set[str] = field(default_factory=set)
-    timers: set[Any] = field(default_factory=set)  # asyncio.TimerHandle of Octavia moves
+    timers: dict[str, Any] = field(default_factory=dict)  # lb id -> asyncio.TimerHandle
 
     # -- lookups --------------------------------------------------------------------------
 
