@@ -382,10 +382,12 @@ class OpenStackAPI:
             kwargs["params"] = dict(params)
         try:
             response = self.session.request(url, method.upper(), **kwargs)
-        except ksa_exc.Unauthorized as err:
-            raise OpenStackAPIError(401, f"{service} {op}: {_ksa_message(err)}") from err
+        except ksa_exc.HttpError as err:  # from Keystone, while renewing the token
+            status = int(err.http_status or 0)
+            raise mapped_error(status, f"{service} {op}: Keystone: {_ksa_message(err)}") from err
         except ksa_exc.ClientException as err:
             raise OpenStackAPIError(0, f"{service} {op}: {err}") from err
+        log.debug("openstack: %s %s -> %s", method.upper(), url, response.status_code)
         if response.status_code not in ok:
             text = f"{service} {op}: HTTP {response.status_code}: {_error_message(response)}"
             raise mapped_error(response.status_code, text, _retry_after(response))

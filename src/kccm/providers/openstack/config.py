@@ -269,9 +269,17 @@ def _check_search_order(order: str) -> list[str]:
     return []
 
 
+def _is_bool(text: str) -> bool:
+    try:
+        gcfg_bool(text)
+    except ValueError:
+        return False
+    return True
+
+
 def _check_global(glob: GlobalOpts) -> list[str]:
     issues = []
-    if glob.tls_insecure not in ("", "true", "false"):
+    if glob.tls_insecure and not _is_bool(glob.tls_insecure):
         issues.append(
             f"[Global] tls-insecure: {glob.tls_insecure!r} is not true or false "
             "(OCCM would silently verify certificates)"
@@ -303,6 +311,13 @@ def _issues(config: OpenStackConfig) -> list[str]:
 
 
 def _warnings(config: OpenStackConfig) -> None:
+    insecure = config.global_.tls_insecure
+    if insecure != "true" and _is_bool(insecure) and gcfg_bool(insecure):
+        log.warning(
+            "openstack: [Global] tls-insecure = %s: OCCM reads only 'true' as true, so "
+            "certificates are verified (write 'true' to turn verification off)",
+            insecure,
+        )
     lb = config.load_balancer
     if lb.lb_provider not in SUPPORTED_LB_PROVIDERS:
         log.warning("openstack: unsupported [LoadBalancer] lb-provider %r", lb.lb_provider)

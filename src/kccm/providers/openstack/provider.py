@@ -34,7 +34,7 @@ from kccm.providers.openstack.instances import (
     REGIONAL_PROVIDER_ID_ENV,
     OpenStackInstances,
 )
-from kccm.providers.openstack.routes import NeutronRoutes, network_extensions
+from kccm.providers.openstack.routes import NeutronRoutes, NodeDirectory, network_extensions
 from kccm.util.clock import REAL_CLOCK, Clock
 
 __all__ = ["PROVIDER_NAME", "OpenStackCloud", "new_openstack_cloud"]
@@ -72,6 +72,7 @@ class OpenStackCloud:
     ) -> None:
         env = os.environ if environ is None else environ
         self.config = config
+        self._clock = clock
         self.api = api or OpenStackAPI(config)
         self._instances = OpenStackInstances(
             self.api, config, regional=env.get(REGIONAL_PROVIDER_ID_ENV) == "true"
@@ -118,16 +119,25 @@ class OpenStackCloud:
     async def initialize(
         self, client_builder: ControllerClientBuilder | None, stop: asyncio.Event
     ) -> None:
-        """Upstream ``Initialize``: a Kubernetes client (``cloud-controller-manager``) for
-        the load balancers' Service annotations (``servicepatch.KubeServicePatcher``)."""
+        """Upstream ``Initialize``: a Kubernetes client (``cloud-controller-manager``) for the
+        routes' Node lookups (``routes.NodeDirectory``, OCCM's Node informer) and the load
+        balancers' Service annotations (``servicepatch.KubeServicePatcher``)."""
         log.info(
             "openstack provider: region %s, Keystone %s (interface %s)",
             self.config.region or "(any)",
             self.api.auth_url,
             self.api.interface,
         )
+        if client_builder is None:
+            return
+        loop = asyncio.get_running_loop()
         setter = getattr(self._balancers, "set_service_patcher", None)
-        if client_builder is None or not callable(setter):
+        if self._routes is None and not callable(setter):
+            return
+        client = client_builder.client(CLIENT_NAME)
+        if self._routes is not None:
+            self._routes.directory = NodeDirectory(client, loop, self._clock)
+        if not callable(setter):
             return
         try:
             module = importlib.import_module(SERVICE_PATCH_MODULE)
@@ -136,8 +146,7 @@ class OpenStackCloud:
                 raise
             log.warning("openstack: Service annotations are not written back (%s)", err)
             return
-        client = client_builder.client(CLIENT_NAME)
-        setter(module.KubeServicePatcher(client, asyncio.get_running_loop()))
+        setter(module.KubeServicePatcher(client, loop))
 
     def load_balancer(self) -> LoadBalancer | None:
         balancers: LoadBalancer | None = self._balancers

@@ -1,7 +1,9 @@
 """Pod-CIDR routes on a Neutron router (upstream ``pkg/openstack/routes.go`` v1.36.0).
 
 - Routes live on ``[Route] router-id``: ``destination`` = the pod CIDR, ``nexthop`` = the
-  node's InternalIP of the CIDR's family (``getAddrByNodeName``).
+  node's InternalIP of the CIDR's family (``getAddrByNodeName``; kccm: when the caller gives
+  no Node addresses, the first fixed address of that family of the server named like the
+  Node).
 - With the ``extraroute-atomic`` extension a route is added or removed with
   ``PUT /v2.0/routers/{id}/add_extraroutes`` / ``remove_extraroutes``; without it the whole
   list is read and written back with ``PUT /v2.0/routers/{id}``, one change at a time (a
@@ -10,21 +12,28 @@
   ``allowed_address_pairs`` of the node's port: the port with the next hop as fixed IP on one
   of the router's networks (``getPortByIP``), skipped when its port security is off.
 - Every change is undone when a later step fails (upstream's ``caller`` unwinders, run in
-  reverse order): a route whose port cannot be found or updated is removed again.
-- Route names are the destination CIDR; a route whose next hop belongs to no instance is a
+  reverse order): a route whose port cannot be found or updated is removed again. kccm
+  difference: a *deleted* route whose port no longer exists (its server is gone) stays
+  deleted, as there is no pair left to remove; upstream unwinds and re-adds it, and the
+  route controller deletes it again, forever.
+- Route names are the destination CIDR; a route whose next hop belongs to no Node is a
   blackhole whose ``target_node`` is the next hop (``ListRoutes``).
 
-Difference: OCCM maps next hops to Nodes through its Node informer. kccm's provider has no
-informer; it maps a next hop to the node it created the route for, else to the server holding
-that address (one ``servers/detail`` listing when an unknown next hop appears), named as the
-Node of that server when the instances side has seen it, else by the server's name (OCCM
-assumes Node name = server name too, in ``getServerByName``). The port's
+Next hops are named as OCCM names them, by the Node that has the address among its
+``status.addresses`` (``getNodeNameByAddr`` over the Node informer): kccm's provider has no
+informer, so :class:`NodeDirectory` lists the Nodes with the client ``initialize`` gets (once
+at start, then only when an unknown next hop appears, at most every
+:data:`NODE_LIST_MIN_INTERVAL` seconds). Without a client (tests, tools) a next hop is named
+by the Node kccm created the route for, else by the server holding the address (one
+``servers/detail`` listing), as the Node seen with that server or the server's name (OCCM
+assumes Node name = server name in ``getServerByName`` too). The port's
 ``allowed_address_pairs`` read-modify-write is serialised (two pod CIDRs of a dual-stack node
 share a port; upstream can lose one of the two updates).
 """
 
 from __future__ import annotations
 
+import asyncio
 import ipaddress
 import logging
 import threading
@@ -33,14 +42,70 @@ from contextlib import contextmanager
 from typing import Any
 
 from kccm.cloudprovider import CloudProviderError, NodeAddressType, NodeName, Route
+from kccm.kube.resources import NODES
 from kccm.providers.openstack.api import OpenStackAPI
 from kccm.providers.openstack.instances import OpenStackInstances
+from kccm.util.clock import REAL_CLOCK, Clock
 
-__all__ = ["NeutronRoutes", "Unwinder", "network_extensions"]
+__all__ = [
+    "NODE_LIST_MIN_INTERVAL",
+    "NeutronRoutes",
+    "NodeDirectory",
+    "Unwinder",
+    "network_extensions",
+]
 
 log = logging.getLogger(__name__)
 
 Undo = Callable[[], None]
+NODE_LIST_MIN_INTERVAL = 30.0
+"""Seconds between two Node listings for next hops no Node was known to have."""
+NODE_LIST_MAX_AGE = 300.0
+"""Seconds a Node listing names known next hops (a deleted Node's stops being named after)."""
+NODE_LIST_TIMEOUT = 30.0
+
+
+class PortNotFound(CloudProviderError):
+    """No port has the next hop as fixed IP on the router's networks (``getPortByIP``)."""
+
+
+class NodeDirectory:
+    """Node names by address (any address type, as ``getNodeNameByAddr``), from a
+    Kubernetes client living on ``loop``; read from worker threads."""
+
+    def __init__(self, client: Any, loop: asyncio.AbstractEventLoop, clock: Clock = REAL_CLOCK):
+        self._client = client
+        self._loop = loop
+        self._clock = clock
+        self._names: dict[str, NodeName] = {}
+        self._listed_at: float | None = None
+        self._lock = threading.Lock()
+
+    def _list(self) -> dict[str, NodeName]:
+        future = asyncio.run_coroutine_threadsafe(self._client.list(NODES), self._loop)
+        names: dict[str, NodeName] = {}
+        for node in future.result(NODE_LIST_TIMEOUT).items:
+            name = str((node.get("metadata") or {}).get("name") or "")
+            for address in (node.get("status") or {}).get("addresses") or ():
+                names.setdefault(str(address.get("address", "")), name)
+        return names
+
+    def names(self, addresses: set[str]) -> dict[str, NodeName]:
+        """The Node of each address; the Nodes are listed again when one is unknown and the
+        last listing is older than :data:`NODE_LIST_MIN_INTERVAL`, or when it is older than
+        :data:`NODE_LIST_MAX_AGE`."""
+        with self._lock:
+            now = self._clock.monotonic()
+            age = float("inf") if self._listed_at is None else now - self._listed_at
+            unknown = not addresses <= self._names.keys()
+            if age >= NODE_LIST_MAX_AGE or (unknown and age >= NODE_LIST_MIN_INTERVAL):
+                self._names = self._list()
+                self._listed_at = now
+            return {a: self._names[a] for a in addresses if a in self._names}
+
+    def learn(self, address: str, name: NodeName) -> None:
+        with self._lock:
+            self._names[address] = name
 
 
 def network_extensions(api: OpenStackAPI) -> frozenset[str]:
@@ -108,6 +173,9 @@ class NeutronRoutes:
         self._names: dict[str, NodeName] = {}
         """next hop -> node name, learned from create_route and from server listings."""
         self._network_ids: list[str] = []
+        self.directory: NodeDirectory | None = None
+        """Set by the provider's ``initialize`` (a Kubernetes client); None: servers name the
+        next hops."""
 
     # -- reading ----------------------------------------------------------------------------
 
@@ -133,7 +201,11 @@ class NeutronRoutes:
         ]
 
     def _resolve(self, nexthops: set[str]) -> dict[str, NodeName]:
-        """Node names of next hops: learned ones, then one server listing for the rest."""
+        """Node names of next hops: by the Nodes' addresses (OCCM), else as the module says."""
+        if self.directory is not None:
+            found = self.directory.names(nexthops)
+            self._names.update(found)
+            return found
         unknown = nexthops - self._names.keys()
         if unknown:
             for server in self.api.paged(
@@ -183,7 +255,25 @@ class NeutronRoutes:
         for hop, name in self._names.items():
             if name == route.target_node and (":" in hop) == want_v6:
                 return hop
+        found = self._server_fixed_address(route.target_node, want_v6)
+        if found:
+            return found
         raise CloudProviderError(f"no InternalIP address found for node {route.target_node}")
+
+    def _server_fixed_address(self, name: str, want_v6: bool) -> str:
+        """kccm: without the Node's addresses (a caller other than the route controller),
+        the first fixed address of that family of the server named like the Node."""
+        try:
+            server = self.instances.server_by_name(name)
+        except CloudProviderError:
+            return ""
+        for network in sorted(server.get("addresses") or {}):
+            for item in server["addresses"][network] or ():
+                address = str(item.get("addr", ""))
+                fixed = item.get("OS-EXT-IPS:type", "fixed") == "fixed"
+                if fixed and address and (":" in address) == want_v6:
+                    return address
+        return ""
 
     def _put_routes(self, routes: Sequence[Mapping[str, str]]) -> None:
         self.api.request(
@@ -239,6 +329,8 @@ class NeutronRoutes:
             if self._add_route(wanted, unwinder):
                 self._update_pairs(nexthop, route.destination_cidr, add=True, unwinder=unwinder)
         self._names[nexthop] = route.target_node
+        if self.directory is not None:
+            self.directory.learn(nexthop, route.target_node)
 
     def _remove_route(self, route: Route, nexthop: str, unwinder: Unwinder) -> bool:
         """False when there was nothing to remove (non-atomic path only)."""
@@ -295,13 +387,23 @@ class NeutronRoutes:
             )
             if len(found) == 1:
                 return found[0]
-        raise CloudProviderError(f"no port with fixed IP {address} on the router's networks")
+        raise PortNotFound(f"no port with fixed IP {address} on the router's networks")
 
     def _update_pairs(self, nexthop: str, cidr: str, *, add: bool, unwinder: Unwinder) -> None:
         if not self.allowed_address_pairs:
             return
         with self._ports_lock:
-            port = self._port_by_ip(nexthop)
+            try:
+                port = self._port_by_ip(nexthop)
+            except PortNotFound:
+                if add:
+                    raise
+                log.warning(
+                    "openstack: no port has %s any more: route %s removed, no pair to remove",
+                    nexthop,
+                    cidr,
+                )
+                return
             if port.get("port_security_enabled") is False:
                 log.warning("openstack: skipping allowed_address_pair for port %s", port["id"])
                 return

@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import pytest
+from os_core_world import World
 
 from kccm.providers.openstack import OpenStackCloud, new_openstack_cloud
 
@@ -22,30 +23,6 @@ def emulator() -> Iterator[Any]:
     launcher = pytest.importorskip("kccm.testing.openstack.launcher")
     with launcher.openstack_emulator() as emu:
         yield emu
-
-
-class World:
-    """Servers added for one test, removed afterwards."""
-
-    def __init__(self, emulator: Any) -> None:
-        self.emulator = emulator
-        self.admin = emulator.admin
-        self.added: list[str] = []
-
-    def server(self, name: str, **kwargs: Any) -> dict[str, Any]:
-        server: dict[str, Any] = self.admin.add_server(name, **kwargs)
-        self.added.append(server["id"])
-        return server
-
-    def delete(self, server_id: str) -> None:
-        self.admin.delete_server(server_id)
-        self.added.remove(server_id)
-
-    def cleanup(self) -> None:
-        self.admin.clear_faults()
-        for server_id in reversed(self.added):
-            self.admin.delete_server(server_id)
-        self.added.clear()
 
 
 @pytest.fixture

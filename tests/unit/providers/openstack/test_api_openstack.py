@@ -9,7 +9,7 @@ import logging
 from typing import Any
 
 import pytest
-from conftest import World
+from os_core_world import World
 
 from kccm.cloudprovider import CloudProviderInitError, Throttled
 from kccm.cloudprovider.errors import find_error
@@ -196,6 +196,21 @@ def test_a_status_in_ok_is_an_answer(world: World, cloud: OpenStackCloud) -> Non
         "network", "GET", "/v2.0/networks", operation="list_networks", ok=(200, 404)
     )
     assert found is not None
+
+
+@pytest.mark.parametrize(
+    ("status", "error"),
+    [(503, Throttled), (500, OpenStackAPIError)],
+    ids=["keystone-unavailable", "keystone-error"],
+)
+def test_a_failed_token_renewal_maps_like_any_answer(
+    world: World, cloud: OpenStackCloud, status: int, error: type[Exception]
+) -> None:
+    world.admin.expire_tokens()
+    world.admin.fault("identity", "POST", r"/auth/tokens$", status=status)
+    with pytest.raises(error, match="Keystone"):
+        cloud.api.request("network", "GET", "/v2.0/networks", operation="list_networks")
+    cloud.api.request("network", "GET", "/v2.0/networks", operation="list_networks")
 
 
 def test_the_error_message_is_the_services(world: World, cloud: OpenStackCloud) -> None:

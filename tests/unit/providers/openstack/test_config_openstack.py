@@ -106,6 +106,8 @@ KEYS = [
     ("Global", "ca-file", "/etc/ca.pem", "global_.ca_file", "/etc/ca.pem"),
     ("Global", "tls-insecure", "true", "global_.insecure", True),
     ("Global", "tls-insecure", "false", "global_.insecure", False),
+    ("Global", "tls-insecure", "True", "global_.insecure", False),  # OCCM: only "true"
+    ("Global", "tls-insecure", "yes", "global_.insecure", False),
     ("Global", "token", "tok", "global_.token", "tok"),
     ("Global", "CAFileContents", "PEM", "global_.ca_file_contents", "PEM"),
     ("Global", "application-credential-id", "ac", "global_.application_credential_id", "ac"),
@@ -308,7 +310,7 @@ ERRORS = [
         "\n[Metadata]\nsearch-order = configDrive,metadataService,configDrive\n",
         "search-order: cannot contain more than 2 elements",
     ),
-    ("tls-insecure", "tls-insecure = yes\n", "tls-insecure: 'yes' is not true or false"),
+    ("tls-insecure", "tls-insecure = maybe\n", "tls-insecure: 'maybe' is not true or false"),
     ("cert-without-key", "cert-file = /c.pem\n", "cert-file and key-file: set both or neither"),
     ("syntax", "\n[LoadBalancer\n", "syntax error"),
 ]

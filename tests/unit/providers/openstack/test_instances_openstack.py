@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from conftest import World
+from os_core_world import World
 
 from kccm.cloudprovider import CloudProviderError, InstanceNotFound
 from kccm.providers.openstack import OpenStackCloud

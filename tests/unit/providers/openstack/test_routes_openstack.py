@@ -4,15 +4,19 @@ resolved after a restart."""
 
 from __future__ import annotations
 
+import asyncio
+import threading
+import types
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from conftest import World
+from os_core_world import World
 
 from kccm.cloudprovider import CloudProviderError, NodeAddress, Route
 from kccm.providers.openstack import OpenStackCloud
 from kccm.providers.openstack.api import OpenStackAPIError
-from kccm.providers.openstack.routes import NeutronRoutes, Unwinder
+from kccm.providers.openstack.routes import NeutronRoutes, NodeDirectory, Unwinder
 
 CIDR = "10.244.1.0/24"
 CIDR6 = "fd10:244:1::/64"
@@ -197,9 +201,19 @@ def test_routes_need_a_router_id(make_cloud: Any) -> None:
     assert make_cloud({"Route": {"router-id": None}}).routes() is None
 
 
-def test_a_node_without_an_internal_ip_is_an_error(routes: NeutronRoutes) -> None:
+def test_a_node_without_an_internal_ip_or_server_is_an_error(routes: NeutronRoutes) -> None:
     with pytest.raises(CloudProviderError, match="no InternalIP address found for node n"):
         routes.create_route("c", "uid", Route(target_node="n", destination_cidr=CIDR))
+
+
+def test_without_node_addresses_the_servers_fixed_address_is_the_next_hop(
+    world: World, cloud: OpenStackCloud, routes: NeutronRoutes
+) -> None:
+    server = world.server("route-bare")
+    routes.create_route("c", "uid", Route(target_node="route-bare", destination_cidr=CIDR))
+    assert {"destination": CIDR, "nexthop": fixed(server)} in router_routes(cloud)
+    routes.delete_route("c", Route(target_node="route-bare", destination_cidr=CIDR))
+    assert pairs_of(cloud, server) == []
 
 
 def test_the_unwinder_runs_in_reverse_order() -> None:
@@ -209,3 +223,118 @@ def test_the_unwinder_runs_in_reverse_order() -> None:
         unwinder.push(lambda step=step: done.append(step))  # type: ignore[misc]
     unwinder.unwind()
     assert done == [3, 2, 1]
+
+
+# -- next hops named by the Nodes (OCCM's Node informer) -----------------------------------------
+
+
+class _Nodes:
+    """A Kubernetes client's ``list`` of Nodes; counts the listings."""
+
+    def __init__(self, nodes: dict[str, list[str]]) -> None:
+        self.nodes = nodes
+        self.listings = 0
+
+    async def list(self, resource: Any) -> Any:
+        self.listings += 1
+        items = [
+            {
+                "metadata": {"name": name},
+                "status": {"addresses": [{"type": "InternalIP", "address": a} for a in addrs]},
+            }
+            for name, addrs in self.nodes.items()
+        ]
+        return types.SimpleNamespace(items=items)
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def loop() -> Iterator[asyncio.AbstractEventLoop]:
+    """An event loop in a thread, as the daemon's loop is to the provider's worker threads."""
+    running = asyncio.new_event_loop()
+    thread = threading.Thread(target=running.run_forever, daemon=True)
+    thread.start()
+    yield running
+    running.call_soon_threadsafe(running.stop)
+    thread.join()
+    running.close()
+
+
+def test_next_hops_are_named_by_the_node_that_has_the_address(
+    world: World, cloud: OpenStackCloud, routes: NeutronRoutes, loop: asyncio.AbstractEventLoop
+) -> None:
+    server = world.server("route-dir")
+    routes.create_route("c", "uid", route_to(server))
+    nodes, clock = _Nodes({"node-a.cluster.local": [fixed(server)]}), _Clock()
+    fresh = NeutronRoutes(
+        routes.api,
+        routes.instances,
+        routes.router_id,
+        atomic=routes.atomic,
+        allowed_address_pairs=True,
+    )
+    fresh.directory = NodeDirectory(nodes, loop, clock)  # type: ignore[arg-type]
+    listed = [r for r in fresh.list_routes("c") if r.destination_cidr == CIDR]
+    assert listed == [Route(name=CIDR, target_node="node-a.cluster.local", destination_cidr=CIDR)]
+    assert nodes.listings == 1
+    nodes.nodes = {}  # the Node is deleted: the next hop has no Node, as OCCM a blackhole
+    clock.now += 30.0
+    fresh.list_routes("c")
+    assert nodes.listings == 1  # known next hops: no listing before NODE_LIST_MAX_AGE
+    clock.now += 300.0
+    listed = [r for r in fresh.list_routes("c") if r.destination_cidr == CIDR]
+    assert nodes.listings == 2
+    assert listed == [
+        Route(name=CIDR, target_node=fixed(server), destination_cidr=CIDR, blackhole=True)
+    ]
+    fresh.delete_route("c", listed[0])
+    assert all(r["destination"] != CIDR for r in router_routes(cloud))
+    routes.create_route("c", "uid", route_to(server))  # a blackhole leaves the port's pair:
+    routes.delete_route("c", route_to(server))  # remove it through a normal delete
+    assert pairs_of(cloud, server) == []
+
+
+def test_a_created_route_needs_no_node_listing(
+    world: World, routes: NeutronRoutes, loop: asyncio.AbstractEventLoop
+) -> None:
+    server = world.server("route-learn")
+    nodes = _Nodes({})
+    routes.directory = NodeDirectory(nodes, loop, _Clock())  # type: ignore[arg-type]
+    routes.list_routes("c")
+    assert nodes.listings == 1  # at start
+    routes.create_route("c", "uid", route_to(server))
+    listed = [r for r in routes.list_routes("c") if r.destination_cidr == CIDR]
+    assert listed == [Route(name=CIDR, target_node="route-learn", destination_cidr=CIDR)]
+    assert nodes.listings == 1
+    routes.delete_route("c", listed[0])
+
+
+def test_initialize_gives_the_routes_a_node_directory(cloud: OpenStackCloud) -> None:
+    class Builder:
+        def client(self, name: str) -> str:
+            return f"client:{name}"
+
+        def config(self, name: str) -> None:
+            return None
+
+    asyncio.run(cloud.initialize(Builder(), asyncio.Event()))
+    routes = cloud.routes()
+    assert isinstance(routes, NeutronRoutes)
+    assert routes.directory is not None
+
+
+def test_deleting_a_route_whose_server_is_gone_leaves_it_deleted(
+    world: World, cloud: OpenStackCloud, routes: NeutronRoutes
+) -> None:
+    server = world.server("route-gone")
+    routes.create_route("c", "uid", route_to(server))
+    world.delete(server["id"])
+    routes.delete_route("c", route_to(server))
+    assert all(r["destination"] != CIDR for r in router_routes(cloud))
