@@ -1,7 +1,8 @@
 """Deleting a Service's balancer (upstream ``ensureLoadBalancerDeleted`` and
 ``deleteLoadBalancer`` in ``pkg/openstack/loadbalancer.go`` v1.36.0).
 
-A balancer OCCM/kccm made (its name starts with ``kube_service_``) that no other Service
+A balancer OCCM/kccm made (its name starts with ``kube_service_``, or is the legacy
+``a``+UID name: upstream leaves those behind) that no other Service
 shares is deleted — with ``cascade`` by default, else monitors, pools, listeners and then the
 balancer — after its floating IP, unless ``keep-floatingip`` or the floating IP was not made
 by a cloud provider. A shared balancer, or one the user brought, loses only this Service's
@@ -15,7 +16,7 @@ from collections.abc import Sequence
 
 from kccm.cloudprovider import Service
 from kccm.providers.openstack.floatingips import release_floating_ip
-from kccm.providers.openstack.lbnames import SERVICE_PREFIX
+from kccm.providers.openstack.lbnames import SERVICE_PREFIX, legacy_name
 from kccm.providers.openstack.listeners import listener_key, listener_map
 from kccm.providers.openstack.neutron import Neutron
 from kccm.providers.openstack.octavia import ACTIVE, ERROR, LB, Octavia
@@ -79,7 +80,9 @@ def delete_for_service(
         return
     if lb.get("provisioning_status") not in (ACTIVE, ERROR):
         lb = octavia.wait_active(str(lb["id"]))  # upstream fails "immutable status" instead
-    owned = str(lb.get("name", "")).startswith(SERVICE_PREFIX)
+    name = str(lb.get("name", ""))
+    # kccm: the legacy a+UID name is this Service's too (upstream leaves such a balancer).
+    owned = name.startswith(SERVICE_PREFIX) or name == legacy_name(service)
     tags = list(lb.get("tags") or ()) if conf.support_tags else []
     tagged = conf.lb_name in tags
     shared = any(t != conf.lb_name and t.startswith(SERVICE_PREFIX) for t in tags)

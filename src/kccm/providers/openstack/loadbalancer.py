@@ -212,8 +212,9 @@ class OctaviaLoadBalancers:
         written[ann.LB_ID] = str(lb["id"])
         if lb.get("provisioning_status") != ACTIVE:
             lb = self.octavia.wait_active(str(lb["id"]))
+        listeners = self.octavia.listeners(str(lb["id"]))  # upstream reads them even after create
         if not created or self.opts.provider_requires_serial_api_calls:
-            self._ensure_children(lb, owner, service, members, conf)
+            self._ensure_children(lb, listeners, owner, service, members, conf)
         address = str(lb.get("vip_address", ""))
         if _is_ipv6(address):
             log.info(
@@ -238,11 +239,16 @@ class OctaviaLoadBalancers:
         return status
 
     def _ensure_children(
-        self, lb: LB, owner: bool, service: Service, nodes: Sequence[Node], conf: ServiceConfig
+        self,
+        lb: LB,
+        leftovers: list[LB],
+        owner: bool,
+        service: Service,
+        nodes: Sequence[Node],
+        conf: ServiceConfig,
     ) -> None:
         """The listener loop of upstream ``ensureOctaviaLoadBalancer``."""
         lb_id = str(lb["id"])
-        leftovers = self.octavia.listeners(lb_id)
         current = listener_map(leftovers)
         check_listener_ports(_ports(service), current, owner, conf.lb_name)
         for index, port in enumerate(_ports(service)):

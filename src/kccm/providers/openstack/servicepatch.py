@@ -10,6 +10,12 @@ failed one, as upstream's ``defer``) with the annotations that changed, never wh
 with a client from the framework's ``ControllerClientBuilder`` (the provider's
 ``initialize`` builds it; provider methods run in worker threads, so the patch is handed to
 the event loop the client lives on).
+
+One difference in the request, none in the result: OCCM patches the Service itself
+(``util.PatchService``), which needs ``patch`` on ``services``; kccm sends the same
+annotations through the ``status`` subresource, as its service controller sends the
+finalizer (the Service status strategy keeps metadata changes), so the shipped RBAC
+(``services/status: patch`` only, docs/deploy.md) stays as it is.
 """
 
 from __future__ import annotations
@@ -51,7 +57,13 @@ class KubeServicePatcher:
     def patch_annotations(self, service: Service, annotations: Mapping[str, str]) -> None:
         meta = service.get("metadata") or {}
         body = {"metadata": {"annotations": dict(annotations)}}
-        call = self._client.patch(SERVICES, meta.get("name"), body, namespace=meta.get("namespace"))
+        call = self._client.patch(
+            SERVICES,
+            meta.get("name"),
+            body,
+            namespace=meta.get("namespace"),
+            subresource="status",
+        )
         future = asyncio.run_coroutine_threadsafe(call, self._loop)
         future.result(PATCH_TIMEOUT)
         log.info(

@@ -68,18 +68,22 @@ class RecordingPatcher:
         self.patches.append(dict(annotations))
 
 
-def node_of(server: Mapping[str, Any], labels: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """The Node kubelet + kccm make of an emulator server: its fixed IPv4 as InternalIP."""
+def node_of(
+    server: Mapping[str, Any], labels: Mapping[str, str] | None = None, ipv6: bool = False
+) -> dict[str, Any]:
+    """The Node kubelet + kccm make of an emulator server: its fixed IPv4 (and, with
+    ``ipv6``, its IPv6) addresses as InternalIPs."""
+    versions = (4, 6) if ipv6 else (4,)
     fixed = [
         a["addr"]
         for addresses in (server.get("addresses") or {}).values()
         for a in addresses
-        if a.get("version") == 4 and a.get("OS-EXT-IPS:type", "fixed") == "fixed"
+        if a.get("version") in versions and a.get("OS-EXT-IPS:type", "fixed") == "fixed"
     ]
     return {
         "metadata": {"name": server["name"], "labels": dict(labels or {})},
         "spec": {"providerID": f"openstack:///{server['id']}"},
-        "status": {"addresses": [{"type": "InternalIP", "address": fixed[0]}]},
+        "status": {"addresses": [{"type": "InternalIP", "address": a} for a in fixed]},
     }
 
 
@@ -169,17 +173,25 @@ class LBWorld:
             values.update(patch)
         return annotated(svc, annotations=values)
 
-    def cleanup(self) -> None:
-        """Best effort, after a failed test: every balancer and floating IP it left."""
+    def cleanup(self, baseline: Mapping[str, list[Any]]) -> None:
+        """What a failed test left (pytest does not tell a fixture that its test failed):
+        balancers and floating IPs the baseline did not have."""
         if not self.made:
             return
         octavia, neutron = self.made[0].octavia, self.made[0].neutron
         for lb in octavia.list_load_balancers():
+            if lb["id"] in baseline.get("loadbalancers", ()):
+                continue
             with contextlib.suppress(Exception):
-                fip = neutron.floating_ip_of_port(str(lb.get("vip_port_id")))
-                if fip is not None:
-                    neutron.delete_floating_ip(str(fip["id"]))
+                octavia.wait_active(str(lb["id"]))
+            with contextlib.suppress(Exception):
                 octavia.delete_load_balancer(str(lb["id"]), cascade=True)
+        leftover = set(self.emu.admin.state().get("floatingips", ())) - set(
+            baseline.get("floatingips", ())
+        )
+        for fip_id in leftover:
+            with contextlib.suppress(Exception):
+                neutron.delete_floating_ip(fip_id)
 
 
 @contextlib.contextmanager
@@ -191,17 +203,24 @@ def lb_world(servers: int = 2) -> Iterator[LBWorld]:
     tag = uuid.uuid4().hex[:6]
     made = [emu.admin.add_server(f"node-{tag}-{i}") for i in range(servers)]
     world = LBWorld(emu, made, [node_of(s) for s in made])
-    clean = False
     try:
         yield world
-        clean = True
     finally:
         emu.admin.clear_faults()
-        if not clean:
-            world.cleanup()
+        left = _leaked(emu.admin.state(), baseline)
+        world.cleanup(baseline)
         for server in made:
             emu.admin.delete_server(server["id"])
         emu.admin.assert_clean(baseline)
+    assert not left, f"the test left in the OpenStack emulator: {left}"
+
+
+def _leaked(state: Mapping[str, list[Any]], baseline: Mapping[str, list[Any]]) -> dict[str, Any]:
+    """What the test made and did not delete (its servers aside: the fixture deletes them)."""
+    found = {
+        k: sorted(set(v) - set(baseline.get(k, ()))) for k, v in state.items() if k != "servers"
+    }
+    return {k: v for k, v in found.items() if v}
 
 
 __all__ = [

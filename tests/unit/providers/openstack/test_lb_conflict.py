@@ -87,7 +87,7 @@ def test_create_waits_with_the_backoff_on_the_clock(world: LBWorld) -> None:
 def test_wait_gives_up_after_the_steps(world: LBWorld, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OCCM_WAIT_LB_ACTIVE_STEPS", "3")
     balancers = world.balancers()
-    world.emu.admin.set_config(lb_active_delay=30)
+    world.emu.admin.set_config(lb_active_delay=2.0)
     try:
         created = balancers.octavia.create_load_balancer(
             {"name": "slow", "vip_subnet_id": world.ids["private_subnet_id"]}
@@ -123,3 +123,24 @@ def test_pending_balancer_is_waited_for(world: LBWorld) -> None:
     (pool,) = balancers.octavia.pools(lb["id"])
     assert len(balancers.octavia.members(pool["id"])) == 2
     balancers.ensure_load_balancer_deleted(CLUSTER, svc)
+
+
+def test_balancer_in_error_after_create_is_deleted(world: LBWorld) -> None:
+    """``createOctaviaLoadBalancer``: ERROR while waiting -> deleted, the sync fails, the next
+    one creates it again."""
+    balancers = world.balancers()
+    svc = service()
+    world.emu.admin.fault(
+        "load-balancer",
+        "GET",
+        r"/loadbalancers/[0-9a-f-]{36}$",
+        status=200,
+        times=1,
+        body={"loadbalancer": {"provisioning_status": "ERROR"}},
+    )
+    with pytest.raises(CloudProviderError, match=r"has gone into ERROR state.*deleted"):
+        balancers.ensure_load_balancer(CLUSTER, svc, world.nodes)
+    assert balancers.octavia.list_load_balancers() == []
+    status = balancers.ensure_load_balancer(CLUSTER, world.with_written(svc), world.nodes)
+    assert status.ingress[0].ip
+    balancers.ensure_load_balancer_deleted(CLUSTER, world.with_written(svc))

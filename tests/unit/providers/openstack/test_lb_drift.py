@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from os_lb_support import CLUSTER, LBWorld, lb_world, service
 
+from kccm.providers.openstack.api import OpenStackError
 from kccm.providers.openstack.loadbalancer import OctaviaLoadBalancers
 
 
@@ -148,7 +149,7 @@ def test_drift_is_repaired(world: LBWorld, drift: Drift) -> None:
 def _shape_or_none(b: OctaviaLoadBalancers, lb_id: str) -> dict[str, Any] | None:
     try:
         return _shape(b, lb_id)
-    except (ValueError, KeyError):
+    except (ValueError, KeyError, OpenStackError):
         return None
 
 

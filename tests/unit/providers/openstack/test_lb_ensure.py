@@ -201,20 +201,20 @@ def test_port_change_replaces_the_listener(world: LBWorld) -> None:
     balancers.ensure_load_balancer_deleted(CLUSTER, moved)
 
 
-def test_legacy_name_is_adopted_without_a_write(world: LBWorld) -> None:
-    """A balancer named ``a``+UID (OCCM before the kube_service_ names) is found and kept."""
+def test_legacy_name_is_found_and_deleted(world: LBWorld) -> None:
+    """A balancer named ``a``+UID (OCCM before the kube_service_ names) is used, not a new
+    one made; deleting the Service deletes it (kccm: OCCM leaves it, its name not starting
+    with kube_service_)."""
     balancers = world.balancers()
     svc = service()
     legacy = ("a" + svc["metadata"]["uid"]).replace("-", "")[:32]
-    body = {
-        "name": legacy,
-        "vip_subnet_id": world.ids["private_subnet_id"],
-        "tags": [f"kube_service_{CLUSTER}_default_web"],
-    }
+    body = {"name": legacy, "vip_subnet_id": world.ids["private_subnet_id"]}
     created = balancers.octavia.create_load_balancer(body)
     balancers.octavia.wait_active(created["id"])
+    before = world.seq()
     status = balancers.ensure_load_balancer(CLUSTER, svc, world.nodes)
     assert world.patcher.patches[-1][ann.LB_ID] == created["id"]
+    assert "POST /load-balancer/v2/lbaas/loadbalancers" not in world.writes(before)
     assert status.ingress[0].ip
     balancers.ensure_load_balancer_deleted(CLUSTER, world.with_written(svc))
     assert balancers.get_load_balancer(CLUSTER, svc) == (None, False)
@@ -239,3 +239,30 @@ def test_cluster_rename(world: LBWorld) -> None:
     balancers.ensure_load_balancer(CLUSTER, svc, world.nodes)
     assert world.writes(before) == []
     balancers.ensure_load_balancer_deleted(CLUSTER, svc)
+
+
+def test_serial_mode_sends_one_call_per_object(world: LBWorld) -> None:
+    """``provider-requires-serial-api-calls``: an empty balancer, then the listener, the pool
+    and each member on their own (``SeriallyReconcilePoolMembers``), each waited for."""
+    balancers = world.balancers(**{"provider-requires-serial-api-calls": "true"})
+    svc = service()
+    before = world.seq()
+    balancers.ensure_load_balancer(CLUSTER, svc, world.nodes)
+    octavia = [
+        w.split("/lbaas/")[1].split("/")[0] + (":members" if w.endswith("/members") else "")
+        for w in world.writes(before)
+        if "/lbaas/" in w
+    ]
+    assert octavia == ["loadbalancers", "listeners", "pools", "pools:members", "pools:members"]
+    lb = world.lb_named(svc)
+    (pool,) = balancers.octavia.pools(lb["id"])
+    names = sorted(m["name"] for m in balancers.octavia.members(pool["id"]))
+    assert names == sorted(
+        f"member_{n['metadata']['name']}_{n['status']['addresses'][0]['address']}_30080"
+        for n in world.nodes
+    )
+    before = world.seq()
+    balancers.update_load_balancer(CLUSTER, world.with_written(svc), world.nodes[:1])
+    (removal,) = world.writes(before)
+    assert removal.startswith("DELETE ")
+    balancers.ensure_load_balancer_deleted(CLUSTER, world.with_written(svc))

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from os_lb_support import CLUSTER, LBWorld, ann, annotated, lb_world, service
+from os_lb_support import CLUSTER, LBWorld, ann, annotated, lb_world, node_of, service
 
 from kccm.cloudprovider import CloudProviderError
 
@@ -140,4 +140,29 @@ def test_no_floating_network_publishes_the_vip(world: LBWorld) -> None:
     svc = service()
     status = balancers.ensure_load_balancer(CLUSTER, svc, world.nodes)
     assert status.ingress[0].ip == world.lb_named(svc)["vip_address"]
+    balancers.ensure_load_balancer_deleted(CLUSTER, world.with_written(svc))
+
+
+def test_ipv6_service_publishes_the_vip(world: LBWorld) -> None:
+    """``ipFamilies: [IPv6]``: members on the nodes' IPv6 addresses, the VIP on the IPv6
+    subnet (``loadBalancerIP`` as its address), no floating IP (IPv6 has none)."""
+    balancers = world.balancers()
+    nodes = [node_of(s, ipv6=True) for s in world.servers]
+    svc = service(
+        annotations={ann.SUBNET_ID: world.ids["private_subnet6_id"]},
+        ipFamilies=["IPv6"],
+        loadBalancerIP="fd00::99",
+    )
+    status = balancers.ensure_load_balancer(CLUSTER, svc, nodes)
+    lb = world.lb_named(svc)
+    assert lb["vip_address"] == "fd00::99"
+    assert status.ingress[0].ip == "fd00::99"
+    assert balancers.neutron.floating_ip_of_port(lb["vip_port_id"]) is None
+    (pool,) = balancers.octavia.pools(lb["id"])
+    assert all(":" in m["address"] for m in balancers.octavia.members(pool["id"]))
+    (listener,) = balancers.octavia.listeners(lb["id"])
+    assert listener["allowed_cidrs"] == ["::/0"]
+    before = world.seq()
+    balancers.ensure_load_balancer(CLUSTER, world.with_written(svc), nodes)
+    assert world.writes(before) == []
     balancers.ensure_load_balancer_deleted(CLUSTER, world.with_written(svc))

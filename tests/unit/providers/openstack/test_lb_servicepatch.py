@@ -39,8 +39,12 @@ class FakeClient:
     def __init__(self) -> None:
         self.calls: list[tuple[Any, ...]] = []
 
-    async def patch(self, resource: Any, name: str, body: Any, *, namespace: str) -> Any:
-        self.calls.append((resource, name, body, namespace, threading.current_thread().name))
+    async def patch(
+        self, resource: Any, name: str, body: Any, *, namespace: str, subresource: str
+    ) -> Any:
+        self.calls.append(
+            (resource, name, body, namespace, subresource, threading.current_thread().name)
+        )
         return body
 
 
@@ -59,5 +63,32 @@ def test_patch_runs_on_the_clients_loop(loop_thread: asyncio.AbstractEventLoop) 
     client = FakeClient()
     KubeServicePatcher(client, loop_thread).patch_annotations(_svc(), {LB_ID: "x"})
     assert client.calls == [
-        (SERVICES, "web", {"metadata": {"annotations": {LB_ID: "x"}}}, "shop", "kube-loop")
+        (
+            SERVICES,
+            "web",
+            {"metadata": {"annotations": {LB_ID: "x"}}},
+            "shop",
+            "status",
+            "kube-loop",
+        )
     ]
+
+
+@pytest.mark.asyncio
+async def test_annotations_reach_a_real_apiserver_through_status(
+    kube: Any, kube_namespace: str
+) -> None:
+    """On the real apiserver the status subresource takes the annotations (the Service
+    status strategy keeps metadata) and leaves the others and the spec alone."""
+    created = await kube.create(
+        SERVICES,
+        {
+            "metadata": {"name": "web", "namespace": kube_namespace, "annotations": {"keep": "me"}},
+            "spec": {"ports": [{"port": 80}]},
+        },
+    )
+    patcher = KubeServicePatcher(kube, asyncio.get_running_loop())
+    await asyncio.to_thread(patcher.patch_annotations, created, {LB_ID: "x", ADDRESS: "1.2.3.4"})
+    got = await kube.get(SERVICES, "web", namespace=kube_namespace)
+    assert got["metadata"]["annotations"] == {"keep": "me", LB_ID: "x", ADDRESS: "1.2.3.4"}
+    assert got["spec"]["ports"][0]["port"] == 80
