@@ -36,6 +36,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import re
 import selectors
 import subprocess
@@ -76,6 +77,7 @@ NETWORK = "nodes"
 TICK = re.compile(r"Update (\d+) nodes status took ([\d.]+)s\.")
 UUID = re.compile(r"/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}(?=/|$)")
 READY_WAIT = 30.0
+CLK_TCK = os.sysconf("SC_CLK_TCK")
 PROVIDER = (
     "openstack"
     if entry_points(group="kccm.cloud_providers", name="openstack")
@@ -122,6 +124,12 @@ def seed_servers(emu: Emulator, count: int) -> list[str]:
             )
         )
     return names
+
+
+def cpu_seconds(pid: int) -> float:
+    """utime + stime of a process (from /proc, as scale.Daemon.cpu_seconds)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
 
 
 def path_kind(entry: dict[str, Any]) -> str:
@@ -230,11 +238,16 @@ class Bench:
         async with Completion(
             self.kube, NODES, len(names), initialised, label_selector=f"bench-run={self.run}"
         ) as done:
+            cpu = (daemon.cpu_seconds(), cpu_seconds(self.emu.process.pid))
             start = time.perf_counter()
             await bounded(200, [self.kube.create(NODES, kubelet_node(n, self.run)) for n in names])
             await asyncio.wait_for(done.finished.wait(), self.args.timeout)
             took = time.perf_counter() - start
         self.figures["init_seconds"] = round(took, 2)
+        self.figures["init_cpu_seconds_kccm"] = round(daemon.cpu_seconds() - cpu[0], 1)
+        self.figures["init_cpu_seconds_emulator"] = round(
+            cpu_seconds(self.emu.process.pid) - cpu[1], 1
+        )
         self.record("init", window(self.emu, since))
         log(f"init: {len(names)} Nodes in {took:.2f} s, {self.figures['init_requests']} requests")
         return daemon
@@ -379,7 +392,8 @@ def print_table(bench: Bench, args: argparse.Namespace) -> None:
     f = bench.figures
     rows = [
         (f"{args.nodes} Nodes initialised", f"{f['init_seconds']:.2f} s, "
-         f"{f['init_requests']} OpenStack requests"),
+         f"{f['init_requests']} OpenStack requests; CPU: kccm {f['init_cpu_seconds_kccm']} s, "
+         f"emulator {f['init_cpu_seconds_emulator']} s"),
         (f"one refresh tick over {args.nodes} Nodes", f"{f['refresh_seconds']:.3f} s, "
          f"{f['refresh_requests']} OpenStack requests"),
         (f"{args.services} LB Services ensured ({args.lb_nodes} nodes)",
