@@ -104,7 +104,11 @@ def nodes(emu: Emulator) -> Iterator[list[dict[str, Any]]]:
     ],
 )
 def test_auth_methods(emu: Emulator, auth: dict[str, Any]) -> None:
-    ids = {"<project>": emu.config["project_id"], "<ac>": emu.config["app_cred_id"]}
+    ids = {
+        "<project>": emu.config["project_id"],
+        "<ac>": emu.config["app_cred_id"],
+        "<trust>": emu.config["trust_id"],
+    }
     auth = {k: ids.get(v, v) if isinstance(v, str) else v for k, v in auth.items()}
     auth = {k: v for k, v in auth.items() if v is not None}
     connection = connect(emu, **auth)
@@ -113,6 +117,15 @@ def test_auth_methods(emu: Emulator, auth: dict[str, Any]) -> None:
         assert [n.name for n in connection.network.networks(name="public")] == ["public"]
     finally:
         connection.close()
+
+
+def test_https_with_the_emulators_ca() -> None:
+    with openstack_emulator(tls=True) as secure:
+        connection = connect(secure, cacert=secure.ca_file)
+        try:
+            assert [n.name for n in connection.network.networks(name="private")] == ["private"]
+        finally:
+            connection.close()
 
 
 def test_wrong_password_is_401(emu: Emulator) -> None:

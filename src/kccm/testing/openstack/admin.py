@@ -45,6 +45,7 @@ def config(world: World) -> Obj:
         "auth_url": f"{world.base_url}/identity/v3",
         "project_id": world.project_id(),
         "app_cred_id": cred["id"],
+        "trust_id": next(iter(world.trusts)),
         "public_network_id": public["id"],
         "public_subnet_id": public["subnets"][0],
         "private_network_id": private["id"],

@@ -2,10 +2,11 @@
 keystone/models/token_model.py; gophercloud openstack/identity/v3/tokens): ``POST
 /v3/auth/tokens`` with the ``password`` (user by id, or name + domain) or
 ``application_credential`` (id, or name + user) or ``token`` method, a project scope by id
-or name + domain, the token in ``X-Subject-Token``, the body with user, project, roles and
-the catalog; ``GET``/``HEAD``/``DELETE /v3/auth/tokens`` to validate and revoke; the
-version documents. Every failure to authenticate is Keystone's generic 401 (it hides which
-part was wrong unless ``insecure_debug``).
+or name + domain or a trust scope (``OS-TRUST:trust``, keystone/api/trusts.py), the token
+in ``X-Subject-Token``, the body with user, project, roles and the catalog;
+``GET``/``HEAD``/``DELETE /v3/auth/tokens`` to validate and revoke; the version documents.
+Every failure to authenticate is Keystone's generic 401 (it hides which part was wrong
+unless ``insecure_debug``).
 """
 
 from __future__ import annotations
@@ -112,6 +113,15 @@ def _project(world: World, scope: Obj | None) -> str | None:
     raise _unauthorized()
 
 
+def _trust(world: World, ref: Obj, trustee: Obj) -> Obj:
+    """A trust scope (keystone/auth/core.py ``_lookup_trust``): the trust must exist and
+    name the authenticated user as trustee."""
+    trust = world.trusts.get(str(ref.get("id")))
+    if trust is None or trust["trustee_user_id"] != trustee["id"]:
+        raise _unauthorized()
+    return trust
+
+
 def _authenticate(world: World, auth: Obj) -> Token:
     identity = auth.get("identity") or {}
     methods = list(identity.get("methods") or [])
@@ -120,6 +130,10 @@ def _authenticate(world: World, auth: Obj) -> Token:
     method = methods[0]
     if method == "password":
         user = _password(world, identity.get("password") or {})
+        trust_ref = (auth.get("scope") or {}).get("OS-TRUST:trust")
+        if trust_ref is not None:
+            trust = _trust(world, trust_ref, user)
+            return world.issue_token(user["id"], trust["project_id"], methods, trust_id=trust["id"])
         project = _project(world, auth.get("scope"))
         return world.issue_token(user["id"], project or "", methods)
     if method == "application_credential":
@@ -164,6 +178,14 @@ def token_body(world: World, token: Token) -> Obj:
         body["is_domain"] = False
         body["roles"] = [{"id": rid, "name": name} for name, rid in ROLES]
         body["catalog"] = catalog(world)
+    if token.trust_id:
+        trust = world.trusts[token.trust_id]
+        body["OS-TRUST:trust"] = {
+            "id": trust["id"],
+            "impersonation": False,
+            "trustee_user": {"id": trust["trustee_user_id"]},
+            "trustor_user": {"id": trust["trustor_user_id"]},
+        }
     if token.application_credential_id:
         cred = world.app_creds[token.application_credential_id]
         body["application_credential"] = {

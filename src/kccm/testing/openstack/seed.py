@@ -1,6 +1,7 @@
 """The default world, as a devstack install leaves it (devstack lib/keystone, lib/nova,
 lib/neutron_plugins/services/l3): domain ``Default``, project and user ``demo`` (password
-``secret``, application credential ``kccm-ac``/``ac-secret``), region ``RegionOne``, flavors
+``secret``, application credential ``kccm-ac``/``ac-secret``; user ``kccm-trustee``/
+``trustee-secret`` holds a trust of ``demo`` on ``demo``), region ``RegionOne``, flavors
 m1.small/m1.medium/m1.large (devstack's ids 2/3/4), the external network ``public``
 (172.24.4.0/24), the tenant network ``private`` (10.0.0.0/24 and fd00::/64), ``router1``
 between them and the ``default`` security group.
@@ -23,6 +24,8 @@ DEFAULTS = {
     "password": "secret",
     "app_cred_name": "kccm-ac",
     "app_cred_secret": "ac-secret",
+    "trustee": "kccm-trustee",
+    "trustee_password": "trustee-secret",
     "az": "nova",
 }
 
@@ -149,6 +152,21 @@ def _seed_identity(world: World) -> str:
         "project_id": project["id"],
     }
     world.app_creds[cred["id"]] = cred
+    trustee: Obj = {
+        "id": new_id().replace("-", ""),
+        "name": DEFAULTS["trustee"],
+        "domain_id": "default",
+        "password": DEFAULTS["trustee_password"],
+        "project_id": None,
+    }
+    world.users[trustee["id"]] = trustee
+    trust: Obj = {
+        "id": new_id().replace("-", ""),
+        "trustor_user_id": user["id"],
+        "trustee_user_id": trustee["id"],
+        "project_id": project["id"],
+    }
+    world.trusts[trust["id"]] = trust
     return str(project["id"])
 
 

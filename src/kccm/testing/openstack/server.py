@@ -1,4 +1,5 @@
-"""Run the emulator: ``python -m kccm.testing.openstack --port P [--lb-active-delay S]``.
+"""Run the emulator: ``python -m kccm.testing.openstack --port P [--lb-active-delay S]
+[--token-ttl S] [--cert-file F --key-file K]`` (HTTPS with that certificate).
 
 It prints one JSON line on stdout once it listens (``{"url": ..., "pid": ...}``), which
 :mod:`kccm.testing.openstack.launcher` waits for, and stops on SIGTERM or SIGINT.
@@ -11,6 +12,7 @@ import asyncio
 import json
 import os
 import signal
+import ssl
 import sys
 from collections.abc import Sequence
 
@@ -42,21 +44,33 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         default=3600.0,
         help="seconds a Keystone token lives (default 3600)",
     )
+    parser.add_argument("--cert-file", default="", help="serve HTTPS with this certificate")
+    parser.add_argument("--key-file", default="", help="the certificate's private key")
     return parser.parse_args(argv)
+
+
+def _tls(args: argparse.Namespace) -> ssl.SSLContext | None:
+    if not args.cert_file:
+        return None
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(args.cert_file, args.key_file or None)
+    return context
 
 
 async def serve(args: argparse.Namespace) -> None:
     host = f"[{args.host}]" if ":" in args.host else args.host
+    context = _tls(args)
+    scheme = "https" if context else "http"
     world = seed_world(
         World(
-            base_url=f"http://{host}:{args.port}",
+            base_url=f"{scheme}://{host}:{args.port}",
             lb_active_delay=args.lb_active_delay,
             token_ttl=args.token_ttl,
         )
     )
     runner = web.AppRunner(build_app(world), access_log=None)
     await runner.setup()
-    site = web.TCPSite(runner, args.host, args.port, reuse_address=True)
+    site = web.TCPSite(runner, args.host, args.port, reuse_address=True, ssl_context=context)
     await site.start()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

@@ -54,6 +54,7 @@ class Token:
     issued: float
     expires: float
     application_credential_id: str | None = None
+    trust_id: str | None = None
 
 
 @dataclass
@@ -87,6 +88,7 @@ class World:
     projects: dict[str, Obj] = field(default_factory=dict)
     users: dict[str, Obj] = field(default_factory=dict)
     app_creds: dict[str, Obj] = field(default_factory=dict)
+    trusts: dict[str, Obj] = field(default_factory=dict)
     tokens: dict[str, Token] = field(default_factory=dict)
     flavors: dict[str, Obj] = field(default_factory=dict)
     servers: dict[str, Obj] = field(default_factory=dict)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Any
 
@@ -226,3 +227,12 @@ async def test_timers_settle_on_the_servers_loop(api: Api) -> None:
         return bool(found["loadbalancer"]["provisioning_status"] == "ACTIVE")
 
     assert await eventually(active, interval=0.01)
+
+
+def test_launcher_serves_https_with_a_ca_of_its_own() -> None:
+    with openstack_emulator(tls=True) as emu:
+        assert emu.base_url.startswith("https://127.0.0.1:")
+        assert emu.config["auth_url"] == emu.auth_url
+        assert f"ca-file = {emu.ca_file}" in emu.cloud_conf()
+        ca_file = emu.ca_file
+    assert not os.path.exists(ca_file)

@@ -56,6 +56,30 @@ CASES = [
     ),
     pytest.param(app_cred(id="<ac>", secret="bad"), 401, None, id="app-cred-wrong-secret"),
     pytest.param({"identity": {"methods": []}}, 400, None, id="no-methods"),
+    pytest.param(
+        {
+            **pw({"name": "kccm-trustee", "domain": {"id": "default"}}, "trustee-secret", None),
+            "scope": {"OS-TRUST:trust": {"id": "<trust>"}},
+        },
+        201,
+        ["password"],
+        id="trust",
+    ),
+    pytest.param(
+        {**pw(DEMO, "secret", None), "scope": {"OS-TRUST:trust": {"id": "<trust>"}}},
+        401,
+        None,
+        id="trust-not-for-the-trustor",
+    ),
+    pytest.param(
+        {
+            **pw({"name": "kccm-trustee", "domain": {"id": "default"}}, "trustee-secret", None),
+            "scope": {"OS-TRUST:trust": {"id": "nope"}},
+        },
+        401,
+        None,
+        id="unknown-trust",
+    ),
 ]
 
 
@@ -74,6 +98,7 @@ async def test_token_issue(
     ids = {
         "<project>": api.cfg["project_id"],
         "<ac>": api.cfg["app_cred_id"],
+        "<trust>": api.cfg["trust_id"],
         "<user>": next(iter(api.world.users)),
     }
     got, body, token = await api.auth(_fill(auth, ids))
@@ -91,7 +116,7 @@ async def test_token_issue(
     found = body["token"]
     assert found["methods"] == methods
     assert found["project"]["id"] == api.cfg["project_id"]
-    assert found["user"]["name"] == "demo"
+    assert found["user"]["name"] == ("kccm-trustee" if "OS-TRUST:trust" in found else "demo")
     assert found["expires_at"].endswith("Z")
     services = {entry["type"]: entry for entry in found["catalog"]}
     assert set(services) == {"identity", "compute", "network", "load-balancer"}
