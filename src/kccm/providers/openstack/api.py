@@ -318,9 +318,22 @@ class OpenStackAPI:
             raise OpenStackAPIError(0, f"openstack: cannot read the catalog: {err}") from err
         if not url:
             raise OpenStackAuthError(self._no_endpoint(service))
+        self._check_one_region(service)
         with self._lock:
             self._endpoints[service] = str(url).rstrip("/")
         return str(url).rstrip("/")
+
+    def _check_one_region(self, service: str) -> None:
+        """Without ``[Global] region`` gophercloud refuses a service found in several regions
+        (``ErrMultipleMatchingEndpointsV3``); so does kccm, naming them."""
+        if self.region:
+            return
+        regions = self._catalog_regions(service)
+        if len(regions) > 1:
+            raise OpenStackAuthError(
+                f"openstack: the catalog has {service} in several regions ({', '.join(regions)}): "
+                "set [Global] region"
+            )
 
     def _no_endpoint(self, service: str) -> str:
         regions = self._catalog_regions(service)

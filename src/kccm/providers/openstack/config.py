@@ -277,15 +277,18 @@ def _is_bool(text: str) -> bool:
     return True
 
 
-def _check_global(glob: GlobalOpts) -> list[str]:
+def _check_global(glob: GlobalOpts, *, clouds_read: bool) -> list[str]:
     issues = []
     if glob.tls_insecure and not _is_bool(glob.tls_insecure):
         issues.append(
             f"[Global] tls-insecure: {glob.tls_insecure!r} is not true or false "
             "(OCCM would silently verify certificates)"
         )
-    if not glob.use_clouds and not glob.auth_url:
-        issues.append("[Global] auth-url: is required (or use-clouds = true with a clouds.yaml)")
+    if not glob.auth_url and (clouds_read or not glob.use_clouds):
+        where = " (neither in cloud.conf nor in the clouds.yaml cloud)" if glob.use_clouds else ""
+        issues.append(
+            f"[Global] auth-url: is required{where} (or use-clouds = true with a clouds.yaml)"
+        )
     if bool(glob.cert_file) != bool(glob.key_file):
         issues.append("[Global] cert-file and key-file: set both or neither")
     return issues
@@ -302,9 +305,10 @@ def _check_load_balancer(lb: LoadBalancerOpts) -> list[str]:
     return issues
 
 
-def _issues(config: OpenStackConfig) -> list[str]:
+def _issues(config: OpenStackConfig, *, clouds_read: bool = True) -> list[str]:
+    """Every problem; ``clouds_read``: use-clouds was applied (not in the up-front check)."""
     return (
-        _check_global(config.global_)
+        _check_global(config.global_, clouds_read=clouds_read)
         + _check_load_balancer(config.load_balancer)
         + _check_search_order(config.metadata.search_order)
     )
@@ -350,7 +354,7 @@ class CheckedOpenStackConfig(OpenStackConfig):
     ``config_schema``): a bad value stops kccm at once with exit code 2."""
 
     def __post_init__(self) -> None:
-        issues = _issues(self)
+        issues = _issues(self, clouds_read=False)
         if issues:
             raise CloudConfigError(issues)
 

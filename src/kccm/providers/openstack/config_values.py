@@ -70,7 +70,7 @@ def go_duration(text: str) -> float:
     """Go's ``time.ParseDuration`` as seconds: ``5s`` -> 5.0, ``1m30s`` -> 90.0."""
     value = text.strip()
     sign = -1.0 if value.startswith("-") else 1.0
-    body = value.lstrip("+-") if value[:1] in "+-" else value
+    body = value[1:] if value[:1] in ("+", "-") else value
     if body == "0":
         return 0.0
     if not body:

@@ -21,7 +21,13 @@ import os
 from collections.abc import Mapping
 from typing import Any, TextIO
 
-from kccm.cloudprovider import ControllerClientBuilder, InstancesV2, LoadBalancer, Routes
+from kccm.cloudprovider import (
+    CloudProviderError,
+    ControllerClientBuilder,
+    InstancesV2,
+    LoadBalancer,
+    Routes,
+)
 from kccm.cloudprovider.apicalls import CloudAPICalls
 from kccm.providers.openstack.api import OpenStackAPI
 from kccm.providers.openstack.config import (
@@ -96,7 +102,11 @@ class OpenStackCloud:
         if not router_id:
             log.info("openstack: no [Route] router-id: routes are not supported")
             return None
-        extensions = network_extensions(self.api)
+        try:
+            extensions = network_extensions(self.api)
+        except CloudProviderError as err:  # Routes(): "Failed to list neutron extensions"
+            log.warning("openstack: failed to list Neutron extensions: %s; no routes", err)
+            return None
         if "extraroute" not in extensions and "extraroute-atomic" not in extensions:
             log.warning(
                 "openstack: Neutron has no extraroute extension, required for routes support"

@@ -6,11 +6,15 @@ from __future__ import annotations
 import dataclasses
 import io
 import logging
+from pathlib import Path
 from typing import Any
 
 import pytest
+from keystoneauth1.identity import v3
 from os_core_world import World
 
+from kccm.app.config import ConfigurationError, ManagerConfig
+from kccm.app.manager import EXIT_CONFIG, init_provider
 from kccm.cloudprovider import CloudProviderInitError, Throttled
 from kccm.cloudprovider.errors import find_error
 from kccm.cloudprovider.registry import CloudProviderRegistry
@@ -22,6 +26,7 @@ from kccm.providers.openstack.api import (
     OpenStackConflict,
     OpenStackError,
     OpenStackNotFound,
+    auth_plugin,
     keystone_v3_url,
 )
 from kccm.providers.openstack.config import load_openstack_config
@@ -287,3 +292,157 @@ def test_credentials_are_never_logged(
     assert "wrong-Pa55word" not in caplog.text
     assert conf["password"] not in repr(dataclasses.asdict(cloud.config.load_balancer))
     assert conf["password"] not in repr(cloud.config)
+
+
+@pytest.mark.parametrize(
+    ("sections", "expected"),
+    [
+        ({"Global": {"password": "not-the-password"}}, "refused the [Global] credentials"),
+        ({"Global": {"region": "Atlantis"}}, "no compute endpoint"),
+        ({"LoadBalancer": {"lb-version": "v1"}}, "lb-version: 'v1' is not supported"),
+    ],
+    ids=["wrong-password", "unknown-region", "bad-value"],
+)
+def test_the_daemon_stops_with_one_configuration_error(
+    emulator: Any, tmp_path: Path, sections: dict[str, Any], expected: str
+) -> None:
+    """The manager's init_provider: a ConfigurationError is exit code 2 (run_manager)."""
+    path = tmp_path / "cloud.conf"
+    path.write_text(emulator.cloud_conf(sections))
+    reference = "kccm.providers.openstack:new_openstack_cloud"
+    with pytest.raises(ConfigurationError) as caught:
+        init_provider(ManagerConfig(cloud_provider=reference, cloud_config=str(path)))
+    assert len(caught.value.problems) == 1
+    assert expected in caught.value.problems[0]
+    assert "\n" not in caught.value.problems[0]
+    assert EXIT_CONFIG == 2
+
+
+# -- the auth plugin and TLS, as NewOpenStackClient chooses them ---------------------------------
+
+GLOBAL = "[Global]\nauth-url = http://k/identity\n"
+PLUGINS = [
+    (
+        "password-project-name",
+        "username = u\npassword = p\ntenant-name = t\ntenant-domain-name = D\n"
+        "user-domain-name = U\n",
+        v3.Password,
+        {"username": "u", "project_name": "t", "project_domain_name": "D", "user_domain_name": "U"},
+    ),
+    (
+        "password-project-id-wins",
+        "username = u\npassword = p\ntenant-id = tid\ntenant-name = t\n",
+        v3.Password,
+        {"project_id": "tid", "project_name": None},
+    ),
+    (
+        "domain-fills-user-and-project-domains",
+        "username = u\npassword = p\ntenant-name = t\ndomain-id = d1\n",
+        v3.Password,
+        {"user_domain_id": "d1", "project_domain_id": "d1"},
+    ),
+    (
+        "domain-scope-without-project",
+        "username = u\npassword = p\ndomain-name = Dom\n",
+        v3.Password,
+        {"domain_name": "Dom", "project_name": None},
+    ),
+    (
+        "trust-as-trustee",
+        "user-id = u1\npassword = p\ntrust-id = tr\ntrustee-id = te\ntrustee-password = tp\n",
+        v3.Password,
+        {"user_id": "te", "trust_id": "tr", "project_id": None},
+    ),
+    (
+        "application-credential-id",
+        "application-credential-id = ac\napplication-credential-secret = s\nusername = u\n",
+        v3.ApplicationCredential,
+        {"application_credential_id": "ac"},
+    ),
+    (
+        "application-credential-name-with-user",
+        "application-credential-name = acn\napplication-credential-secret = s\nusername = u\n"
+        "user-domain-name = D\n",
+        v3.ApplicationCredential,
+        {"application_credential_name": "acn", "username": "u", "user_domain_name": "D"},
+    ),
+    ("token", "token = tok\ntenant-id = t1\n", v3.Token, {"project_id": "t1"}),
+]
+
+
+def _method_attrs(plugin: Any) -> dict[str, Any]:
+    found: dict[str, Any] = {}
+    for method in plugin.auth_methods:
+        found.update(vars(method))
+    found.update(
+        {
+            k: getattr(plugin, k)
+            for k in ("project_id", "project_name", "domain_name", "trust_id")
+            if hasattr(plugin, k)
+        }
+    )
+    found.update(
+        {
+            k: getattr(plugin, k)
+            for k in ("project_domain_id", "project_domain_name")
+            if hasattr(plugin, k)
+        }
+    )
+    return found
+
+
+@pytest.mark.parametrize(
+    ("text", "kind", "expected"), [p[1:] for p in PLUGINS], ids=[p[0] for p in PLUGINS]
+)
+def test_the_auth_plugin(text: str, kind: type, expected: dict[str, Any]) -> None:
+    plugin = auth_plugin(load_openstack_config(GLOBAL + text).global_)
+    assert type(plugin) is kind
+    assert plugin.auth_url == "http://k/identity/v3"
+    attrs = _method_attrs(plugin)
+    for key, value in expected.items():
+        assert attrs.get(key) == value, key
+
+
+TLS = [
+    ("default", "", True, None),
+    ("ca-file", "ca-file = /etc/ca.pem\n", "/etc/ca.pem", None),
+    ("insecure-wins", "ca-file = /etc/ca.pem\ntls-insecure = true\n", False, None),
+    ("client-cert", "cert-file = /c.pem\nkey-file = /k.pem\n", True, ("/c.pem", "/k.pem")),
+]
+
+
+@pytest.mark.parametrize(("text", "verify", "cert"), [t[1:] for t in TLS], ids=[t[0] for t in TLS])
+def test_tls_settings(text: str, verify: Any, cert: Any) -> None:
+    api = OpenStackAPI(load_openstack_config(GLOBAL + "username = u\npassword = p\n" + text))
+    assert api.session.verify == verify
+    assert api.session.cert == cert
+
+
+def test_ca_file_contents_are_written_to_a_file() -> None:
+    config = load_openstack_config(GLOBAL + "username = u\npassword = p\nCAFileContents = PEM\n")
+    verify = OpenStackAPI(config).session.verify
+    assert isinstance(verify, str)
+    try:
+        assert Path(verify).read_text() == "PEM"
+    finally:
+        Path(verify).unlink()
+
+
+def test_the_request_timeout_is_the_sessions() -> None:
+    text = GLOBAL + "username = u\npassword = p\n[Metadata]\nrequest-timeout = 7s\n"
+    assert OpenStackAPI(load_openstack_config(text)).session.timeout == 7.0
+
+
+def test_without_a_region_the_only_region_is_used(emulator: Any) -> None:
+    cloud = new_openstack_cloud(io.StringIO(emulator.cloud_conf({"Global": {"region": None}})))
+    assert cloud.api.endpoint("compute").endswith("/compute/v2.1")
+
+
+def test_without_a_region_several_regions_are_an_error(
+    emulator: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = load_openstack_config(emulator.cloud_conf({"Global": {"region": None}}))
+    api = OpenStackAPI(config)
+    monkeypatch.setattr(api, "_catalog_regions", lambda service: ["RegionOne", "RegionTwo"])
+    with pytest.raises(OpenStackAuthError, match=r"several regions \(RegionOne, RegionTwo\)"):
+        api.verify(("compute",))

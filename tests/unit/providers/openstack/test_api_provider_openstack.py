@@ -99,3 +99,11 @@ def test_the_entry_point_and_runtime_dependencies() -> None:
         d.startswith("keystoneauth1>=") for d in project["optional-dependencies"]["openstack"]
     )
     assert any(d.startswith("PyYAML>=") for d in project["dependencies"])
+
+
+def test_no_routes_when_the_extensions_cannot_be_listed(emulator: Any, make_cloud: Any) -> None:
+    emulator.admin.fault("network", "GET", r"/v2\.0/extensions$", status=500)
+    try:
+        assert make_cloud().routes() is None
+    finally:
+        emulator.admin.clear_faults()

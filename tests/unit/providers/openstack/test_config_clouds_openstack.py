@@ -125,3 +125,35 @@ def test_a_missing_clouds_yaml_is_an_error(tmp_path: Path, monkeypatch: pytest.M
             f"[Global]\nuse-clouds = true\nclouds-file = {tmp_path / 'absent.yaml'}\n",
             environ={},
         )
+
+
+def test_a_profile_pulls_in_clouds_public_yaml(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write(
+        tmp_path / "clouds.yaml", {"clouds": {"c": {"profile": "acme", "auth": {"username": "u"}}}}
+    )
+    public = {
+        "public-clouds": {"acme": {"auth": {"auth_url": "http://acme/v3"}, "region_name": "R"}}
+    }
+    write(tmp_path / "clouds-public.yaml", public)
+    monkeypatch.chdir(tmp_path)
+    config = load_openstack_config("[Global]\nuse-clouds = true\ncloud = c\n", environ={})
+    assert (config.global_.auth_url, config.global_.username, config.global_.region) == (
+        "http://acme/v3",
+        "u",
+        "R",
+    )
+
+
+def test_an_unknown_profile_is_an_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    write(tmp_path / "clouds.yaml", {"clouds": {"c": {"profile": "nope", "auth": {}}}})
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(CloudConfigError, match="cloud nope does not exist in clouds-public"):
+        load_openstack_config("[Global]\nuse-clouds = true\ncloud = c\n", environ={})
+
+
+def test_a_cloud_without_auth_url_is_an_error(tmp_path: Path) -> None:
+    clouds = write(tmp_path / "c.yaml", {"clouds": {"c": {"auth": {"username": "u"}}}})
+    with pytest.raises(CloudConfigError, match="auth-url: is required \\(neither"):
+        load_openstack_config(f"[Global]\nuse-clouds = true\nclouds-file = {clouds}\n", environ={})

@@ -18,6 +18,7 @@ from kccm.providers.openstack.config import (
     OpenStackConfig,
     load_openstack_config,
 )
+from kccm.providers.openstack.config_values import gcfg_bool, gcfg_int, gcfg_uint, go_duration
 
 BASE = """
 [Global]
@@ -374,3 +375,66 @@ def test_the_up_front_check(
 def test_the_checked_schema_is_the_config() -> None:
     assert issubclass(CheckedOpenStackConfig, OpenStackConfig)
     assert new_openstack_cloud.config_schema is CheckedOpenStackConfig  # type: ignore[attr-defined]
+
+
+# -- gcfg's value rules -------------------------------------------------------------------------
+
+DURATIONS = [
+    ("5s", 5.0),
+    ("1m30s", 90.0),
+    ("1.5h", 5400.0),
+    ("300ms", 0.3),
+    ("2us", 2e-6),
+    ("-5s", -5.0),
+    ("0", 0.0),
+    (".5s", 0.5),
+]
+
+
+@pytest.mark.parametrize(("text", "seconds"), DURATIONS, ids=[d[0] for d in DURATIONS])
+def test_go_durations(text: str, seconds: float) -> None:
+    assert go_duration(text) == pytest.approx(seconds)
+
+
+@pytest.mark.parametrize("text", ["5", "", "s", "1x", "5 s", "1.s.", "--1s"])
+def test_bad_go_durations(text: str) -> None:
+    with pytest.raises(ValueError, match="invalid duration"):
+        go_duration(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [("10", 10), ("0x1F", 31), ("-3", -3), ("+4", 4)],
+    ids=["dec", "hex", "neg", "plus"],
+)
+def test_gcfg_ints(text: str, value: int) -> None:
+    assert gcfg_int(text) == value
+
+
+@pytest.mark.parametrize("text", ["1.5", "ten", "0o7", ""])
+def test_bad_gcfg_ints(text: str) -> None:
+    with pytest.raises(ValueError, match="invalid int"):
+        gcfg_int(text)
+
+
+@pytest.mark.parametrize("text", ["-1", "+1"])
+def test_gcfg_uints_take_no_sign(text: str) -> None:
+    with pytest.raises(ValueError, match="invalid unsigned int"):
+        gcfg_uint(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("true", True),
+        ("YES", True),
+        ("On", True),
+        ("1", True),
+        ("false", False),
+        ("no", False),
+        ("OFF", False),
+        ("0", False),
+    ],
+)
+def test_gcfg_bools(text: str, value: bool) -> None:
+    assert gcfg_bool(text) is value
