@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from kccm.cloudprovider import CloudProviderError
+from kccm.cloudprovider import CloudProviderError, Throttled
 from kccm.providers.openstack.api import (
     OpenStackAPI,
     OpenStackConflict,
@@ -193,7 +193,7 @@ class Octavia:
         for _ in range(steps):
             try:
                 lb = self.get_load_balancer(lb_id)
-            except OpenStackError as err:
+            except (OpenStackError, Throttled) as err:  # upstream: logged, polled again
                 log.warning(
                     "Failed to fetch loadbalancer status from OpenStack (lbID %r): %s", lb_id, err
                 )

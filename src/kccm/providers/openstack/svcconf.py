@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kccm.cloudprovider import Node, Service
+from kccm.cloudprovider import CloudProviderError, Node, Service, Throttled
 from kccm.providers.openstack import lbannotations as ann
 from kccm.providers.openstack.floatingsubnets import FloatingSubnetSpec
 from kccm.providers.openstack.lbannotations import LBAnnotationError, annotation
@@ -169,8 +169,10 @@ def _first_node_subnet(
 ) -> str:
     try:
         return subnet_id_for_lb(neutron, nodes[0], family)
-    except Exception as err:
-        raise LBAnnotationError(
+    except Throttled:
+        raise
+    except CloudProviderError as err:
+        raise CloudProviderError(
             "failed to get subnet to create load balancer for service "
             f"{service_key(service)}: {err}"
         ) from err
@@ -182,9 +184,9 @@ def config_for_ensure(
     """Upstream ``checkService`` + ``makeSvcConf``."""
     key = service_key(service)
     if not nodes:
-        raise LBAnnotationError(f"there are no available nodes for LoadBalancer service {key}")
+        raise CloudProviderError(f"there are no available nodes for LoadBalancer service {key}")
     if not _spec(service).get("ports"):
-        raise LBAnnotationError("no service ports provided")
+        raise CloudProviderError("no service ports provided")
     conf = ServiceConfig(ip_family=_ip_family(service))
     conf.internal = _internal(service, opts)
     conf.tls_container_ref = _tls_container_ref(service, opts)
@@ -208,7 +210,7 @@ def config_for_update(
 ) -> ServiceConfig:
     """Upstream ``checkServiceUpdate`` + ``makeSvcConf``."""
     if not _spec(service).get("ports"):
-        raise LBAnnotationError("no ports provided to openstack load balancer")
+        raise CloudProviderError("no ports provided to openstack load balancer")
     conf = ServiceConfig(ip_family=_ip_family(service))
     member = _member_subnet_id(service, opts)
     if member:

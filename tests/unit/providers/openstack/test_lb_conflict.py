@@ -144,3 +144,17 @@ def test_balancer_in_error_after_create_is_deleted(world: LBWorld) -> None:
     status = balancers.ensure_load_balancer(CLUSTER, world.with_written(svc), world.nodes)
     assert status.ingress[0].ip
     balancers.ensure_load_balancer_deleted(CLUSTER, world.with_written(svc))
+
+
+def test_failed_polls_are_polled_again(world: LBWorld) -> None:
+    """``WaitActiveAndGetLoadBalancer``: a failed GET (here 503, then 500) is logged and the
+    balancer polled again."""
+    balancers = world.balancers()
+    svc = service()
+    for status in (503, 500):
+        world.emu.admin.fault(
+            "load-balancer", "GET", r"/loadbalancers/[0-9a-f-]{36}$", status=status, times=1
+        )
+    assert balancers.ensure_load_balancer(CLUSTER, svc, world.nodes).ingress[0].ip
+    assert len(world.clock.sleeps) >= 2
+    balancers.ensure_load_balancer_deleted(CLUSTER, world.with_written(svc))

@@ -63,6 +63,12 @@ CASES: list[tuple[str, dict[str, Any], dict[str, str], dict[str, Any]]] = [
     ("serial", {"provider-requires-serial-api-calls": "true", "create-monitor": "true"}, {}, {}),
     ("no-cascade", {"cascade-delete": "false", "create-monitor": "true"}, {}, {}),
     (
+        "tls-external-store",
+        {"container-store": "external"},
+        {ann.TLS_CONTAINER_REF: "https://kms.example/v1/containers/abc"},
+        {},
+    ),
+    (
         "security-groups",
         {"manage-security-groups": "true"},
         {},
