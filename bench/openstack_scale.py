@@ -202,7 +202,8 @@ class Bench:
         self.run = uuid.uuid4().hex[:8]
         self.kube = KubeApiClient(load_cluster_config(str(plane.admin_kubeconfig)), qps=0, burst=0)
         self.config = tmp / "cloud.conf"
-        self.config.write_text(emu.cloud_conf({"Route": {"router-id": None}}))
+        no_routes: dict[str, Any] = {"Route": {"router-id": None}}  # None drops the key
+        self.config.write_text(emu.cloud_conf(no_routes))
         self.token = ""
         self.figures: dict[str, Any] = {}
         self.tables: dict[str, Counter[tuple[str, str, str]]] = {}

@@ -16,7 +16,7 @@ import argparse
 import sys
 
 from kccm.testing.openstack import server
-from kccm.testing.openstack.seed import new_network, new_subnet
+from kccm.testing.openstack.seed import new_network, new_subnet, seed_world
 from kccm.testing.openstack.world import World
 
 NETWORK = "nodes"
@@ -44,8 +44,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(add_help=False)
     parser.add_argument("--nodes-cidr", default="10.64.0.0/20")
     ours, rest = parser.parse_known_args(argv)
-    seed = server.seed_world
-    server.seed_world = lambda world: widen(seed(world), ours.nodes_cidr)  # type: ignore[assignment]
+    # server.serve seeds the default world through its module-level name; widen it there.
+    server.__dict__["seed_world"] = lambda world: widen(seed_world(world), ours.nodes_cidr)
     return server.main(rest)
 
 
