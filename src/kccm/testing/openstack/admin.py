@@ -210,7 +210,8 @@ async def expire_tokens(request: web.Request) -> web.Response:
 def state(world: World) -> dict[str, list[Any]]:
     """What tests make and must remove: Octavia objects, floating IPs (but those made for
     servers), security groups but ``default`` and their rules, router routes, ports that are
-    neither seeded nor a server's, allowed address pairs, servers."""
+    neither seeded nor a server's, allowed address pairs, servers, networks and subnets that
+    were not seeded."""
     server_fips = {f for s in world.servers.values() for f in s["emu_fips"]}
     default_sgs = {s["id"] for s in world.security_groups.values() if s["name"] == "default"}
     return {
@@ -245,6 +246,7 @@ def state(world: World) -> dict[str, list[Any]]:
             for pair in p["allowed_address_pairs"]
         ),
         "servers": sorted(world.servers),
+        "networks": sorted((set(world.networks) | set(world.subnets)) - world.baseline_networks),
     }
 
 

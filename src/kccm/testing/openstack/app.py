@@ -142,6 +142,7 @@ def build_app(world: World) -> web.Application:
         keystone,
         neutron,
         neutron_l3,
+        neutron_nets,
         nova,
         octavia,
         octavia_children,
@@ -152,7 +153,8 @@ def build_app(world: World) -> web.Application:
         client_max_size=16 * 1024 * 1024,
     )
     app[WORLD] = world
-    for module in (admin, keystone, nova, neutron, neutron_l3, octavia, octavia_children):
+    modules = (admin, keystone, nova, neutron, neutron_l3, neutron_nets, octavia, octavia_children)
+    for module in modules:
         app.router.add_routes(module.routes)
 
     async def cancel_timers(app: web.Application) -> None:

@@ -114,11 +114,13 @@ def error_body(service: str, status: int, message: str, kind: str = "") -> dict[
     return keystone_error(status, message)
 
 
-def error_response(service: str, error: EmuError, *, auth_uri: str = "") -> web.Response:
+def error_response(
+    service: str, error: EmuError, *, auth_uri: str = "", headers: dict[str, str] | None = None
+) -> web.Response:
     body = error.body
     if body is None:
         body = error_body(service, error.status, error.message, error.kind)
-    headers = {}
+    headers = dict(headers or {})
     if error.status == 401 and auth_uri:
         headers["WWW-Authenticate"] = f"Keystone uri='{auth_uri}'"
     text = body if isinstance(body, str) else json.dumps(body)

@@ -3,7 +3,8 @@ regular expression searched in the request path, and answers ``times`` matching 
 (0 = every one) in one of three ways:
 
 - ``error``: ``status`` with ``body`` (default: the service's own error body, e.g. a 503 in
-  Octavia's ``faultstring`` shape), after ``latency`` seconds;
+  Octavia's ``faultstring`` shape) and ``headers`` (e.g. ``Retry-After`` on a 429), after
+  ``latency`` seconds;
 - ``conflict``: 409 with the service's conflict text; on Octavia the ``ImmutableObject``
   text of the balancer the path belongs to (a "409 storm" with ``times=N``);
 - ``latency``: wait ``latency`` seconds, then serve the call as usual.
@@ -41,6 +42,7 @@ def add_fault(world: World, spec: dict[str, Any]) -> Fault:
         times=int(spec.get("times", 1)),
         latency=float(spec.get("latency", 0.0)),
         kind=kind,
+        headers={str(k): str(v) for k, v in (spec.get("headers") or {}).items()},
     )
     world.faults.append(fault)
     return fault
@@ -91,7 +93,9 @@ def _answer(world: World, service: str, fault: Fault, path: str) -> web.Response
         message = _conflict_text(world, service, path)
     kind = "Conflict" if fault.kind == "conflict" else ""
     error = EmuError(fault.status, message, body=fault.body, kind=kind)
-    return error_response(service, error, auth_uri=f"{world.base_url}/identity")
+    return error_response(
+        service, error, auth_uri=f"{world.base_url}/identity", headers=fault.headers
+    )
 
 
 @web.middleware

@@ -9,6 +9,7 @@ request log and leak checks.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import json
 import os
@@ -141,10 +142,13 @@ class EmulatorAdmin:
         times: int = 1,
         latency: float = 0.0,
         kind: str = "error",
+        headers: Mapping[str, str] | None = None,
     ) -> dict[str, Any]:
-        """Answer the next ``times`` matching calls (0 = all) with a fault: ``kind`` "error"
-        (``status``, ``body`` or the service's error body), "conflict" (409, Octavia's
-        immutable text) or "latency" (``latency`` s, then served)."""
+        """Answer the next ``times`` matching calls (0 = all) of ``service`` (or "*") and
+        ``method`` (or "*") whose path ``path_regex`` is found in (``re.search`` on e.g.
+        ``/network/v2.0/ports``) with a fault: ``kind`` "error" (``status``, ``body`` or the
+        service's error body, ``headers``), "conflict" (409, Octavia's immutable text) or
+        "latency" (``latency`` s, then served)."""
         spec = {
             "service": service,
             "method": method,
@@ -154,6 +158,7 @@ class EmulatorAdmin:
             "times": times,
             "latency": latency,
             "kind": kind,
+            "headers": dict(headers or {}),
         }
         if kind == "conflict" and status == 500:
             spec["status"] = 409
@@ -174,7 +179,7 @@ class EmulatorAdmin:
         return int(self._call("POST", "/_emu/expire-tokens")["expired"])
 
 
-@dataclass
+@dataclass(eq=False)
 class Emulator:
     """A running emulator process."""
 
@@ -230,6 +235,7 @@ class Emulator:
         return "\n".join(lines)
 
     def stop(self) -> None:
+        _RUNNING.discard(self)
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
             try:
@@ -293,6 +299,8 @@ def start_emulator(
         str(lb_active_delay),
         "--token-ttl",
         str(token_ttl),
+        "--parent-pid",
+        str(os.getpid()),
     ]
     ca_file = _certificates(host, args) if tls else ""
     with contextlib.ExitStack() as stack:
@@ -303,7 +311,19 @@ def start_emulator(
             args, stdout=subprocess.PIPE, stderr=stderr, text=True, env=_child_env()
         )
     ready = _read_ready(process)
-    return Emulator(process=process, base_url=str(ready["url"]), ca_file=ca_file)
+    emulator = Emulator(process=process, base_url=str(ready["url"]), ca_file=ca_file)
+    _RUNNING.add(emulator)
+    return emulator
+
+
+_RUNNING: set[Emulator] = set()
+
+
+@atexit.register
+def _stop_running() -> None:
+    """Emulators a test left running stop with the process (they also watch it)."""
+    for emulator in list(_RUNNING):
+        emulator.stop()
 
 
 def _certificates(host: str, args: list[str]) -> str:

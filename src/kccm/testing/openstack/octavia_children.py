@@ -378,7 +378,7 @@ async def member_create(request: web.Request) -> web.Response:
     body = await payload(request, "member")
     _unknown(world, body, POST_ATTRS["member"], "member")
     if body.get("subnet_id") and body["subnet_id"] not in world.subnets:
-        raise EmuError(400, f"Subnet {body['subnet_id']} not found.")
+        raise EmuError(404, f"Subnet {body['subnet_id']} not found.")
     member = new_member(body, pool, monitored=_monitored(world, pool))
     check_mutable(world.loadbalancers[pool["_lb"]], pool=pool)
     _duplicate_member(world, pool, member)

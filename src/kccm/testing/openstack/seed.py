@@ -252,4 +252,5 @@ def seed_world(world: World) -> World:
         world.sg_rules[rule["id"]] = rule
     _seed_router(world, project_id, public, private)
     world.baseline_ports = set(world.ports)
+    world.baseline_networks = set(world.networks) | set(world.subnets)
     return world

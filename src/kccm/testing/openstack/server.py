@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -46,7 +47,23 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--cert-file", default="", help="serve HTTPS with this certificate")
     parser.add_argument("--key-file", default="", help="the certificate's private key")
+    parser.add_argument(
+        "--parent-pid", type=int, default=0, help="stop when this process is gone (the launcher's)"
+    )
     return parser.parse_args(argv)
+
+
+async def _watch_parent(pid: int, stop: asyncio.Event) -> None:
+    """Stop once ``pid`` is gone (checked every second), so an emulator never outlives the
+    test process that started it, whichever thread started it."""
+    while pid and not stop.is_set():
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            stop.set()
+            return
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), 1.0)
 
 
 def _tls(args: argparse.Namespace) -> ssl.SSLContext | None:
@@ -78,9 +95,11 @@ async def serve(args: argparse.Namespace) -> None:
         loop.add_signal_handler(signum, stop.set)
     sys.stdout.write(json.dumps({"url": world.base_url, "pid": os.getpid()}) + "\n")
     sys.stdout.flush()
+    watcher = asyncio.create_task(_watch_parent(args.parent_pid, stop))
     try:
         await stop.wait()
     finally:
+        watcher.cancel()
         await runner.cleanup()
 
 

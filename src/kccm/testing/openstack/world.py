@@ -70,6 +70,7 @@ class Fault:
     times: int  # answers left; 0 = unlimited
     latency: float
     kind: str  # "error" | "conflict" | "latency"
+    headers: dict[str, str] = field(default_factory=dict)  # e.g. Retry-After on a 429
     hits: int = 0
 
 
@@ -109,6 +110,7 @@ class World:
     fault_seq: int = 0
     seq: int = 0
     baseline_ports: set[str] = field(default_factory=set)
+    baseline_networks: set[str] = field(default_factory=set)  # and subnets: the seeded ids
     timers: dict[str, Any] = field(default_factory=dict)  # lb id -> asyncio.TimerHandle
 
     # -- lookups --------------------------------------------------------------------------

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
+import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -122,6 +125,20 @@ async def test_latency_fault_delays_then_serves(api: Api) -> None:
     assert await api.ok("GET", "/_emu/faults") == []
 
 
+async def test_fault_headers(api: Api) -> None:
+    await fault(
+        api,
+        service="compute",
+        method="GET",
+        path_regex="servers",
+        status=429,
+        headers={"Retry-After": "3"},
+    )
+    async with api.client.get(f"{NOVA}/servers", headers={"X-Auth-Token": api.token}) as resp:
+        assert (resp.status, resp.headers["Retry-After"]) == (429, "3")
+        assert (await resp.json())["overLimit"]["code"] == 429
+
+
 async def test_unknown_fault_kind_is_refused(api: Api) -> None:
     status, _ = await api.call("POST", "/_emu/faults", {"kind": "explode"})
     assert status == 400
@@ -236,3 +253,37 @@ def test_launcher_serves_https_with_a_ca_of_its_own() -> None:
         assert f"ca-file = {emu.ca_file}" in emu.cloud_conf()
         ca_file = emu.ca_file
     assert not os.path.exists(ca_file)
+
+
+async def test_emulator_stops_when_its_starter_dies() -> None:
+    """A test process killed outright leaves no emulator behind: the server watches it."""
+    script = (
+        "import sys\n"
+        "from kccm.testing.openstack import start_emulator\n"
+        "emu = start_emulator()\n"
+        "print(emu.process.pid, flush=True)\n"
+        "sys.stdin.read()\n"
+    )
+    starter = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        script,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
+    assert starter.stdout is not None
+    child = int(await starter.stdout.readline())
+    starter.kill()
+    await starter.wait()
+
+    async def gone() -> bool:
+        """No such process, or a zombie left for whoever reaps it."""
+        try:
+            text = await asyncio.to_thread(Path(f"/proc/{child}/stat").read_text)
+            state = text.rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            return True
+        return state in ("Z", "X")
+
+    assert await eventually(gone, interval=0.1)

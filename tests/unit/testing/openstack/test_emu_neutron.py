@@ -311,3 +311,54 @@ async def test_disabled_extensions(api: Api) -> None:
     await api.ok("PATCH", "/_emu/config", {"disabled_extensions": ["extraroute"]})
     status, body = await api.call("PUT", f"{NET}/routers/{router}", routes)
     assert (status, body["NeutronError"]["message"]) == (400, "Unrecognized attribute(s) 'routes'")
+
+
+async def test_a_second_external_network(api: Api) -> None:
+    before = await api.ok("GET", "/_emu/state")
+    net = (
+        await api.ok(
+            "POST", f"{NET}/networks", {"network": {"name": "public2", "router:external": True}}
+        )
+    )["network"]
+    subnet = (
+        await api.ok(
+            "POST",
+            f"{NET}/subnets",
+            {
+                "subnet": {
+                    "network_id": net["id"],
+                    "cidr": "172.25.0.0/24",
+                    "ip_version": 4,
+                    "name": "public2-subnet",
+                }
+            },
+        )
+    )["subnet"]
+    assert (subnet["gateway_ip"], subnet["allocation_pools"]) == (
+        "172.25.0.1",
+        [{"start": "172.25.0.2", "end": "172.25.0.254"}],
+    )
+    status, body = await api.call(
+        "POST",
+        f"{NET}/subnets",
+        {"subnet": {"network_id": net["id"], "cidr": "172.25.0.128/25", "ip_version": 4}},
+    )
+    assert (status, body["NeutronError"]["type"]) == (400, "InvalidInput")
+    externals = (await api.ok("GET", f"{NET}/networks?router:external=true"))["networks"]
+    assert sorted(n["name"] for n in externals) == ["public", "public2"]
+    fip = (
+        await api.ok(
+            "POST", f"{NET}/floatingips", {"floatingip": {"floating_network_id": net["id"]}}
+        )
+    )["floatingip"]
+    assert fip["floating_ip_address"] == "172.25.0.2"
+    assert (await api.ok("GET", "/_emu/state"))["networks"] == sorted([net["id"], subnet["id"]])
+    await api.ok("DELETE", f"{NET}/floatingips/{fip['id']}")
+    port = (await api.ok("POST", f"{NET}/ports", {"port": {"network_id": net["id"]}}))["port"]
+    status, body = await api.call("DELETE", f"{NET}/networks/{net['id']}")
+    assert (status, body["NeutronError"]["type"]) == (409, "NetworkInUse")
+    await api.ok("DELETE", f"{NET}/ports/{port['id']}")
+    assert (await api.call("DELETE", f"{NET}/networks/{net['id']}"))[0] == 204
+    assert await api.ok("GET", "/_emu/state") == before
+    status, body = await api.call("POST", f"{NET}/networks", {"network": {"colour": "red"}})
+    assert (status, body["NeutronError"]["message"]) == (400, "Unrecognized attribute(s) 'colour'")
