@@ -28,7 +28,8 @@ Tokens are keystoneauth's business: a token about to expire is renewed before us
 request once more (``allow_reauth``), as gophercloud's ``AllowReauth`` does.
 
 Errors: ``404`` -> :class:`OpenStackNotFound`, ``409`` -> :class:`OpenStackConflict`,
-``429``/``503`` -> :class:`~kccm.cloudprovider.Throttled` (with ``Retry-After``), anything else
+``429``/``503`` (and Nova's ``413`` "over limit" with a ``Retry-After``) ->
+:class:`~kccm.cloudprovider.Throttled` (with ``Retry-After``), anything else
 -> :class:`OpenStackAPIError` (``status`` 0 for a transport failure). Every request goes
 through :meth:`OpenStackAPI.request` and is recorded in :attr:`OpenStackAPI.ledger` (``GET`` a
 read, anything else a write); Keystone's own token requests are not.
@@ -67,6 +68,7 @@ __all__ = [
     "OpenStackNotFound",
     "auth_plugin",
     "keystone_v3_url",
+    "mapped_error",
 ]
 
 log = logging.getLogger(__name__)
@@ -241,11 +243,12 @@ def _retry_after(response: requests.Response) -> float | None:
 
 
 def mapped_error(status: int, text: str, retry_after: float | None = None) -> Exception:
+    """The exception for an HTTP ``status`` outside the accepted ones (see the module doc)."""
     if status == 404:
         return OpenStackNotFound(text, 404)
     if status == 409:
         return OpenStackConflict(text, 409)
-    if status in THROTTLED_STATUSES:
+    if status in THROTTLED_STATUSES or (status == 413 and retry_after is not None):
         return Throttled(f"OpenStack rate limit or overload: {text}", retry_after)
     return OpenStackAPIError(status, text)
 

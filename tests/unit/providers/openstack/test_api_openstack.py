@@ -28,6 +28,7 @@ from kccm.providers.openstack.api import (
     OpenStackNotFound,
     auth_plugin,
     keystone_v3_url,
+    mapped_error,
 )
 from kccm.providers.openstack.config import load_openstack_config
 
@@ -446,3 +447,24 @@ def test_without_a_region_several_regions_are_an_error(
     monkeypatch.setattr(api, "_catalog_regions", lambda service: ["RegionOne", "RegionTwo"])
     with pytest.raises(OpenStackAuthError, match=r"several regions \(RegionOne, RegionTwo\)"):
         api.verify(("compute",))
+
+
+@pytest.mark.parametrize(
+    ("status", "retry_after", "expected"),
+    [
+        (429, "7", Throttled),
+        (503, None, Throttled),
+        (413, "3", Throttled),
+        (413, None, OpenStackAPIError),
+        (404, None, OpenStackNotFound),
+        (409, None, OpenStackConflict),
+        (502, None, OpenStackAPIError),
+    ],
+    ids=["429", "503", "413-over-limit", "413-quota", "404", "409", "502"],
+)
+def test_mapped_error(status: int, retry_after: str | None, expected: type[Exception]) -> None:
+    seconds = float(retry_after) if retry_after else None
+    error = mapped_error(status, "text", seconds)
+    assert type(error) is expected
+    if isinstance(error, Throttled):
+        assert error.retry_after == seconds
