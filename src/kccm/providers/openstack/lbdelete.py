@@ -6,7 +6,8 @@ A balancer OCCM/kccm made (its name starts with ``kube_service_``, or is the leg
 shares is deleted — with ``cascade`` by default, else monitors, pools, listeners and then the
 balancer — after its floating IP, unless ``keep-floatingip`` or the floating IP was not made
 by a cloud provider. A shared balancer, or one the user brought, loses only this Service's
-listeners, pools and monitors and its tag. The Service's security group goes in every case.
+listeners, pools and monitors and its tag. The Service's security group goes in every case,
+first (see :func:`delete_for_service`).
 """
 
 from __future__ import annotations
@@ -87,10 +88,13 @@ def delete_for_service(
     tagged = conf.lb_name in tags
     shared = any(t != conf.lb_name and t.startswith(SERVICE_PREFIX) for t in tags)
     whole = owned and not shared
+    # kccm: the group goes first (upstream: last). The service controller only calls a
+    # delete while get_load_balancer finds the balancer, so a group whose removal failed
+    # after the balancer was gone would never be retried.
+    ensure_security_group_deleted(neutron, service)
     if whole:
         release_floating_ip(neutron, service, lb)
     delete_load_balancer(octavia, lb, service, conf, whole, cascade)
     if not whole and tagged:
         remaining = [t for t in tags if t != conf.lb_name] or [""]
         octavia.update_load_balancer(str(lb["id"]), {"tags": remaining})
-    ensure_security_group_deleted(neutron, service)

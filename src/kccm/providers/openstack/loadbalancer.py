@@ -299,6 +299,16 @@ class OctaviaLoadBalancers:
             raise CloudProviderError(f"load balancer for Service {service_key(service)} not found")
         if lb.get("provisioning_status") != ACTIVE:
             lb = self.octavia.wait_active(str(lb["id"]))
+        self._update_pools(lb, service, members, conf)
+        if self.opts.manage_security_groups:
+            ensure_security_group(
+                self.neutron, cluster_name, service, members, conf, self.opts.lb_provider
+            )
+
+    def _update_pools(
+        self, lb: LB, service: Service, members: Sequence[Node], conf: ServiceConfig
+    ) -> None:
+        """The port loop of ``updateOctaviaLoadBalancer`` (names from the balancer's name)."""
         lb_id, lb_name = str(lb["id"]), str(lb.get("name", ""))
         current = listener_map(self.octavia.listeners(lb_id))
         for index, port in enumerate(_ports(service)):
@@ -321,10 +331,6 @@ class OctaviaLoadBalancers:
                 self.opts.provider_requires_serial_api_calls,
             )
             ensure_monitor(self.octavia, lb_id, monitor_name(index, lb_name), pool, port, conf)
-        if self.opts.manage_security_groups:
-            ensure_security_group(
-                self.neutron, cluster_name, service, members, conf, self.opts.lb_provider
-            )
 
     # -- delete ------------------------------------------------------------------------------
 

@@ -88,6 +88,10 @@ class Neutron:
         """Upstream ``GetPorts`` (filters: ``device_id``, ``security_groups``)."""
         return self._list("/ports", "ports", params, "list_ports")
 
+    def port(self, port_id: str) -> Obj:
+        result = self._send("GET", f"/ports/{port_id}", None, "get_port")
+        return dict(result.get("port") or {})
+
     def set_port_security_groups(self, port_id: str, groups: Sequence[str]) -> None:
         body = {"port": {"security_groups": list(groups)}}
         self._send("PUT", f"/ports/{port_id}", body, "update_port")

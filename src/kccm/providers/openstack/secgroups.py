@@ -16,7 +16,8 @@ from __future__ import annotations
 import contextlib
 import ipaddress
 import logging
-from collections.abc import Mapping, Sequence
+import threading
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from kccm.cloudprovider import Node, Service
@@ -130,6 +131,26 @@ def _member_port(port: Obj, address: str, subnet_id: str) -> bool:
     )
 
 
+_PORT_LOCK = threading.Lock()
+
+
+def _change_port_groups(
+    neutron: Neutron, port_id: str, change: Callable[[list[str]], list[str]]
+) -> None:
+    """Read the port's groups afresh and write ``change(groups)``, one port update at a time
+    in this process. Upstream reads, then writes what it read plus or minus its group (its
+    TODO: "This isn't an atomic operation"); kccm syncs Services concurrently, and two of them
+    on the same node port would undo each other's group (or write back one just deleted)."""
+    with _PORT_LOCK:
+        try:
+            groups = list(neutron.port(port_id).get("security_groups") or ())
+        except OpenStackNotFound:
+            return  # the port went with its server
+        wanted = change(groups)
+        if wanted != groups:
+            neutron.set_port_security_groups(port_id, wanted)
+
+
 def _apply_to_nodes(
     neutron: Neutron, conf: ServiceConfig, nodes: Sequence[Node], group_id: str
 ) -> None:
@@ -146,7 +167,7 @@ def _apply_to_nodes(
             if not port.get("port_security_enabled", True) or group_id in groups:
                 continue
             if _member_port(port, address, conf.member_subnet_id):
-                neutron.set_port_security_groups(str(port["id"]), [*groups, group_id])
+                _change_port_groups(neutron, str(port["id"]), lambda g: [*g, group_id])
 
 
 def ensure_security_group(
@@ -171,8 +192,7 @@ def ensure_security_group_deleted(neutron: Neutron, service: Service) -> None:
     if not group_id:
         return
     for port in neutron.ports(security_groups=group_id):
-        remaining = sorted(set(port.get("security_groups") or ()) - {group_id})
-        neutron.set_port_security_groups(str(port["id"]), remaining)
+        _change_port_groups(neutron, str(port["id"]), lambda g: sorted(set(g) - {group_id}))
         if group_id in (port.get("tags") or ()):
             neutron.delete_port_tag(str(port["id"]), group_id)
     with contextlib.suppress(OpenStackNotFound):

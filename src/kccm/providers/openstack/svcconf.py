@@ -287,14 +287,8 @@ def _monitor(conf: ServiceConfig, service: Service, opts: LBOptions) -> None:
     )
 
 
-def _finish(conf: ServiceConfig, service: Service, opts: LBOptions, octavia: Octavia) -> None:
-    """Upstream ``makeSvcConf``."""
-    key = service_key(service)
-    conf.conn_limit = ann.int_annotation(service, ann.CONN_LIMIT, -1)
-    conf.lb_id = annotation(service, ann.LB_ID)
-    conf.lb_method = _lb_method(service)
-    conf.support_tags = octavia.supports("tags")
-    conf.node_selectors = ann.key_value_annotation(service, ann.NODE_SELECTOR, opts.node_selector)
+def _client_ip(conf: ServiceConfig, service: Service) -> None:
+    """``x-forwarded-for`` and ``proxy-protocol``, which exclude each other."""
     keep_client_ip = ann.bool_annotation(service, ann.X_FORWARDED_FOR, False)
     conf.proxy_protocol = ann.proxy_protocol(service)
     if conf.proxy_protocol is not None and keep_client_ip:
@@ -302,13 +296,20 @@ def _finish(conf: ServiceConfig, service: Service, opts: LBOptions, octavia: Oct
             f"annotation {ann.PROXY_PROTOCOL} and {ann.X_FORWARDED_FOR} cannot be used together"
         )
     conf.keep_client_ip = keep_client_ip
+
+
+def _features(conf: ServiceConfig, service: Service, opts: LBOptions, octavia: Octavia) -> None:
+    """What depends on the Octavia version and provider (``IsOctaviaFeatureSupported``)."""
+    key = service_key(service)
     timeouts = _timeouts(service)
     if octavia.supports("timeout"):
         conf.timeouts = timeouts
     ranges = source_ranges(service, conf.ip_family)
     if octavia.supports("vip_acl") or (opts.lb_provider == "ovn" and opts.manage_security_groups):
         conf.allowed_cidrs = ranges
-    else:
+    elif (service.get("spec") or {}).get("loadBalancerSourceRanges") or annotation(
+        service, ann.SOURCE_RANGES
+    ):
         log.warning(
             "LoadBalancerSourceRanges are ignored for Service %s because Octavia provider "
             "does not support it",
@@ -323,5 +324,16 @@ def _finish(conf: ServiceConfig, service: Service, opts: LBOptions, octavia: Oct
         log.warning(
             "LoadBalancer Availability Zones aren't supported (Octavia < 2.14) for Service %s", key
         )
+
+
+def _finish(conf: ServiceConfig, service: Service, opts: LBOptions, octavia: Octavia) -> None:
+    """Upstream ``makeSvcConf``."""
+    conf.conn_limit = ann.int_annotation(service, ann.CONN_LIMIT, -1)
+    conf.lb_id = annotation(service, ann.LB_ID)
+    conf.lb_method = _lb_method(service)
+    conf.support_tags = octavia.supports("tags")
+    conf.node_selectors = ann.key_value_annotation(service, ann.NODE_SELECTOR, opts.node_selector)
+    _client_ip(conf, service)
+    _features(conf, service, opts, octavia)
     conf.tls_container_ref = _tls_container_ref(service, opts)
     _monitor(conf, service, opts)

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -172,3 +173,21 @@ def test_turning_security_groups_off_removes_the_group(world: LBWorld) -> None:
     plain.ensure_load_balancer(CLUSTER, svc, world.nodes)
     assert plain.neutron.security_group_id(security_group_name(svc)) == ""
     plain.ensure_load_balancer_deleted(CLUSTER, svc)
+
+
+def test_concurrent_services_share_node_ports(world: LBWorld) -> None:
+    """kccm syncs Services concurrently: groups added to and removed from the same node ports
+    at once are neither lost nor written back after their deletion."""
+    balancers = world.balancers(**{"manage-security-groups": "true"})
+    services = [service(f"web{i}", ports=((80, 30100 + i),)) for i in range(4)]
+    with ThreadPoolExecutor(4) as pool:
+        list(pool.map(lambda s: balancers.ensure_load_balancer(CLUSTER, s, world.nodes), services))
+    groups = {balancers.neutron.security_group_id(security_group_name(s)) for s in services}
+    for server in world.servers:
+        (port,) = balancers.neutron.ports(device_id=server["id"])
+        assert groups <= set(port["security_groups"])
+    with ThreadPoolExecutor(4) as pool:
+        list(pool.map(lambda s: balancers.ensure_load_balancer_deleted(CLUSTER, s), services))
+    for server in world.servers:
+        (port,) = balancers.neutron.ports(device_id=server["id"])
+        assert not groups & set(port["security_groups"])
