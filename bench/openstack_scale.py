@@ -5,10 +5,12 @@ Usage: .venv/bin/python bench/openstack_scale.py [--nodes 1000] [--services 100]
            [--refresh-every 30] [--quick] [--json out.json]
 
 Starts its own etcd + kube-apiserver and the OpenStack emulator (``kccm.testing.openstack`` as a
-subprocess, with a /20 tenant network ``nodes``: bench/openstack_wide_emulator.py) holding
---nodes ACTIVE servers, and runs the real kccm daemon (``--cloud-provider=openstack``, the
-emulator's OCCM-style cloud.conf without [Route], ``--node-status-update-frequency`` =
---refresh-every, every other flag at its default) as a subprocess:
+subprocess) with a tenant network ``nodes`` (one subnet of --nodes-cidr, made through Neutron:
+the default ``private`` /24 holds 253 servers) holding --nodes ACTIVE servers, and --lb-nodes
+servers on ``private`` (routed to the public network, so floating IPs reach its ports). It
+runs the real kccm daemon (``--cloud-provider=openstack``, the emulator's OCCM-style
+cloud.conf without [Route], ``--node-status-update-frequency`` = --refresh-every for the
+init daemon, every other flag at its default) as a subprocess:
 
 init      one kubelet-style Node per server (named after it, no providerID, the uninitialized
           taint) created at once: wall time until every Node has its providerID, InternalIP,
@@ -17,9 +19,10 @@ init      one kubelet-style Node per server (named after it, no providerID, the 
 refresh   the next periodic metadata refresh tick over every Node: its wall time (the node
           controller's ``Update N nodes status took`` line) and its requests (expected: one
           paged servers/detail listing and one paged ports listing, nothing per node);
-ensure    all but --lb-nodes Nodes deleted, kccm started again, --services LoadBalancer
-          Services (two ports each) created at once: wall time until each has its ingress (a
-          floating IP), and the requests;
+ensure    those Nodes deleted, kccm started again, --lb-nodes Nodes of servers on the
+          routed network ``private`` initialised, then --services LoadBalancer Services (two
+          ports each) created at once: wall time until each has its ingress (a floating IP),
+          and the requests;
 restart   kccm stopped (SIGTERM) and started again: every Service is ensured again, as upstream
           does at start; the requests until the service queue has taken every Service and
           nothing moved for 5 s, the mutating ones (non-GET, less Keystone token POSTs;
@@ -38,8 +41,6 @@ import asyncio
 import json
 import os
 import re
-import selectors
-import subprocess
 import sys
 import tempfile
 import time
@@ -51,6 +52,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl
 
+from keystoneauth1 import session
+from keystoneauth1.identity import v3
 from scale import (  # bench/ is on sys.path when run as a script
     Completion,
     Daemon,
@@ -68,15 +71,13 @@ from kccm.kube.config import load_cluster_config
 from kccm.kube.resources import NAMESPACES, NODES, SERVICES
 from kccm.testing.controlplane import ControlPlane
 from kccm.testing.kubelet import kubelet_node as shared_kubelet_node
-from kccm.testing.openstack.launcher import Emulator
+from kccm.testing.openstack.launcher import Emulator, start_emulator
 from kccm.testing.ports import free_port
 
-HERE = Path(__file__).resolve().parent
 UNINIT = "node.cloudprovider.kubernetes.io/uninitialized"
 NETWORK = "nodes"
 TICK = re.compile(r"Update (\d+) nodes status took ([\d.]+)s\.")
 UUID = re.compile(r"/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}(?=/|$)")
-READY_WAIT = 30.0
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 PROVIDER = (
     "openstack"
@@ -94,31 +95,39 @@ def log(message: str) -> None:
 # -- the emulator -----------------------------------------------------------------------------
 
 
-def start_emulator(log_path: Path) -> Emulator:
-    """bench/openstack_wide_emulator.py on a free port (what
-    :func:`kccm.testing.openstack.launcher.start_emulator` does for the default world)."""
-    args = [sys.executable, str(HERE / "openstack_wide_emulator.py"), "--port", str(free_port())]
-    with log_path.open("ab") as sink:
-        proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=sink, text=True)
-    assert proc.stdout is not None
-    with selectors.DefaultSelector() as sel:
-        sel.register(proc.stdout, selectors.EVENT_READ)
-        line = proc.stdout.readline() if sel.select(READY_WAIT) else ""
-    if not line:
-        proc.kill()
-        raise SystemExit(f"the emulator did not start:\n{log_path.read_text()[-3000:]}")
-    return Emulator(process=proc, base_url=str(json.loads(line)["url"]))
+def add_network(emu: Emulator, cidr: str) -> None:
+    """A tenant network ``nodes`` with one IPv4 subnet of ``cidr``, made through Neutron as the
+    cloud.conf's user (keystoneauth1, as the provider): the default world's ``private`` has
+    one /24 (devstack's), which holds 253 servers."""
+    conf = emu.config
+    auth = v3.Password(
+        auth_url=emu.auth_url,
+        username=conf["user"],
+        password=conf["password"],
+        user_domain_name=conf["domain"],
+        project_name=conf["project"],
+        project_domain_name=conf["domain"],
+    )
+    neutron = {"service_type": "network", "interface": "public", "region_name": conf["region"]}
+    sess = session.Session(auth=auth)
+    try:
+        body = {"network": {"name": NETWORK}}
+        net = sess.post("/v2.0/networks", endpoint_filter=neutron, json=body).json()["network"]
+        subnet = {"network_id": net["id"], "cidr": cidr, "ip_version": 4}
+        sess.post("/v2.0/subnets", endpoint_filter=neutron, json={"subnet": subnet})
+    finally:
+        sess.session.close()
 
 
-def seed_servers(emu: Emulator, count: int) -> list[str]:
-    """``count`` ACTIVE servers on the ``nodes`` network; their names."""
-    names = [f"os-node-{i:05d}" for i in range(count)]
+def seed_servers(emu: Emulator, count: int, prefix: str, network: str) -> list[str]:
+    """``count`` ACTIVE servers on ``network``; their names."""
+    names = [f"{prefix}-{i:05d}" for i in range(count)]
     flavors = ("m1.small", "m1.medium", "m1.large")
     with ThreadPoolExecutor(8) as pool:
         list(
             pool.map(
                 lambda i: emu.admin.add_server(
-                    names[i], flavor=flavors[i % 3], networks=(NETWORK,)
+                    names[i], flavor=flavors[i % 3], networks=(network,)
                 ),
                 range(count),
             )
@@ -279,12 +288,21 @@ class Bench:
             await asyncio.sleep(0.05)
         raise SystemExit("no node status refresh tick was logged in time")
 
-    async def ensure(self, keep: list[str], drop: list[str], namespace: str) -> list[str]:
+    async def ensure(self, drop: list[str], lb_nodes: list[str], namespace: str) -> list[str]:
+        """The init Nodes deleted, kccm started again, one Node per ``lb_nodes`` server
+        initialised, then the Services created at once."""
         await bounded(200, [delete_quietly(self.kube, NODES, n) for n in drop])
         await self.kube.create(NAMESPACES, {"metadata": {"name": namespace}})
         daemon = self.daemon()
         try:
             await daemon.wait_logged("caches synced")
+            run = f"{self.run}-lb"
+            selector = f"bench-run={run}"
+            async with Completion(
+                self.kube, NODES, len(lb_nodes), initialised, label_selector=selector
+            ) as done:
+                await bounded(50, [self.kube.create(NODES, kubelet_node(n, run)) for n in lb_nodes])
+                await asyncio.wait_for(done.finished.wait(), self.args.timeout)
             since = last_seq(self.emu)
             count = self.args.services
             async with Completion(
@@ -300,7 +318,7 @@ class Bench:
             await self._quiet(daemon, count)
             self.figures["ensure_seconds"] = round(took, 2)
             self.record("ensure", window(self.emu, since))
-            log(f"ensure: {count} Services with {len(keep)} nodes in {took:.2f} s")
+            log(f"ensure: {count} Services with {len(lb_nodes)} nodes in {took:.2f} s")
         finally:
             daemon.stop()
         return sorted(self.emu.admin.state()["loadbalancers"])
@@ -370,8 +388,10 @@ async def main_async(args: argparse.Namespace, plane: ControlPlane, emu: Emulato
     try:
         bench.token = await metrics_token(bench.kube)
         started = time.perf_counter()
-        names = seed_servers(emu, args.nodes)
-        log(f"emulator: {len(names)} servers in {time.perf_counter() - started:.1f} s")
+        names = seed_servers(emu, args.nodes, "os-node", NETWORK)
+        lb_nodes = seed_servers(emu, args.lb_nodes, "os-lb-node", "private")
+        log(f"emulator: {len(names) + len(lb_nodes)} servers in "
+            f"{time.perf_counter() - started:.1f} s")  # fmt: skip
         baseline = emu.admin.state()
         daemon = await bench.init(names)
         try:
@@ -379,11 +399,10 @@ async def main_async(args: argparse.Namespace, plane: ControlPlane, emu: Emulato
         finally:
             daemon.stop()
         namespace = f"bench-{bench.run}"
-        keep, drop = names[: args.lb_nodes], names[args.lb_nodes :]
-        balancers = await bench.ensure(keep, drop, namespace)
+        balancers = await bench.ensure(names, lb_nodes, namespace)
         daemon = await bench.restart(balancers, namespace)
         await bench.cleanup(daemon, namespace, baseline)
-        await bounded(200, [delete_quietly(bench.kube, NODES, n) for n in keep])
+        await bounded(200, [delete_quietly(bench.kube, NODES, n) for n in lb_nodes])
     finally:
         await bench.kube.close()
     return bench
@@ -419,8 +438,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, default=1000)
     parser.add_argument("--services", type=int, default=100)
-    parser.add_argument("--lb-nodes", type=int, default=3, help="Nodes kept for the balancers")
+    parser.add_argument("--lb-nodes", type=int, default=3, help="the balancers' Nodes")
     parser.add_argument("--refresh-every", type=float, default=30.0, help="seconds per tick")
+    parser.add_argument("--nodes-cidr", default="10.64.0.0/20", help="the servers' subnet")
     parser.add_argument("--timeout", type=float, default=600.0)
     parser.add_argument("--quick", action="store_true", help="50 nodes, 10 services, 5 s ticks")
     parser.add_argument("--json", help="write the figures to this file")
@@ -429,8 +449,9 @@ def main() -> None:
         args.nodes, args.services, args.refresh_every = 50, 10, 5.0
     apiserver_args = ("--max-requests-inflight=1000", "--max-mutating-requests-inflight=500")
     with tempfile.TemporaryDirectory(prefix="kccm-openstack-emu-") as tmp:
-        emu = start_emulator(Path(tmp) / "emulator.log")
+        emu = start_emulator(log_path=Path(tmp) / "emulator.log")
         try:
+            add_network(emu, args.nodes_cidr)
             with ControlPlane(extra_apiserver_args=apiserver_args) as plane:
                 log(f"control plane up in {plane.started_in:.1f} s; --cloud-provider={PROVIDER}")
                 bench = asyncio.run(main_async(args, plane, emu))
