@@ -8,7 +8,7 @@
   server with a port per network (``device_owner compute:nova``) and, when ``floating``, a
   floating IP on its first port; ``PUT /_emu/servers/{id}/status``; ``DELETE
   /_emu/servers/{id}`` (its ports and the floating IPs made for it go too);
-- ``GET /_emu/requests?since=N``; ``GET|POST|DELETE /_emu/faults``;
+- ``GET /_emu/requests?since=N``, ``GET /_emu/seq``; ``GET|POST|DELETE /_emu/faults``;
   ``POST /_emu/expire-tokens``; ``POST /_emu/settle`` (pending Octavia changes finish
   now); ``GET /_emu/state`` (what a test may have left behind).
 """
@@ -177,6 +177,12 @@ async def delete_server(request: web.Request) -> web.Response:
 async def get_requests(request: web.Request) -> web.Response:
     since = int(request.query.get("since", "0"))
     return reply([entry for entry in request.app[WORLD].requests if entry["seq"] > since])
+
+
+@routes.get("/_emu/seq")
+async def get_seq(request: web.Request) -> web.Response:
+    """The sequence number of the last logged call (0 before any)."""
+    return reply({"seq": request.app[WORLD].seq})
 
 
 @routes.get("/_emu/faults")

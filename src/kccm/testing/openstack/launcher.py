@@ -106,8 +106,9 @@ class EmulatorAdmin:
         return list(self._call("GET", f"/_emu/requests?since={since}"))
 
     def last_seq(self) -> int:
-        found = self.requests()
-        return int(found[-1]["seq"]) if found else 0
+        """The sequence number of the last logged call: ``requests(since=last_seq())``
+        later lists what came after."""
+        return int(self._call("GET", "/_emu/seq")["seq"])
 
     def mutating(self, since: int = 0) -> list[dict[str, Any]]:
         """The writes after ``since``: every call but GET/HEAD, less Keystone token POSTs."""
@@ -204,8 +205,8 @@ class Emulator:
 
     def cloud_conf(
         self,
-        overrides: Mapping[str, Mapping[str, str]] | None = None,
-        **sections: Mapping[str, str],
+        overrides: Mapping[str, Mapping[str, str | None]] | None = None,
+        **sections: Mapping[str, str | None],
     ) -> str:
         """OCCM's ``cloud.conf`` for the default user and project; ``{"Section": {"key":
         "value"}}`` (a value of None drops the key) merge over the defaults."""

@@ -28,6 +28,7 @@ __all__ = ["MAX_MICROVERSION", "microversion", "render_server", "routes"]
 routes = web.RouteTableDef()
 PREFIX = "/compute/v2.1"
 MAX_MICROVERSION = (2, 96)
+MAX_LIMIT = 1000  # nova.conf [api] max_limit
 POWER = {  # status -> (OS-EXT-STS:vm_state, OS-EXT-STS:power_state); nova/compute/power_state.py
     "ACTIVE": ("active", 1),
     "SHUTOFF": ("stopped", 4),
@@ -81,20 +82,36 @@ def _link(world: World, kind: str, ident: str) -> list[Obj]:
     ]
 
 
-def addresses(world: World, server_id: str) -> dict[str, list[Obj]]:
-    result: dict[str, list[Obj]] = {}
+Wiring = tuple[dict[str, list[Obj]], dict[tuple[str, str], list[Obj]]]
+
+
+def wiring(world: World) -> Wiring:
+    """Ports by device and floating IPs by (port, fixed IP), built once per request (a
+    listing of a thousand servers would otherwise scan every port per server)."""
+    ports: dict[str, list[Obj]] = {}
     for port in world.ports.values():
-        if port["device_id"] != server_id:
-            continue
+        ports.setdefault(port["device_id"], []).append(port)
+    fips: dict[tuple[str, str], list[Obj]] = {}
+    for fip in world.floatingips.values():
+        if fip["port_id"]:
+            fips.setdefault((fip["port_id"], fip["fixed_ip_address"]), []).append(fip)
+    return ports, fips
+
+
+def addresses(world: World, server_id: str, wired: Wiring | None = None) -> dict[str, list[Obj]]:
+    """``addresses`` as Nova's network info cache has them: per network name, each fixed IP
+    followed by the floating IPs on it."""
+    ports, fips = wired or wiring(world)
+    result: dict[str, list[Obj]] = {}
+    for port in ports.get(server_id, ()):
         name = world.networks[port["network_id"]]["name"]
         entries = result.setdefault(name, [])
         for fixed in port["fixed_ips"]:
             entries.append(_address(fixed["ip_address"], "fixed", port["mac_address"]))
-            for fip in world.floatingips.values():
-                if fip["port_id"] == port["id"] and fip["fixed_ip_address"] == fixed["ip_address"]:
-                    entries.append(
-                        _address(fip["floating_ip_address"], "floating", port["mac_address"])
-                    )
+            for fip in fips.get((port["id"], fixed["ip_address"]), ()):
+                entries.append(
+                    _address(fip["floating_ip_address"], "floating", port["mac_address"])
+                )
     return result
 
 
@@ -122,7 +139,9 @@ def _flavor_ref(world: World, server: Obj, version: tuple[int, int]) -> Obj:
     }
 
 
-def render_server(world: World, server: Obj, version: tuple[int, int] = (2, 1)) -> Obj:
+def render_server(
+    world: World, server: Obj, version: tuple[int, int] = (2, 1), wired: Wiring | None = None
+) -> Obj:
     """A server as ``GET /servers/{id}`` answers it at ``version``."""
     vm_state, power = POWER.get(server["status"], ("active", 1))
     body: Obj = {
@@ -140,7 +159,7 @@ def render_server(world: World, server: Obj, version: tuple[int, int] = (2, 1)) 
         "flavor": _flavor_ref(world, server, version),
         "created": server["created"],
         "updated": server["updated"],
-        "addresses": addresses(world, server["id"]),
+        "addresses": addresses(world, server["id"], wired),
         "accessIPv4": "",
         "accessIPv6": "",
         "links": _link(world, "servers", server["id"]),
@@ -169,7 +188,7 @@ def _server(world: World, server_id: str) -> Obj:
     return server
 
 
-def _matches(world: World, server: Obj, query: Any) -> bool:
+def _matches(world: World, server: Obj, query: Any, wired: Wiring) -> bool:
     name = query.get("name")
     if name is not None:
         try:
@@ -185,7 +204,8 @@ def _matches(world: World, server: Obj, query: Any) -> bool:
         return False
     address = query.get("ip")
     if address is not None:
-        fixed = [a["addr"] for net in addresses(world, server["id"]).values() for a in net]
+        found = addresses(world, server["id"], wired)
+        fixed = [a["addr"] for net in found.values() for a in net]
         if not any(re.search(address, a) for a in fixed):
             return False
     return True
@@ -193,15 +213,21 @@ def _matches(world: World, server: Obj, query: Any) -> bool:
 
 def _listing(request: web.Request) -> tuple[list[Obj], dict[str, Any]]:
     world = request.app[WORLD]
-    found = [s for s in reversed(world.servers.values()) if _matches(world, s, request.query)]
-    return page(found, request.query, "servers", f"{world.base_url}{request.path}")
+    wired = wiring(world)
+    found = [
+        s for s in reversed(world.servers.values()) if _matches(world, s, request.query, wired)
+    ]
+    return page(
+        found, request.query, "servers", f"{world.base_url}{request.path}", max_limit=MAX_LIMIT
+    )
 
 
 @routes.get(PREFIX + "/servers/detail")
 async def list_detail(request: web.Request) -> web.Response:
     world, version = request.app[WORLD], microversion(request)
     servers, links = _listing(request)
-    body = {"servers": [render_server(world, s, version) for s in servers], **links}
+    wired = wiring(world)
+    body = {"servers": [render_server(world, s, version, wired) for s in servers], **links}
     return _answer(request, body)
 
 

@@ -31,6 +31,7 @@ from kccm.testing.openstack.octavia_model import (
     view,
 )
 from kccm.testing.openstack.octavia_state import lock, settle_later
+from kccm.testing.openstack.octavia_wsme import check_ip
 from kccm.testing.openstack.query import filter_items, page, project_fields
 from kccm.testing.openstack.world import Obj, World, new_id, now_iso
 
@@ -62,6 +63,7 @@ PROVIDERS = {
     "octavia": "Deprecated alias of the Octavia Amphora driver.",
     "ovn": "Octavia OVN driver.",
 }
+AMPHORA_ALGORITHMS = ("ROUND_ROBIN", "SOURCE_IP", "LEAST_CONNECTIONS")
 FLAVORS = {"4c9a5a8a-5a4e-4f5e-9b55-0d6c1a7f0a01": "small"}
 AVAILABILITY_ZONES = ("nova",)
 VERSIONS = [f"v2.{n}" for n in range(31)]
@@ -73,7 +75,7 @@ DATES = (
     "2018-12-19",
     "2019-01-21",
     "2019-01-25",
-    "2018-01-25",
+    "2018-01-25T12:00:00Z",  # v2.7 (octavia/api/root_controller.py, as the real API answers)
     "2019-02-12",
     "2019-03-04",
     "2019-03-05",
@@ -84,7 +86,7 @@ DATES = (
     "2020-03-10",
     "2020-03-15",
     "2020-04-29",
-    "2020-04-29",
+    "2020-04-29T01:00:00Z",  # v2.18
     "2020-05-12",
     "2020-08-02",
     "2020-09-03",
@@ -124,7 +126,7 @@ async def versions(request: web.Request) -> web.Response:
         {
             "id": version,
             "status": "CURRENT" if version == served[-1][0] else "SUPPORTED",
-            "updated": f"{date}T00:00:00Z",
+            "updated": date if "T" in date else f"{date}T00:00:00Z",
             "links": [{"href": base + "v2", "rel": "self"}],
         }
         for version, date in served
@@ -161,7 +163,13 @@ def listing(
     views = [view(world, kind, obj) for obj in ordered]
     found = filter_items(views, request.query, special)
     found, links = page(
-        found, request.query, kind, world.base_url + request.path, always_links=True
+        found,
+        request.query,
+        kind,
+        world.base_url + request.path,
+        always_links=True,
+        max_limit=1000,  # octavia.conf [api_settings] pagination_max_limit
+        octavia=True,
     )
     return reply({kind: project_fields(found, request.query), **links})
 
@@ -185,8 +193,17 @@ def check_provider(
     protocol: str | None = None,
     monitor: str | None = None,
 ) -> None:
-    """The OVN provider's refusals (ovn_octavia_provider/driver.py), as Octavia relays
-    them: ``ProviderUnsupportedOptionError``, 501."""
+    """The amphora and OVN providers' refusals (octavia/api/drivers/amphora_driver/v2/
+    driver.py ``AMPHORA_SUPPORTED_LB_ALGORITHMS``, ovn_octavia_provider/driver.py), as
+    Octavia relays them: ``ProviderUnsupportedOptionError``, 501."""
+    if provider in ("amphora", "octavia"):
+        if algorithm is not None and algorithm not in AMPHORA_ALGORITHMS:
+            raise EmuError(
+                501,
+                f"Provider '{provider}' does not support a requested option: Amphora provider "
+                f"does not support {algorithm} algorithm.",
+            )
+        return
     if provider != "ovn":
         return
     problem = ""
@@ -347,7 +364,10 @@ def graph(world: World, lb: Obj, body: Obj) -> list[tuple[str, Obj]]:
             check_provider(lb["provider"], monitor=hm["type"])
             made.append(("healthmonitors", hm))
         for member_spec in spec.get("members") or []:
-            made.append(("members", new_member(member_spec, pool, monitored=bool(monitor))))
+            # NO_MONITOR even with a monitor in the same request, as the real API answers
+            # mostly: MembersController._graph_create reads the session's ORM pool, loaded
+            # before the monitor was added (OFFLINE when that object was collected meanwhile).
+            made.append(("members", new_member(member_spec, pool, monitored=False)))
     seen: set[tuple[str, int]] = set()
     for spec in listeners:
         default = spec.pop("default_pool", None)
@@ -400,7 +420,7 @@ def _new_lb(world: World, body: Obj, project_id: str) -> Obj:
         raise validation("Invalid flavor_id.")
     zone = body.get("availability_zone")
     if zone and zone not in AVAILABILITY_ZONES:
-        raise validation("Invalid availability zone name.")
+        raise validation("Invalid availability zone.")  # load_balancer.py
     return {
         "id": new_id(),
         "name": body.get("name") or "",
@@ -427,6 +447,7 @@ async def create(request: web.Request) -> web.Response:
     world = request.app[WORLD]
     body = await payload(request, "loadbalancer")
     known_attributes(body, "loadbalancer")
+    check_ip(body.get("vip_address"), "vip_address")
     lb = _new_lb(world, body, request_token(request).project_id)
     vip = vip_of(world, body)
     lb.update(

@@ -42,6 +42,7 @@ from kccm.testing.openstack.octavia_model import (
     validation,
 )
 from kccm.testing.openstack.octavia_state import check_mutable, lock
+from kccm.testing.openstack.octavia_wsme import LISTENER_BOUNDS, check_bounds
 from kccm.testing.openstack.world import Obj, World
 
 __all__ = ["routes"]
@@ -143,6 +144,18 @@ def _unknown(world: World, body: Obj, allowed: set[str], kind: str) -> None:
     known_attributes(body, kind, allowed, max_minor=world.octavia_max_minor)
 
 
+def _members_pool(world: World, pool_id: str) -> Obj:
+    """The pool of a ``/pools/{pool_id}/members`` path. Octavia finds it in
+    ``PoolsController._lookup``, outside WSME, so an unknown pool's NotFound is rendered by
+    pecan: ``{"code": 404, "description": ..., "title": "Bad Request"}``, no faultstring."""
+    pool = world.pools.get(pool_id)
+    if pool is None:
+        message = f"Pool {pool_id} not found."
+        body = {"code": 404, "description": message, "title": "Bad Request"}
+        raise EmuError(404, message, body=body)
+    return pool
+
+
 def _lb_of(world: World, lb_id: Any) -> Obj:
     if not lb_id:
         raise mandatory("loadbalancer_id")
@@ -216,6 +229,7 @@ async def listener_update(request: web.Request) -> web.Response:
     listener = get_obj(world, "listeners", request.match_info["id"])
     body = _cleared(await payload(request, "listener"), LISTENER_DEFAULTS)
     _unknown(world, body, LISTENER_UPDATABLE, "listener")
+    check_bounds(body, LISTENER_BOUNDS)
     lb = world.loadbalancers[listener["_lb"]]
     if "default_pool_id" in body:
         _default_pool(world, lb, body["default_pool_id"], listener["protocol"])
@@ -360,21 +374,21 @@ def _duplicate_member(world: World, pool: Obj, member: Obj) -> None:
 @lb_route("GET", "/pools/{pool_id}/members")
 async def member_list(request: web.Request) -> web.Response:
     world = request.app[WORLD]
-    pool = get_obj(world, "pools", request.match_info["pool_id"])
+    pool = _members_pool(world, request.match_info["pool_id"])
     return listing(request, "members", children(world, "members", "_pool", pool["id"]))
 
 
 @lb_route("GET", "/pools/{pool_id}/members/{id}")
 async def member_show(request: web.Request) -> web.Response:
     world = request.app[WORLD]
-    pool = get_obj(world, "pools", request.match_info["pool_id"])
+    pool = _members_pool(world, request.match_info["pool_id"])
     return shown(request, "member", "members", _member(world, pool, request.match_info["id"]))
 
 
 @lb_route("POST", "/pools/{pool_id}/members")
 async def member_create(request: web.Request) -> web.Response:
     world = request.app[WORLD]
-    pool = get_obj(world, "pools", request.match_info["pool_id"])
+    pool = _members_pool(world, request.match_info["pool_id"])
     body = await payload(request, "member")
     _unknown(world, body, POST_ATTRS["member"], "member")
     if body.get("subnet_id") and body["subnet_id"] not in world.subnets:
@@ -390,7 +404,7 @@ async def member_create(request: web.Request) -> web.Response:
 @lb_route("PUT", "/pools/{pool_id}/members/{id}")
 async def member_update(request: web.Request) -> web.Response:
     world = request.app[WORLD]
-    pool = get_obj(world, "pools", request.match_info["pool_id"])
+    pool = _members_pool(world, request.match_info["pool_id"])
     member = _member(world, pool, request.match_info["id"])
     body = _cleared(await payload(request, "member"), MEMBER_BATCH_DEFAULTS)
     _unknown(world, body, MEMBER_UPDATABLE, "member")
@@ -402,7 +416,7 @@ async def member_update(request: web.Request) -> web.Response:
 @lb_route("DELETE", "/pools/{pool_id}/members/{id}")
 async def member_delete(request: web.Request) -> web.Response:
     world = request.app[WORLD]
-    pool = get_obj(world, "pools", request.match_info["pool_id"])
+    pool = _members_pool(world, request.match_info["pool_id"])
     member = _member(world, pool, request.match_info["id"])
     _member_lock(world, pool, [(member, "PENDING_DELETE")])
     return web.Response(status=204)
@@ -442,7 +456,7 @@ async def member_batch(request: web.Request) -> web.Response:
     """The batch update: 202 without a body; a no-op (nothing old, nothing asked) changes
     nothing, but the status check before it still answers 409 on a pending balancer."""
     world = request.app[WORLD]
-    pool = get_obj(world, "pools", request.match_info["pool_id"])
+    pool = _members_pool(world, request.match_info["pool_id"])
     wanted = await _batch_body(request)
     additive = request.query.get("additive_only", "false").lower() in ("1", "true", "yes")
     check_mutable(world.loadbalancers[pool["_lb"]], pool=pool)

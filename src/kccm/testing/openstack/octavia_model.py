@@ -15,6 +15,7 @@ import ipaddress
 from collections.abc import Iterable
 from typing import Any
 
+from kccm.testing.openstack import octavia_wsme as wsme
 from kccm.testing.openstack.errors import EmuError
 from kccm.testing.openstack.world import Obj, World, new_id, now_iso
 
@@ -256,6 +257,7 @@ def new_listener(body: Obj, lb: Obj) -> Obj:
         raise mandatory("protocol")
     if protocol not in LISTENER_POOL_PROTOCOLS:
         raise enum_error("protocol", protocol, LISTENER_POOL_PROTOCOLS)
+    wsme.check_bounds(body, wsme.LISTENER_BOUNDS)
     listener = _base(body, lb["project_id"])
     listener.update(
         {
@@ -339,6 +341,7 @@ def new_member(body: Obj, pool: Obj, *, monitored: bool) -> Obj:
     address = body.get("address") or body.get("ip_address")
     if address is None:
         raise mandatory("address")
+    wsme.check_ips({**body, "address": address}, "address", "monitor_address")
     member = _base(body, pool["project_id"])
     member.update(
         {
@@ -409,6 +412,7 @@ def children(world: World, kind: str, key: str, parent: str) -> list[Obj]:
 def view(world: World, kind: str, obj: Obj, *, full: bool = False) -> Obj:
     """The API view of ``obj`` (a ``*Response``, or ``*FullResponse`` when ``full``)."""
     body = _public(obj)
+    wsme.response_fields(kind, obj, body)
     if kind == "loadbalancers":
         body["listeners"] = (
             [
@@ -447,5 +451,5 @@ def _pool_view(world: World, pool: Obj, body: Obj, full: bool) -> None:
             body["healthmonitor"] = view(world, "healthmonitors", monitors[0], full=True)
         return
     body["loadbalancers"] = [{"id": pool["_lb"]}]
-    body["healthmonitor_id"] = monitors[0]["id"] if monitors else None
+    body.update({"healthmonitor_id": monitors[0]["id"]} if monitors else {})  # else absent
     body["members"] = _ids(members)

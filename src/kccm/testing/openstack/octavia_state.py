@@ -129,6 +129,24 @@ def _online(world: World, kind: str, obj: Obj) -> str:
     return "ONLINE"
 
 
+def _delete_vip_port(world: World, port_id: str) -> None:
+    """Octavia deletes the VIP port it allocated; Neutron's port delete disassociates the
+    port's floating IPs (neutron/db/l3_db.py, ``disassociate_floatingips``), so a floating IP
+    the user kept (OCCM's ``loadBalancerIP``) is left unassociated, not pointing at a port
+    that is gone."""
+    if world.ports.pop(port_id, None) is None:
+        return
+    for fip in world.floatingips.values():
+        if fip["port_id"] == port_id:
+            fip.update(
+                port_id=None,
+                fixed_ip_address=None,
+                router_id=None,
+                status="DOWN",
+                port_details=None,
+            )
+
+
 def settle(world: World, lb_id: str) -> None:
     """What the provider's worker does when it finishes: pending objects become ACTIVE,
     pending deletes go (a deleted balancer takes its tree and VIP port)."""
@@ -140,12 +158,15 @@ def settle(world: World, lb_id: str) -> None:
             getattr(world, kind).pop(obj["id"], None)
         del world.loadbalancers[lb_id]
         if lb.get("_vip_owned"):
-            world.ports.pop(lb["vip_port_id"], None)
+            _delete_vip_port(world, lb["vip_port_id"])
         return
     for kind, obj in _tree(world, lb_id):
         if obj["provisioning_status"] == "PENDING_DELETE":
             remove(world, kind, obj)
     for kind, obj in [("loadbalancers", lb), *_tree(world, lb_id)]:
+        online = _online(world, kind, obj)
+        if obj["provisioning_status"] in PENDING or obj["operating_status"] != online:
+            obj["updated_at"] = now_iso(zulu=False)  # the status update writes the row
         if obj["provisioning_status"] in PENDING:
             obj["provisioning_status"] = "ACTIVE"
-        obj["operating_status"] = _online(world, kind, obj)
+        obj["operating_status"] = online

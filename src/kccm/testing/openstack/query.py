@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
+from urllib.parse import urlencode
 
 from multidict import MultiMapping
 
@@ -83,6 +84,19 @@ def _matches(item: Obj, key: str, wanted: list[str], special: Mapping[str, Match
     return any(_same(value, w) for w in wanted)
 
 
+def _limit(query: MultiMapping[str], max_limit: int) -> int:
+    """The page size: ``limit`` (capped at ``max_limit`` when there is one), else
+    ``max_limit`` (0: everything)."""
+    text = query.get("limit")
+    if not text:
+        return max_limit
+    try:
+        limit = int(text)
+    except ValueError as exc:
+        raise EmuError(400, f"Invalid limit: {text}", kind="BadRequest") from exc
+    return min(limit, max_limit) if max_limit and limit > 0 else limit
+
+
 def page(
     items: list[Obj],
     query: MultiMapping[str],
@@ -90,8 +104,11 @@ def page(
     self_url: str,
     *,
     always_links: bool = False,
+    max_limit: int = 0,
+    octavia: bool = False,
 ) -> tuple[list[Obj], dict[str, Any]]:
-    """``(page, extra)``: the items after ``marker`` up to ``limit``, and
+    """``(page, extra)``: the items after ``marker`` up to ``limit`` (and at most
+    ``max_limit``: Nova's and Octavia's 1000 apply without a ``limit`` too), and
     ``{"<collection>_links": [{"rel": "next", "href": ...}]}`` when the page is full (an
     extra request then answers an empty page, as Neutron and Nova do)."""
     marker = query.get("marker")
@@ -101,23 +118,37 @@ def page(
             raise EmuError(400, f"marker [{marker}] not found", kind="BadRequest")
         items = items[ids.index(marker) + 1 :]
     links: list[Obj] = []
-    limit_text = query.get("limit")
-    if limit_text:
-        try:
-            limit = int(limit_text)
-        except ValueError as exc:
-            raise EmuError(400, f"Invalid limit: {limit_text}", kind="BadRequest") from exc
-        if limit > 0 and len(items) >= limit:
-            items = items[:limit]
-            args = [(k, v) for k, v in query.items() if k != "marker"]
-            args.append(("marker", str(items[-1]["id"])))
-            from urllib.parse import urlencode
-
-            links.append({"rel": "next", "href": f"{self_url}?{urlencode(args)}"})
+    limit = _limit(query, max_limit)
+    if limit > 0 and len(items) >= limit:
+        items = items[:limit]
+        args = [(k, v) for k, v in query.items() if k not in ("marker", "limit")]
+        args += [("limit", str(limit)), ("marker", str(items[-1]["id"]))]
+        links.append({"rel": "next", "href": f"{self_url}?{urlencode(args)}"})
     extra: dict[str, Any] = {}
     if links or always_links:
         extra[f"{collection}_links"] = links
+    if octavia:
+        extra[f"{collection}_links"] = _octavia_links(items, query, self_url, limit)
     return items, extra
+
+
+def _octavia_links(
+    items: list[Obj], query: MultiMapping[str], self_url: str, limit: int
+) -> list[Obj]:
+    """Octavia's links (octavia/api/common/pagination.py ``_make_links``): only ``limit``
+    (and sorting) survive, filters do not; ``previous`` when a marker was given, ``next``
+    when the page is full."""
+    if not items:
+        return []
+    kept = [f"limit={limit}"] + [f"{k}={query[k]}" for k in ("sort", "sort_key") if k in query]
+    links = []
+    if query.get("marker"):
+        back = "&".join([*kept, f"marker={items[0]['id']}", "page_reverse=True"])
+        links.append({"rel": "previous", "href": f"{self_url}?{back}"})
+    if limit > 0 and len(items) >= limit:
+        ahead = "&".join([*kept, f"marker={items[-1]['id']}"])
+        links.append({"rel": "next", "href": f"{self_url}?{ahead}"})
+    return links
 
 
 def project_fields(items: list[Obj], query: MultiMapping[str]) -> list[Obj]:

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 from emu_api import NOVA, Api
 
+from kccm.testing.openstack import nova
 from kccm.testing.openstack.admin import add_server
 
 
@@ -54,6 +55,19 @@ async def test_paging_follows_servers_links(api: Api, three: list[dict[str, Any]
     status, body = await api.call("GET", f"{NOVA}/servers/detail?marker=nope")
     assert status == 400
     assert body == {"badRequest": {"code": 400, "message": "marker [nope] not found"}}
+
+
+async def test_max_limit_pages_without_a_limit(
+    api: Api, three: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Nova's ``[api] max_limit`` (1000) caps a listing that asks no limit; here 2."""
+    monkeypatch.setattr(nova, "MAX_LIMIT", 2)
+    body = await api.ok("GET", f"{NOVA}/servers/detail")
+    assert names(body) == ["other-a", "node-b"]
+    href = body["servers_links"][0]["href"]
+    assert "limit=2" in href
+    assert names(await api.ok("GET", href.removeprefix(api.world.base_url))) == ["node-a"]
+    assert len((await api.ok("GET", f"{NOVA}/servers/detail?limit=5"))["servers"]) == 2
 
 
 async def test_server_detail_shape(api: Api) -> None:
