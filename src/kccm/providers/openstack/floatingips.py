@@ -10,6 +10,11 @@
    for before deleting one.
 Without a floating network the VIP address is published (upstream's "forcing to ensure an
 internal load balancer service" warning).
+
+One deliberate difference: detaching sends ``port_id: null``. Upstream's
+``updateFloatingIP(fip, nil)`` goes through gophercloud's ``UpdateOpts{PortID: nil}``, whose
+``omitempty`` drops the field: the PUT is ``{"floatingip": {}}`` and the floating IP stays
+attached (and the PUT is sent again on every sync).
 """
 
 from __future__ import annotations

@@ -135,9 +135,15 @@ class OctaviaLoadBalancers:
         """Upstream ``EnsureLoadBalancer``; the annotations are patched even on failure."""
         written: dict[str, str] = {}
         try:
-            return self._ensure(cluster_name, service, nodes, written)
-        finally:
-            self._patch(service, written)
+            status = self._ensure(cluster_name, service, nodes, written)
+        except Exception:
+            try:
+                self._patch(service, written)
+            except Exception as err:  # the ensure's own error is the one to report
+                log.warning("Service %s: annotations not written: %s", service_key(service), err)
+            raise
+        self._patch(service, written)
+        return status
 
     def _patch(self, service: Service, written: Mapping[str, str]) -> None:
         changed = annotation_patch(service, written)

@@ -38,6 +38,7 @@ CASES: list[tuple[str, dict[str, Any], dict[str, str], dict[str, Any]]] = [
         {},
     ),
     ("internal", {}, {ann.INTERNAL: "true"}, {}),
+    ("internal-lb-config", {"internal-lb": "true"}, {}, {}),
     ("source-ranges", {}, {}, {"loadBalancerSourceRanges": ["192.168.32.1/24", "10.1.0.0/16"]}),
     (
         "local-policy",

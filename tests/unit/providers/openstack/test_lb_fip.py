@@ -66,6 +66,8 @@ def test_subnet_pattern_without_match_is_an_error(world: LBWorld) -> None:
     svc = service()
     with pytest.raises(CloudProviderError, match="no subnet matching"):
         balancers.ensure_load_balancer(CLUSTER, svc, world.nodes)
+    # the balancer exists: its ID is written back all the same (upstream's deferred patch)
+    assert list(world.patcher.patches[-1]) == [ann.LB_ID]
     balancers.ensure_load_balancer_deleted(CLUSTER, world.with_written(svc))
 
 
@@ -166,3 +168,22 @@ def test_ipv6_service_publishes_the_vip(world: LBWorld) -> None:
     balancers.ensure_load_balancer(CLUSTER, world.with_written(svc), nodes)
     assert world.writes(before) == []
     balancers.ensure_load_balancer_deleted(CLUSTER, world.with_written(svc))
+
+
+def test_switching_to_internal_detaches_a_kept_floating_ip(world: LBWorld) -> None:
+    """``keep-floatingip`` and internal: the floating IP is detached (``port_id: null``) and
+    kept. OCCM sends ``{"floatingip": {}}`` here (gophercloud drops the nil port), which
+    leaves it attached and is sent again on every sync."""
+    balancers = world.balancers()
+    svc = service(annotations={ann.KEEP_FLOATING_IP: "true"})
+    external = balancers.ensure_load_balancer(CLUSTER, svc, world.nodes)
+    svc = world.with_written(svc)
+    internal = annotated(svc, annotations={ann.INTERNAL: "true"})
+    balancers.ensure_load_balancer(CLUSTER, internal, world.nodes)
+    (kept,) = balancers.neutron.floating_ips(floating_ip_address=external.ingress[0].ip)
+    assert kept["port_id"] is None
+    before = world.seq()
+    balancers.ensure_load_balancer(CLUSTER, world.with_written(internal), world.nodes)
+    assert world.writes(before) == []
+    balancers.ensure_load_balancer_deleted(CLUSTER, world.with_written(internal))
+    balancers.neutron.delete_floating_ip(kept["id"])

@@ -191,3 +191,23 @@ def test_concurrent_services_share_node_ports(world: LBWorld) -> None:
     for server in world.servers:
         (port,) = balancers.neutron.ports(device_id=server["id"])
         assert not groups & set(port["security_groups"])
+
+
+def test_ovn_security_group_opens_the_source_ranges(world: LBWorld) -> None:
+    """ovn keeps client addresses: the group opens the nodePorts to the source ranges, not to
+    the member subnet (``ensureAndUpdateOctaviaSecurityGroup``)."""
+    balancers = world.balancers(
+        **{"lb-provider": "ovn", "lb-method": "SOURCE_IP_PORT", "manage-security-groups": "true"}
+    )
+    svc = service(loadBalancerSourceRanges=["192.0.2.0/24", "198.51.100.0/24"])
+    balancers.ensure_load_balancer(CLUSTER, svc, world.nodes)
+    group = balancers.neutron.security_group_id(security_group_name(svc))
+    rules = sorted(
+        (r["port_range_min"], r["remote_ip_prefix"])
+        for r in balancers.neutron.security_group_rules(group)
+    )
+    assert rules == [(30080, "192.0.2.0/24"), (30080, "198.51.100.0/24")]
+    before = world.seq()
+    balancers.ensure_load_balancer(CLUSTER, world.with_written(svc), world.nodes)
+    assert world.writes(before) == []
+    balancers.ensure_load_balancer_deleted(CLUSTER, world.with_written(svc))
