@@ -423,6 +423,8 @@ def print_table(bench: Bench, args: argparse.Namespace) -> None:
          f"{f['restart_balancers_read']}/{f['restart_balancers']} balancers read, "
          f"{f['restart_services_with_ingress']}/{args.services} Services with ingress"),
         ("left in the emulator after the Services' deletion", str(f["left_behind"] or "nothing")),
+        (f"machine load (1, 5, 15 min; {os.cpu_count()} CPUs)",
+         f"at start {f['load_average_at_start']}, at end {f['load_average_at_end']}"),
     ]  # fmt: skip
     width = max(len(what) for what, _ in rows)
     print(f"{'scenario'.ljust(width)}  result")
@@ -448,6 +450,7 @@ def main() -> None:
     if args.quick:
         args.nodes, args.services, args.refresh_every = 50, 10, 5.0
     apiserver_args = ("--max-requests-inflight=1000", "--max-mutating-requests-inflight=500")
+    load_before = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="kccm-openstack-emu-") as tmp:
         emu = start_emulator(log_path=Path(tmp) / "emulator.log")
         try:
@@ -457,6 +460,8 @@ def main() -> None:
                 bench = asyncio.run(main_async(args, plane, emu))
         finally:
             emu.stop()
+    bench.figures["load_average_at_start"] = [round(x, 2) for x in load_before]
+    bench.figures["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
     print_table(bench, args)
     if args.json:
         Path(args.json).write_text(json.dumps(bench.figures, indent=1))
