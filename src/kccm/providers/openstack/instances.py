@@ -216,19 +216,20 @@ class OpenStackInstances:
         )
 
     def flavor_name(self, flavor_id: str) -> str:
-        """The flavor's name (its ID when the name is no label value), cached."""
+        """The flavor's name (its ID when the name is no label value), cached. The lock is held
+        over the lookup, so concurrent first lookups of a flavor fetch it once."""
         with self._flavor_lock:
             cached = self._flavors.get(flavor_id)
-        if cached is not None:
+            if cached is None:
+                cached = self._flavors[flavor_id] = self._fetch_flavor_name(flavor_id)
             return cached
+
+    def _fetch_flavor_name(self, flavor_id: str) -> str:
         found = self.api.request("compute", "GET", f"/flavors/{flavor_id}", operation="get_flavor")[
             "flavor"
         ]
         name = str(found.get("name") or "")
-        result = name if is_valid_label_value(name) else str(found.get("id") or flavor_id)
-        with self._flavor_lock:
-            self._flavors[flavor_id] = result
-        return result
+        return name if is_valid_label_value(name) else str(found.get("id") or flavor_id)
 
     def instance_type(self, server: Mapping[str, Any]) -> str:
         """``srvInstanceType``: ``original_name`` (microversion >= 2.47) when it is a label

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -126,6 +127,8 @@ class Octavia:
         self.lb_provider = lb_provider
         self._sleep = blocking_sleeper(clock)
         self._version: tuple[int, ...] | None = None
+        self._version_lock = threading.Lock()
+        """One discovery for the concurrent service workers of a start, not one each."""
 
     # -- requests ----------------------------------------------------------------------------
 
@@ -176,6 +179,10 @@ class Octavia:
     def version(self) -> tuple[int, ...]:
         """Upstream ``getOctaviaVersion``: the last listed version (``(0, 0)`` on failure,
         not cached then, as upstream)."""
+        with self._version_lock:
+            return self._discover() if self._version is None else self._version
+
+    def _discover(self) -> tuple[int, ...]:
         if self._version is None:
             try:
                 body = self.api.request(
