@@ -36,6 +36,7 @@ from kccm.cloudprovider.interface import Interface
 from kccm.cloudprovider.registry import init_cloud_provider
 from kccm.controllers import route
 from kccm.controllers.base import ControllerContext
+from kccm.controllers.syncstate import SyncStates
 from kccm.controllers.table import BY_NAME, RunnableController
 from kccm.kube.client import KubeApiClient
 from kccm.kube.config import ClusterConfig, KubeConfigError, load_cluster_config
@@ -145,6 +146,9 @@ class _ClientBuilder:
 class Manager:
     config: ManagerConfig
     registry: CollectorRegistry = field(default_factory=CollectorRegistry)
+    sync_states: SyncStates | None = None
+    """The daemon's one record of every controller's last syncs (``kccm explain`` reads it);
+    built on ``registry`` when not given."""
     server: Server | None = None
     started: dict[str, RunnableController] = field(default_factory=dict)
     skipped: list[str] = field(default_factory=list)
@@ -152,6 +156,15 @@ class Manager:
     _clients: list[KubeApiClient] = field(default_factory=list)
     _cluster: ClusterConfig | None = None
     explainer: Explainer | None = None
+
+    def __post_init__(self) -> None:
+        if self.sync_states is None:
+            self.sync_states = SyncStates(registry=self.registry)
+
+    @property
+    def states(self) -> SyncStates:
+        assert self.sync_states is not None  # set by __post_init__
+        return self.sync_states
 
     async def run(self) -> int:
         cfg = self.config
@@ -425,6 +438,7 @@ class Manager:
                 events=events,
                 registry=self.registry,
                 cluster_name=self.config.cluster_name,
+                sync_states=self.states,
             )
             self._register(name, spec.build(context, self.config.controller_options))
 

@@ -20,8 +20,12 @@ __all__ = [
     "ForeignProviderID",
     "ImplementedElsewhere",
     "InstanceNotFound",
+    "InvalidServiceConfig",
     "NotImplementedByProvider",
+    "PermissionDenied",
+    "QuotaExceeded",
     "RetryError",
+    "StillProvisioning",
     "Throttled",
     "UnknownCloudProvider",
     "find_error",
@@ -98,6 +102,42 @@ class Throttled(CloudProviderError):
     def __init__(self, message: str | None = None, retry_after: float | None = None) -> None:
         super().__init__(message)
         self.retry_after = retry_after
+
+
+class StillProvisioning(RetryError):
+    """The cloud is still making (or changing) the resource: nothing is wrong, look again in
+    ``retry_after`` seconds. ``kccm explain`` reports it as "waiting on the cloud"."""
+
+    def __init__(self, message: str = "still provisioning", retry_after: float = 5.0) -> None:
+        super().__init__(message, retry_after)
+
+
+class QuotaExceeded(CloudProviderError):
+    """An account quota or service limit refuses the request (too many balancers, target
+    groups, listeners, ...): retrying will not help until the quota is raised or something is
+    freed. Unlike :class:`Throttled` it does not pause the call gate."""
+
+    default_message = "cloud quota or limit exceeded"
+
+
+class PermissionDenied(CloudProviderError):
+    """The cloud refused the call for lack of permission (the credentials kccm runs with)."""
+
+    default_message = "cloud permission denied"
+
+
+class InvalidServiceConfig(CloudProviderError):
+    """A Service's annotation or field (``key``) asks for something invalid or unsupported.
+
+    ``key`` names the annotation or field (``""`` when none applies); the message names it
+    too, so it reaches Events and logs as is."""
+
+    default_message = "invalid service configuration"
+
+    def __init__(self, key: str, message: str | None = None) -> None:
+        text = message if message is not None else self.default_message
+        super().__init__(text if not key or key in text else f"{key}: {text}")
+        self.key = key
 
 
 class CloudProviderInitError(Exception):

@@ -16,20 +16,26 @@ from kccm.cloudprovider.gate import CallGate, Priority, args_key
 from kccm.cloudprovider.interface import (
     Clusters,
     ControllerClientBuilder,
+    InstanceDescriber,
     InstanceMetadataLister,
     Instances,
     InstancesV2,
     Interface,
     LoadBalancer,
+    LoadBalancerDescriber,
     MaybeAwaitable,
     PVLabeler,
     Routes,
     Zones,
+    as_instance_describer,
     as_instance_metadata_lister,
+    as_load_balancer_describer,
     as_pv_labeler,
 )
 from kccm.cloudprovider.types import (
+    BalancerView,
     InstanceMetadata,
+    InstanceView,
     LoadBalancerStatus,
     Node,
     NodeAddress,
@@ -69,7 +75,7 @@ class _Gated:
 
 
 class GatedLoadBalancer(_Gated):
-    protocols = (LoadBalancer,)
+    protocols = (LoadBalancer, LoadBalancerDescriber)
 
     def __init__(self, impl: LoadBalancer, gate: CallGate) -> None:
         super().__init__(gate)
@@ -137,6 +143,25 @@ class GatedLoadBalancer(_Gated):
         await self._call(
             "ensure_load_balancer_deleted",
             self.impl.ensure_load_balancer_deleted,
+            cluster_name,
+            service,
+            priority=priority,
+        )
+
+    @property
+    def can_describe(self) -> bool:
+        """Whether the provider implements ``describe_load_balancer``."""
+        return as_load_balancer_describer(self.impl) is not None
+
+    async def describe_load_balancer(
+        self, cluster_name: str, service: Service, *, priority: Priority = _P
+    ) -> BalancerView | None:
+        describer = as_load_balancer_describer(self.impl)
+        if describer is None:
+            raise TypeError("the provider does not implement describe_load_balancer")
+        return await self._call(
+            "describe_load_balancer",
+            describer.describe_load_balancer,
             cluster_name,
             service,
             priority=priority,
@@ -219,7 +244,7 @@ class GatedInstances(_Gated):
 
 
 class GatedInstancesV2(_Gated):
-    protocols = (InstancesV2, InstanceMetadataLister)
+    protocols = (InstancesV2, InstanceMetadataLister, InstanceDescriber)
 
     def __init__(self, impl: InstancesV2, gate: CallGate) -> None:
         super().__init__(gate)
@@ -255,6 +280,21 @@ class GatedInstancesV2(_Gated):
             raise TypeError("the provider does not implement list_instance_metadata")
         return await self._gate.call(
             "list_instance_metadata", lister.list_instance_metadata, list(nodes), priority=priority
+        )
+
+    @property
+    def can_describe(self) -> bool:
+        """Whether the provider implements ``describe_instance``."""
+        return as_instance_describer(self.impl) is not None
+
+    async def describe_instance(
+        self, node: Node, *, priority: Priority = _P
+    ) -> InstanceView | None:
+        describer = as_instance_describer(self.impl)
+        if describer is None:
+            raise TypeError("the provider does not implement describe_instance")
+        return await self._call(
+            "describe_instance", describer.describe_instance, node, priority=priority
         )
 
 

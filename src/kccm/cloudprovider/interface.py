@@ -23,7 +23,9 @@ from typing import Any, Protocol, TypeAlias, TypeVar, cast, runtime_checkable
 
 from kccm.cloudprovider.calls import provider_call
 from kccm.cloudprovider.types import (
+    BalancerView,
     InstanceMetadata,
+    InstanceView,
     LoadBalancerStatus,
     Node,
     NodeAddress,
@@ -39,17 +41,21 @@ __all__ = [
     "Clusters",
     "ControllerClientBuilder",
     "InformerUser",
+    "InstanceDescriber",
     "InstanceMetadataLister",
     "Instances",
     "InstancesV2",
     "Interface",
     "LoadBalancer",
+    "LoadBalancerDescriber",
     "MaybeAwaitable",
     "PVLabeler",
     "Routes",
     "Zones",
     "as_informer_user",
+    "as_instance_describer",
     "as_instance_metadata_lister",
+    "as_load_balancer_describer",
     "as_pv_labeler",
 ]
 
@@ -313,6 +319,46 @@ class InstanceMetadataLister(Protocol):
 
 
 @runtime_checkable
+class LoadBalancerDescriber(Protocol):
+    """Optional, on the :class:`LoadBalancer` implementation (kccm, not upstream): the
+    Service's balancer as the cloud sees it now, for ``kccm explain``.
+
+    Only reads; called on demand (a person asking), never by a control loop. Leave it out when
+    the cloud cannot tell more than ``get_load_balancer`` does.
+    """
+
+    @provider_call("load_balancer", read=True)
+    def describe_load_balancer(
+        self, cluster_name: str, service: Service
+    ) -> MaybeAwaitable[BalancerView | None]:
+        """The balancer's state, listeners, and each listener's targets with their health.
+
+        Return ``None`` when the Service has no balancer (as ``get_load_balancer`` answers
+        ``(None, False)``). A target whose health the cloud does not report is ``unknown``.
+        """
+        ...
+
+
+@runtime_checkable
+class InstanceDescriber(Protocol):
+    """Optional, on the :class:`InstancesV2` implementation (kccm, not upstream): a Node's
+    machine as the cloud sees it now, for ``kccm explain node``.
+
+    Only reads; called on demand, never by a control loop.
+    """
+
+    @provider_call("instances", read=True)
+    def describe_instance(self, node: Node) -> MaybeAwaitable[InstanceView | None]:
+        """The machine's state in the cloud's own words and facts worth showing.
+
+        Return ``InstanceView(exists=False)`` when the cloud has no such machine, ``None``
+        when the provider cannot tell (e.g. the Node is not yet initialised and cannot be
+        found by name). Raise, as ``instance_metadata`` does, for another provider's Node.
+        """
+        ...
+
+
+@runtime_checkable
 class InformerUser(Protocol):
     """Optional: a provider that wants the shared informers (upstream ``InformerUser``)."""
 
@@ -374,6 +420,8 @@ CALL_PROTOCOLS: tuple[type, ...] = (
     Instances,
     InstancesV2,
     InstanceMetadataLister,
+    InstanceDescriber,
+    LoadBalancerDescriber,
     Zones,
     Clusters,
     Routes,
@@ -394,6 +442,22 @@ def as_instance_metadata_lister(instances: object) -> InstanceMetadataLister | N
     by making the attribute ``None``."""
     if callable(getattr(instances, "list_instance_metadata", None)):
         return cast(InstanceMetadataLister, instances)
+    return None
+
+
+def as_load_balancer_describer(load_balancer: object) -> LoadBalancerDescriber | None:
+    """The LoadBalancer implementation as a :class:`LoadBalancerDescriber`, or ``None``.
+
+    Looked up at run time, like :func:`as_instance_metadata_lister`."""
+    if callable(getattr(load_balancer, "describe_load_balancer", None)):
+        return cast(LoadBalancerDescriber, load_balancer)
+    return None
+
+
+def as_instance_describer(instances: object) -> InstanceDescriber | None:
+    """The InstancesV2 implementation as an :class:`InstanceDescriber`, or ``None``."""
+    if callable(getattr(instances, "describe_instance", None)):
+        return cast(InstanceDescriber, instances)
     return None
 
 

@@ -14,7 +14,10 @@ from types import MappingProxyType
 from typing import Any
 
 __all__ = [
+    "BalancerView",
     "InstanceMetadata",
+    "InstanceView",
+    "ListenerView",
     "LoadBalancerIPMode",
     "LoadBalancerIngress",
     "LoadBalancerStatus",
@@ -26,6 +29,8 @@ __all__ = [
     "PortStatus",
     "Route",
     "Service",
+    "TargetHealth",
+    "TargetView",
     "Zone",
 ]
 
@@ -220,3 +225,140 @@ class LoadBalancerStatus:
         return cls(
             ingress=tuple(LoadBalancerIngress.from_dict(i) for i in data.get("ingress") or ())
         )
+
+
+# -- what the cloud sees now (optional describe_* calls, for ``kccm explain``) ----------------
+
+
+class TargetHealth(StrEnum):
+    """A backend's health as the cloud's own health check sees it."""
+
+    HEALTHY = "healthy"
+    UNHEALTHY = "unhealthy"
+    UNKNOWN = "unknown"
+    """Not checked (yet), checks disabled, draining, or the cloud cannot tell."""
+
+
+def _frozen_detail(detail: Mapping[str, Any]) -> Mapping[str, str]:
+    return MappingProxyType({str(k): str(v) for k, v in detail.items()})
+
+
+@dataclass(frozen=True)
+class TargetView:
+    """One backend of a listener: a Node's machine (or member, instance) and its health.
+
+    ``node`` is the Node's name when the provider can tell it, ``instance`` the cloud's id of
+    the backend (instance id, member id, address:port), ``detail`` the cloud's own words on its
+    health (``Target.Timeout``, ``ERROR``, ``connect refused``...), empty when healthy.
+    """
+
+    node: NodeName = ""
+    instance: str = ""
+    address: str = ""
+    port: int = 0
+    health: TargetHealth = TargetHealth.UNKNOWN
+    detail: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "health", TargetHealth(self.health))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "node": self.node,
+            "instance": self.instance,
+            "address": self.address,
+            "port": self.port,
+            "health": str(self.health),
+            "detail": self.detail,
+        }
+
+
+@dataclass(frozen=True)
+class ListenerView:
+    """One listener (front-end port) of a balancer and the backends it sends to."""
+
+    port: int
+    protocol: str = "TCP"
+    targets: Sequence[TargetView] = ()
+    detail: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "targets", tuple(self.targets))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "port": self.port,
+            "protocol": self.protocol,
+            "targets": [target.to_dict() for target in self.targets],
+            "detail": self.detail,
+        }
+
+
+@dataclass(frozen=True)
+class BalancerView:
+    """A Service's load balancer as the cloud sees it now (``describe_load_balancer``).
+
+    ``state`` is the cloud's own provisioning state (``active``, ``provisioning``, ``ACTIVE``,
+    ``PENDING_UPDATE``...); ``detail`` holds other facts worth showing (id, DNS name, kind).
+    """
+
+    name: str
+    state: str = ""
+    listeners: Sequence[ListenerView] = ()
+    detail: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "listeners", tuple(self.listeners))
+        object.__setattr__(self, "detail", _frozen_detail(self.detail))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, BalancerView):
+            return NotImplemented
+        return self.to_dict() == other.to_dict()
+
+    def __hash__(self) -> int:
+        return hash((self.name, self.state, self.listeners, tuple(sorted(self.detail.items()))))
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able: what ``kccm explain -o json`` shows under ``balancer``."""
+        return {
+            "name": self.name,
+            "state": self.state,
+            "listeners": [listener.to_dict() for listener in self.listeners],
+            "detail": dict(self.detail),
+        }
+
+
+@dataclass(frozen=True)
+class InstanceView:
+    """A Node's machine as the cloud sees it now (``describe_instance``).
+
+    ``exists`` is false when the cloud has no such machine; ``state`` is the cloud's own word
+    for it (``running``, ``stopped``, ``poweredOff``, ``ACTIVE``, ``SHUTOFF``...); ``detail``
+    holds other facts worth showing (instance type, zone, host, guest tools...).
+    """
+
+    provider_id: str = ""
+    exists: bool = True
+    state: str = ""
+    detail: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "detail", _frozen_detail(self.detail))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, InstanceView):
+            return NotImplemented
+        return self.to_dict() == other.to_dict()
+
+    def __hash__(self) -> int:
+        return hash((self.provider_id, self.exists, self.state, tuple(sorted(self.detail.items()))))
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able: what ``kccm explain node -o json`` shows under ``instance``."""
+        return {
+            "provider_id": self.provider_id,
+            "exists": self.exists,
+            "state": self.state,
+            "detail": dict(self.detail),
+        }

@@ -19,6 +19,7 @@ from logging import Logger
 from prometheus_client import CollectorRegistry, Gauge
 
 from kccm.cloudprovider.gated import GatedCloud
+from kccm.controllers.syncstate import SyncStates
 from kccm.kube.interface import KubeClient
 from kccm.runtime.controller import Controller, until
 from kccm.runtime.events import EventBroadcaster
@@ -46,6 +47,18 @@ class ControllerContext:
     registry: CollectorRegistry
     clock: Clock = REAL_CLOCK
     cluster_name: str = DEFAULT_CLUSTER_NAME
+    sync_states: SyncStates | None = None
+    """The daemon's one :class:`SyncStates` (``kccm explain``); None builds one on
+    ``registry`` and ``clock`` (a controller run on its own, tests)."""
+
+    def __post_init__(self) -> None:
+        if self.sync_states is None:
+            self.sync_states = SyncStates(registry=self.registry, clock=self.clock)
+
+    @property
+    def states(self) -> SyncStates:
+        assert self.sync_states is not None  # set by __post_init__
+        return self.sync_states
 
     def has_instances(self, controller: str, log: Logger) -> bool:
         """Whether the provider has Instances or InstancesV2; when it has neither, ``controller``

@@ -17,7 +17,11 @@ It implements every interface of the contract with real state instead of fixed a
   :class:`~kccm.cloudprovider.apicalls.CloudAPICalls` ledger (:meth:`FakeCloud.cloud_api_calls`):
   reads under the method's name, each state change under its own name
   (``create_load_balancer``, ``set_load_balancer_ports``, ``set_load_balancer_hosts``, ...);
-- routes per cluster, named ``<cluster>-<name hint>-<cidr>``.
+- routes per cluster, named ``<cluster>-<name hint>-<cidr>``;
+- ``describe_load_balancer`` shows each balancer port as a listener whose targets are its
+  hosts on the node port, healthy unless shut down, gone, or set otherwise with
+  :meth:`FakeCloud.set_target_health`; ``describe_instance`` shows a machine (both optional
+  calls, for ``kccm explain``).
 
 Every call is recorded in a bounded log (:attr:`FakeCloud.calls`), errors and latency can be
 injected per method (:meth:`FakeCloud.fail`, :meth:`FakeCloud.set_latency`), and all state

@@ -36,10 +36,12 @@ from kccm.cloudprovider import (
     Route,
     Routes,
     Service,
+    TargetHealth,
     Zone,
     Zones,
     default_load_balancer_name,
 )
+from kccm.providers.fake.describe import FakeDescribing
 from kccm.providers.fake.model import (
     _FIRST_LB_ADDRESS,
     _SELF_COUNTED,
@@ -63,7 +65,7 @@ from kccm.util.clock import REAL_CLOCK, Clock
 __all__ = ["FakeCloud"]
 
 
-class FakeCloud:
+class FakeCloud(FakeDescribing):
     """The fake cloud; see the module docstring. Capabilities can be switched off."""
 
     def __init__(
@@ -98,6 +100,7 @@ class FakeCloud:
         self._host_lists: dict[tuple[NodeName, ...], tuple[NodeName, ...]] = {}
         self._journal: Path | None = None
         self._balancers: dict[str, FakeBalancer] = {}
+        self._target_health: dict[NodeName, tuple[TargetHealth, str]] = {}
         self._next_address = 0
         self._api_calls = CloudAPICalls()
         self.load_balancer_ip_mode = LoadBalancerIPMode.VIP
