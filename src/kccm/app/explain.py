@@ -23,9 +23,9 @@ import dataclasses
 import datetime
 import enum
 import logging
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Literal
 
 from aiohttp import web
 
@@ -33,22 +33,17 @@ from kccm.app.explain_rules import handling, node_initialisation, node_set
 from kccm.cloudprovider.errors import NotImplementedByProvider
 from kccm.cloudprovider.gate import CallGate
 from kccm.cloudprovider.gated import GatedCloud
+from kccm.controllers.syncstate import SyncStates
 from kccm.kube.errors import KubeError, NotFound
 from kccm.kube.interface import KubeClient, Obj
 from kccm.kube.resources import LEASES, NODES, SERVICES
 from kccm.runtime.server import Server
 
-__all__ = ["EXPLAIN_PATH", "Explainer", "SyncStateReader"]
+__all__ = ["EXPLAIN_PATH", "Explainer", "record_json"]
 
 EXPLAIN_PATH = "/debug/kccm/explain"
 MAX_NAMES = 20
 _log = logging.getLogger("kccm.explain")
-
-
-class SyncStateReader(Protocol):
-    """What explain reads of :class:`kccm.controllers.syncstate.SyncStates`."""
-
-    def get(self, kind: str, key: str) -> Sequence[Any]: ...
 
 
 def _plain(value: Any) -> Any:
@@ -73,7 +68,7 @@ def _iso(epoch: float | None) -> str | None:
 
 def record_json(record: Any) -> dict[str, Any]:
     """A :class:`~kccm.controllers.syncstate.SyncRecord` as JSON, times also as ISO 8601."""
-    plain = _plain(record)
+    plain = record.to_json() if hasattr(record, "to_json") else _plain(record)
     body = dict(plain) if isinstance(plain, Mapping) else {"record": plain}
     body["at_iso"] = _iso(body.get("at"))
     body["next_retry_at_iso"] = _iso(body.get("next_retry_at"))
@@ -97,10 +92,12 @@ class Explainer:
     identity: str = ""
     leading: bool = False
     leader_election: bool = True
-    states: SyncStateReader | None = None
+    states: SyncStates | None = None
     classes: Collection[str] = ()
     class_only: bool = False
-    now: Callable[[], float] = field(default=lambda: datetime.datetime.now(datetime.UTC).timestamp())
+    now: Callable[[], float] = field(
+        default=lambda: datetime.datetime.now(datetime.UTC).timestamp()
+    )
 
     def register(self, server: Server) -> None:
         server.add_get(EXPLAIN_PATH + "/service/{namespace}/{name}", self.service)
@@ -191,7 +188,7 @@ class Explainer:
             "transitions": spec.get("leaseTransitions", 0),
         }
 
-    def _records(self, kind: str, key: str) -> list[dict[str, Any]]:
+    def _records(self, kind: Literal["service", "node"], key: str) -> list[dict[str, Any]]:
         if self.states is None:
             return []
         return [record_json(r) for r in self.states.get(kind, key)]
@@ -210,11 +207,11 @@ class Explainer:
         lb = self.cloud.load_balancer()
         if lb is None:
             return {"available": False, "note": f"provider {self.provider} has no load balancers"}
-        describe = getattr(lb, "describe_load_balancer", None)
-        if describe is None:
-            return {"available": False, "note": "this kccm cannot describe balancers"}
+        if not lb.can_describe:
+            note = f"provider {self.provider} does not describe its balancers"
+            return {"available": False, "note": note}
         try:
-            view = await describe(self.cluster_name, service)
+            view = await lb.describe_load_balancer(self.cluster_name, service)
         except NotImplementedByProvider:
             note = f"provider {self.provider} does not describe its balancers"
             return {"available": False, "note": note}

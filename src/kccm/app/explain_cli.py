@@ -98,7 +98,11 @@ def _flag(args: ExplainArgs, token: str, rest: list[str]) -> None:
         setattr(args, _BOOLS[name], value != "false")
         return
     if name not in _VALUED:
-        raise UsageError(f"unknown flag: {name}" if name.startswith("--") else f"unknown shorthand flag: {name!r} in {token}")
+        raise UsageError(
+            f"unknown flag: {name}"
+            if name.startswith("--")
+            else f"unknown shorthand flag: {name!r} in {token}"
+        )
     if not eq:
         if not rest:
             raise UsageError(f"flag needs an argument: {name}")
@@ -208,7 +212,9 @@ async def _ask(args: ExplainArgs) -> dict[str, Any]:
         if args.endpoint:
             return await _get(kube, args.path, args.path)
         pod = await _leader_pod(kube, args)
-        proxied = f"/api/v1/namespaces/{args.namespace}/pods/https:{pod}:{args.port}/proxy{args.path}"
+        proxied = (
+            f"/api/v1/namespaces/{args.namespace}/pods/https:{pod}:{args.port}/proxy{args.path}"
+        )
         return await _get(kube, proxied, args.path)
     finally:
         await kube.close()
@@ -228,7 +234,9 @@ async def _get(kube: KubeApiClient, url_path: str, path: str) -> dict[str, Any]:
         raise ExplainError(f"the leader kccm is unreachable: {exc}") from exc
 
 
-def run_explain(argv: Sequence[str], *, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
+def run_explain(
+    argv: Sequence[str], *, stdout: TextIO | None = None, stderr: TextIO | None = None
+) -> int:
     out, err = stdout or sys.stdout, stderr or sys.stderr
     try:
         args = parse(argv)

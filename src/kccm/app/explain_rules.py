@@ -140,7 +140,11 @@ def node_initialisation(node: Mapping[str, Any]) -> tuple[bool, str]:
     taints = _taint_keys(node)
     provider_id = (node.get("spec") or {}).get("providerID") or ""
     if TAINT_UNINITIALIZED in taints:
-        return False, f"taint {TAINT_UNINITIALIZED} still present: the cloud node controller has not initialised it"
+        return (
+            False,
+            f"taint {TAINT_UNINITIALIZED} still present: "
+            "the cloud node controller has not initialised it",
+        )
     if not provider_id:
         return False, "no spec.providerID (registered without --cloud-provider=external?)"
     why = "initialised (no uninitialized taint, providerID set)"

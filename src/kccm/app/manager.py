@@ -422,6 +422,7 @@ class Manager:
             lease=(election.resource_namespace, election.resource_name),
             identity=socket.gethostname(),
             leader_election=election.enabled,
+            states=self.states,
         )
 
     def _build_controllers(

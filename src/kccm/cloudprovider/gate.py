@@ -51,8 +51,8 @@ __all__ = [
     "RECENT_WINDOW",
     "Budget",
     "CallGate",
-    "GroupSnapshot",
     "GateConfig",
+    "GroupSnapshot",
     "Priority",
     "Throttle",
     "UnknownProviderMethod",
@@ -466,7 +466,9 @@ class CallGate:
 
         Read-only: nothing is admitted, paused or counted by asking."""
         now = self._clock.monotonic()
-        return [self._group_snapshot(group, lane, now) for group, lane in sorted(self._lanes.items())]
+        return [
+            self._group_snapshot(group, lane, now) for group, lane in sorted(self._lanes.items())
+        ]
 
     def _group_snapshot(self, group: str, lane: _Lane, now: float) -> GroupSnapshot:
         lane.prune(now, RECENT_WINDOW)
