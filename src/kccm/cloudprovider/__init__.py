@@ -8,6 +8,7 @@
 - :mod:`.errors`: InstanceNotFound, NotImplementedByProvider, ImplementedElsewhere,
   DiskNotFound, ForeignProviderID, RetryError, Throttled, QuotaExceeded, PermissionDenied,
   InvalidServiceConfig, StillProvisioning, and registry/config errors;
+- :mod:`.backends`: the optional ``BackendNodeSelector`` (which nodes a balancer leaves out);
 - :mod:`.reasons`: ``Reason`` and ``classify(error)``, the cause users act on;
 - :mod:`.helpers`: default_load_balancer_name and providerID helpers;
 - :mod:`.registry`: provider selection by name (entry points ``kccm.cloud_providers``);
@@ -29,6 +30,11 @@ from kccm.cloudprovider.apicalls import (
     CloudAPICalls,
     as_api_call_reporter,
     classify_by_verb,
+)
+from kccm.cloudprovider.backends import (
+    BackendNodeSelector,
+    NodeExclusion,
+    as_backend_node_selector,
 )
 from kccm.cloudprovider.config import (
     ConfigEntry,
@@ -128,6 +134,7 @@ __all__ = [
     "MAX_DEFAULT_LOAD_BALANCER_NAME",
     "APICallCounts",
     "APICallReporter",
+    "BackendNodeSelector",
     "BalancerView",
     "CloudAPICalls",
     "CloudConfigError",
@@ -163,6 +170,7 @@ __all__ = [
     "Node",
     "NodeAddress",
     "NodeAddressType",
+    "NodeExclusion",
     "NodeName",
     "NotImplementedByProvider",
     "PVLabeler",
@@ -186,6 +194,7 @@ __all__ = [
     "Zone",
     "Zones",
     "as_api_call_reporter",
+    "as_backend_node_selector",
     "as_informer_user",
     "as_instance_describer",
     "as_instance_metadata_lister",

@@ -21,7 +21,7 @@ from prometheus_client import CollectorRegistry, Gauge
 from kccm.cloudprovider.gated import GatedCloud
 from kccm.controllers.syncstate import SyncStates
 from kccm.kube.interface import KubeClient
-from kccm.runtime.controller import Controller, until
+from kccm.runtime.controller import Controller, Outcome, until
 from kccm.runtime.events import EventBroadcaster
 from kccm.runtime.informers import Informer, SharedInformerFactory
 from kccm.runtime.ratelimiters import RateLimiter
@@ -124,8 +124,10 @@ class CloudController:
         *,
         workers: int,
         loop_name: str | None = None,
+        on_outcome: Outcome[str] | None = None,
     ) -> RateLimitingQueue[str]:
-        """A named queue drained by ``workers`` tasks into ``reconcile(key)``."""
+        """A named queue drained by ``workers`` tasks into ``reconcile(key)``; ``on_outcome``
+        learns each sync's result (:class:`~kccm.runtime.controller.Controller`)."""
         context = self._context
         queue: RateLimitingQueue[str] = RateLimitingQueue(
             rate_limiter, queue_name, registry=context.registry, clock=context.clock
@@ -138,6 +140,7 @@ class CloudController:
                 workers=workers,
                 clock=context.clock,
                 logger=self._log,
+                on_outcome=on_outcome,
             )
         )
         return queue

@@ -53,6 +53,7 @@ from kccm.cloudprovider.gated import GatedCloud
 from kccm.cloudprovider.metadata import instance_metadata
 from kccm.cloudprovider.types import InstanceMetadata
 from kccm.controllers.base import CloudController, ControllerContext
+from kccm.controllers.node_state import NodeInitRecorder
 from kccm.controllers.nodestatus import NodeStatusRefresher, address_dicts, update_node_address
 from kccm.controllers.nodeutil import (
     Backoff,
@@ -212,11 +213,13 @@ class CloudNodeController(CloudController):
         self.informer: Informer = context.informers.informer(NODES)
         self.recorder: EventRecorder = context.events.recorder(EVENT_COMPONENT)
         self.metrics = node_metrics(context.registry)
+        self.sync_states = NodeInitRecorder(context.states, CONTROLLER_NAME, self.informer)
         self.queue = self.work_queue(
             QUEUE_NAME,
             node_controller_rate_limiter(clock=context.clock),
             self.sync_node,
             workers=options.concurrent_node_syncs,
+            on_outcome=self.sync_states.outcome,
         )
         self.status = NodeStatusRefresher(
             context.kube,
@@ -225,6 +228,7 @@ class CloudNodeController(CloudController):
             workers=options.status_update_workers,
             refresh_period=options.node_metadata_refresh_period,
             clock=context.clock,
+            states=context.states,
         )
         self.starts_informers = True
         self.wait_for_caches(self.informer)
@@ -257,6 +261,7 @@ class CloudNodeController(CloudController):
             raise SyncError(f"failed to get instance metadata for node {node_name}: {err}") from err
         if meta is None:
             _log.info("Skip sync node %s because cloud provided nil metadata", node_name)
+            self.sync_states.not_initialized(node_name, "the cloud provider returned no metadata")
             return
         try:
             modifiers = self.node_modifiers(cached, meta)
@@ -264,6 +269,7 @@ class CloudNodeController(CloudController):
             raise SyncError(f"failed to get node modifiers from cloud provider: {err}") from err
         modifiers.append(_remove_cloud_taint)
         await self._write_initialized(cached, modifiers, meta)
+        self.sync_states.initialized(node_name, _provider_id_of(cached) or meta.provider_id)
         self.recorder.event(
             _node_ref(cached, with_version=True),
             EVENT_TYPE_NORMAL,
@@ -390,6 +396,10 @@ class CloudNodeController(CloudController):
 
 
 # -- modifiers --------------------------------------------------------------------------------
+
+
+def _provider_id_of(node: Mapping[str, Any]) -> str:
+    return str((node.get("spec") or {}).get("providerID") or "")
 
 
 def _set_provider_id(provider_id: str) -> NodeModifier:

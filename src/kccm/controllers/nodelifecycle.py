@@ -30,6 +30,7 @@ from kccm.cloudprovider.errors import InstanceNotFound, NotImplementedByProvider
 from kccm.cloudprovider.gate import Priority
 from kccm.cloudprovider.gated import GatedCloud
 from kccm.controllers.base import CloudController, ControllerContext
+from kccm.controllers.node_state import NODE, forget_on_delete
 from kccm.controllers.nodeutil import (
     add_or_update_taint_on_node,
     get_instance_provider_id,
@@ -100,6 +101,8 @@ class CloudNodeLifecycleController(CloudController):
         self.recorder: EventRecorder = context.events.recorder(EVENT_COMPONENT)
         self.starts_informers = True
         self.every(options.node_monitor_period, self.monitor_nodes)
+        self.states = context.states
+        forget_on_delete(self.states, self.informer, CONTROLLER_NAME)
 
     # -- MonitorNodes -------------------------------------------------------------------------
 
@@ -109,6 +112,7 @@ class CloudNodeLifecycleController(CloudController):
         for node in self.informer.items():
             if ready_status(node) == "True":
                 await self._ensure_no_shutdown_taint(node)
+                self._record(node_name(node), {"ready": "True"}, "none: Ready, no cloud check")
             else:
                 not_ready.append(node)
         if not not_ready:
@@ -132,19 +136,26 @@ class CloudNodeLifecycleController(CloudController):
     async def check_not_ready_node(self, node: Obj) -> None:
         """Delete the node when its instance is gone; taint it when the instance is shut down."""
         name = node_name(node)
+        checks: dict[str, Any] = {"ready": ready_status(node)}
         try:
             exists = await self.ensure_node_exists_by_provider_id(node)
         except Exception as err:
             _log.error("error checking if node %s exists: %s", name, err)
+            self._record(name, checks, "existence check failed", err)
             return
+        checks["exists"] = exists
         if not exists:
+            self._record(name, checks, "deleted: the instance is gone from the cloud")
             await self._delete_node(node)
             return
         try:
             shutdown = await self.shutdown_in_cloud_provider(node)
         except Exception as err:
             _log.error("error checking if node %s is shutdown: %s", name, err)
+            self._record(name, checks, "shutdown check failed", err)
             return
+        checks["shutdown"] = shutdown
+        self._record(name, checks, f"tainted {SHUTDOWN_TAINT['key']}" if shutdown else "none")
         if shutdown:
             try:
                 await add_or_update_taint_on_node(
@@ -156,6 +167,13 @@ class CloudNodeLifecycleController(CloudController):
                     name,
                     err,
                 )
+
+    def _record(
+        self, name: str, checks: dict[str, Any], action: str, error: Exception | None = None
+    ) -> None:
+        """The last checks of a NotReady node (``kccm explain node``)."""
+        detail = {**checks, "action": action}
+        self.states.record(NODE, name, CONTROLLER_NAME, error=error, message=action, detail=detail)
 
     async def _delete_node(self, node: Obj) -> None:
         name = node_name(node)

@@ -21,6 +21,7 @@ from kccm.cloudprovider.gate import Priority
 from kccm.cloudprovider.gated import GatedCloud, GatedInstancesV2
 from kccm.cloudprovider.metadata import instance_node_addresses
 from kccm.cloudprovider.types import InstanceMetadata
+from kccm.controllers.node_state import record_address_refresh
 from kccm.controllers.nodeutil import (
     NodeIPError,
     get_node_addresses_from_node_ip,
@@ -29,6 +30,7 @@ from kccm.controllers.nodeutil import (
     node_name,
     patch_node_status,
 )
+from kccm.controllers.syncstate import SyncStates
 from kccm.kube.interface import KubeClient, Obj
 from kccm.runtime.informers import Informer
 from kccm.util.clock import Clock
@@ -44,18 +46,19 @@ def address_dicts(meta: InstanceMetadata) -> list[dict[str, str]]:
 
 async def update_node_address(
     kube: KubeClient, node: Mapping[str, Any], meta: InstanceMetadata
-) -> None:
-    """Upstream ``updateNodeAddress``; errors are logged, never raised."""
+) -> str:
+    """Upstream ``updateNodeAddress``; errors are logged, never raised. Returns what happened
+    in a few words (``kccm explain node``)."""
     name = node_name(node)
     if has_cloud_taint(node):
-        return
+        return "skipped: not initialised"
     addresses = address_dicts(meta)
     if not addresses:
         _log.debug(
             "Skipping node address update for node %s since cloud provider did not return any",
             name,
         )
-        return
+        return "skipped: the cloud provider returned no addresses"
     if not any(a["type"] == "Hostname" for a in addresses):
         addresses.extend(
             {"type": "Hostname", "address": str(a.get("address", ""))}
@@ -70,15 +73,17 @@ async def update_node_address(
             )
         except NodeIPError as err:
             _log.error("Failed to update node addresses for node %r: %s", name, err)
-            return
+            return f"invalid: {err}"
     old = list((node.get("status") or {}).get("addresses") or ())
     if not node_addresses_change_detected(old, addresses):
-        return
+        return "unchanged"
     new = {**node, "status": {**(node.get("status") or {}), "addresses": addresses}}
     try:
         await patch_node_status(kube, name, node, new)
     except Exception as err:
         _log.error("Error patching node with cloud ip addresses = [%s]", err)
+        return f"failed: patching the Node's addresses: {err}"
+    return "updated"
 
 
 class NodeStatusRefresher:
@@ -95,7 +100,9 @@ class NodeStatusRefresher:
         workers: int,
         refresh_period: float,
         clock: Clock,
+        states: SyncStates | None = None,
     ) -> None:
+        self._states = states
         self._kube = kube
         self._cloud = cloud
         self._informer = informer
@@ -150,13 +157,17 @@ class NodeStatusRefresher:
             found = await v2.list_instance_metadata(nodes, priority=Priority.PERIODIC)
         except Exception as err:
             _log.error("Error listing instance metadata for node addresses: %s", err)
+            for node in nodes:
+                self._record(node, "", err)
             return
         for node in nodes:
             meta = found.get(node_name(node))
             if meta is None:
-                continue  # left out (unknown instance): a failed read, due again next tick
+                # left out (unknown instance): a failed read, due again next tick
+                self._record(node, "not found: the cloud's listing left the instance out")
+                continue
             self._read(node)
-            await update_node_address(self._kube, node, meta)
+            self._record(node, await update_node_address(self._kube, node, meta))
 
     async def _update_one_status(self, node: Obj) -> None:
         """``node`` is one of :meth:`_due_nodes`: initialised (no uninitialized taint)."""
@@ -164,11 +175,17 @@ class NodeStatusRefresher:
             meta = await instance_node_addresses(self._cloud, node)
         except Exception as err:
             _log.error("Error getting instance metadata for node addresses: %s", err)
+            self._record(node, "", err)
             return
         self._read(node)
         if meta is None:
+            self._record(node, "skipped: the cloud provider returned no metadata")
             return
-        await update_node_address(self._kube, node, meta)
+        self._record(node, await update_node_address(self._kube, node, meta))
+
+    def _record(self, node: Mapping[str, Any], result: str, error: Exception | None = None) -> None:
+        if self._states is not None:
+            record_address_refresh(self._states, node, result, error)
 
 
 def _spread(name: str) -> float:

@@ -44,6 +44,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kccm.api.wellknown import FINALIZER_LB_CLEANUP
+from kccm.cloudprovider.backends import as_backend_node_selector
 from kccm.cloudprovider.errors import ImplementedElsewhere
 from kccm.cloudprovider.gate import Priority
 from kccm.cloudprovider.gated import GatedLoadBalancer
@@ -70,6 +71,7 @@ from kccm.controllers.service_predicates import (
     service_key,
     wants_load_balancer,
 )
+from kccm.controllers.service_state import ServiceSyncRecorder
 from kccm.kube.errors import NotFound
 from kccm.kube.interface import KubeClient, Obj, PatchType
 from kccm.kube.resources import NODES, SERVICES
@@ -153,12 +155,20 @@ class ServiceController(CloudController):
         self.cluster_name = context.cluster_name
         self.workers = options.concurrent_service_syncs
         self.metrics = ServiceControllerMetrics.on(context.registry)
+        self.sync_states = ServiceSyncRecorder(
+            context.states,
+            CONTROLLER_NAME,
+            self.services,
+            self.nodes,
+            as_backend_node_selector(balancer.impl),
+        )
         self.service_queue = self.work_queue(
             SERVICE_QUEUE,
             service_controller_rate_limiter(),
             self.sync_service,
             workers=self.workers,
             loop_name=SERVICE_QUEUE,
+            on_outcome=self.sync_states.outcome,
         )
         self.node_queue = self.work_queue(
             NODE_QUEUE,

@@ -10,6 +10,10 @@ take keys from a :class:`~kccm.runtime.workqueue.RateLimitingQueue` and call an 
   service controller does for ``api.RetryError``;
 * ``sync`` raises anything else → logged and ``add_rate_limited(key)``.
 
+An ``on_outcome(key, error, retry_in)`` callback, when given, learns each sync's result: the
+error (None after a success) and the seconds until the queue retries (None when it will not),
+so a controller can record what happened (``kccm explain``) without re-deciding the retry.
+
 The retry protocol is structural so that this layer needs nothing from ``kccm.cloudprovider``:
 an exception is retryable when it (or an exception it was raised ``from``, like Go's
 ``errors.As`` through ``%w``) has a ``retry_after`` attribute in seconds (a number, a
@@ -32,6 +36,7 @@ from kccm.util.clock import REAL_CLOCK, Clock
 
 __all__ = [
     "Controller",
+    "Outcome",
     "Retryable",
     "jitter",
     "retry_delay",
@@ -41,6 +46,9 @@ __all__ = [
 ]
 
 T = TypeVar("T", bound=Hashable)
+
+Outcome = Callable[[T, Exception | None, float | None], None]
+"""``on_outcome(key, error, retry_in)``; see the module docstring."""
 
 _log = logging.getLogger(__name__)
 
@@ -88,11 +96,13 @@ class Controller(Generic[T]):
         workers: int = 1,
         clock: Clock = REAL_CLOCK,
         logger: logging.Logger | None = None,
+        on_outcome: Outcome[T] | None = None,
     ) -> None:
         self.name = name
         self.queue = queue
         self.workers = workers
         self._sync = sync
+        self._on_outcome = on_outcome
         self._clock = clock
         self._log = logger or _log
         self._stopping = asyncio.Event()
@@ -151,20 +161,28 @@ class Controller(Generic[T]):
         try:
             await self._sync(key)
         except Exception as exc:
-            self._requeue(key, exc)
+            self._report(key, exc, self._requeue(key, exc))
         else:
             self.queue.forget(key)
+            self._report(key, None, None)
 
-    def _requeue(self, key: T, exc: Exception) -> None:
+    def _requeue(self, key: T, exc: Exception) -> float | None:
+        """Requeue ``key`` after a failure; returns the delay."""
         delay = retry_delay(exc)
         if delay is None:
             self._log.error("%s: error syncing %r: %s, requeuing", self.name, key, exc)
-            self.queue.add_rate_limited(key)
-        else:
-            self._log.warning(
-                "%s: error syncing %r (retrying in %gs): %s", self.name, key, delay, exc
-            )
-            self.queue.add_after(key, delay)
+            return self.queue.add_rate_limited(key)
+        self._log.warning("%s: error syncing %r (retrying in %gs): %s", self.name, key, delay, exc)
+        self.queue.add_after(key, delay)
+        return delay
+
+    def _report(self, key: T, exc: Exception | None, retry_in: float | None) -> None:
+        if self._on_outcome is None:
+            return
+        try:
+            self._on_outcome(key, exc, retry_in)
+        except Exception:
+            self._log.exception("%s: recording the outcome of %r failed", self.name, key)
 
 
 def _raise_first_failure(tasks: Iterable[asyncio.Task[None]]) -> None:

@@ -275,9 +275,12 @@ class RateLimitingQueue(DelayingQueue[T]):
         super().__init__(name, registry=registry, clock=clock)
         self.rate_limiter = rate_limiter
 
-    def add_rate_limited(self, key: T) -> None:
-        """Add ``key`` after the delay the rate limiter asks for (``AddRateLimited``)."""
-        self.add_after(key, self.rate_limiter.when(key))
+    def add_rate_limited(self, key: T) -> float:
+        """Add ``key`` after the delay the rate limiter asks for (``AddRateLimited``); returns
+        that delay in seconds."""
+        delay = self.rate_limiter.when(key)
+        self.add_after(key, delay)
+        return delay
 
     def forget(self, key: T) -> None:
         """Tell the rate limiter to stop tracking ``key`` (its failures reset)."""

@@ -29,6 +29,7 @@ SURFACE = {
     ],
     "kccm.runtime.controller": [
         "Controller",
+        "Outcome",
         "Retryable",
         "jitter",
         "retry_delay",

@@ -6,6 +6,12 @@ thread pool (boto3 clients are thread-safe). botocore retries transient errors i
 
 - throttling codes -> :class:`~kccm.cloudprovider.Throttled`, so the call gate pauses that
   method group for everyone;
+- quota and limit codes (``TooManyLoadBalancers``, ``TooManyTargetGroups``, ``*LimitExceeded``
+  but the throttling ``RequestLimitExceeded``, ...) -> :class:`AWSQuotaExceeded`, a
+  :class:`~kccm.cloudprovider.QuotaExceeded`: retrying does not help until the quota is raised;
+- permission codes (``AccessDenied``, ``UnauthorizedOperation``, ``AuthFailure``, ...) ->
+  :class:`AWSPermissionDenied`, a :class:`~kccm.cloudprovider.PermissionDenied`: the role
+  kccm runs with lacks an IAM permission;
 - anything else -> :class:`AWSAPIError` naming the operation, the code and AWS's message;
 - an answer that is not an AWS response at all (an HTTP 500 with an HTML page from a proxy, an
   EC2-compatible cloud, stock moto 5 for ``DescribeInstanceTopology``): botocore raises
@@ -36,11 +42,22 @@ import botocore.config
 import botocore.exceptions
 import botocore.parsers
 
-from kccm.cloudprovider import CloudProviderError, Throttled
+from kccm.cloudprovider import CloudProviderError, PermissionDenied, QuotaExceeded, Throttled
 from kccm.cloudprovider.apicalls import CloudAPICalls, classify_by_verb
 from kccm.providers.aws.config import AWSCloudConfig
 
-__all__ = ["AWSAPI", "CLIENTS", "THROTTLING_CODES", "AWSAPIError", "error_code"]
+__all__ = [
+    "AWSAPI",
+    "CLIENTS",
+    "PERMISSION_CODES",
+    "QUOTA_CODES",
+    "THROTTLING_CODES",
+    "AWSAPIError",
+    "AWSPermissionDenied",
+    "AWSQuotaExceeded",
+    "error_code",
+    "is_quota_code",
+]
 
 log = logging.getLogger(__name__)
 
@@ -61,12 +78,68 @@ THROTTLING_CODES = frozenset(
 """Error codes AWS uses for rate limiting (botocore's list, plus ELB's ``Throttling``)."""
 
 
+QUOTA_CODES = frozenset(
+    {
+        "LimitExceeded",
+        "LimitExceededException",
+        "ServiceQuotaExceededException",
+        "TooManyLoadBalancers",
+        "TooManyTargetGroups",
+        "TooManyListeners",
+        "TooManyRules",
+        "TooManyTargets",
+        "TooManyRegistrationsForTargetId",
+        "TooManyTags",
+        "TooManyPolicies",
+        "TooManyCertificates",
+        "TooManyActions",
+        "TooManyUniqueTargetGroupsPerLoadBalancer",
+        "AddressLimitExceeded",
+        "SecurityGroupLimitExceeded",
+        "RulesPerSecurityGroupLimitExceeded",
+        "TagLimitExceeded",
+    }
+)
+"""Quota and service-limit codes of EC2, ELB and ELBv2; :func:`is_quota_code` also takes any
+other ``TooMany*`` or ``*LimitExceeded`` code that is not a throttling one."""
+
+PERMISSION_CODES = frozenset(
+    {
+        "AccessDenied",
+        "AccessDeniedException",
+        "UnauthorizedOperation",
+        "AuthFailure",
+        "InvalidClientTokenId",
+        "UnrecognizedClientException",
+        "SignatureDoesNotMatch",
+        "ExpiredToken",
+        "ExpiredTokenException",
+        "OptInRequired",
+    }
+)
+"""Codes AWS answers when the credentials may not make the call (or are not valid)."""
+
+
 class AWSAPIError(CloudProviderError):
     """An AWS call failed; ``code`` is AWS's error code (empty for transport errors)."""
 
     def __init__(self, message: str, code: str = "") -> None:
         super().__init__(message)
         self.code = code
+
+
+class AWSQuotaExceeded(AWSAPIError, QuotaExceeded):
+    """An AWS quota or limit refused the call (see :data:`QUOTA_CODES`)."""
+
+
+class AWSPermissionDenied(AWSAPIError, PermissionDenied):
+    """AWS refused the call for lack of permission (see :data:`PERMISSION_CODES`)."""
+
+
+def is_quota_code(code: str) -> bool:
+    if code in THROTTLING_CODES:
+        return False
+    return code in QUOTA_CODES or code.startswith("TooMany") or code.endswith("LimitExceeded")
 
 
 def error_code(error: BaseException) -> str:
@@ -162,4 +235,8 @@ def _mapped(service: str, operation: str, err: botocore.exceptions.ClientError) 
     text = f"{service} {operation}: {code}: {message}"
     if code in THROTTLING_CODES:
         return Throttled(f"AWS rate limit: {text}")
+    if is_quota_code(code):
+        return AWSQuotaExceeded(f"AWS quota or limit exceeded: {text}", code)
+    if code in PERMISSION_CODES:
+        return AWSPermissionDenied(f"AWS permission denied: {text}", code)
     return AWSAPIError(text, code)

@@ -21,11 +21,12 @@ As upstream cloud-provider-aws reads them (``pkg/providers/v1/aws.go`` ``EnsureL
 from __future__ import annotations
 
 import ipaddress
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kccm.cloudprovider import CloudProviderError
+from kccm.cloudprovider import InvalidServiceConfig
 
 __all__ = [
     "NLBOptions",
@@ -56,8 +57,20 @@ ACCESS_LOGS_BUCKET_ATTRIBUTE = "access_logs.s3.bucket"
 ACCESS_LOGS_PREFIX_ATTRIBUTE = "access_logs.s3.prefix"
 
 
-class ServiceAnnotationError(CloudProviderError):
-    """A Service asks for something invalid or unsupported; the message says what."""
+_ANNOTATION = re.compile(r"service\.(?:beta\.)?kubernetes\.io/[A-Za-z0-9._-]+")
+
+
+class ServiceAnnotationError(InvalidServiceConfig):
+    """A Service asks for something invalid or unsupported; the message says what.
+
+    ``key`` is the annotation at fault: given, or the first one the message names (``""``
+    when the fault lies in the Service's spec)."""
+
+    def __init__(self, message: str, key: str | None = None) -> None:
+        if key is None:
+            found = _ANNOTATION.search(message)
+            key = found.group(0) if found else ""
+        super().__init__(key, message)
 
 
 def key_value_list(text: str) -> dict[str, str]:

@@ -24,13 +24,16 @@ It implements every interface of the contract with real state instead of fixed a
   calls, for ``kccm explain``).
 
 Every call is recorded in a bounded log (:attr:`FakeCloud.calls`), errors and latency can be
-injected per method (:meth:`FakeCloud.fail`, :meth:`FakeCloud.set_latency`), and all state
+injected per method (:meth:`FakeCloud.fail`, :meth:`FakeCloud.fail_with` a kind of
+:mod:`.faults`, :meth:`FakeCloud.set_latency`) or per Service (the ``fake.kccm.io/fail``
+annotation), and all state
 sits behind one lock, so the fake may be driven from several tasks and threads at once.
 Latency sleeps go through the ``clock`` given to the constructor.
 """
 
 from kccm.providers.fake.cloud import FakeCloud
 from kccm.providers.fake.config import FakeCloudConfig, fake_cloud_from_config, new_fake_cloud
+from kccm.providers.fake.faults import FAULT_ANNOTATION, FAULT_KINDS, fault
 from kccm.providers.fake.model import (
     MAX_LATENCY,
     FakeBalancer,
@@ -40,6 +43,8 @@ from kccm.providers.fake.model import (
 )
 
 __all__ = [
+    "FAULT_ANNOTATION",
+    "FAULT_KINDS",
     "MAX_LATENCY",
     "FakeBalancer",
     "FakeCall",
@@ -48,5 +53,6 @@ __all__ = [
     "FakeCloudError",
     "FakeInstance",
     "fake_cloud_from_config",
+    "fault",
     "new_fake_cloud",
 ]

@@ -42,6 +42,7 @@ from kccm.cloudprovider import (
     default_load_balancer_name,
 )
 from kccm.providers.fake.describe import FakeDescribing
+from kccm.providers.fake.faults import fault, service_fault
 from kccm.providers.fake.model import (
     _FIRST_LB_ADDRESS,
     _SELF_COUNTED,
@@ -140,6 +141,10 @@ class FakeCloud(FakeDescribing):
         """Make ``method`` raise ``error`` (on the next ``times`` calls, or always)."""
         with self._lock:
             self._errors.setdefault(method, []).append(_Injected(error, times))
+
+    def fail_with(self, method: str, kind: str, *, times: int | None = None) -> None:
+        """Make ``method`` raise the contract error of ``kind`` (:mod:`.faults`)."""
+        self.fail(method, fault(kind), times=times)
 
     def clear_failures(self) -> None:
         with self._lock:
@@ -284,6 +289,7 @@ class FakeCloud(FakeDescribing):
         ``service``, ``nodes`` and the cloud config ask for."""
         hosts = self._shared_hosts(_node_names(nodes))
         await self._enter("ensure_load_balancer", cluster_name, _service_key(service), hosts)
+        _raise_service_fault(service)
         name = default_load_balancer_name(service)
         ports, ip_mode = _ports(service), self.load_balancer_ip_mode
         with self._lock:
@@ -305,6 +311,7 @@ class FakeCloud(FakeDescribing):
         """Read the balancer; change its hosts when they differ."""
         hosts = self._shared_hosts(_node_names(nodes))
         await self._enter("update_load_balancer", cluster_name, _service_key(service), hosts)
+        _raise_service_fault(service)
         name = default_load_balancer_name(service)
         with self._lock:
             balancer = self._describe(name)
@@ -574,3 +581,10 @@ def _implements_every_interface(
 ) -> tuple[Interface, LoadBalancer, Instances, InstancesV2, Zones, Clusters, Routes, PVLabeler]:
     """Never called: mypy checks here that FakeCloud keeps implementing every interface."""
     return (cloud, cloud, cloud, cloud, cloud, cloud, cloud, cloud)
+
+
+def _raise_service_fault(service: Service) -> None:
+    """The Service's ``fake.kccm.io/fail`` annotation (:mod:`.faults`)."""
+    error = service_fault(service)
+    if error is not None:
+        raise error

@@ -17,7 +17,9 @@ from kccm.providers.local.compare import (
     nothing_to_delete,
 )
 from kccm.providers.local.desired import (
+    LocalInvalidService,
     LocalLoadBalancerError,
+    LocalPoolExhausted,
     backends_of,
     desired_load_balancer,
     retains_ip,
@@ -27,6 +29,7 @@ from kccm.providers.local.desired import (
 )
 from kccm.providers.local.store import (
     IPUnavailable,
+    PoolExhausted,
 )
 
 __all__ = ["LocalLoadBalancers"]
@@ -70,8 +73,10 @@ class LocalLoadBalancers(LocalBase):
                 in_pool=self.pool.__contains__,
                 retain=retains_ip(service),
             )
+        except PoolExhausted as err:
+            raise LocalPoolExhausted(f"{err} (pool {self.pool})") from err
         except IPUnavailable as err:
-            raise LocalLoadBalancerError(f"{err} (pool {self.pool})") from err
+            raise LocalInvalidService("spec.loadBalancerIP", f"{err} (pool {self.pool})") from err
         return status_of(record)
 
     def update_load_balancer(

@@ -12,12 +12,14 @@ from typing import Any
 from kccm.cloudprovider import (
     CloudProviderError,
     InstanceMetadata,
+    InvalidServiceConfig,
     LoadBalancerIngress,
     LoadBalancerIPMode,
     LoadBalancerStatus,
     Node,
     NodeAddress,
     PortStatus,
+    QuotaExceeded,
     Service,
     default_load_balancer_name,
 )
@@ -29,7 +31,9 @@ __all__ = [
     "HEALTHZ",
     "KUBE_PROXY_HEALTH_PORT",
     "SERVED_PROTOCOLS",
+    "LocalInvalidService",
     "LocalLoadBalancerError",
+    "LocalPoolExhausted",
     "backends_of",
     "desired_load_balancer",
     "instance_metadata_of",
@@ -50,6 +54,18 @@ HEALTHZ = "/healthz"
 
 class LocalLoadBalancerError(CloudProviderError):
     """A Service the local provider cannot serve (the message ends up in a Warning event)."""
+
+
+class LocalInvalidService(LocalLoadBalancerError, InvalidServiceConfig):
+    """The Service's ``key`` (a spec field or an annotation) asks for what the local provider
+    cannot do."""
+
+    def __init__(self, key: str, message: str) -> None:
+        InvalidServiceConfig.__init__(self, key, message)
+
+
+class LocalPoolExhausted(LocalLoadBalancerError, QuotaExceeded):
+    """Every address of the VIP pool is claimed (the local cloud's quota)."""
 
 
 # -- reading Kubernetes objects --------------------------------------------------------------
@@ -117,9 +133,10 @@ def _check_servable(service: Service, port: Mapping[str, Any]) -> None:
     "Ensured" event) that nothing serves, so the ensure fails with the reason instead."""
     shown = f"port {port['name'] or port['port']} ({port['port']}/{port['protocol']})"
     if port["protocol"] not in SERVED_PROTOCOLS:
-        raise LocalLoadBalancerError(
+        raise LocalInvalidService(
+            "spec.ports",
             f"{shown}: the local data plane serves TCP and UDP only, not {port['protocol']}; "
-            "no load balancer is created for this Service"
+            "no load balancer is created for this Service",
         )
     if port["node_port"] <= 0:
         why = (
@@ -127,9 +144,10 @@ def _check_servable(service: Service, port: Mapping[str, Any]) -> None:
             if spec_of(service).get("allocateLoadBalancerNodePorts") is False
             else ""
         )
-        raise LocalLoadBalancerError(
+        raise LocalInvalidService(
+            "spec.ports",
             f"{shown} has no nodePort{why}: the local data plane forwards to nodePorts, so "
-            "no load balancer is created for this Service"
+            "no load balancer is created for this Service",
         )
 
 
@@ -155,7 +173,9 @@ def _source_ranges(service: Service) -> tuple[str, ...]:
     cleaned = [r.strip() for r in ranges if r.strip()] or ["0.0.0.0/0"]
     bad = [r for r in cleaned if not _is_cidr(r)]
     if bad:
-        raise LocalLoadBalancerError(f"invalid loadBalancerSourceRanges: {', '.join(bad)}")
+        raise LocalInvalidService(
+            "spec.loadBalancerSourceRanges", f"invalid loadBalancerSourceRanges: {', '.join(bad)}"
+        )
     return tuple(str(ipaddress.ip_network(r, strict=False)) for r in cleaned)
 
 

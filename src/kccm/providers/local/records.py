@@ -22,6 +22,7 @@ __all__ = [
     "InstanceExists",
     "InstanceRecord",
     "LoadBalancerRecord",
+    "PoolExhausted",
     "RouteRecord",
     "SchemaTooNew",
     "StoreError",
@@ -54,6 +55,10 @@ class InstanceExists(StoreError):
 
 class IPUnavailable(StoreError):
     """A VIP cannot be claimed: taken by another Service, outside the pool, or pool empty."""
+
+
+class PoolExhausted(IPUnavailable):
+    """Every address of the VIP pool is claimed."""
 
 
 STATE_FILE_MODE = 0o600

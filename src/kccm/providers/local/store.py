@@ -46,6 +46,7 @@ from kccm.providers.local.records import (
     IPClaim,
     IPUnavailable,
     LoadBalancerRecord,
+    PoolExhausted,
     RouteRecord,
     SchemaTooNew,
     StoreError,
@@ -74,6 +75,7 @@ __all__ = [
     "InstanceRecord",
     "LoadBalancerRecord",
     "LocalStore",
+    "PoolExhausted",
     "RouteRecord",
     "SchemaTooNew",
     "StoreError",
@@ -534,4 +536,4 @@ def _first_free(conn: sqlite3.Connection, candidates: Callable[[], Iterable[str]
     for ip in candidates():
         if ip not in claimed:
             return ip
-    raise IPUnavailable(f"the local VIP pool is exhausted ({len(claimed)} addresses claimed)")
+    raise PoolExhausted(f"the local VIP pool is exhausted ({len(claimed)} addresses claimed)")

@@ -29,8 +29,12 @@ request once more (``allow_reauth``), as gophercloud's ``AllowReauth`` does.
 
 Errors: ``404`` -> :class:`OpenStackNotFound`, ``409`` -> :class:`OpenStackConflict`,
 ``429``/``503`` (and Nova's ``413`` "over limit" with a ``Retry-After``) ->
-:class:`~kccm.cloudprovider.Throttled` (with ``Retry-After``), anything else
--> :class:`OpenStackAPIError` (``status`` 0 for a transport failure). Every request goes
+:class:`~kccm.cloudprovider.Throttled` (with ``Retry-After``); a quota refusal (Octavia's
+``403`` "Quota has been met", Neutron's ``409`` ``OverQuota`` "Quota exceeded for resources",
+Nova's ``403``/``413`` "Quota exceeded" without a ``Retry-After``) ->
+:class:`OpenStackQuotaExceeded`; any other ``403`` -> :class:`OpenStackPermissionDenied`
+(the policy refuses the user); anything else -> :class:`OpenStackAPIError` (``status`` 0 for a
+transport failure). Every request goes
 through :meth:`OpenStackAPI.request` and is recorded in :attr:`OpenStackAPI.ledger` (``GET`` a
 read, anything else a write); Keystone's own token requests are not.
 
@@ -42,6 +46,7 @@ messages.
 from __future__ import annotations
 
 import logging
+import re
 import tempfile
 import threading
 from collections.abc import Iterator, Mapping
@@ -54,7 +59,13 @@ from keystoneauth1 import session as ksa_session
 from keystoneauth1.identity import v3
 
 from kccm import __version__
-from kccm.cloudprovider import CloudProviderError, CloudProviderInitError, Throttled
+from kccm.cloudprovider import (
+    CloudProviderError,
+    CloudProviderInitError,
+    PermissionDenied,
+    QuotaExceeded,
+    Throttled,
+)
 from kccm.cloudprovider.apicalls import CloudAPICalls
 from kccm.providers.openstack.config import GlobalOpts, OpenStackConfig
 
@@ -66,7 +77,10 @@ __all__ = [
     "OpenStackConflict",
     "OpenStackError",
     "OpenStackNotFound",
+    "OpenStackPermissionDenied",
+    "OpenStackQuotaExceeded",
     "auth_plugin",
+    "is_quota_text",
     "keystone_v3_url",
     "mapped_error",
 ]
@@ -102,6 +116,27 @@ class OpenStackAPIError(OpenStackError):
 
     def __init__(self, status: int, message: str) -> None:
         super().__init__(message, status)
+
+
+class OpenStackQuotaExceeded(OpenStackAPIError, QuotaExceeded):
+    """A quota refused the request (Octavia ``403``, Neutron ``409`` ``OverQuota``, Nova
+    ``403``/``413``): see :func:`is_quota_text`."""
+
+
+class OpenStackPermissionDenied(OpenStackAPIError, PermissionDenied):
+    """``403`` for anything but a quota: the cloud's policy refuses the user kccm runs as."""
+
+
+_QUOTA_TEXT = re.compile(
+    r"quota (?:exceeded|has been met|limit)|over ?quota|exceeds? (?:the )?quota|over limit",
+    re.IGNORECASE,
+)
+
+
+def is_quota_text(text: str) -> bool:
+    """Whether an error message is a quota refusal (Octavia "Quota has been met for
+    resources", Neutron "Quota exceeded for resources", Nova "Quota exceeded for ...")."""
+    return _QUOTA_TEXT.search(text) is not None
 
 
 class OpenStackAuthError(OpenStackError, CloudProviderInitError):
@@ -246,10 +281,14 @@ def mapped_error(status: int, text: str, retry_after: float | None = None) -> Ex
     """The exception for an HTTP ``status`` outside the accepted ones (see the module doc)."""
     if status == 404:
         return OpenStackNotFound(text, 404)
-    if status == 409:
-        return OpenStackConflict(text, 409)
     if status in THROTTLED_STATUSES or (status == 413 and retry_after is not None):
         return Throttled(f"OpenStack rate limit or overload: {text}", retry_after)
+    if status in (403, 409, 413) and is_quota_text(text):
+        return OpenStackQuotaExceeded(status, f"OpenStack quota exceeded: {text}")
+    if status == 409:
+        return OpenStackConflict(text, 409)
+    if status == 403:
+        return OpenStackPermissionDenied(status, f"OpenStack permission denied: {text}")
     return OpenStackAPIError(status, text)
 
 

@@ -13,10 +13,11 @@ balancer.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
-from kccm.cloudprovider import CloudProviderError, Service
+from kccm.cloudprovider import InvalidServiceConfig, Service
 
 __all__ = [
     "ADDRESS",
@@ -96,8 +97,20 @@ SOURCE_RANGES = "service.beta.kubernetes.io/load-balancer-source-ranges"
 """``v1.AnnotationLoadBalancerSourceRangesKey``, read when the spec field is empty."""
 
 
-class LBAnnotationError(CloudProviderError):
-    """A Service annotation (or spec field) kccm cannot use; the message names it."""
+_NAMED = re.compile(r"annotation ([A-Za-z0-9.-]+/[A-Za-z0-9._-]+)")
+
+
+class LBAnnotationError(InvalidServiceConfig):
+    """A Service annotation (or spec field) kccm cannot use; the message names it.
+
+    ``key``: given, or the first annotation the message names (``annotation <key>``); ``""``
+    when the fault lies elsewhere (a spec field, the cloud config)."""
+
+    def __init__(self, message: str, key: str | None = None) -> None:
+        if key is None:
+            found = _NAMED.search(message)
+            key = found.group(1) if found else ""
+        super().__init__(key, message)
 
 
 def annotations_of(service: Service) -> Mapping[str, str]:

@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from kccm.cloudprovider import CloudProviderError, Throttled
+from kccm.cloudprovider import CloudProviderError, StillProvisioning, Throttled
 from kccm.providers.openstack.api import (
     OpenStackAPI,
     OpenStackConflict,
@@ -43,6 +43,7 @@ __all__ = [
     "FEATURE_MIN_VERSION",
     "LB",
     "Octavia",
+    "OctaviaStillPending",
     "OctaviaWaitError",
     "backoff_schedule",
     "blocking_sleeper",
@@ -60,6 +61,8 @@ FACTOR = 1.2
 ACTIVE_STEPS = 23
 DELETE_STEPS = 24
 CONFLICT_RETRIES = 10
+PENDING_RETRY_AFTER = 10.0
+"""Seconds before a sync whose balancer was still ``PENDING_*`` at the wait's end retries."""
 
 FEATURE_MIN_VERSION: Mapping[str, tuple[int, int]] = {
     "tags": (2, 5),
@@ -79,6 +82,16 @@ class OctaviaWaitError(CloudProviderError):
     def __init__(self, message: str, lb: LB | None = None) -> None:
         super().__init__(message)
         self.lb = lb
+
+
+class OctaviaStillPending(OctaviaWaitError, StillProvisioning):
+    """The wait for ACTIVE ran out with the balancer still ``PENDING_*``: Octavia is still
+    working on it. The sync is retried in ``retry_after`` seconds (not backed off), and
+    ``kccm explain`` reports "waiting on the cloud"."""
+
+    def __init__(self, message: str, lb: LB | None = None) -> None:
+        super().__init__(message, lb)
+        self.retry_after = PENDING_RETRY_AFTER
 
 
 def blocking_sleeper(clock: Clock) -> Callable[[float], None]:
@@ -211,7 +224,10 @@ class Octavia:
             if delay is None:
                 break
             self._sleep(delay)
-        raise OctaviaWaitError(f"timeout waiting for the loadbalancer {lb_id} {ACTIVE}", lb)
+        message = f"timeout waiting for the loadbalancer {lb_id} {ACTIVE}"
+        if lb is not None and str(lb.get("provisioning_status", "")).startswith("PENDING"):
+            raise OctaviaStillPending(f"{message} (still {lb['provisioning_status']})", lb)
+        raise OctaviaWaitError(message, lb)
 
     def wait_deleted(self, lb_id: str) -> None:
         """Upstream ``waitLoadbalancerDeleted``."""
