@@ -22,6 +22,12 @@ supplies the ``load_balancer_tamper`` fixture (a :class:`LoadBalancerTamper`, wh
 or deletes its balancer behind its back, as an operator in the cloud console would) is checked
 to repair the change, and re-create the deleted balancer, with the next ensure. Without the
 ledger or the fixture those checks are skipped, with the reason.
+
+Optional describe calls (issue 27, ``kccm explain``): a provider implementing
+``describe_load_balancer`` is checked to list the listeners of an ensured balancer (one per
+Service port) and nothing for a deleted one, with no mutating request; one implementing
+``describe_instance`` to say that a ``known_node``'s machine exists and that an unknown
+providerID's does not. Without them those checks are skipped, with the reason.
 Sync and async providers are both supported: every call goes through the thread-pool
 adapter the framework uses. The tests are ``async`` and marked for pytest-asyncio (strict or
 auto mode both work).
@@ -53,6 +59,8 @@ from kccm.cloudprovider import (
     Service,
     ThreadPoolAdapter,
     as_api_call_reporter,
+    as_instance_describer,
+    as_load_balancer_describer,
 )
 
 __all__ = ["CloudProviderConformance", "LoadBalancerTamper", "make_node", "make_service"]
@@ -346,6 +354,58 @@ class CloudProviderConformance:
         await call.call("delete", lb.ensure_load_balancer_deleted, _CLUSTER, svc)
         _, exists = await call.call("get", lb.get_load_balancer, _CLUSTER, svc)
         assert not exists
+
+    async def test_describe_load_balancer_lists_the_listeners_of_an_ensured_balancer(
+        self, cloud: Interface, lb_nodes: list[Node], call: ThreadPoolAdapter
+    ) -> None:
+        """Optional (``describe_load_balancer``): an ensured balancer's view has one listener
+        per Service port (port and protocol), targets with a known health word, and no view
+        once deleted; describing sends no mutating request."""
+        lb = self._lb(cloud)
+        describer = as_load_balancer_describer(lb)
+        if describer is None:
+            pytest.skip("the provider does not implement describe_load_balancer (optional)")
+        svc = make_service("conf-describe", ports=(80, 443))
+        try:
+            await call.call("ensure", lb.ensure_load_balancer, _CLUSTER, svc, lb_nodes)
+            reporter = as_api_call_reporter(cloud)
+            before = reporter.cloud_api_calls().snapshot() if reporter else None
+            view = await call.call("describe", describer.describe_load_balancer, _CLUSTER, svc)
+            if reporter is not None and before is not None:
+                spent = reporter.cloud_api_calls().snapshot().since(before)
+                assert spent.total_writes == 0, f"describe made mutating calls: {spent.writes}"
+            assert view is not None, "no view of an ensured balancer"
+            listed = sorted((li.port, li.protocol.upper()) for li in view.listeners)
+            assert listed == [(80, "TCP"), (443, "TCP")]
+            for listener in view.listeners:
+                for target in listener.targets:
+                    assert target.health in ("healthy", "unhealthy", "unknown"), target
+            assert view.to_dict()["listeners"], "to_dict shows the listeners"
+        finally:
+            await call.call("delete", lb.ensure_load_balancer_deleted, _CLUSTER, svc)
+        gone = await call.call("describe", describer.describe_load_balancer, _CLUSTER, svc)
+        assert gone is None, f"a deleted balancer still described: {gone}"
+
+    async def test_describe_instance_tells_a_known_machine_from_an_unknown_one(
+        self,
+        cloud: Interface,
+        known_node: Node | None,
+        unknown_provider_id: str,
+        call: ThreadPoolAdapter,
+    ) -> None:
+        """Optional (``describe_instance``): a ``known_node``'s machine exists, an unknown
+        providerID's does not (or the provider cannot tell: ``None``); never an error."""
+        describer = as_instance_describer(self._v2(cloud))
+        if describer is None:
+            pytest.skip("the provider does not implement describe_instance (optional)")
+        unknown = make_node("conf-describe-unknown", provider_id=unknown_provider_id)
+        view = await call.call("describe", describer.describe_instance, unknown)
+        assert view is None or view.exists is False, view
+        if known_node is None:
+            pytest.skip("no known_node fixture")
+        known = await call.call("describe", describer.describe_instance, known_node)
+        assert known is not None
+        assert known.exists, known
 
     @pytest.mark.parametrize(
         ("name", "namespace"),

@@ -115,6 +115,39 @@ def test_power_off_is_shutdown_and_on_again_is_not(
         cloud.close()
 
 
+@pytest.mark.parametrize(
+    ("power_off", "by_name", "state"),
+    [
+        pytest.param(False, False, "poweredOn", id="on-by-provider-id"),
+        pytest.param(False, True, "poweredOn", id="on-by-name"),
+        pytest.param(True, False, "poweredOff", id="off"),
+    ],
+)
+def test_describe_instance_shows_the_vms_power_and_guest(
+    vcsim: Vcsim, admin: VCAdmin, tagged: dict[str, str], power_off: bool, by_name: bool, state: str
+) -> None:
+    """kccm explain node's view (issue 27): vsphere describes nodes only (no balancers)."""
+    cloud = VSphereCloud(load_vsphere_config(vcsim.ini_config(labels=LABELS)), inventory_max_age=0)
+    vm = admin.vm("DC0_C0_RP0_VM1")
+    pid = f"vsphere://{vm.config.uuid.lower()}"
+    asked = node(vcsim.hostname("DC0_C0_RP0_VM1")) if by_name else node("n", pid)
+    try:
+        if power_off:
+            admin.power_off("DC0_C0_RP0_VM1")
+        assert cloud.load_balancer() is None
+        view = cloud._instances.describe_instance(asked)
+        assert (view.exists, view.state, view.provider_id.lower()) == (True, state, pid)
+        assert view.detail["vm"] == "DC0_C0_RP0_VM1"
+        assert view.detail["guest_hostname"] == vcsim.hostname("DC0_C0_RP0_VM1")
+        assert vm.guest.net[0].ipAddress[0] in view.detail["nics"]
+        gone = cloud._instances.describe_instance(node("n", "vsphere://" + "0" * 32))
+        assert gone.exists is False
+    finally:
+        if power_off:
+            admin.power_on("DC0_C0_RP0_VM1")
+        cloud.close()
+
+
 def test_destroyed_vm_is_gone_and_only_then(
     vcsim: Vcsim, admin: VCAdmin, tagged: dict[str, str]
 ) -> None:

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kccm.cloudprovider import (
+    BalancerView,
     CloudProviderError,
     ImplementedElsewhere,
     LoadBalancerStatus,
@@ -33,6 +34,7 @@ from kccm.providers.aws.annotations import (
 from kccm.providers.aws.api import AWSAPI
 from kccm.providers.aws.classic import ClassicLoadBalancers
 from kccm.providers.aws.config import AWSGlobalConfig
+from kccm.providers.aws.describe import classic_view, nlb_view
 from kccm.providers.aws.loadbalancer import (
     LB,
     NetworkLoadBalancers,
@@ -190,6 +192,20 @@ class ServiceLoadBalancers:
         # DependencyViolation no longer finds the balancer, so the managed group by its name
         left = self._own.leftover(cluster_name, service)
         self._own.delete(sorted({*own, *left}), name)
+
+    def describe_load_balancer(self, cluster_name: str, service: Service) -> BalancerView | None:
+        """kccm's optional describe (``kccm explain``): the balancer of the kind the Service
+        asks for (a Classic ELB's Service may still have an NLB an older kccm made), its
+        listeners and their targets' health (:mod:`.describe`); ``None`` when there is none."""
+        if handled_elsewhere(service):
+            return None
+        name = default_load_balancer_name(service)
+        if not is_nlb(service):
+            classic = self.classic.describe(name)
+            if classic is not None:
+                return classic_view(self._api, classic)
+        lb = self._nlb.describe(name)
+        return None if lb is None else nlb_view(self._api, lb)
 
     def _check_kind_unchanged(self, service: Service) -> None:
         """Upstream's hostname check, confirmed with AWS before refusing: the balancer of the

@@ -17,6 +17,7 @@ from kccm.cloudprovider import (
     CloudProviderError,
     InstanceMetadata,
     InstanceNotFound,
+    InstanceView,
     Node,
     NodeAddress,
     NodeName,
@@ -232,6 +233,33 @@ class EC2Instances:
                 f"{self._tagging.cluster_tag_key} (it belongs to another cluster)"
             )
         return self._metadata(node, instance, with_labels=True)
+
+    def describe_instance(self, node: Node) -> InstanceView:
+        """kccm's optional describe (``kccm explain node``): the node's instance as EC2 reports
+        it now (one ``DescribeInstances``); a terminated or unknown one does not exist."""
+        given = str((node.get("spec") or {}).get("providerID", ""))
+        try:
+            instance = self._lookup(node)
+        except InstanceNotFound:
+            instance = None
+        if instance is None:
+            return InstanceView(provider_id=given, exists=False)
+        zone = str((instance.get("Placement") or {}).get("AvailabilityZone", ""))
+        reason = (instance.get("StateReason") or {}).get("Message") or ""
+        detail = {
+            "instance_type": str(instance.get("InstanceType", "")),
+            "zone": zone,
+            "private_dns_name": str(instance.get("PrivateDnsName", "")),
+            "cluster_tagged": str(self._tagging.owns(instance.get("Tags"))).lower(),
+        }
+        if reason:
+            detail["state_reason"] = str(reason)
+        return InstanceView(
+            provider_id=given or provider_id(zone, str(instance["InstanceId"])),
+            exists=_state(instance) not in GONE_STATES,
+            state=_state(instance),
+            detail=detail,
+        )
 
     def _metadata(self, node: Node, instance: Instance, *, with_labels: bool) -> InstanceMetadata:
         """Upstream ``InstanceMetadata``; ``additional_labels`` only when asked, as the node

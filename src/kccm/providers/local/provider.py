@@ -7,6 +7,9 @@
   ``load_balancers`` (ports with nodePorts, backends = the nodes' InternalIP, health checks,
   source ranges, session affinity) for the data plane to serve; status ip=VIP, ipMode Proxy.
 - Routes: the ``routes`` table.
+- ``describe_load_balancer`` / ``describe_instance`` (optional, for ``kccm explain``): a
+  balancer's listeners with the data plane health checker's verdict on each backend, and a
+  Node's instance row (:mod:`.describe`).
 
 Ensure, update and delete are read-compare-write: they read the balancer's row and the
 Service's IP claim, compare them with what the Service, the nodes and the cloud config
@@ -41,6 +44,7 @@ from kccm.cloudprovider import (
 from kccm.providers.local.balancers import LocalLoadBalancers
 from kccm.providers.local.base import PROVIDER_NAME
 from kccm.providers.local.config import LocalCloudConfig, load_local_config
+from kccm.providers.local.describe import LocalDescribing
 from kccm.providers.local.desired import (
     ANNOTATION_RETAIN_IP,
     ANNOTATION_SOURCE_RANGES,
@@ -57,7 +61,6 @@ from kccm.providers.local.store import (
 from kccm.providers.local.supervision import (
     DataplaneProbe,
     DataplaneStarter,
-    DataplaneSupervision,
     probe_dataplane,
     start_dataplane,
 )
@@ -79,7 +82,7 @@ __all__ = [
 ]
 
 
-class LocalCloud(LocalInstances, LocalLoadBalancers, LocalRoutes, DataplaneSupervision):
+class LocalCloud(LocalInstances, LocalLoadBalancers, LocalRoutes, LocalDescribing):
     """The ``local`` provider over one :class:`LocalStore`: the composition root of its
     capabilities (one class each, sharing :class:`~.base.LocalBase`'s store and ledger)."""
 

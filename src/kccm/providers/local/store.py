@@ -513,6 +513,21 @@ class LocalStore:
             for r in rows
         ]
 
+    def describe_backends(self, name: str) -> tuple[LoadBalancerRecord | None, list[BackendHealth]]:
+        """Balancer ``name`` and the data plane's verdicts on its backends, in one snapshot."""
+        with self._read() as conn:
+            row = conn.execute("SELECT * FROM load_balancers WHERE name = ?", (name,)).fetchone()
+            rows = conn.execute(
+                "SELECT * FROM backend_health WHERE load_balancer = ? ORDER BY node", (name,)
+            ).fetchall()
+        health = [
+            BackendHealth(
+                r["load_balancer"], r["node"], bool(r["healthy"]), r["checked_at"], r["detail"]
+            )
+            for r in rows
+        ]
+        return (_balancer(row) if row is not None else None), health
+
     def dataplane_heartbeat(self) -> DataplaneHeartbeat | None:
         with self._lock:
             row = self._conn.execute("SELECT * FROM dataplane WHERE id = 1").fetchone()

@@ -38,6 +38,7 @@ from kccm.cloudprovider import (
     CloudProviderError,
     InstanceMetadata,
     InstanceNotFound,
+    InstanceView,
     Node,
     NodeName,
 )
@@ -140,6 +141,27 @@ class OpenStackInstances:
         """``InstanceMetadata``: providerID, flavor, addresses, zone and region."""
         server = self.server_of(node)
         return self.metadata_of(server, self.ports_of(server["id"]))
+
+    def describe_instance(self, node: Node) -> InstanceView:
+        """kccm's optional describe (``kccm explain node``): the node's server as Nova reports
+        it now (``ACTIVE``, ``SHUTOFF``, ``ERROR``...); a gone one does not exist."""
+        try:
+            server = self.server_of(node)
+        except InstanceNotFound:
+            return InstanceView(provider_id=node_provider_id(node), exists=False)
+        detail = {
+            "flavor": self.instance_type(server),
+            "zone": str(server.get("OS-EXT-AZ:availability_zone") or ""),
+            "name": str(server.get("name") or ""),
+        }
+        fault = (server.get("fault") or {}).get("message")
+        if fault:
+            detail["fault"] = str(fault)
+        return InstanceView(
+            provider_id=self.provider_id_of(server),
+            state=str(server.get("status") or ""),
+            detail=detail,
+        )
 
     # -- lookups ----------------------------------------------------------------------------
 

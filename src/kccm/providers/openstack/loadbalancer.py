@@ -26,6 +26,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kccm.cloudprovider import (
+    BalancerView,
     CloudProviderError,
     LoadBalancerIngress,
     LoadBalancerStatus,
@@ -37,6 +38,7 @@ from kccm.providers.openstack.api import OpenStackAPI
 from kccm.providers.openstack.floatingips import ensure_floating_ip
 from kccm.providers.openstack.lbcreate import create_load_balancer
 from kccm.providers.openstack.lbdelete import delete_for_service
+from kccm.providers.openstack.lbdescribe import balancer_view
 from kccm.providers.openstack.lblookup import by_id, by_name, find_for_service
 from kccm.providers.openstack.lbnames import (
     SERVICE_PREFIX,
@@ -126,6 +128,12 @@ class OctaviaLoadBalancers:
         fip = self.neutron.floating_ip_of_port(port_id)
         address = str(fip.get("floating_ip_address")) if fip else str(lb.get("vip_address", ""))
         return LoadBalancerStatus(ingress=[LoadBalancerIngress(ip=address)]), True
+
+    def describe_load_balancer(self, cluster_name: str, service: Service) -> BalancerView | None:
+        """kccm's optional describe (``kccm explain``): the balancer, its listeners and the
+        health of their members from Octavia's status tree (:mod:`.lbdescribe`)."""
+        lb = find_for_service(self.octavia, cluster_name, service)
+        return None if lb is None else balancer_view(self.octavia, lb)
 
     # -- ensure ------------------------------------------------------------------------------
 

@@ -248,6 +248,13 @@ class Octavia:
     def get_load_balancer(self, lb_id: str) -> LB:
         return self._get(f"/loadbalancers/{lb_id}", "loadbalancer", "get_loadbalancer")
 
+    def status_tree(self, lb_id: str) -> LB:
+        """``GET /loadbalancers/{id}/status``: the balancer's ``statuses.loadbalancer`` tree."""
+        body = self.api.request(
+            SERVICE, "GET", f"{PREFIX}/loadbalancers/{lb_id}/status", operation="get_lb_status"
+        )
+        return dict(((body or {}).get("statuses") or {}).get("loadbalancer") or {})
+
     def list_load_balancers(self, **params: Any) -> list[LB]:
         return self._list("/loadbalancers", "loadbalancers", params, "list_loadbalancers")
 

@@ -25,6 +25,7 @@ from kccm.cloudprovider import (
     CloudProviderError,
     InstanceMetadata,
     InstanceNotFound,
+    InstanceView,
     Node,
     NodeAddress,
     NodeName,
@@ -94,8 +95,8 @@ class VCenterClient:
 
 
 class VSphereInstances:
-    """InstancesV2 (+ ``list_instance_metadata``), Instances and Zones; plain ``def``s
-    (pyvmomi blocks), run by the framework in its thread pool."""
+    """InstancesV2 (+ ``list_instance_metadata``, ``describe_instance``), Instances and
+    Zones; plain ``def``s (pyvmomi blocks), run by the framework in its thread pool."""
 
     def __init__(self, config: VSphereConfig, vcenters: Sequence[VCenterClient]) -> None:
         self._config = config
@@ -235,6 +236,30 @@ class VSphereInstances:
             raise InstanceNotFound(f"VM not found for node {name!r}")
         given = str((node.get("spec") or {}).get("providerID", ""))
         return self._metadata(vm, given, self._zone(vm))
+
+    def describe_instance(self, node: Node) -> InstanceView:
+        """kccm's optional describe (``kccm explain node``): the node's VM as the vCenter
+        reports it (power state, guest, host name and NICs, from the inventory: no other
+        request); a VM no vCenter has does not exist. vsphere has no load balancers, so this is
+        all it describes."""
+        pid = str((node.get("spec") or {}).get("providerID", ""))
+        try:
+            vm = self._vm_of(node)
+        except InstanceNotFound:
+            vm = None
+        if vm is None:
+            return InstanceView(provider_id=pid, exists=False)
+        nics = "; ".join(f"{n.network}: {', '.join(n.addresses)}" for n in vm.nics)
+        detail = {
+            "vm": vm.name,
+            "vcenter": vm.vcenter,
+            "datacenter": vm.datacenter,
+            "guest_hostname": vm.hostname,
+            "guest_id": vm.guest_id,
+            "nics": nics,
+            "instance_type": instance_type(vm),
+        }
+        return InstanceView(pid or PROVIDER_PREFIX + vm.uuid, True, vm.power_state, detail)
 
     def list_instance_metadata(self, nodes: Sequence[Node]) -> Mapping[NodeName, InstanceMetadata]:
         """Every known node's metadata from one fresh inventory read per vCenter (plus one

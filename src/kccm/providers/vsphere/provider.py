@@ -1,6 +1,7 @@
 """The ``vsphere`` cloud provider (upstream ``pkg/cloudprovider/vsphere/cloud.go``).
 
-Supports InstancesV2 (with ``list_instance_metadata``), the legacy Instances and Zones. No
+Supports InstancesV2 (with ``list_instance_metadata`` and, for ``kccm explain node``,
+``describe_instance``), the legacy Instances and Zones. No
 load balancer: upstream has one only through NSX-T (``loadbalancer/``), which kccm does not
 implement; no routes (upstream's also need NSX-T); no clusters (as upstream).
 """

@@ -30,7 +30,7 @@ from kccm.testing.openstack.octavia_model import (
     validation,
     view,
 )
-from kccm.testing.openstack.octavia_state import lock, settle_later
+from kccm.testing.openstack.octavia_state import lock, member_health, settle_later
 from kccm.testing.openstack.octavia_wsme import check_ip
 from kccm.testing.openstack.query import (
     CONTROL,
@@ -547,7 +547,10 @@ def _status_tree(world: World, lb: Obj) -> Obj:
         if pool is not None:
             entry = brief(pool)
             entry["members"] = [
-                brief(m, "address", "protocol_port")
+                {
+                    **brief(m, "address", "protocol_port"),
+                    "operating_status": member_health(world, m),
+                }
                 for m in world.members.values()
                 if m["_pool"] == pool["id"]
             ]

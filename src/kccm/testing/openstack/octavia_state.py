@@ -10,6 +10,10 @@ loop does after ``World.lb_active_delay`` seconds: ``PENDING_CREATE``/``PENDING_
 become ``ACTIVE`` (operating status ``ONLINE``, members ``NO_MONITOR`` without a monitor),
 ``PENDING_DELETE`` objects go, and a deleted balancer takes its children and its
 Octavia-owned VIP port along.
+
+The health monitor is emulated where it shows (:func:`member_health`): a monitored member
+whose address is a Nova server's that is not ``ACTIVE`` (stopped, in error) is ``ERROR``, as
+Octavia's health manager reports a member failing its checks.
 """
 
 from __future__ import annotations
@@ -127,6 +131,22 @@ def _online(world: World, kind: str, obj: Obj) -> str:
         pool_monitors = children(world, "healthmonitors", "_pool", obj["_pool"])
         return "ONLINE" if pool_monitors else "NO_MONITOR"
     return "ONLINE"
+
+
+def member_health(world: World, member: Obj) -> str:
+    """The member's operating status as the health monitor sees it now: its stored one, but
+    ``ERROR`` when it is monitored (stored ``ONLINE``) and its address belongs to a server that
+    is not ``ACTIVE``."""
+    stored = str(member["operating_status"])
+    if stored != "ONLINE":
+        return stored
+    for port in world.ports.values():
+        server = world.servers.get(str(port.get("device_id") or ""))
+        if server is None or server["status"] == "ACTIVE":
+            continue
+        if any(ip.get("ip_address") == member["address"] for ip in port.get("fixed_ips") or ()):
+            return "ERROR"
+    return stored
 
 
 def _delete_vip_port(world: World, port_id: str) -> None:
