@@ -4,6 +4,8 @@ from __future__ import annotations
 
 __all__ = [
     "ANNOTATION_LB_SPEC_HASH",
+    "ANNOTATION_LEASE_LB_CLASSES",
+    "ANNOTATION_LEASE_LB_CLASS_LESS",
     "ANNOTATION_PROVIDED_NODE_IP",
     "ANNOTATION_PV_LABELED",
     "FINALIZER_LB_CLEANUP",
@@ -44,3 +46,10 @@ ANNOTATION_PV_LABELED = "pvlabel.kubernetes.io/labeled"
 # was built from). kccm writes it no more; the service controller removes a leftover one with
 # the next patch it sends that Service anyway.
 ANNOTATION_LB_SPEC_HASH = "service.kccm.io/load-balancer-spec-hash"
+
+# On kccm's OWN leader-election Lease (never on users' objects), written with every renewal
+# while service-lb-controller is enabled: the spec.loadBalancerClass values this deployment
+# serves (comma-separated, "" for none) and whether it serves class-less Services ("true" /
+# "false"). `kccm explain` reads them to say which deployment owns a Service.
+ANNOTATION_LEASE_LB_CLASSES = "kccm.io/load-balancer-classes"
+ANNOTATION_LEASE_LB_CLASS_LESS = "kccm.io/load-balancer-class-less"

@@ -83,6 +83,12 @@ Every invalid flag is reported at once and the process exits with status 2.
 - `pv-label-controller` (alias `pv-label`) exists and is disabled by default.
 - Leader-election timings are checked when `--leader-elect=true`: lease duration > renew
   deadline > 1.2 x retry period (upstream checks these when the elector is built).
+- `--load-balancer-class` (kccm's own, repeatable; default none) and
+  `--load-balancer-class-only`: without them kccm serves class-less LoadBalancer Services
+  only, as upstream. With them it serves the named `spec.loadBalancerClass` values too (or
+  only them), and writes what it serves on its own leader-election Lease (annotations
+  `kccm.io/load-balancer-classes`, `kccm.io/load-balancer-class-less`) for `kccm explain`.
+  docs/behaviour.md, "Serving a load-balancer class".
 
 ## Accepted but ignored
 

@@ -24,6 +24,7 @@ from pathlib import Path
 from prometheus_client import CollectorRegistry
 
 from kccm import __version__
+from kccm.api.wellknown import ANNOTATION_LEASE_LB_CLASS_LESS, ANNOTATION_LEASE_LB_CLASSES
 from kccm.app.config import ConfigurationError, ManagerConfig
 from kccm.app.explain import Explainer
 from kccm.app.serving import AuthLookupError, resolve_auth_material
@@ -34,7 +35,7 @@ from kccm.cloudprovider.gate import Budget, CallGate, GateConfig
 from kccm.cloudprovider.gated import GatedCloud
 from kccm.cloudprovider.interface import Interface
 from kccm.cloudprovider.registry import init_cloud_provider
-from kccm.controllers import route
+from kccm.controllers import route, service
 from kccm.controllers.base import ControllerContext
 from kccm.controllers.syncstate import SyncStates
 from kccm.controllers.table import BY_NAME, RunnableController
@@ -356,6 +357,7 @@ class Manager:
             renew_deadline=settings.renew_deadline,
             retry_period=settings.retry_period,
             release_on_cancel=settings.release_on_cancel,
+            annotations=served_classes_annotations(self.config),
         )
         _log.info(
             "leader election on lease %s/%s as %s", config.namespace, config.name, config.identity
@@ -472,6 +474,18 @@ def _listen_error(address: str, port: int, exc: OSError) -> str:
 
 def _ok() -> None:
     """A controller's ping check (upstream NamedPingChecker)."""
+
+
+def served_classes_annotations(cfg: ManagerConfig) -> dict[str, str]:
+    """What this daemon's Lease says it serves (``kccm explain`` reads it); nothing when
+    service-lb-controller does not run."""
+    if service.CONTROLLER_NAME not in cfg.controllers:
+        return {}
+    options = cfg.controller_options.service
+    return {
+        ANNOTATION_LEASE_LB_CLASSES: ",".join(options.load_balancer_classes),
+        ANNOTATION_LEASE_LB_CLASS_LESS: str(not options.load_balancer_class_only).lower(),
+    }
 
 
 def _gate_config(cfg: ManagerConfig) -> GateConfig:

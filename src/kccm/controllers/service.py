@@ -24,6 +24,8 @@ A port of upstream ``k8s.io/cloud-provider/controllers/service``:
   changed in the cloud while kccm was not running. The economy lies in the providers, whose
   ensure reads the balancer and writes only the difference (a restart with unchanged
   balancers makes reads only);
+- ``--load-balancer-class`` adds classes to serve, ``--load-balancer-class-only`` drops the
+  class-less Services; a class switch releases and ensures (docs/behaviour.md);
 - kccm keeps nothing of its own on Services. The annotation
   ``service.kccm.io/load-balancer-spec-hash`` an earlier kccm wrote is removed by the next
   patch kccm sends that Service anyway (finalizer or status), never by a write of its own;
@@ -40,7 +42,7 @@ import asyncio
 import enum
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from kccm.api.wellknown import FINALIZER_LB_CLEANUP
@@ -65,7 +67,10 @@ from kccm.controllers.service_patches import (
     status_patch,
 )
 from kccm.controllers.service_predicates import (
+    LoadBalancerClasses,
     has_lb_finalizer,
+    lost_finalizer,
+    may_hold_released_balancer,
     needs_cleanup,
     needs_update,
     service_key,
@@ -130,10 +135,17 @@ class LoadBalancerOperation(enum.Enum):
 class ServiceControllerOptions:
     """Options of ``service-lb-controller``.
 
-    ``concurrent_service_syncs`` is ``--concurrent-service-syncs``.
+    ``concurrent_service_syncs`` is ``--concurrent-service-syncs``; ``load_balancer_classes``
+    and ``load_balancer_class_only`` are kccm's ``--load-balancer-class`` (repeatable) and
+    ``--load-balancer-class-only``.
     """
 
     concurrent_service_syncs: int = DEFAULT_CONCURRENT_SERVICE_SYNCS
+    load_balancer_classes: list[str] = field(default_factory=list)
+    load_balancer_class_only: bool = False
+
+    def classes(self) -> LoadBalancerClasses:
+        return LoadBalancerClasses.of(self.load_balancer_classes, self.load_balancer_class_only)
 
 
 class ServiceController(CloudController):
@@ -154,6 +166,9 @@ class ServiceController(CloudController):
         self.recorder: EventRecorder = context.events.recorder(EVENT_COMPONENT)
         self.cluster_name = context.cluster_name
         self.workers = options.concurrent_service_syncs
+        self.classes = options.classes()
+        self._releasing: set[str] = set()
+        """Keys whose balancer this process deleted and whose finalizer is still to go."""
         self.metrics = ServiceControllerMetrics.on(context.registry)
         self.sync_states = ServiceSyncRecorder(
             context.states,
@@ -206,12 +221,22 @@ class ServiceController(CloudController):
     # -- informer handlers (upstream New) ------------------------------------------------------
 
     def _on_service_add(self, service: Obj) -> None:
-        if wants_load_balancer(service) or needs_cleanup(service):
+        if self._wants(service) or needs_cleanup(service) or self._maybe_released(service):
             self.service_queue.add(object_key(service))
 
     def _on_service_update(self, old: Obj, new: Obj) -> None:
-        if needs_update(old, new, ignored_annotations=LEGACY_ANNOTATIONS) or needs_cleanup(new):
+        if (
+            needs_update(old, new, ignored_annotations=LEGACY_ANNOTATIONS, classes=self.classes)
+            or needs_cleanup(new)
+            or lost_finalizer(old, new, self.classes)
+        ):
             self.service_queue.add(object_key(new))
+
+    def _wants(self, service: Obj) -> bool:
+        return wants_load_balancer(service, self.classes)
+
+    def _maybe_released(self, service: Obj) -> bool:
+        return may_hold_released_balancer(service, self.classes)
 
     def _on_node_add(self, node: Obj) -> None:
         self.backends.apply(None, node)
@@ -278,7 +303,7 @@ class ServiceController(CloudController):
         self._forget(key)
 
     async def _process_load_balancer_delete(self, service: Obj) -> None:
-        if not wants_load_balancer(service):
+        if not self._wants(service):
             return
         self._event(service, EVENT_TYPE_NORMAL, "DeletingLoadBalancer", "Deleting load balancer")
         try:
@@ -322,9 +347,9 @@ class ServiceController(CloudController):
     async def sync_load_balancer_if_needed(self, service: Obj, key: str) -> LoadBalancerOperation:
         """Upstream ``syncLoadBalancerIfNeeded``: delete or ensure, then patch the status."""
         previous = dict((service.get("status") or {}).get("loadBalancer") or {})
-        if not wants_load_balancer(service) or needs_cleanup(service):
-            await self._delete_load_balancer(service, key)
-            await self._patch_status(service, previous, LoadBalancerStatus())
+        if not self._wants(service) or needs_cleanup(service):
+            if await self._delete_load_balancer(service, key):
+                await self._patch_status(service, previous, LoadBalancerStatus())
             return LoadBalancerOperation.DELETE
         nodes = self.backends.snapshot()
         status = await self._ensure_branch(service, key, nodes)
@@ -335,7 +360,9 @@ class ServiceController(CloudController):
         await self._patch_status(service, previous, status)
         return LoadBalancerOperation.ENSURE
 
-    async def _delete_load_balancer(self, service: Obj, key: str) -> None:
+    async def _delete_load_balancer(self, service: Obj, key: str) -> bool:
+        """Upstream's delete branch; False (finalizer and status left alone) when the Service
+        is not ours: see :meth:`_was_ours`."""
         try:
             _, exists = await self.balancer.get_load_balancer(
                 self.cluster_name, service, priority=Priority.NORMAL
@@ -350,13 +377,23 @@ class ServiceController(CloudController):
                 service, EVENT_TYPE_NORMAL, "DeletingLoadBalancer", "Deleting load balancer"
             )
             await self._ensure_deleted_ignoring_elsewhere(service, key)
+            self._releasing.add(key)
+        ours = self._was_ours(service, key)
         try:
-            await self._remove_finalizer(service)
+            if ours:
+                await self._remove_finalizer(service)
         except Exception as err:
             raise ServiceSyncError(
                 f"failed to remove load balancer cleanup finalizer: {err}"
             ) from err
+        self._releasing.discard(key)
         self._event(service, EVENT_TYPE_NORMAL, "DeletedLoadBalancer", "Deleted load balancer")
+        return ours
+
+    def _was_ours(self, service: Obj, key: str) -> bool:
+        """kccm: the shared finalizer and the status are ours to clear if we serve the class
+        or just deleted our balancer for the Service (docs/behaviour.md)."""
+        return key in self._releasing or self.classes.serves_class(service)
 
     async def _ensure_deleted_ignoring_elsewhere(self, service: Obj, key: str) -> None:
         try:
@@ -482,7 +519,7 @@ class ServiceController(CloudController):
             if i and i % YIELD_EVERY == 0:
                 await asyncio.sleep(0)
             service = self.cache.get(key)
-            if service is None or key in self._syncing or not wants_load_balancer(service):
+            if service is None or key in self._syncing or not self._wants(service):
                 continue
             if nodes.same_backends(self.last_synced.get(key)):
                 self.last_synced[key] = nodes
@@ -508,7 +545,7 @@ class ServiceController(CloudController):
 
     async def node_sync_service(self, service: Obj, nodes: NodeSetSnapshot) -> bool:
         """Upstream ``nodeSyncService``: True when the service must be retried."""
-        if not wants_load_balancer(service):
+        if not self._wants(service):
             return False
         key = service_key(service)
         # Stored before the update: a failure goes to the service queue for a full ensure.

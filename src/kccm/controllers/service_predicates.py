@@ -4,18 +4,29 @@ sync (upstream ``controllers/service``).
 :func:`wants_load_balancer`, :func:`has_lb_finalizer`, :func:`needs_cleanup` and
 :func:`needs_update` (with :func:`ports_equal_for_lb`). Objects are JSON-shaped mappings and
 are never modified here.
+
+kccm serves ``spec.loadBalancerClass`` values besides upstream's class-less Services
+(``--load-balancer-class``, ``--load-balancer-class-only``): :class:`LoadBalancerClasses` says
+which; :data:`UPSTREAM_CLASSES` (no flag) is upstream's rule. :func:`may_hold_released_balancer`
+and :func:`lost_finalizer` are the two extra triggers a class switch needs (docs/behaviour.md,
+"Serving a load-balancer class").
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from kccm.api.wellknown import FINALIZER_LB_CLEANUP
 
 __all__ = [
+    "UPSTREAM_CLASSES",
+    "LoadBalancerClasses",
     "has_lb_finalizer",
+    "lost_finalizer",
+    "may_hold_released_balancer",
     "needs_cleanup",
     "needs_update",
     "ports_equal_for_lb",
@@ -45,11 +56,62 @@ def service_key(service: Mapping[str, Any]) -> str:
 # -- which services are ours ------------------------------------------------------------------
 
 
-def wants_load_balancer(service: Mapping[str, Any]) -> bool:
-    """``type: LoadBalancer`` and no ``loadBalancerClass`` key at all (even ``""`` means
-    another implementation owns it), as upstream ``wantsLoadBalancer``."""
-    spec = _spec(service)
-    return spec.get("type") == LOAD_BALANCER and spec.get("loadBalancerClass") is None
+@dataclass(frozen=True)
+class LoadBalancerClasses:
+    """The ``spec.loadBalancerClass`` values one kccm serves: ``names``, and the class-less
+    Services (no ``loadBalancerClass`` key at all: even ``""`` is another implementation's)
+    unless ``class_only``. The default is upstream's rule: class-less Services only."""
+
+    names: frozenset[str] = frozenset()
+    class_only: bool = False
+
+    @classmethod
+    def of(cls, names: Collection[str], class_only: bool = False) -> LoadBalancerClasses:
+        return cls(frozenset(names), class_only)
+
+    def serves_class(self, service: Mapping[str, Any]) -> bool:
+        """Whether the Service's class (whatever its type) is one this kccm serves."""
+        value = _spec(service).get("loadBalancerClass")
+        if value is None:
+            return not self.class_only
+        return value in self.names
+
+
+UPSTREAM_CLASSES = LoadBalancerClasses()
+
+
+def wants_load_balancer(
+    service: Mapping[str, Any], classes: LoadBalancerClasses = UPSTREAM_CLASSES
+) -> bool:
+    """``type: LoadBalancer`` and a class this kccm serves; with :data:`UPSTREAM_CLASSES`
+    no ``loadBalancerClass`` key at all, as upstream ``wantsLoadBalancer``."""
+    return _spec(service).get("type") == LOAD_BALANCER and classes.serves_class(service)
+
+
+def may_hold_released_balancer(
+    service: Mapping[str, Any], classes: LoadBalancerClasses = UPSTREAM_CLASSES
+) -> bool:
+    """kccm: a ``type: LoadBalancer`` Service of a class this kccm does not serve that
+    carries the cleanup finalizer. It may have been ours before a class switch (LoadBalancer
+    -> ClusterIP -> LoadBalancer with another class) this process never saw: its sync looks
+    for our balancer and deletes it (upstream ``syncLoadBalancerIfNeeded``'s
+    ``!wantsLoadBalancer`` branch). Checked when a Service is added (a start), not on resync."""
+    return (
+        has_lb_finalizer(service)
+        and _spec(service).get("type") == LOAD_BALANCER
+        and not classes.serves_class(service)
+        and not _meta(service).get("deletionTimestamp")
+    )
+
+
+def lost_finalizer(
+    old: Mapping[str, Any],
+    new: Mapping[str, Any],
+    classes: LoadBalancerClasses = UPSTREAM_CLASSES,
+) -> bool:
+    """kccm: a Service we serve lost its cleanup finalizer (the previous owner released its
+    own balancer and removed the shared finalizer, as upstream does): sync to put it back."""
+    return has_lb_finalizer(old) and not has_lb_finalizer(new) and wants_load_balancer(new, classes)
 
 
 def has_lb_finalizer(service: Mapping[str, Any]) -> bool:
@@ -98,6 +160,7 @@ def needs_update(
     new: Mapping[str, Any],
     *,
     ignored_annotations: Collection[str] = (),
+    classes: LoadBalancerClasses = UPSTREAM_CLASSES,
 ) -> bool:
     """Upstream ``needsUpdate`` (v0.36): whether an informer update is worth a sync.
 
@@ -105,7 +168,7 @@ def needs_update(
     which ``-v`` >= 4 shows). ``ignored_annotations`` are left out of the annotation
     comparison (the spec-hash annotation an earlier kccm wrote: kccm removes it, and that
     removal is no reason to sync)."""
-    old_wants, new_wants = wants_load_balancer(old), wants_load_balancer(new)
+    old_wants, new_wants = wants_load_balancer(old, classes), wants_load_balancer(new, classes)
     if not old_wants and not new_wants:
         return False
     if old_wants != new_wants:

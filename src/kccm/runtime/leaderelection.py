@@ -23,7 +23,7 @@ import logging
 import random
 import socket
 import uuid
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -107,6 +107,8 @@ class LeaderElectionConfig:
     retry_period: float = DEFAULT_RETRY_PERIOD
     release_on_cancel: bool = False
     health_grace: float = 20.0
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    """kccm: annotations every write of the Lease carries (what this daemon serves)."""
 
     def validate(self) -> list[str]:
         """Problems with the timings, as client-go's NewLeaderElector rejects them."""
@@ -304,7 +306,11 @@ class LeaderElector:
         body = {
             "apiVersion": "coordination.k8s.io/v1",
             "kind": "Lease",
-            "metadata": {"name": self.config.name, "namespace": self.config.namespace},
+            "metadata": {
+                "name": self.config.name,
+                "namespace": self.config.namespace,
+                **_annotations(None, self.config.annotations),
+            },
             "spec": record.spec(),
         }
         try:
@@ -317,6 +323,11 @@ class LeaderElector:
 
     async def _write(self, lease: Obj, record: LeaseRecord) -> bool:
         updated = {**lease, "spec": {**(lease.get("spec") or {}), **record.spec()}}
+        if self.config.annotations:
+            updated["metadata"] = {
+                **lease["metadata"],
+                **_annotations(lease, self.config.annotations),
+            }
         written = await self._client.replace(LEASES, updated)
         self._observe(record, written)
         self._last_renew = self._clock.monotonic()
@@ -393,6 +404,14 @@ class LeaderElector:
         self._leading = leading
         if self._status is not None:
             self._status.set(1 if leading else 0)
+
+
+def _annotations(lease: Obj | None, ours: Mapping[str, str]) -> dict[str, Any]:
+    """``{"annotations": ...}``: the Lease's own with ``ours`` over them; {} without any."""
+    if not ours:
+        return {}
+    current = ((lease or {}).get("metadata") or {}).get("annotations") or {}
+    return {"annotations": {**current, **ours}}
 
 
 async def _bounded(clock: Clock, seconds: float, call: Coroutine[Any, Any, bool]) -> bool:

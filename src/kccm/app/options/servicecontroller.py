@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from kccm.app.config import (
     ManagerConfig,
 )
-from kccm.app.flags import Flag, FlagSet
+from kccm.app.flags import Flag, FlagSet, Section
 from kccm.app.options.checks import (
     IGNORED,
     positive,
 )
 from kccm.controllers.service import ServiceControllerOptions
+
+
+_NAME = r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?"
+_QUALIFIED = re.compile(rf"([a-z0-9]([-a-z0-9.]{{0,251}}[a-z0-9])?/)?{_NAME}")
+"""Kubernetes' qualified name (``IsQualifiedName``), the syntax of ``spec.loadBalancerClass``."""
 
 
 @dataclass
@@ -42,8 +48,39 @@ class ServiceControllerFlags:
             f"{IGNORED}",
         )
 
+        self._add_class_flags(s)
+
+    def _add_class_flags(self, s: Section) -> None:
+        s.strings(
+            self.service,
+            "load_balancer_classes",
+            "load-balancer-class",
+            "kccm: a spec.loadBalancerClass this kccm serves (repeatable, or comma-separated). "
+            "Services of type LoadBalancer with one of these classes get a load balancer "
+            "besides the class-less ones (upstream serves class-less Services only). Each "
+            "class must be served by one deployment; docs/behaviour.md, \"Serving a "
+            "load-balancer class\".",
+        )
+        s.boolean(
+            self.service,
+            "load_balancer_class_only",
+            "load-balancer-class-only",
+            "kccm: serve only the Services whose spec.loadBalancerClass is named by "
+            "--load-balancer-class, not the class-less ones (which another deployment or "
+            "cloud-controller-manager serves). Requires --load-balancer-class.",
+        )
+
     def validate(self) -> list[str]:
-        return positive("concurrent-service-syncs", self.service.concurrent_service_syncs)
+        errors = positive("concurrent-service-syncs", self.service.concurrent_service_syncs)
+        errors += [
+            f"--load-balancer-class: {name!r} is not a valid class (a qualified name such as "
+            "example.com/internal-lb)"
+            for name in self.service.load_balancer_classes
+            if not _QUALIFIED.fullmatch(name)
+        ]
+        if self.service.load_balancer_class_only and not self.service.load_balancer_classes:
+            errors.append("--load-balancer-class-only: requires at least one --load-balancer-class")
+        return errors
 
     def apply_to(self, config: ManagerConfig) -> None:
         if self._reuse_flag is not None and self._reuse_flag.changed:

@@ -139,4 +139,6 @@ KCCM_OWN: dict[str, Any] = {
     "provider-threads": 16,
     "node-metadata-refresh-period": 0.0,
     "reuse-unchanged-load-balancers": True,
+    "load-balancer-class": [],
+    "load-balancer-class-only": False,
 }

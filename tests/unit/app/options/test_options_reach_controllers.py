@@ -41,6 +41,8 @@ FIELD_OF_TYPE: dict[type, str] = {
 
 SAMPLES: dict[str, str] = {"cluster-cidr": "10.1.0.0/16"}
 """Non-default values for the flags whose value has a syntax of its own."""
+COMPANIONS: dict[str, list[str]] = {"load-balancer-class-only": ["--load-balancer-class=a.io/b"]}
+"""Flags a flag is only valid with."""
 
 
 def _flags() -> dict[str, Flag]:
@@ -125,7 +127,7 @@ def test_a_controller_flag_reaches_the_controller(name: str) -> None:
     text = sample(flag)
     want = flag.parse(text)
     assert want != flag.default, f"the sample {text!r} for --{name} is its default"
-    assert fs.parse([*BASE, f"--{name}={text}"]) == []
+    assert fs.parse([*BASE, *COMPANIONS.get(name, []), f"--{name}={text}"]) == []
     config = options.config()
 
     field = FIELD_OF_TYPE[type(flag.target)]
