@@ -23,7 +23,7 @@ import dataclasses
 import datetime
 import enum
 import logging
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -31,8 +31,9 @@ from aiohttp import web
 
 from kccm.app.explain_rules import handling, node_initialisation, node_set
 from kccm.cloudprovider.errors import NotImplementedByProvider
-from kccm.cloudprovider.gate import CallGate
+from kccm.cloudprovider.gate import METHOD_GROUPS, CallGate, Priority
 from kccm.cloudprovider.gated import GatedCloud
+from kccm.controllers.service_predicates import UPSTREAM_CLASSES, LoadBalancerClasses
 from kccm.controllers.syncstate import SyncStates
 from kccm.kube.errors import KubeError, NotFound
 from kccm.kube.interface import KubeClient, Obj
@@ -93,8 +94,7 @@ class Explainer:
     leading: bool = False
     leader_election: bool = True
     states: SyncStates | None = None
-    classes: Collection[str] = ()
-    class_only: bool = False
+    classes: LoadBalancerClasses = UPSTREAM_CLASSES
     now: Callable[[], float] = field(
         default=lambda: datetime.datetime.now(datetime.UTC).timestamp()
     )
@@ -114,17 +114,18 @@ class Explainer:
             svc = await self.kube.get(SERVICES, name, namespace=ns)
         except NotFound:
             return _json({**head, "error": f"Service {ns}/{name} not found"}, 404)
-        verdict = handling(svc, self.classes, class_only=self.class_only)
+        verdict = handling(svc, self.classes)
         body = {
             **head,
             "handled": verdict.handled,
             "why": verdict.why,
             "notes": list(verdict.notes),
+            "load_balancer_class": (svc.get("spec") or {}).get("loadBalancerClass"),
             "ingress": ((svc.get("status") or {}).get("loadBalancer") or {}).get("ingress") or [],
             "syncs": self._records("service", f"{ns}/{name}"),
             "nodes": await self._nodes(),
-            "balancer": await self._balancer(svc) if verdict.handled else None,
             "call_budget": self._budget(),
+            "balancer": await self._balancer(svc) if verdict.handled else None,
         }
         return _json(body)
 
@@ -160,8 +161,8 @@ class Explainer:
             "answered_by": {"identity": self.identity, "leader": self.leading},
             "leader": leader,
             "provider": self.provider,
-            "classes": sorted(self.classes),
-            "class_only": self.class_only,
+            "classes": sorted(self.classes.names),
+            "class_less": not self.classes.class_only,
             "now": self.now(),
         }
         if not self.leading:
@@ -210,8 +211,15 @@ class Explainer:
         if not lb.can_describe:
             note = f"provider {self.provider} does not describe its balancers"
             return {"available": False, "note": note}
+        group = METHOD_GROUPS["describe_load_balancer"]
+        if any(g.group == group and g.throttled_for > 0 for g in self.gate.snapshot()):
+            # explain must not wait out (nor end) a throttling pause: the answer says why
+            note = "not described now: the cloud throttles load balancer calls (see call_budget)"
+            return {"available": False, "note": note}
         try:
-            view = await lb.describe_load_balancer(self.cluster_name, service)
+            view = await lb.describe_load_balancer(
+                self.cluster_name, service, priority=Priority.PERIODIC
+            )
         except NotImplementedByProvider:
             note = f"provider {self.provider} does not describe its balancers"
             return {"available": False, "note": note}

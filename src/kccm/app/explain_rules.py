@@ -6,22 +6,30 @@ upstream's (``controllers/service``: ``wantsLoadBalancer``, ``stableNodeSetPredi
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping
+import datetime
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from kccm.api.wellknown import (
+    ANNOTATION_LEASE_LB_CLASSES,
     LABEL_EXCLUDE_FROM_EXTERNAL_LB,
     TAINT_NODE_SHUTDOWN,
     TAINT_TO_BE_DELETED_BY_CLUSTER_AUTOSCALER,
     TAINT_UNINITIALIZED,
 )
 from kccm.controllers.service_nodes import parse_go_bool
+from kccm.controllers.service_predicates import (
+    UPSTREAM_CLASSES,
+    LoadBalancerClasses,
+    wants_load_balancer,
+)
 
 __all__ = [
     "CLASS_ANNOTATION",
     "Handling",
     "NodeSet",
+    "class_owners",
     "handling",
     "node_initialisation",
     "node_set",
@@ -42,46 +50,50 @@ class Handling:
     notes: tuple[str, ...] = ()
 
 
-def _served(classes: Collection[str], class_only: bool) -> str:
-    names = ", ".join(sorted(classes))
-    if not classes:
+def _served(classes: LoadBalancerClasses) -> str:
+    names = ", ".join(sorted(classes.names))
+    if not classes.names:
         return "this kccm serves only Services without spec.loadBalancerClass"
-    if class_only:
+    if classes.class_only:
         return f"this kccm serves only spec.loadBalancerClass in [{names}]"
     return f"this kccm serves Services without a class and spec.loadBalancerClass in [{names}]"
 
 
-def handling(
-    service: Mapping[str, Any], classes: Collection[str] = (), *, class_only: bool = False
-) -> Handling:
-    """Upstream ``wantsLoadBalancer`` widened by ``--load-balancer-class``: type LoadBalancer,
-    and no ``spec.loadBalancerClass`` key (even ``""`` is another implementation's) unless it
-    names a served class."""
-    spec = service.get("spec") or {}
-    annotations = (service.get("metadata") or {}).get("annotations") or {}
-    labels = (service.get("metadata") or {}).get("labels") or {}
-    notes = tuple(
+def _class_notes(service: Mapping[str, Any]) -> tuple[str, ...]:
+    meta = service.get("metadata") or {}
+    found = (
+        ("annotation", (meta.get("annotations") or {}).get(CLASS_ANNOTATION)),
+        ("label", (meta.get("labels") or {}).get(CLASS_ANNOTATION)),
+    )
+    return tuple(
         f"the {where} {CLASS_ANNOTATION}={value!r} is not read: Kubernetes uses the field "
         "spec.loadBalancerClass (KEP-1959), and so does every cloud-controller-manager"
-        for where, value in (
-            ("annotation", annotations.get(CLASS_ANNOTATION)),
-            ("label", labels.get(CLASS_ANNOTATION)),
-        )
+        for where, value in found
         if value is not None
     )
+
+
+def handling(
+    service: Mapping[str, Any], classes: LoadBalancerClasses = UPSTREAM_CLASSES
+) -> Handling:
+    """The service controller's own decision (:func:`wants_load_balancer`: type
+    LoadBalancer and a served class; upstream's rule without ``--load-balancer-class``),
+    worded."""
+    spec = service.get("spec") or {}
+    notes = _class_notes(service)
     kind = spec.get("type") or "ClusterIP"
+    cls = spec.get("loadBalancerClass")
+    if wants_load_balancer(service, classes):
+        if cls is None:
+            return Handling(True, "type LoadBalancer without spec.loadBalancerClass", notes)
+        return Handling(True, f"spec.loadBalancerClass {cls!r} is served here", notes)
     if kind != "LoadBalancer":
         return Handling(False, f"spec.type is {kind}, not LoadBalancer: no balancer wanted", notes)
-    cls = spec.get("loadBalancerClass")
     if cls is None:
-        if class_only:
-            return Handling(False, f"no spec.loadBalancerClass; {_served(classes, True)}", notes)
-        return Handling(True, "type LoadBalancer without spec.loadBalancerClass", notes)
-    if cls in classes:
-        return Handling(True, f"spec.loadBalancerClass {cls!r} is served here", notes)
+        return Handling(False, f"no spec.loadBalancerClass; {_served(classes)}", notes)
     why = (
         f"spec.loadBalancerClass is {cls!r}: another load-balancer implementation owns it "
-        f"({_served(classes, class_only)})"
+        f"({_served(classes)})"
     )
     return Handling(False, why, notes)
 
@@ -151,3 +163,33 @@ def node_initialisation(node: Mapping[str, Any]) -> tuple[bool, str]:
     if TAINT_NODE_SHUTDOWN in taints:
         why += f"; taint {TAINT_NODE_SHUTDOWN}: the cloud reports the instance shut down"
     return True, why
+
+
+def _renewed(spec: Mapping[str, Any]) -> float | None:
+    raw = spec.get("renewTime")
+    if not raw:
+        return None
+    return datetime.datetime.fromisoformat(str(raw).replace("Z", "+00:00")).timestamp()
+
+
+def class_owners(leases: Iterable[Mapping[str, Any]], cls: str, now: float) -> dict[str, Any]:
+    """The kccm deployments whose Lease says they serve ``cls`` (``serving``: Lease names and
+    their holders; ``stale``: a Lease that names the class but was not renewed within its
+    duration, so no running kccm holds it); ``none`` when no Lease names it."""
+    serving: dict[str, str] = {}
+    stale: list[str] = []
+    for lease in leases:
+        meta, spec = lease.get("metadata") or {}, lease.get("spec") or {}
+        names = (meta.get("annotations") or {}).get(ANNOTATION_LEASE_LB_CLASSES)
+        if names is None or cls not in str(names).split(","):
+            continue
+        renewed = _renewed(spec)
+        duration = float(spec.get("leaseDurationSeconds") or 0)
+        where = f"{meta.get('namespace', '')}/{meta.get('name', '')}"
+        if renewed is None or renewed + duration < now or not spec.get("holderIdentity"):
+            stale.append(where)
+        else:
+            serving[where] = str(spec.get("holderIdentity"))
+    if serving:
+        return {"class": cls, "serving": serving, "stale": stale}
+    return {"class": cls, "serving": {}, "stale": stale, "none": f"no running kccm serves {cls!r}"}

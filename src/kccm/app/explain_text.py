@@ -15,6 +15,12 @@ def _ago(now: float, at: float | None) -> str:
     return f"{delta:.0f}s ago" if delta >= 0 else f"in {-delta:.0f}s"
 
 
+def _value(value: Any) -> str:
+    if isinstance(value, Mapping):
+        return ", ".join(f"{k} ({v})" for k, v in value.items()) or "none"
+    return str(value)
+
+
 def _sync(now: float, record: Mapping[str, Any]) -> str:
     head = f"  last sync ({record.get('controller', '?')}): "
     when = _ago(now, record.get("at"))
@@ -77,6 +83,17 @@ def _budget(groups: Sequence[Mapping[str, Any]]) -> list[str]:
     return ["  call budget (last 60s): " + "; ".join(parts)]
 
 
+def _owners(owners: Mapping[str, Any] | None) -> list[str]:
+    if not owners:
+        return []
+    if "error" in owners:
+        return [f"  class owner: unknown ({owners['error']})"]
+    if owners.get("serving"):
+        who = ", ".join(f"Lease {lease} (leader {h})" for lease, h in owners["serving"].items())
+        return [f"  class {owners['class']!r} is served by the kccm of {who}"]
+    return [f"  {owners['none']}"]
+
+
 def _head(answer: Mapping[str, Any]) -> str:
     kind = "Service" if answer.get("kind") == "service" else "Node"
     leader = (answer.get("leader") or {}).get("identity") or "?"
@@ -94,6 +111,7 @@ def render(answer: Mapping[str, Any]) -> str:
         state = "handled here" if answer.get("handled") else "NOT handled by this kccm"
         lines.append(f"  {state}: {answer.get('why')}")
         lines += [f"  note: {note}" for note in answer.get("notes") or ()]
+        lines += _owners(answer.get("class_owners"))
         ingress = answer.get("ingress") or []
         shown = ", ".join(i.get("ip") or i.get("hostname") or "?" for i in ingress)
         lines.append(f"  ingress: {shown or '<pending>'}")
@@ -104,7 +122,7 @@ def render(answer: Mapping[str, Any]) -> str:
     syncs = answer.get("syncs") or []
     lines += [_sync(now, r) for r in syncs] or ["  last sync: none recorded yet"]
     for record in syncs:
-        lines += [f"    {k}: {v}" for k, v in (record.get("detail") or {}).items()]
+        lines += [f"    {k}: {_value(v)}" for k, v in (record.get("detail") or {}).items()]
     lines += _nodes(answer.get("nodes"))
     lines += _balancer(answer.get("balancer"))
     lines += _budget(answer.get("call_budget") or [])

@@ -425,6 +425,7 @@ class Manager:
             identity=socket.gethostname(),
             leader_election=election.enabled,
             states=self.states,
+            classes=cfg.controller_options.service.classes(),
         )
 
     def _build_controllers(

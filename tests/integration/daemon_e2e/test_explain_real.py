@@ -12,7 +12,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from daemon_e2e_support import ROOT, Cluster, _holder, _ingress, _initialised, eventually
+from daemon_e2e_support import (
+    ROOT,
+    Cluster,
+    _holder,
+    _ingress,
+    _initialised,
+    _sa_token,
+    eventually,
+)
 
 from kccm.kube.client import KubeApiClient
 from kccm.kube.resources import CLUSTER_ROLE_BINDINGS, CLUSTER_ROLES, NODES, SERVICES
@@ -23,6 +31,7 @@ from kccm.testing.pytest_plugin import KubeCleanup, unique_name
 
 EXCLUDE = "node.kubernetes.io/exclude-from-external-load-balancers"
 READER = "kccm-explain-reader"
+RBAC = "rbac.authorization.k8s.io"
 
 
 def explain(daemon: Daemon, kubeconfig: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -68,8 +77,12 @@ async def grant_reader(kube: KubeApiClient, cleanup: KubeCleanup, user: str) -> 
         CLUSTER_ROLE_BINDINGS,
         {
             "metadata": {"name": binding},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": READER},
-            "subjects": [{"kind": "User", "name": user, "apiGroup": "rbac.authorization.k8s.io"}],
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "ClusterRole",
+                "name": READER,
+            },
+            "subjects": [{"kind": "User", "name": user, "apiGroup": RBAC}],
         },
     )
 
@@ -231,6 +244,73 @@ async def test_no_eligible_nodes_is_shown(
         return body if body["syncs"] else None
 
     body = await eventually(synced)
+    assert body["nodes"]["eligible"] == 0
     assert body["nodes"]["excluded"][nodes[0]] == f"label {EXCLUDE}=true"
-    await text(daemon, admin, "service", target)
+    (record,) = [r for r in body["syncs"] if r["controller"] == "service-lb-controller"]
+    assert record["reason"] == "no-eligible-nodes", record
+    assert record["detail"]["eligible_nodes"] == 0
+    shown = await text(daemon, admin, "service", target)
+    assert "no-eligible-nodes" in shown
+    await delete_until_gone(kube, SERVICES, [svc], kube_namespace)
+
+
+FAULT = "fake.kccm.io/fail"
+
+
+def failures(metrics: str, reason: str) -> float:
+    """``kccm_sync_failures_total{controller="service-lb-controller", reason=...}``."""
+    for line in metrics.splitlines():
+        if line.startswith("kccm_sync_failures_total{") and f'reason="{reason}"' in line:
+            if 'controller="service-lb-controller"' in line:
+                return float(line.rsplit(" ", 1)[1])
+    return 0.0
+
+
+@pytest.mark.parametrize(
+    "reason",
+    [
+        pytest.param("quota-exceeded", id="quota-or-limit-exceeded"),
+        pytest.param("throttled", id="throttled"),
+        pytest.param("permission-denied", id="permission-denied"),
+        pytest.param("invalid-config", id="invalid-annotation"),
+        pytest.param("waiting-on-cloud", id="balancer-still-provisioning"),
+    ],
+)
+async def test_each_failure_reason_is_explained_and_counted(
+    cluster: Cluster,
+    kube: KubeApiClient,
+    kube_namespace: str,
+    kube_cleanup: KubeCleanup,
+    reason: str,
+) -> None:
+    """The fake fails the Service's ensure as its ``fake.kccm.io/fail`` annotation says (the
+    daemon is a subprocess); explain (JSON and text) and the metric show the reason."""
+    daemon, _ = await started(cluster, kube, kube_cleanup, total=1)
+    svc = await lb_service(kube, kube_namespace, annotations={FAULT: reason})
+    admin = cluster.plane.admin_kubeconfig
+    target = f"{kube_namespace}/{svc}"
+
+    async def failed() -> dict[str, Any] | None:
+        body = await answer(daemon, admin, "service", target)
+        records = [r for r in body["syncs"] if r["controller"] == "service-lb-controller"]
+        return records[0] if records and records[0]["reason"] == reason else None
+
+    record = await eventually(failed)
+    assert (record["ok"], record["attempts"] >= 1) == (False, True), record
+    shown = await text(daemon, admin, "service", target)
+    assert "FAILED" in shown and f": {reason}: " in shown, shown
+    assert "ingress: <pending>" in shown
+    token = await _sa_token(
+        kube, kube_cleanup, [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]
+    )
+
+    async def counted() -> bool:
+        status, metrics = await asyncio.to_thread(daemon.get, "/metrics", token)
+        return status == 200 and failures(metrics, reason) >= 1
+
+    await eventually(counted)
+    await kube.patch(
+        SERVICES, svc, {"metadata": {"annotations": {FAULT: None}}}, namespace=kube_namespace
+    )
+    await eventually(lambda: _ingress(kube, svc, kube_namespace))
     await delete_until_gone(kube, SERVICES, [svc], kube_namespace)

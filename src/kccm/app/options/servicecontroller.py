@@ -15,7 +15,6 @@ from kccm.app.options.checks import (
 )
 from kccm.controllers.service import ServiceControllerOptions
 
-
 _NAME = r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?"
 _QUALIFIED = re.compile(rf"([a-z0-9]([-a-z0-9.]{{0,251}}[a-z0-9])?/)?{_NAME}")
 """Kubernetes' qualified name (``IsQualifiedName``), the syntax of ``spec.loadBalancerClass``."""
@@ -58,8 +57,8 @@ class ServiceControllerFlags:
             "kccm: a spec.loadBalancerClass this kccm serves (repeatable, or comma-separated). "
             "Services of type LoadBalancer with one of these classes get a load balancer "
             "besides the class-less ones (upstream serves class-less Services only). Each "
-            "class must be served by one deployment; docs/behaviour.md, \"Serving a "
-            "load-balancer class\".",
+            'class must be served by one deployment; docs/behaviour.md, "Serving a '
+            'load-balancer class".',
         )
         s.boolean(
             self.service,
