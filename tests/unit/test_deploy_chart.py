@@ -141,9 +141,10 @@ def test_node_metadata_refresh_period_is_an_opt_in_flag() -> None:
 def test_explain_reader_is_opt_in_and_renders_deploy_explain_reader() -> None:
     assert not [d for d in _render() if d["metadata"]["name"] == "kccm-explain-reader"]
     docs = by_key(_render("explainReader.enabled=true"))
-    (role,) = deploy_docs("explain-reader.yaml")
+    role, proxy = deploy_docs("explain-reader.yaml")
     assert docs[("ClusterRole", None, "kccm-explain-reader")] == role
-    assert not [k for k in docs if k[0] == "ClusterRoleBinding" and k[2] == "kccm-explain-reader"]
+    assert docs[("Role", "kube-system", "kccm-explain-proxy")] == proxy
+    assert not [k for k in docs if k[0].endswith("Binding") and k[2].startswith("kccm-explain")]
     bound = by_key(
         _render(
             "explainReader.enabled=true",
@@ -152,8 +153,8 @@ def test_explain_reader_is_opt_in_and_renders_deploy_explain_reader() -> None:
             "explainReader.subjects[0].apiGroup=rbac.authorization.k8s.io",
         )
     )
+    sre = [{"kind": "Group", "name": "sre", "apiGroup": "rbac.authorization.k8s.io"}]
     binding = bound[("ClusterRoleBinding", None, "kccm-explain-reader")]
-    assert binding["roleRef"]["name"] == "kccm-explain-reader"
-    assert binding["subjects"] == [
-        {"kind": "Group", "name": "sre", "apiGroup": "rbac.authorization.k8s.io"}
-    ]
+    assert (binding["roleRef"]["name"], binding["subjects"]) == ("kccm-explain-reader", sre)
+    local = bound[("RoleBinding", "kube-system", "kccm-explain-proxy")]
+    assert (local["roleRef"]["name"], local["subjects"]) == ("kccm-explain-proxy", sre)

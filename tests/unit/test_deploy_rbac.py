@@ -85,9 +85,17 @@ def test_the_explain_reader_role_grants_only_get_on_the_explain_paths() -> None:
 
     docs = deploy_docs("explain-reader.yaml")
     assert [(d["kind"], d["metadata"]["name"]) for d in docs] == [
-        ("ClusterRole", "kccm-explain-reader")
+        ("ClusterRole", "kccm-explain-reader"),
+        ("Role", "kccm-explain-proxy"),
     ]
     assert docs[0]["rules"] == [{"nonResourceURLs": EXPLAIN_URLS, "verbs": ["get"]}]
+    # the pod-proxy route: the Lease (and the others' Leases: who serves a class) and the proxy
+    assert docs[1]["metadata"]["namespace"] == NS
+    assert set(rule_permissions(docs[1]["rules"])) == {
+        ("coordination.k8s.io", "leases", "get"),
+        ("coordination.k8s.io", "leases", "list"),
+        ("", "pods/proxy", "get"),
+    }
     assert EXPLAIN_URLS == [EXPLAIN_PATH, EXPLAIN_PATH + "/*"]
     shipped = by_key(deploy_docs("rbac.yaml"))
     assert all(k[2] != "kccm-explain-reader" for k in shipped), "opt-in: not in rbac.yaml"

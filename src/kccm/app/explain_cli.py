@@ -16,16 +16,18 @@ import json
 import os
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TextIO
 
 from kccm.app.explain import EXPLAIN_PATH
+from kccm.app.explain_rules import class_owners
 from kccm.app.explain_text import render
 from kccm.kube.client import KubeApiClient
 from kccm.kube.config import ClusterConfig, KubeConfigError, load_cluster_config, with_endpoint
 from kccm.kube.errors import ApiError, Forbidden, KubeError, NotFound, Unauthorized
 from kccm.kube.resources import LEASES
+from kccm.runtime.delegated import FORWARDED_TOKEN
 
 __all__ = ["EXPLAIN_USAGE", "run_explain"]
 
@@ -191,17 +193,18 @@ async def _leader_pod(kube: KubeApiClient, args: ExplainArgs) -> str:
     return holder.rsplit("_", 1)[0]
 
 
-def _forbidden(exc: ApiError, path: str) -> str:
+def _forbidden(exc: ApiError, path: str, *, forwarded: bool = True) -> str:
     message = str((exc.status or {}).get("message") or exc)
     user = "system:anonymous" if "system:anonymous" in message else ""
     who = f"user {user}" if user else "you"
     if not user and "User " in message:
         who = "user " + message.split("User ", 1)[1].split(" ", 1)[0].strip('"')
     hint = "(grant the kccm-explain-reader ClusterRole)"
-    if user:
+    if user and not forwarded:
         hint = (
-            "(the apiserver's pod proxy does not pass your credentials on; use --endpoint, "
-            "e.g. through kubectl port-forward)"
+            "(the apiserver's pod proxy does not pass your credentials on and your kubeconfig "
+            "has no bearer token kccm could check: use --endpoint, e.g. through kubectl "
+            "port-forward)"
         )
     return f"forbidden: {who} cannot get {path} {hint}"
 
@@ -210,21 +213,55 @@ async def _ask(args: ExplainArgs) -> dict[str, Any]:
     kube = KubeApiClient(_config(args), user_agent="kccm-explain")
     try:
         if args.endpoint:
-            return await _get(kube, args.path, args.path)
-        pod = await _leader_pod(kube, args)
-        proxied = (
-            f"/api/v1/namespaces/{args.namespace}/pods/https:{pod}:{args.port}/proxy{args.path}"
-        )
-        return await _get(kube, proxied, args.path)
+            answer = await _get(kube, args.path, args.path)
+        else:
+            pod = await _leader_pod(kube, args)
+            base = f"/api/v1/namespaces/{args.namespace}/pods/https:{pod}:{args.port}/proxy"
+            token = await kube.bearer_token()
+            headers = {FORWARDED_TOKEN: f"Bearer {token}"} if token else None
+            answer = await _get(kube, base + args.path, args.path, headers, proxied=True)
     finally:
         await kube.close()
+    if answer.get("kind") == "service" and answer.get("handled") is False:
+        await _add_class_owners(answer, args)
+    return answer
 
 
-async def _get(kube: KubeApiClient, url_path: str, path: str) -> dict[str, Any]:
+async def _add_class_owners(answer: dict[str, Any], args: ExplainArgs) -> None:
+    """Which kccm deployment serves the Service's class: every kccm writes what it serves on
+    its own Lease (``kccm.io/load-balancer-classes``). Read from the apiserver with the
+    user's own credentials; a user who may not list Leases is told so."""
+    cls = answer.get("load_balancer_class")
+    if cls is None:
+        return
+    kube = KubeApiClient(_config(replace(args, endpoint="")), user_agent="kccm-explain")
     try:
-        return dict(await kube.get_raw(url_path))
+        leases = (await kube.list(LEASES, namespace=args.namespace)).items
+    except KubeError as exc:
+        answer["class_owners"] = {"error": f"cannot list Leases in {args.namespace}: {exc}"}
+        return
+    finally:
+        await kube.close()
+    answer["class_owners"] = class_owners(leases, str(cls), float(answer.get("now") or 0))
+
+
+async def _get(
+    kube: KubeApiClient,
+    url_path: str,
+    path: str,
+    headers: dict[str, str] | None = None,
+    *,
+    proxied: bool = False,
+) -> dict[str, Any]:
+    try:
+        return dict(await kube.get_raw(url_path, headers=headers))
     except Forbidden as exc:
-        raise ExplainError(_forbidden(exc, path)) from exc
+        if proxied and "pods" in str((exc.status or {}).get("details") or {}):
+            raise ExplainError(
+                f"forbidden: you cannot get pods/proxy in the Lease's namespace to reach the "
+                f"leader ({exc}); grant the kccm-explain-proxy Role, or use --endpoint"
+            ) from exc
+        raise ExplainError(_forbidden(exc, path, forwarded=headers is not None)) from exc
     except Unauthorized as exc:
         raise ExplainError(f"unauthorized: your credentials were refused for {path}") from exc
     except NotFound as exc:

@@ -6,16 +6,17 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from daemon_e2e_support import (
     ROOT,
     Cluster,
-    _holder,
     _ingress,
     _initialised,
     _sa_token,
@@ -23,7 +24,16 @@ from daemon_e2e_support import (
 )
 
 from kccm.kube.client import KubeApiClient
-from kccm.kube.resources import CLUSTER_ROLE_BINDINGS, CLUSTER_ROLES, NODES, SERVICES
+from kccm.kube.resources import (
+    CLUSTER_ROLE_BINDINGS,
+    CLUSTER_ROLES,
+    NODES,
+    ROLE_BINDINGS,
+    ROLES,
+    SERVICE_ACCOUNTS,
+    SERVICES,
+    Resource,
+)
 from kccm.testing.controllers import delete_until_gone
 from kccm.testing.daemon import Daemon, apply_rbac
 from kccm.testing.kubelet import kubelet_node
@@ -66,6 +76,14 @@ async def text(daemon: Daemon, kubeconfig: Path, *args: str) -> str:
     assert result.returncode == 0, result.stderr
     print(f"$ kccm explain {' '.join(args)}\n{result.stdout}")  # shown with -s: the docs' source
     return result.stdout
+
+
+async def leading(daemon: Daemon) -> str:
+    """This daemon's identity once it holds the Lease (a daemon of an earlier test may still
+    be named there until its Lease expires)."""
+    await eventually(lambda: daemon.logged("successfully acquired lease"))
+    line = next(x for x in daemon.logs().splitlines() if "leader election on lease" in x)
+    return line.rsplit(" as ", 1)[1].strip()
 
 
 async def grant_reader(kube: KubeApiClient, cleanup: KubeCleanup, user: str) -> None:
@@ -139,7 +157,7 @@ async def test_explain_answers_a_reader_and_refuses_others_by_rbac(
 
     await eventually(granted)
     body = await answer(daemon, reader, "service", target)
-    leader = await _holder(kube)
+    leader = await leading(daemon)
     assert body["answered_by"] == {"identity": leader, "leader": True}
     assert body["leader"]["identity"] == leader
     assert (body["provider"], body["handled"]) == ("fake", True)
@@ -209,6 +227,9 @@ async def test_explain_says_why_nobody_handles_a_service(
     assert (body["handled"], body["why"]) == (handled, why)
     if note is not None:
         assert any(n.startswith(note) for n in body["notes"]), body["notes"]
+    if "loadBalancerClass" in spec:  # every kccm's Lease says what it serves: none this one
+        owners = body["class_owners"]
+        assert owners["none"] == f"no running kccm serves {spec['loadBalancerClass']!r}"
     shown = await text(daemon, admin, "service", f"{kube_namespace}/{svc}")
     assert why in shown
     await delete_until_gone(kube, SERVICES, [svc], kube_namespace)
@@ -218,7 +239,7 @@ async def test_a_non_leader_says_who_leads(
     cluster: Cluster, kube: KubeApiClient, kube_namespace: str, kube_cleanup: KubeCleanup
 ) -> None:
     first, nodes = await started(cluster, kube, kube_cleanup, total=1)
-    leader = await eventually(lambda: _holder(kube))
+    leader = await leading(first)
     second = cluster.start(cluster.cloud_config(nodes))
     await eventually(lambda: second.logged("leader election on lease"))
     admin = cluster.plane.admin_kubeconfig
@@ -315,3 +336,149 @@ async def test_each_failure_reason_is_explained_and_counted(
     )
     await eventually(lambda: _ingress(kube, svc, kube_namespace))
     await delete_until_gone(kube, SERVICES, [svc], kube_namespace)
+
+
+PODS = Resource("", "v1", "pods", "Pod", namespaced=True, has_status=True)
+
+
+def host_address() -> str | None:
+    """A non-loopback address of this machine: the apiserver proxies to no loopback address."""
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+            probe.connect(("198.51.100.1", 9))  # UDP: no packet is sent; picks the route's source
+            address = str(probe.getsockname()[0])
+    except OSError:
+        return None
+    return None if address.startswith("127.") else address
+
+
+def explain_via_proxy(kubeconfig: Path, port: int, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "kccm",
+            "explain",
+            *args,
+            f"--kubeconfig={kubeconfig}",
+            f"--port={port}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def token_kubeconfig(plane_kubeconfig: Path, token: str, path: Path) -> Path:
+    """The admin kubeconfig's cluster with a bearer token as the user."""
+    config = yaml.safe_load(plane_kubeconfig.read_text())
+    config["users"] = [{"name": "token-user", "user": {"token": token}}]
+    for context in config["contexts"]:
+        context["context"]["user"] = "token-user"
+    path.write_text(yaml.safe_dump(config))
+    path.chmod(0o600)
+    return path
+
+
+async def sa_token(kube: KubeApiClient, cleanup: KubeCleanup, proxy: bool, reader: bool) -> str:
+    """A fresh ServiceAccount's token, bound to the explain roles asked for."""
+    name = unique_name("explain-sa")
+    await kube.create(SERVICE_ACCOUNTS, {"metadata": {"name": name, "namespace": "default"}})
+    subject = {"kind": "ServiceAccount", "name": name, "namespace": "default"}
+    cleanup.add(CLUSTER_ROLES, READER)
+    cleanup.add(ROLES, "kccm-explain-proxy", "kube-system")
+    await apply_rbac(kube, ROOT / "deploy" / "explain-reader.yaml", "kccm-e2e")
+    if reader:
+        binding = cleanup.add(CLUSTER_ROLE_BINDINGS, unique_name("explain-reader"))
+        ref = {"apiGroup": RBAC, "kind": "ClusterRole", "name": READER}
+        body = {"metadata": {"name": binding}, "roleRef": ref, "subjects": [subject]}
+        await kube.create(CLUSTER_ROLE_BINDINGS, body)
+    if proxy:
+        binding = cleanup.add(ROLE_BINDINGS, unique_name("explain-proxy"), "kube-system")
+        ref = {"apiGroup": RBAC, "kind": "Role", "name": "kccm-explain-proxy"}
+        body = {"metadata": {"name": binding}, "roleRef": ref, "subjects": [subject]}
+        await kube.create(ROLE_BINDINGS, body, namespace="kube-system")
+    review = await kube.create(
+        SERVICE_ACCOUNTS,
+        {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}},
+        namespace="default",
+        name=name,
+        subresource="token",
+    )
+    return str(review["status"]["token"])
+
+
+async def test_the_cli_finds_the_leader_through_the_lease_and_the_pod_proxy(
+    cluster: Cluster, kube: KubeApiClient, kube_namespace: str, kube_cleanup: KubeCleanup
+) -> None:
+    """The leader's pod (named after its host name, as the Lease's identity says) at this
+    machine's address: the CLI reads the Lease and goes through the apiserver's pod proxy.
+    The apiserver drops the caller's Authorization header there; the CLI forwards a bearer
+    token in X-Kccm-Authorization, which kccm reviews like any other. A client-certificate
+    user cannot be forwarded: told to use --endpoint."""
+    address = host_address()
+    if address is None:
+        pytest.skip("no non-loopback IPv4 address to proxy to")
+    nodes = [kube_cleanup.add(NODES, unique_name("explain-node"))]
+    daemon = cluster.start(cluster.cloud_config(nodes), f"--bind-address={address}")
+    leader = await leading(daemon)
+    pod = kube_cleanup.add(PODS, leader.rsplit("_", 1)[0], "kube-system")
+    await kube.create(
+        PODS,
+        {"metadata": {"name": pod}, "spec": {"containers": [{"name": "kccm", "image": "kccm"}]}},
+        namespace="kube-system",
+    )
+    await kube.patch(
+        PODS,
+        pod,
+        {"status": {"podIP": address, "podIPs": [{"ip": address}]}},
+        namespace="kube-system",
+        subresource="status",
+    )
+    await kube.create(NODES, kubelet_node(nodes[0], "10.244.90.0/24"))
+    await eventually(lambda: _initialised(kube, nodes[0]))
+    path = f"/debug/kccm/explain/node/{nodes[0]}"
+
+    def via_proxy(kubeconfig: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+        return explain_via_proxy(kubeconfig, daemon.port, "node", nodes[0], *extra)
+
+    admin = await asyncio.to_thread(via_proxy, cluster.plane.admin_kubeconfig)
+    assert admin.returncode == 1
+    assert "cannot get " + path in admin.stderr
+    assert "your kubeconfig has no bearer token" in admin.stderr
+
+    reader = token_kubeconfig(
+        cluster.plane.admin_kubeconfig,
+        await sa_token(kube, kube_cleanup, proxy=True, reader=True),
+        cluster.tmp / "reader.kubeconfig",
+    )
+
+    async def answered() -> subprocess.CompletedProcess[str] | None:
+        result = await asyncio.to_thread(via_proxy, reader, "-o", "json")
+        tried.append(result.stderr)
+        return result if result.returncode == 0 else None
+
+    tried: list[str] = []
+
+    try:
+        body = json.loads((await eventually(answered)).stdout)
+    except TimeoutError:
+        raise AssertionError(tried[-1:]) from None
+    assert body["answered_by"] == {"identity": leader, "leader": True}
+    assert (body["initialised"], body["provider_id"]) == (True, f"fake://{nodes[0]}")
+    shown = await asyncio.to_thread(via_proxy, reader)
+    print(f"$ kccm explain node {nodes[0]}   # through the pod proxy\n{shown.stdout}")
+
+    proxy_only = token_kubeconfig(
+        cluster.plane.admin_kubeconfig,
+        await sa_token(kube, kube_cleanup, proxy=True, reader=False),
+        cluster.tmp / "proxy-only.kubeconfig",
+    )
+    refused = await asyncio.to_thread(via_proxy, proxy_only)
+    assert refused.returncode == 1
+    assert refused.stderr.startswith("Error: forbidden: user system:serviceaccount:default:")
+    assert refused.stderr.rstrip().endswith(
+        f"cannot get {path} (grant the kccm-explain-reader ClusterRole)"
+    )
+    print(refused.stderr)
