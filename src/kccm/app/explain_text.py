@@ -15,6 +15,10 @@ def _ago(now: float, at: float | None) -> str:
     return f"{delta:.0f}s ago" if delta >= 0 else f"in {-delta:.0f}s"
 
 
+_SHOWN_AS_NODES = frozenset({"eligible_nodes", "excluded", "excluded_count"})
+"""A service sync's node-set detail: the ``nodes:`` line shows it."""
+
+
 def _value(value: Any) -> str:
     if isinstance(value, Mapping):
         return ", ".join(f"{k} ({v})" for k, v in value.items()) or "none"
@@ -122,7 +126,8 @@ def render(answer: Mapping[str, Any]) -> str:
     syncs = answer.get("syncs") or []
     lines += [_sync(now, r) for r in syncs] or ["  last sync: none recorded yet"]
     for record in syncs:
-        lines += [f"    {k}: {_value(v)}" for k, v in (record.get("detail") or {}).items()]
+        detail = record.get("detail") or {}
+        lines += [f"    {k}: {_value(v)}" for k, v in detail.items() if k not in _SHOWN_AS_NODES]
     lines += _nodes(answer.get("nodes"))
     lines += _balancer(answer.get("balancer"))
     lines += _budget(answer.get("call_budget") or [])

@@ -119,7 +119,9 @@ async def _create(c: Cluster, spec: dict[str, Any], finalizers: list[str] | None
 async def test_each_daemon_ensures_only_its_own_class(cluster: Cluster) -> None:
     c = cluster
     await _start(c, c.a, c.b)
-    await c.kube.create(SERVICES, {"metadata": {"name": "mine", "namespace": NS}, "spec": lb_spec()})
+    await c.kube.create(
+        SERVICES, {"metadata": {"name": "mine", "namespace": NS}, "spec": lb_spec()}
+    )
     await c.kube.create(
         SERVICES,
         {"metadata": {"name": "theirs", "namespace": NS}, "spec": lb_spec(loadBalancerClass=B)},
