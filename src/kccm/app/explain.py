@@ -23,8 +23,8 @@ import dataclasses
 import datetime
 import enum
 import logging
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from aiohttp import web
@@ -39,6 +39,7 @@ from kccm.kube.errors import KubeError, NotFound
 from kccm.kube.interface import KubeClient, Obj
 from kccm.kube.resources import LEASES, NODES, SERVICES
 from kccm.runtime.server import Server
+from kccm.util.clock import REAL_CLOCK, Clock
 
 __all__ = ["EXPLAIN_PATH", "Explainer", "record_json"]
 
@@ -95,9 +96,7 @@ class Explainer:
     leader_election: bool = True
     states: SyncStates | None = None
     classes: LoadBalancerClasses = UPSTREAM_CLASSES
-    now: Callable[[], float] = field(
-        default=lambda: datetime.datetime.now(datetime.UTC).timestamp()
-    )
+    clock: Clock = REAL_CLOCK
 
     def register(self, server: Server) -> None:
         server.add_get(EXPLAIN_PATH + "/service/{namespace}/{name}", self.service)
@@ -163,7 +162,7 @@ class Explainer:
             "provider": self.provider,
             "classes": sorted(self.classes.names),
             "class_less": not self.classes.class_only,
-            "now": self.now(),
+            "now": self.clock.now().timestamp(),
         }
         if not self.leading:
             holder = leader.get("identity") or "nobody (the Lease has no holder)"
