@@ -46,7 +46,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kccm.api.wellknown import FINALIZER_LB_CLEANUP
-from kccm.cloudprovider.backends import as_backend_node_selector
 from kccm.cloudprovider.errors import ImplementedElsewhere
 from kccm.cloudprovider.gate import Priority
 from kccm.cloudprovider.gated import GatedLoadBalancer
@@ -175,7 +174,8 @@ class ServiceController(CloudController):
             CONTROLLER_NAME,
             self.services,
             self.nodes,
-            as_backend_node_selector(balancer.impl),
+            balancer.impl,
+            self._wants,
         )
         self.service_queue = self.work_queue(
             SERVICE_QUEUE,
@@ -361,8 +361,7 @@ class ServiceController(CloudController):
         return LoadBalancerOperation.ENSURE
 
     async def _delete_load_balancer(self, service: Obj, key: str) -> bool:
-        """Upstream's delete branch; False (finalizer and status left alone) when the Service
-        is not ours: see :meth:`_was_ours`."""
+        """Upstream's delete branch; whether the status is ours to clear (:meth:`_was_ours`)."""
         try:
             _, exists = await self.balancer.get_load_balancer(
                 self.cluster_name, service, priority=Priority.NORMAL
@@ -388,11 +387,12 @@ class ServiceController(CloudController):
             ) from err
         self._releasing.discard(key)
         self._event(service, EVENT_TYPE_NORMAL, "DeletedLoadBalancer", "Deleted load balancer")
-        return ours
+        return ours and self.classes.keeps_status(service)
 
     def _was_ours(self, service: Obj, key: str) -> bool:
-        """kccm: the shared finalizer and the status are ours to clear if we serve the class
-        or just deleted our balancer for the Service (docs/behaviour.md)."""
+        """kccm: the shared finalizer is ours to remove if we serve the class or just deleted
+        our balancer for the Service; the status is not, once another class owns the Service
+        (docs/behaviour.md, "Serving a load-balancer class")."""
         return key in self._releasing or self.classes.serves_class(service)
 
     async def _ensure_deleted_ignoring_elsewhere(self, service: Obj, key: str) -> None:

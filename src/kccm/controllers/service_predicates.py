@@ -76,6 +76,11 @@ class LoadBalancerClasses:
             return not self.class_only
         return value in self.names
 
+    def keeps_status(self, service: Mapping[str, Any]) -> bool:
+        """Whether ``status.loadBalancer`` is this kccm's to write: not once the Service is
+        ``type: LoadBalancer`` with a class another implementation serves."""
+        return _spec(service).get("type") != LOAD_BALANCER or self.serves_class(service)
+
 
 UPSTREAM_CLASSES = LoadBalancerClasses()
 

@@ -20,7 +20,7 @@ computed once per change of the Nodes, not once per Service.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from kccm.api.wellknown import (
@@ -28,12 +28,13 @@ from kccm.api.wellknown import (
     TAINT_TO_BE_DELETED_BY_CLUSTER_AUTOSCALER,
     TAINT_UNINITIALIZED,
 )
-from kccm.cloudprovider.backends import BackendNodeSelector
+from kccm.cloudprovider.backends import BackendNodeSelector, as_backend_node_selector
 from kccm.cloudprovider.reasons import Reason, classify
 from kccm.controllers.nodeutil import node_name
 from kccm.controllers.service_nodes import node_included, node_not_deleted, node_untainted
 from kccm.controllers.service_predicates import needs_cleanup, wants_load_balancer
 from kccm.controllers.syncstate import Kind, SyncStates
+from kccm.kube.interface import Obj
 from kccm.runtime.informers import EventHandler, Informer
 
 __all__ = [
@@ -72,6 +73,17 @@ def framework_exclusion(node: Node) -> str | None:
     return None
 
 
+def _exclusion_view(node: Node) -> tuple[Any, ...]:
+    """What the exclusions (and a provider's label selector) read of a Node."""
+    meta, spec = node.get("metadata") or {}, node.get("spec") or {}
+    return (
+        meta.get("labels"),
+        meta.get("deletionTimestamp"),
+        spec.get("taints"),
+        spec.get("providerID"),
+    )
+
+
 class ServiceSyncRecorder:
     """Records each service sync; :meth:`outcome` is the service queue's ``on_outcome``."""
 
@@ -81,18 +93,22 @@ class ServiceSyncRecorder:
         controller: str,
         services: Informer,
         nodes: Informer,
-        selector: BackendNodeSelector | None = None,
+        balancer: object = None,
+        wants: Callable[[Obj], bool] = wants_load_balancer,
     ) -> None:
+        """``balancer``: the provider's LoadBalancer (its optional BackendNodeSelector is
+        used); ``wants``: whether this controller serves a Service (its classes)."""
         self.states = states
         self.controller = controller
         self._services = services
         self._nodes = nodes
-        self._selector = selector
+        self._selector: BackendNodeSelector | None = as_backend_node_selector(balancer)
+        self._wants = wants
         self._framework: tuple[dict[str, str], list[Node]] | None = None
         nodes.add_event_handler(
             EventHandler(
                 on_add=self._nodes_changed,
-                on_update=lambda _old, new: self._nodes_changed(new),
+                on_update=self._node_updated,
                 on_delete=self._nodes_changed,
             )
         )
@@ -100,12 +116,17 @@ class ServiceSyncRecorder:
     def _nodes_changed(self, _node: Node) -> None:
         self._framework = None
 
+    def _node_updated(self, old: Node, new: Node) -> None:
+        """Status updates (heartbeats, conditions) leave the exclusions as they were."""
+        if _exclusion_view(old) != _exclusion_view(new):
+            self._framework = None
+
     def outcome(self, key: str, error: Exception | None, retry_in: float | None) -> None:
         """Record the sync of ``key`` that just ended (with ``error``, retried in
         ``retry_in`` seconds); a Service gone or no longer wanting a balancer is forgotten
         once its clean-up succeeded."""
         service = self._services.get(key)
-        serves = service is not None and wants_load_balancer(service) and not needs_cleanup(service)
+        serves = service is not None and self._wants(service) and not needs_cleanup(service)
         if error is None and not serves:
             self.states.forget(SERVICE, key, self.controller)
             return

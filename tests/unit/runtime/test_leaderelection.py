@@ -251,3 +251,28 @@ async def test_a_leader_never_takes_back_a_lease_someone_else_holds(clock: FakeC
     assert a.task is not None
     assert a.task.done()
     assert a.task.result() is False, "it lost the lease and says so"
+
+
+async def test_the_lease_carries_the_configured_annotations(clock: FakeClock) -> None:
+    """kccm writes what it serves on its own Lease: with every write, over what others set."""
+    kube = FakeKube()
+    served = {"kccm.io/load-balancer-classes": "a.io/lb"}
+    a = _candidate(kube, clock, "a", annotations=served)
+    await clock.advance(0)
+    lease = await kube.get(LEASES, NAME, namespace=NS)
+    assert lease["metadata"]["annotations"] == served
+    await kube.replace(
+        LEASES, {**lease, "metadata": {**lease["metadata"], "annotations": {"other": "x"}}}
+    )
+    await clock.advance(30)
+    lease = await kube.get(LEASES, NAME, namespace=NS)
+    assert lease["metadata"]["annotations"] == {"other": "x", **served}
+    await _stop(a)
+
+
+async def test_no_annotations_configured_writes_none(clock: FakeClock) -> None:
+    kube = FakeKube()
+    a = _candidate(kube, clock, "a")
+    await clock.advance(30)
+    assert "annotations" not in (await kube.get(LEASES, NAME, namespace=NS))["metadata"]
+    await _stop(a)

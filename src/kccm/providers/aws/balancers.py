@@ -20,10 +20,12 @@ from kccm.cloudprovider import (
     ImplementedElsewhere,
     LoadBalancerStatus,
     Node,
+    NodeExclusion,
     Service,
     default_load_balancer_name,
 )
 from kccm.providers.aws.annotations import (
+    TARGET_NODE_LABELS,
     TYPE,
     LoadBalancerSpec,
     ProbeMode,
@@ -38,11 +40,12 @@ from kccm.providers.aws.describe import classic_view, nlb_view
 from kccm.providers.aws.loadbalancer import (
     LB,
     NetworkLoadBalancers,
+    node_matches,
     status_of,
     target_instance_ids,
 )
 from kccm.providers.aws.nlbgroups import MANAGED, NLBGroups
-from kccm.providers.aws.nlboptions import TARGET_GROUP_ATTRIBUTES
+from kccm.providers.aws.nlboptions import TARGET_GROUP_ATTRIBUTES, key_value_list
 from kccm.providers.aws.securitygroups import NodePorts, SecurityGroups
 from kccm.providers.aws.sgrules import source_ranges
 from kccm.providers.aws.tags import ClusterTagging
@@ -122,6 +125,15 @@ class ServiceLoadBalancers:
 
     def get_load_balancer_name(self, cluster_name: str, service: Service) -> str:
         return default_load_balancer_name(service)
+
+    def backend_node_exclusion(self, service: Service) -> NodeExclusion | None:
+        """BackendNodeSelector: Nodes left out by ``target-node-labels`` (both kinds)."""
+        raw = _annotations(service).get(TARGET_NODE_LABELS, "")
+        wanted = key_value_list(raw)
+        if not wanted:
+            return None
+        why = f"does not match annotation {TARGET_NODE_LABELS}={raw}"
+        return lambda node: None if node_matches(node, wanted) else why
 
     def get_load_balancer(
         self, cluster_name: str, service: Service

@@ -52,7 +52,13 @@ from kccm.providers.aws.targetgroups import (
     forward_arn,
 )
 
-__all__ = ["ImmutableChange", "NetworkLoadBalancers", "status_of", "target_instance_ids"]
+__all__ = [
+    "ImmutableChange",
+    "NetworkLoadBalancers",
+    "node_matches",
+    "status_of",
+    "target_instance_ids",
+]
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +79,9 @@ def status_of(lb: LB) -> LoadBalancerStatus:
     return LoadBalancerStatus()
 
 
-def _node_matches(node: Node, wanted: Mapping[str, str]) -> bool:
+def node_matches(node: Node, wanted: Mapping[str, str]) -> bool:
+    """Upstream's ``target-node-labels`` test: every wanted label is set (to the value, when
+    one is given)."""
     labels = (node.get("metadata") or {}).get("labels") or {}
     return all(k in labels and (not v or labels[k] == v) for k, v in wanted.items())
 
@@ -83,7 +91,7 @@ def target_instance_ids(nodes: Sequence[Node], labels: Mapping[str, str]) -> lis
     ids = set()
     for node in nodes:
         pid = str((node.get("spec") or {}).get("providerID", ""))
-        if not pid or not _node_matches(node, labels):
+        if not pid or not node_matches(node, labels):
             continue
         try:
             ref = parse_provider_id(pid)

@@ -10,7 +10,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from kccm.cloudprovider import CloudProviderError, Node
+from kccm.cloudprovider import CloudProviderError, Node, NodeExclusion, Service
+from kccm.providers.openstack import lbannotations as ann
 from kccm.providers.openstack.neutron import Neutron
 
 __all__ = [
@@ -18,6 +19,7 @@ __all__ = [
     "instance_id_from_provider_id",
     "ip_family_of",
     "node_address_for_lb",
+    "node_exclusion",
     "node_name",
     "subnet_id_for_lb",
 ]
@@ -90,6 +92,22 @@ def _matches(node: Node, wanted: Mapping[str, str]) -> bool:
     if not labels:
         return False
     return all(k in labels and (not v or labels[k] == v) for k, v in wanted.items())
+
+
+def node_exclusion(service: Service, default_selector: str) -> NodeExclusion | None:
+    """Why the node selector (annotation ``node-selector``, else ``[LoadBalancer]
+    node-selector``) leaves a node out; None without a selector."""
+    wanted = ann.key_value_annotation(service, ann.NODE_SELECTOR, default_selector)
+    if not wanted:
+        return None
+    origin = (
+        f"annotation {ann.NODE_SELECTOR}"
+        if ann.NODE_SELECTOR in ann.annotations_of(service)
+        else "[LoadBalancer] node-selector"
+    )
+    selector = ",".join(f"{k}={v}" if v else k for k, v in wanted.items())
+    why = f"does not match {origin} {selector}"
+    return lambda node: None if _matches(node, wanted) else why
 
 
 def filter_nodes(nodes: Sequence[Node], wanted: Mapping[str, str]) -> list[Node]:

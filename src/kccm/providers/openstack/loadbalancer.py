@@ -31,6 +31,7 @@ from kccm.cloudprovider import (
     LoadBalancerIngress,
     LoadBalancerStatus,
     Node,
+    NodeExclusion,
     Service,
 )
 from kccm.providers.openstack import lbannotations as ann
@@ -49,7 +50,7 @@ from kccm.providers.openstack.lbnames import (
     pool_name,
     service_key,
 )
-from kccm.providers.openstack.lbnodes import filter_nodes
+from kccm.providers.openstack.lbnodes import filter_nodes, node_exclusion
 from kccm.providers.openstack.lbopts import LBOptions, lb_options
 from kccm.providers.openstack.lbrename import has_old_cluster_name, rename_load_balancer
 from kccm.providers.openstack.listeners import (
@@ -114,6 +115,10 @@ class OctaviaLoadBalancers:
     def get_load_balancer_name(self, cluster_name: str, service: Service) -> str:
         """Upstream ``GetLoadBalancerName``."""
         return load_balancer_name(cluster_name, service)
+
+    def backend_node_exclusion(self, service: Service) -> NodeExclusion | None:
+        """BackendNodeSelector: Nodes the node selector leaves out of the pools."""
+        return node_exclusion(service, self.opts.node_selector)
 
     def get_load_balancer(
         self, cluster_name: str, service: Service

@@ -70,13 +70,17 @@ def _lb_of(world: World, path: str) -> str:
             return str(ident)
         for store in (world.listeners, world.pools, world.healthmonitors, world.members):
             if ident in store:
-                return str(store[ident].get("loadbalancer_id") or _parent_lb(world, store[ident]))
+                return _owner_lb(world, store[ident])
     return ids[0] if ids else "00000000-0000-0000-0000-000000000000"
 
 
-def _parent_lb(world: World, obj: dict[str, Any]) -> str:
-    pool = world.pools.get(obj.get("pool_id") or "")
-    return str(pool["loadbalancer_id"]) if pool else ""
+def _owner_lb(world: World, obj: dict[str, Any]) -> str:
+    """The stored object's balancer: listeners and pools keep it in ``_lb``, members and
+    monitors reach it through their pool (``_pool``)."""
+    if obj.get("_lb"):
+        return str(obj["_lb"])
+    pool = world.pools.get(obj.get("_pool") or "")
+    return str(pool.get("_lb") or "") if pool else ""
 
 
 def _conflict_text(world: World, service: str, path: str) -> str:

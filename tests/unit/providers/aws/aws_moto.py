@@ -463,13 +463,30 @@ class _ProxyServer(ThreadingHTTPServer):
     request_queue_size = 128
 
 
+def error_body(service: str, code: str, message: str) -> str:
+    """An AWS error answer with ``code`` as ``service`` (ec2's shape or the query APIs')."""
+    if service == "ec2":
+        return (
+            f"<Response><Errors><Error><Code>{code}</Code><Message>{message}</Message></Error>"
+            "</Errors><RequestID>kccm-fault-proxy</RequestID></Response>"
+        )
+    return (
+        '<ErrorResponse xmlns="http://elasticloadbalancing.amazonaws.com/doc/2015-12-01/">'
+        f"<Error><Type>Sender</Type><Code>{code}</Code><Message>{message}</Message></Error>"
+        "<RequestId>kccm-fault-proxy</RequestId></ErrorResponse>"
+    )
+
+
 @dataclass
 class FaultProxy:
     """An HTTP proxy in front of moto that answers ``Throttling`` to the requests ``throttle``
-    selects (called with service, action and the request's sequence number)."""
+    selects (called with service, action and the request's sequence number), and the error
+    code ``refuse`` returns (``AccessDenied``, ...; None: pass) to the others."""
 
     upstream: str
     throttle: Callable[[str, str, int], bool] = lambda service, action, seq: False
+    refuse: Callable[[str, str], str | None] = lambda service, action: None
+    refused: Counter[str] = field(default_factory=Counter)
     requests: Counter[str] = field(default_factory=Counter)
     throttled: Counter[str] = field(default_factory=Counter)
     url: str = ""
@@ -499,9 +516,16 @@ class FaultProxy:
                 match = _ACTION.search(body.decode(errors="replace"))
                 scope = _SERVICE.search(self.headers.get("Authorization", ""))
                 service = scope.group(1) if scope else "?"
-                if proxy.decide(service, match.group(1) if match else "?"):
+                action = match.group(1) if match else "?"
+                if proxy.decide(service, action):
                     text = EC2_THROTTLING_BODY if service == "ec2" else THROTTLING_BODY
                     self._reply(400, text.encode(), "text/xml")
+                    return
+                code = proxy.refuse(service, action)
+                if code is not None:
+                    proxy.refused[f"{service}:{action}"] += 1
+                    body = error_body(service, code, f"kccm fault proxy refuses {action}")
+                    self._reply(403, body.encode(), "text/xml")
                     return
                 conn = http.client.HTTPConnection(
                     target.hostname or "127.0.0.1", target.port, timeout=60
