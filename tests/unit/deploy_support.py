@@ -131,6 +131,8 @@ _NOT_DAEMON = (
     "testing/",
     "devtools/",
     "providers/vsphere/credentials.py",
+    # `kccm explain` runs as the user, with the user's kubeconfig (deploy/explain-reader.yaml)
+    "app/explain_cli.py",
 )
 
 

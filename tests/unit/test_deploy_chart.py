@@ -136,3 +136,25 @@ def test_node_metadata_refresh_period_is_an_opt_in_flag() -> None:
 
     assert refresh_args() == [], "default: upstream's cadence, no flag"
     assert refresh_args("nodeMetadataRefreshPeriod=1h") == ["--node-metadata-refresh-period=1h"]
+
+
+def test_explain_reader_is_opt_in_and_renders_deploy_explain_reader() -> None:
+    assert not [d for d in _render() if d["metadata"]["name"] == "kccm-explain-reader"]
+    docs = by_key(_render("explainReader.enabled=true"))
+    role, proxy = deploy_docs("explain-reader.yaml")
+    assert docs[("ClusterRole", None, "kccm-explain-reader")] == role
+    assert docs[("Role", "kube-system", "kccm-explain-proxy")] == proxy
+    assert not [k for k in docs if k[0].endswith("Binding") and k[2].startswith("kccm-explain")]
+    bound = by_key(
+        _render(
+            "explainReader.enabled=true",
+            "explainReader.subjects[0].kind=Group",
+            "explainReader.subjects[0].name=sre",
+            "explainReader.subjects[0].apiGroup=rbac.authorization.k8s.io",
+        )
+    )
+    sre = [{"kind": "Group", "name": "sre", "apiGroup": "rbac.authorization.k8s.io"}]
+    binding = bound[("ClusterRoleBinding", None, "kccm-explain-reader")]
+    assert (binding["roleRef"]["name"], binding["subjects"]) == ("kccm-explain-reader", sre)
+    local = bound[("RoleBinding", "kube-system", "kccm-explain-proxy")]
+    assert (local["roleRef"]["name"], local["subjects"]) == ("kccm-explain-proxy", sre)

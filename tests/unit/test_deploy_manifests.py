@@ -161,6 +161,7 @@ def test_deploy_holds_only_the_documented_files() -> None:
         "cloud-config-secret.yaml",
         "daemonset.yaml",
         "deployment.yaml",
+        "explain-reader.yaml",
         "rbac.yaml",
     ]
 

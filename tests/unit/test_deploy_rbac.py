@@ -73,3 +73,29 @@ def test_bindings_name_the_service_account() -> None:
     for (kind, namespace, _), binding in bindings.items():
         assert binding["subjects"] == [SA]
         assert namespace == (None if kind == "ClusterRoleBinding" else NS)
+
+
+EXPLAIN_URLS = ["/debug/kccm/explain", "/debug/kccm/explain/*"]
+
+
+def test_the_explain_reader_role_grants_only_get_on_the_explain_paths() -> None:
+    """Opt-in (its own file, bound by the admin): the only rule is `get` on the non-resource
+    explain paths, which the daemon's delegated authorization checks (kccm.app.explain)."""
+    from kccm.app.explain import EXPLAIN_PATH
+
+    docs = deploy_docs("explain-reader.yaml")
+    assert [(d["kind"], d["metadata"]["name"]) for d in docs] == [
+        ("ClusterRole", "kccm-explain-reader"),
+        ("Role", "kccm-explain-proxy"),
+    ]
+    assert docs[0]["rules"] == [{"nonResourceURLs": EXPLAIN_URLS, "verbs": ["get"]}]
+    # the pod-proxy route: the Lease (and the others' Leases: who serves a class) and the proxy
+    assert docs[1]["metadata"]["namespace"] == NS
+    assert set(rule_permissions(docs[1]["rules"])) == {
+        ("coordination.k8s.io", "leases", "get"),
+        ("coordination.k8s.io", "leases", "list"),
+        ("", "pods/proxy", "get"),
+    }
+    assert EXPLAIN_URLS == [EXPLAIN_PATH, EXPLAIN_PATH + "/*"]
+    shipped = by_key(deploy_docs("rbac.yaml"))
+    assert all(k[2] != "kccm-explain-reader" for k in shipped), "opt-in: not in rbac.yaml"

@@ -38,6 +38,7 @@ Usage:
   kccm [flags]
   kccm dev up [--check]      a dev cluster: etcd, kube-apiserver, kube-controller-manager
   kccm local --help          the local provider's state: instances, load balancers, VIPs
+  kccm explain service NAMESPACE/NAME | node NAME   what the leader knows (why pending?)
 """
 MARKDOWN_INTRO = """\
 # kccm flags
@@ -291,7 +292,17 @@ def _local(args: list[str]) -> int:
     return run_local(args)
 
 
-SUBCOMMANDS: dict[str, Callable[[list[str]], int]] = {"dev": _dev, "local": _local}
+def _explain(args: list[str]) -> int:
+    from kccm.app.explain_cli import run_explain
+
+    return run_explain(args)
+
+
+SUBCOMMANDS: dict[str, Callable[[list[str]], int]] = {
+    "dev": _dev,
+    "local": _local,
+    "explain": _explain,
+}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -16,6 +16,7 @@ import contextlib
 import errno
 import logging
 import signal
+import socket
 import ssl
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +26,7 @@ from prometheus_client import CollectorRegistry
 from kccm import __version__
 from kccm.api.wellknown import ANNOTATION_LEASE_LB_CLASS_LESS, ANNOTATION_LEASE_LB_CLASSES
 from kccm.app.config import ConfigurationError, ManagerConfig
+from kccm.app.explain import Explainer
 from kccm.app.serving import AuthLookupError, resolve_auth_material
 from kccm.app.shutdown import SHUTDOWN_SLACK, ExitDeadline, guard_interpreter_exit
 from kccm.cloudprovider.apicalls import register_api_call_metrics
@@ -154,6 +156,7 @@ class Manager:
     deadline: ExitDeadline = field(default_factory=ExitDeadline)
     _clients: list[KubeApiClient] = field(default_factory=list)
     _cluster: ClusterConfig | None = None
+    explainer: Explainer | None = None
 
     def __post_init__(self) -> None:
         if self.sync_states is None:
@@ -178,6 +181,7 @@ class Manager:
         kube = self._client("cloud-controller-manager")
         gate = CallGate(_gate_config(cfg), registry=self.registry)
         gated = GatedCloud(cloud, gate)
+        self.explainer = self._explainer(kube, gated, gate)
         stop = asyncio.Event()
         self._install_signal_handlers(stop)
         try:
@@ -283,6 +287,8 @@ class Manager:
             reuse_port=serving.permit_port_sharing,
             reuse_address=serving.permit_address_sharing,
         )
+        if self.explainer is not None:
+            self.explainer.register(self.server)
         try:
             await self.server.start()
         except ssl.SSLError as exc:
@@ -356,6 +362,8 @@ class Manager:
         _log.info(
             "leader election on lease %s/%s as %s", config.namespace, config.name, config.identity
         )
+        if self.explainer is not None:
+            self.explainer.identity = config.identity
         return LeaderElector(
             kube,
             config,
@@ -379,6 +387,7 @@ class Manager:
         events = EventBroadcaster(self._client("events"), registry=self.registry)
         events.start()
         tasks: list[asyncio.Task[None]] = []
+        self._set_leading(True)
         try:
             self._build_controllers(informers, events, cloud)
             informers.start()
@@ -395,8 +404,29 @@ class Manager:
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
+            self._set_leading(False)
             await informers.stop()
             await events.shutdown(grace=5.0)
+
+    def _set_leading(self, leading: bool) -> None:
+        if self.explainer is not None:
+            self.explainer.leading = leading
+
+    def _explainer(self, kube: KubeApiClient, cloud: GatedCloud, gate: CallGate) -> Explainer:
+        """``/debug/kccm/explain`` (:mod:`kccm.app.explain`): what this daemon knows, read-only."""
+        cfg, election = self.config, self.config.leader_election
+        return Explainer(
+            kube=kube,
+            cloud=cloud,
+            gate=gate,
+            provider=cfg.cloud_provider,
+            cluster_name=cfg.cluster_name,
+            lease=(election.resource_namespace, election.resource_name),
+            identity=socket.gethostname(),
+            leader_election=election.enabled,
+            states=self.states,
+            classes=cfg.controller_options.service.classes(),
+        )
 
     def _build_controllers(
         self, informers: SharedInformerFactory, events: EventBroadcaster, cloud: GatedCloud

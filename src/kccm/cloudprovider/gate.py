@@ -21,6 +21,7 @@ so that controllers call typed async methods that all pass through the gate.
 from __future__ import annotations
 
 import asyncio
+import collections
 import heapq
 import itertools
 from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
@@ -47,9 +48,11 @@ from kccm.util.tokenbucket import TokenBucket
 __all__ = [
     "METHOD_GROUPS",
     "READ_METHODS",
+    "RECENT_WINDOW",
     "Budget",
     "CallGate",
     "GateConfig",
+    "GroupSnapshot",
     "Priority",
     "Throttle",
     "UnknownProviderMethod",
@@ -176,6 +179,28 @@ def error_kind(error: BaseException) -> str:
     return "other"
 
 
+RECENT_WINDOW = 60.0
+"""Seconds of call history :meth:`CallGate.snapshot` reports a rate over."""
+
+
+@dataclass(frozen=True)
+class GroupSnapshot:
+    """One method group as the gate sees it now (read-only; for ``kccm explain``)."""
+
+    group: str
+    recent_calls: int
+    """Calls that reached the provider in the last :data:`RECENT_WINDOW` seconds."""
+    recent_rate: float
+    """``recent_calls`` per second over the window."""
+    budget_qps: float | None
+    budget_burst: int | None
+    throttled_for: float
+    """Seconds the group stays paused because the cloud throttled (0: no pause in force)."""
+    consecutive_throttles: int
+    waiting: int
+    """Calls queued for budget or for the pause to end."""
+
+
 class _Metrics:
     def __init__(self, registry: CollectorRegistry) -> None:
         self.calls = Counter(
@@ -235,6 +260,16 @@ class _Lane:
         self.paused_until = 0.0
         self.throttles = 0
         self.dispatcher: asyncio.Task[None] | None = None
+        self.recent: collections.deque[float] = collections.deque()
+
+    def note_call(self, window: float) -> None:
+        now = self.clock.monotonic()
+        self.recent.append(now)
+        self.prune(now, window)
+
+    def prune(self, now: float, window: float) -> None:
+        while self.recent and self.recent[0] < now - window:
+            self.recent.popleft()
 
     def open_now(self) -> bool:
         return self.bucket is None and not self.heap and self.paused_until <= self.clock.monotonic()
@@ -395,6 +430,7 @@ class CallGate:
         self, group: str, method: str, fn: Callable[..., MaybeAwaitable[T]], args: tuple[Any, ...]
     ) -> T:
         self._metrics.calls.labels(method).inc()
+        self._lane(group).note_call(RECENT_WINDOW)
         start = self._clock.monotonic()
         try:
             result: T = await self._adapter.call(method, fn, *args)
@@ -424,6 +460,29 @@ class CallGate:
     def paused_until(self, group: str) -> float:
         """Monotonic time until which ``group`` is paused (in the past when it is not)."""
         return self._lane(group).paused_until
+
+    def snapshot(self) -> list[GroupSnapshot]:
+        """Each method group used so far: recent call rate, budget and throttling in force.
+
+        Read-only: nothing is admitted, paused or counted by asking."""
+        now = self._clock.monotonic()
+        return [
+            self._group_snapshot(group, lane, now) for group, lane in sorted(self._lanes.items())
+        ]
+
+    def _group_snapshot(self, group: str, lane: _Lane, now: float) -> GroupSnapshot:
+        lane.prune(now, RECENT_WINDOW)
+        budget = self.config.budget_for(group)
+        return GroupSnapshot(
+            group=group,
+            recent_calls=len(lane.recent),
+            recent_rate=round(len(lane.recent) / RECENT_WINDOW, 3),
+            budget_qps=budget.qps if budget else None,
+            budget_burst=budget.burst if budget else None,
+            throttled_for=round(max(0.0, lane.paused_until - now), 3),
+            consecutive_throttles=lane.throttles,
+            waiting=sum(1 for ticket in lane.heap if not ticket.future.done()),
+        )
 
     def close(self) -> None:
         """Stop the dispatchers and the thread pool."""

@@ -79,6 +79,7 @@ class KubeApiClient:
         params: Mapping[str, str] | None = None,
         body: Any = None,
         content_type: str = _JSON,
+        headers: Mapping[str, str] | None = None,
     ) -> HttpResponse:
         """One request; like client-go, an answer that asks to come back later (a 429 or 5xx
         with Retry-After: the API server's priority and fairness shedding load) is retried
@@ -94,6 +95,7 @@ class KubeApiClient:
                 params=params,
                 content=content,
                 content_type=content_type if content is not None else None,
+                headers=headers,
             )
             delay = _come_back_after(response)
             if delay is None or attempt == MAX_RETRIES:
@@ -256,9 +258,23 @@ class KubeApiClient:
         meta = result.get("metadata") or {}
         return result if meta.get("deletionTimestamp") and meta.get("finalizers") else None
 
-    async def get_raw(self, path: str, params: Mapping[str, str] | None = None) -> Obj:
-        """GET a non-resource JSON path such as ``/version``."""
-        return await self._call("GET", path, params=params)
+    async def get_raw(
+        self,
+        path: str,
+        params: Mapping[str, str] | None = None,
+        *,
+        headers: Mapping[str, str] | None = None,
+    ) -> Obj:
+        """GET a non-resource JSON path such as ``/version`` (``headers`` added to it)."""
+        return await self._call("GET", path, params=params, headers=headers)
+
+    async def bearer_token(self) -> str | None:
+        """The bearer token these credentials send (token, token file, exec plugin), or None
+        (a client certificate, basic auth, nothing)."""
+        header = await self._transport.authorization()
+        if header and header.lower().startswith("bearer "):
+            return header[7:].strip()
+        return None
 
     async def get_text(self, path: str, params: Mapping[str, str] | None = None) -> str:
         """GET a non-resource text path such as ``/readyz``."""

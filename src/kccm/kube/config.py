@@ -19,7 +19,7 @@ import yaml
 from lightkube.config.kubeconfig import KubeConfig, SingleConfig
 from lightkube.core.exceptions import ConfigError as _LightkubeConfigError
 
-__all__ = ["ClusterConfig", "KubeConfigError", "load_cluster_config"]
+__all__ = ["ClusterConfig", "KubeConfigError", "load_cluster_config", "with_endpoint"]
 
 _SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 
@@ -122,3 +122,18 @@ def load_cluster_config(
     if master:
         single = _with_server(single, master)
     return ClusterConfig(single=single, source=source)
+
+
+def with_endpoint(
+    config: ClusterConfig, url: str, *, ca_file: str | None = None, insecure: bool = False
+) -> ClusterConfig:
+    """``config``'s credentials sent to ``url`` instead of the API server (``kccm explain
+    --endpoint``): trusting ``ca_file``, or nothing (``insecure``), or the system's CAs."""
+    cluster = msgspec.structs.replace(
+        config.single.cluster,
+        server=url,
+        certificate_auth=ca_file,
+        certificate_auth_data=None,
+        insecure=insecure,
+    )
+    return ClusterConfig(single=config.single._replace(cluster=cluster), source=f"--endpoint {url}")

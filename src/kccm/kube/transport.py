@@ -213,14 +213,20 @@ class Transport:
         params: Mapping[str, str] | None = None,
         content: bytes | None = None,
         content_type: str | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> HttpResponse:
         """Send and read the whole answer; a 401 is retried once with fresh credentials."""
         auth = await self._credentials.header()
-        response = await self._once(method, path, params, content, content_type, auth)
+        response = await self._once(method, path, params, content, content_type, auth, headers)
         if response.status == 401 and await self._credentials.refresh(auth):
             auth = await self._credentials.header()
-            response = await self._once(method, path, params, content, content_type, auth)
+            response = await self._once(method, path, params, content, content_type, auth, headers)
         return response
+
+    async def authorization(self) -> str | None:
+        """The ``Authorization`` header value the credentials give now (None: none, e.g. a
+        client certificate)."""
+        return await self._credentials.header()
 
     async def _once(
         self,
@@ -230,8 +236,9 @@ class Transport:
         content: bytes | None,
         content_type: str | None,
         auth: str | None,
+        extra: Mapping[str, str] | None = None,
     ) -> HttpResponse:
-        headers = self._headers_for(auth, content_type)
+        headers = {**self._headers_for(auth, content_type), **(extra or {})}
         try:
             response = await self._open(
                 method, path, params=params, data=content, headers=headers, timeout=self._timeout

@@ -41,12 +41,23 @@ from kccm.kube.resources import SUBJECT_ACCESS_REVIEWS, TOKEN_REVIEWS
 from kccm.runtime.server import Decision
 from kccm.util.clock import REAL_CLOCK, Clock
 
-__all__ = ["ClientCertificates", "DelegatedAuth", "RequestHeaders", "UserInfo"]
+__all__ = [
+    "FORWARDED_TOKEN",
+    "ClientCertificates",
+    "DelegatedAuth",
+    "RequestHeaders",
+    "UserInfo",
+]
 
 _log = logging.getLogger(__name__)
 ANONYMOUS = "system:anonymous"
 AUTHENTICATED = "system:authenticated"
 CACHE_TTL = 10.0
+FORWARDED_TOKEN = "X-Kccm-Authorization"
+"""A bearer token in this header counts as one in ``Authorization`` (which must then be
+absent). The apiserver's pod proxy removes the caller's ``Authorization`` header before it
+forwards a request, so ``kccm explain`` sends the user's token here: kccm checks it with a
+TokenReview like any other and the user's own RBAC decides. Nothing else is trusted from it."""
 
 
 @dataclass(frozen=True)
@@ -182,7 +193,7 @@ class DelegatedAuth:
             user = self._from_certificate(request, certificate)
             if user is not None:
                 return user
-        header = request.headers.get("Authorization", "")
+        header = request.headers.get("Authorization") or request.headers.get(FORWARDED_TOKEN) or ""
         if not header.lower().startswith("bearer "):
             return _ANONYMOUS_USER
         token = header[7:].strip()

@@ -41,7 +41,7 @@ from kccm.runtime.selfsigned import (
 from kccm.runtime.tls import ServingTLS, apply_serving_tls
 from kccm.util.clock import REAL_CLOCK, Clock
 
-__all__ = ["ENDPOINTS", "Authorizer", "Decision", "Server"]
+__all__ = ["ENDPOINTS", "Authorizer", "Decision", "Handler", "Server"]
 
 ENDPOINTS = ("healthz", "readyz", "livez")
 DEFAULT_ALWAYS_ALLOW_PATHS = ("/healthz", "/readyz", "/livez")
@@ -71,6 +71,7 @@ class Decision:
 
 
 Authorizer = Callable[[web.Request], Awaitable[Decision]]
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
 class Server:
@@ -112,6 +113,7 @@ class Server:
         self._clock = clock
         self._runner: web.AppRunner | None = None
         self._port: int | None = None
+        self._routes: list[tuple[str, Handler]] = []
 
     def add_check(
         self, name: str, check: HealthCheck, *, endpoints: Iterable[str] = ENDPOINTS
@@ -119,6 +121,11 @@ class Server:
         """Serve ``check`` under ``name`` on each of ``endpoints``."""
         for endpoint in endpoints:
             self.checks[endpoint].add(name, check)
+
+    def add_get(self, path: str, handler: Handler) -> None:
+        """Serve GET ``path`` (an aiohttp route pattern) with ``handler``, under the same
+        authorization as every path; call before :meth:`start` (``kccm explain`` uses it)."""
+        self._routes.append((path, handler))
 
     def remove_check(self, name: str) -> None:
         for checks in self.checks.values():
@@ -161,6 +168,8 @@ class Server:
             app.router.add_get(f"/{endpoint}", self._aggregate_handler(endpoint))
             app.router.add_get(f"/{endpoint}/{{check}}", self._single_handler(endpoint))
         app.router.add_get("/metrics", self._metrics)
+        for path, handler in self._routes:
+            app.router.add_get(path, handler)
         return app
 
     async def start(self) -> None:

@@ -290,3 +290,36 @@ async def test_random_tokens_and_paths_cannot_grow_the_caches_without_bound() ->
     before = len(stub.reviews)
     await auth(_request(f"random-{CACHE_LIMIT + 49}"))  # the newest answers stay cached
     assert len(stub.reviews) == before
+
+
+@pytest.mark.parametrize(
+    ("headers", "status", "reviews"),
+    [
+        pytest.param(
+            {"X-Kccm-Authorization": "Bearer good"},
+            200,
+            ["TokenReview", "SubjectAccessReview"],
+            id="a-token-forwarded-through-the-pod-proxy-is-reviewed-like-any-other",
+        ),
+        pytest.param(
+            {"X-Kccm-Authorization": "Bearer bogus"},
+            401,
+            ["TokenReview"],
+            id="a-forwarded-bad-token-is-401",
+        ),
+        pytest.param(
+            {"Authorization": "Bearer bogus", "X-Kccm-Authorization": "Bearer good"},
+            401,
+            ["TokenReview"],
+            id="authorization-wins-over-the-forwarded-header",
+        ),
+    ],
+)
+async def test_forwarded_token_header(
+    headers: dict[str, str], status: int, reviews: list[str]
+) -> None:
+    stub = ReviewStub()
+    auth = DelegatedAuth(stub, clock=FakeClock())  # type: ignore[arg-type]
+    decision = await auth(make_mocked_request("GET", "/metrics", headers=headers))
+    assert decision.status == status
+    assert stub.reviews == reviews

@@ -10,6 +10,7 @@ from prometheus_client import CollectorRegistry
 
 from kccm.cloudprovider import InstanceNotFound, NotImplementedByProvider, RetryError, Throttled
 from kccm.cloudprovider.gate import (
+    RECENT_WINDOW,
     Budget,
     CallGate,
     GateConfig,
@@ -368,3 +369,27 @@ async def test_gated_cloud_exposes_every_capability(env: Env) -> None:
     assert await clusters.list_clusters() == ["kubernetes"]
     assert await pv.get_labels_for_volume({"metadata": {"name": "v"}}) == {}
     assert GatedCloud(FakeCloud(enable_routes=False), env.gate).routes() is None
+
+
+async def test_snapshot_reports_recent_rate_budget_and_throttling_without_side_effects() -> None:
+    env = Env(GateConfig(group_budgets={"instances": Budget(qps=5, burst=10)}))
+    v2 = env.v2()
+    for _ in range(3):
+        await v2.instance_exists(make_node("n1", provider_id=PID))
+    env.cloud.fail("instance_shutdown", Throttled("slow down", retry_after=7.0))
+    with pytest.raises(Throttled):
+        await v2.instance_shutdown(make_node("n1", provider_id=PID))
+    (group,) = env.gate.snapshot()
+    assert (group.group, group.recent_calls, group.budget_qps, group.budget_burst) == (
+        "instances",
+        4,
+        5,
+        10,
+    )
+    assert group.recent_rate == round(4 / RECENT_WINDOW, 3)
+    assert (group.throttled_for, group.consecutive_throttles, group.waiting) == (7.0, 1, 0)
+    assert env.gate.snapshot() == [group], "asking changes nothing"
+    await env.clock.advance(RECENT_WINDOW + 8)
+    (later,) = env.gate.snapshot()
+    assert (later.recent_calls, later.throttled_for) == (0, 0.0)
+    env.gate.close()

@@ -38,7 +38,7 @@ SURFACE = {
         "wait_for_tasks",
     ],
     "kccm.runtime.healthz": ["HealthCheck", "HealthChecks", "HealthResponse", "ping"],
-    "kccm.runtime.server": ["ENDPOINTS", "Authorizer", "Decision", "Server"],
+    "kccm.runtime.server": ["ENDPOINTS", "Authorizer", "Decision", "Handler", "Server"],
     "kccm.runtime.selfsigned": [
         "CertKey",
         "generate_self_signed",
