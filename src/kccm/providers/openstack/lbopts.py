@@ -1,5 +1,6 @@
 """The ``[LoadBalancer]`` and ``[LoadBalancerClass "name"]`` settings the balancer code reads,
-typed once (upstream ``LoadBalancerOpts`` and ``LBClass`` in ``pkg/openstack/openstack.go``
+as the balancer code takes them: the settings and their defaults are declared once, in
+``config.py`` (upstream ``LoadBalancerOpts`` and ``LBClass`` in ``pkg/openstack/openstack.go``
 v1.36.0, with ``ReadConfig``'s defaults).
 
 :func:`lb_options` copies them from the provider's parsed cloud config (``config.py``, field
@@ -13,53 +14,20 @@ from dataclasses import dataclass, field, fields
 from datetime import timedelta
 from typing import Any
 
+from kccm.providers.openstack.config import LBClassOpts, LoadBalancerOpts
+
 __all__ = ["LBClass", "LBOptions", "lb_options", "seconds"]
 
 
-@dataclass(frozen=True)
-class LBClass:
-    """Upstream ``LBClass``: one ``[LoadBalancerClass "name"]`` section."""
-
-    floating_network_id: str = ""
-    floating_subnet_id: str = ""
-    floating_subnet: str = ""
-    floating_subnet_tags: str = ""
-    network_id: str = ""
-    subnet_id: str = ""
-    member_subnet_id: str = ""
+LBClass = LBClassOpts
+"""Upstream ``LBClass``: one ``[LoadBalancerClass "name"]`` section (declared in ``config.py``)."""
 
 
 @dataclass(frozen=True)
-class LBOptions:
-    """Upstream ``LoadBalancerOpts`` with ``ReadConfig``'s defaults (durations in seconds)."""
+class LBOptions(LoadBalancerOpts):
+    """Upstream ``LoadBalancerOpts`` (the fields and OCCM's defaults are declared once, in
+    ``config.py``), with the ``[LoadBalancerClass "name"]`` sections beside them."""
 
-    enabled: bool = True
-    subnet_id: str = ""
-    member_subnet_id: str = ""
-    network_id: str = ""
-    floating_network_id: str = ""
-    floating_subnet_id: str = ""
-    floating_subnet: str = ""
-    floating_subnet_tags: str = ""
-    lb_method: str = "ROUND_ROBIN"
-    lb_provider: str = "amphora"
-    create_monitor: bool = False
-    monitor_delay: float = 5.0
-    monitor_timeout: float = 3.0
-    monitor_max_retries: int = 1
-    monitor_max_retries_down: int = 3
-    manage_security_groups: bool = False
-    internal_lb: bool = False
-    node_selector: str = ""
-    cascade_delete: bool = True
-    flavor_id: str = ""
-    availability_zone: str = ""
-    enable_ingress_hostname: bool = False
-    ingress_hostname_suffix: str = "nip.io"
-    max_shared_lb: int = 2
-    container_store: str = "barbican"
-    provider_requires_serial_api_calls: bool = False
-    default_tls_container_ref: str = ""
     classes: Mapping[str, LBClass] = field(default_factory=dict)
 
 
