@@ -87,6 +87,10 @@ async def world(
             await env.until(lambda: initialised_nodes(kube, names))
             routes = {(f"10.244.{i}.0/24", fixed_ipv4(s)) for i, s in enumerate(env.base.values())}
             await env.until(lambda: routes_are(env, routes))
+            # OCCM's CreateRoute writes the router first, the port's allowed_address_pairs after:
+            # the steady state is taken once both are there (under load the pairs came later)
+            cidrs = {cidr for cidr, _ in routes}
+            await env.until(lambda: address_pairs_are(env, cidrs))
             env.steady = await blocking(emulator.admin.state)
             yield env
         finally:
@@ -102,6 +106,12 @@ async def world(
         emulator.admin.assert_clean(baseline)
         assert stopped == 0, f"kccm did not finish its in-flight work within 30 s ({stopped})"
         print("\nopenstack e2e figures:", json.dumps(env.figures, indent=1))
+
+
+async def address_pairs_are(env: World, cidrs: set[str]) -> bool:
+    """The emulator's ports carry exactly these allowed address pairs ("<port>: <cidr>")."""
+    pairs = (await blocking(env.admin.state))["allowed_address_pairs"]
+    return {pair.rsplit(": ", 1)[-1] for pair in pairs} == cidrs
 
 
 @pytest.fixture
