@@ -74,6 +74,7 @@ from kccm.testing.ports import free_port
 UNINIT = "node.cloudprovider.kubernetes.io/uninitialized"
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 EXTRA_ARGS: list[str] = []  # --kccm-args
+PY_SPY: list[str] = []  # --py-spy: the py-spy binary, then where its raw stacks go
 
 
 def log(message: str) -> None:
@@ -219,6 +220,26 @@ def launch_daemon(args: list[str], port: int, token: str, log_path: Path) -> Dae
             return daemon
         time.sleep(0.2)
     raise SystemExit(f"kccm did not serve /metrics within 60 s:\n{log_path.read_text()[-3000:]}")
+
+
+@contextlib.contextmanager
+def profiled(daemon: Daemon, name: str) -> Any:
+    """With --py-spy, sample the daemon's stacks (py-spy's raw format) while the block runs."""
+    if not PY_SPY:
+        yield
+        return
+    out = Path(PY_SPY[1]) / f"{name}-{daemon.proc.pid}.txt"
+    spy = subprocess.Popen(
+        [PY_SPY[0], "record", "--format", "raw", "--rate", "200", "--nonblocking",
+         "--pid", str(daemon.proc.pid), "--output", str(out)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        yield
+    finally:
+        spy.send_signal(signal.SIGINT)
+        spy.wait(60)
+        log(f"py-spy stacks: {out}")
 
 
 def metric_sum(body: str, metric: str, **labels: str) -> float:
@@ -425,9 +446,10 @@ class Bench:
             ) as completion:
                 cpu0 = daemon.cpu_seconds()
                 start = time.perf_counter()
-                await bounded(200, [self.kube.create(NODES, kubelet_node(n, run, i))
-                                    for i, n in enumerate(names)])  # fmt: skip
-                await completion.finished.wait()
+                with profiled(daemon, f"init-{count}"):
+                    await bounded(200, [self.kube.create(NODES, kubelet_node(n, run, i))
+                                        for i, n in enumerate(names)])  # fmt: skip
+                    await completion.finished.wait()
                 took = time.perf_counter() - start
                 cpu = daemon.cpu_seconds() - cpu0
         finally:
@@ -459,11 +481,12 @@ class Bench:
                 self.kccm, self.plane.admin_kubeconfig, config, self.token, self.tmp
             )
             try:
-                with MetricsProbe(daemon) as probe:
+                with MetricsProbe(daemon) as probe, profiled(daemon, f"scale-{nodes}"):
                     await completion.finished.wait()
                     took = time.perf_counter() - daemon.started
+                    cpu = daemon.cpu_seconds()
                     self.row(f"{nodes} nodes + {services} LB Services at start: all ensured",
-                             f"{took:.1f} s after kccm started")  # fmt: skip
+                             f"{took:.1f} s after kccm started, {cpu:.1f} CPU-s")  # fmt: skip
                     self.row("slowest /metrics answer while syncing",
                              f"{probe.slowest * 1000:.0f} ms ({probe.samples} fetched, "
                              f"{probe.failures} failed)")  # fmt: skip
@@ -567,9 +590,17 @@ def main() -> None:
     parser.add_argument("--kccm", default=f"{sys.executable} -m kccm")
     parser.add_argument("--kccm-args", default="", help="extra kccm flags (not defaults!)")
     parser.add_argument("--only", default="ceiling,init,scale,steady,restart")
+    parser.add_argument("--py-spy", nargs=2, metavar=("BINARY", "DIR"), default=[],
+                        help="sample the daemon with py-spy during init and scale")  # fmt: skip
     args = parser.parse_args()
     EXTRA_ARGS.extend(shlex.split(args.kccm_args))
-    apiserver_args = ("--max-requests-inflight=1000", "--max-mutating-requests-inflight=500")
+    PY_SPY.extend(args.py_spy)
+    # The default node-port range holds 2,768 Services; --services may ask for more.
+    apiserver_args = (
+        "--max-requests-inflight=1000",
+        "--max-mutating-requests-inflight=500",
+        "--service-node-port-range=30000-45000",
+    )
     with (
         tempfile.TemporaryDirectory(prefix="kccm-bench-") as tmp,
         ControlPlane(extra_apiserver_args=apiserver_args) as plane,

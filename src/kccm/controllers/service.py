@@ -441,7 +441,7 @@ class ServiceController(CloudController):
             )
         self.last_synced[key] = nodes
         return await self.balancer.ensure_load_balancer(
-            self.cluster_name, service, list(nodes.nodes), priority=Priority.NORMAL
+            self.cluster_name, service, nodes.nodes, priority=Priority.NORMAL
         )
 
     # -- writes (upstream addFinalizer / removeFinalizer / patchStatus) -----------------------
@@ -554,7 +554,7 @@ class ServiceController(CloudController):
         if nodes.same_backends(previous):
             return False
         try:
-            await self.locked_update_load_balancer_hosts(service, list(nodes.nodes))
+            await self.locked_update_load_balancer_hosts(service, nodes.nodes)
         except Exception as err:
             _log.error("failed to update load balancer hosts for service %s: %s", key, err)
             self.metrics.nodesync_error.inc()

@@ -264,7 +264,52 @@ def test_the_state_file_is_a_cloud_config_key(tmp_path: Path) -> None:
     journal = tmp_path / "lbs.jsonl"
     cloud = new_fake_cloud(io.StringIO(f"[Global]\nstate-file = {journal}\n"))
     asyncio.run(cloud.ensure_load_balancer("c", make_service("web"), []))
-    assert journal.read_text().count("\n") == 1
+    assert journal.read_text().count('{"balancer":') == 1
+
+
+async def test_the_journal_writes_a_host_list_once_and_replays_it_shared(tmp_path: Path) -> None:
+    journal = tmp_path / "lbs.jsonl"
+    cloud = FakeCloud()
+    cloud.persist_balancers(journal)
+    nodes = tuple(make_node(f"n{i}") for i in range(50))
+    services = {name: make_service(name) for name in ("a", "b", "c")}
+    for service in services.values():
+        await cloud.ensure_load_balancer("c", service, nodes)
+    await cloud.update_load_balancer("c", services["a"], nodes[:5])
+    await cloud.ensure_load_balancer_deleted("c", services["b"])
+    text = journal.read_text()
+    assert text.count('"hosts_list"') == 2  # the 50 names once, the 5 names once
+    replayed = FakeCloud()
+    replayed.persist_balancers(journal)
+    assert replayed.balancers == cloud.balancers
+    hosts = {b.service: b.hosts for b in replayed.balancers.values()}
+    assert hosts["default/a"] == tuple(sorted(f"n{i}" for i in range(5)))
+    assert len(hosts["default/c"]) == 50
+    await replayed.ensure_load_balancer("c", make_service("d"), nodes)
+    assert journal.read_text().count('"hosts_list"') == 3  # refs go on after the replayed ones
+    again = FakeCloud()
+    again.persist_balancers(journal)
+    assert again.balancers == replayed.balancers
+
+
+def test_a_journal_with_inline_host_lists_still_replays(tmp_path: Path) -> None:
+    journal = tmp_path / "lbs.jsonl"
+    journal.write_text(
+        '{"balancer":{"name":"x","service":"default/x","ip":"192.0.2.7","ports":[[80,"TCP"]],'
+        '"hosts":["n2","n1"],"ip_mode":"VIP"}}\n'
+    )
+    cloud = FakeCloud()
+    cloud.persist_balancers(journal)
+    assert cloud.balancers["x"].hosts == ("n1", "n2")
+
+
+async def test_a_node_list_changed_between_calls_is_read_again() -> None:
+    cloud = FakeCloud()
+    nodes, service = [make_node("n1"), make_node("n2")], make_service("a")
+    await cloud.ensure_load_balancer("c", service, nodes)
+    nodes.append(make_node("n3"))
+    await cloud.ensure_load_balancer("c", service, nodes)
+    assert next(iter(cloud.balancers.values())).hosts == ("n1", "n2", "n3")
 
 
 async def test_provider_id_lookup_follows_replaced_and_removed_instances() -> None:

@@ -11,8 +11,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-import msgspec
-
 from kccm.cloudprovider import (
     CloudAPICalls,
     Clusters,
@@ -31,7 +29,6 @@ from kccm.cloudprovider import (
     NodeName,
     NotImplementedByProvider,
     PersistentVolume,
-    PortStatus,
     PVLabeler,
     Route,
     Routes,
@@ -43,6 +40,7 @@ from kccm.cloudprovider import (
 )
 from kccm.providers.fake.describe import FakeDescribing
 from kccm.providers.fake.faults import fault, service_fault
+from kccm.providers.fake.journal import BalancerJournal, replay_journal
 from kccm.providers.fake.model import (
     _FIRST_LB_ADDRESS,
     _SELF_COUNTED,
@@ -99,7 +97,9 @@ class FakeCloud(FakeDescribing):
         self._instances: dict[NodeName, FakeInstance] = {}
         self._names_by_provider_id: dict[str, NodeName] = {}
         self._host_lists: dict[tuple[NodeName, ...], tuple[NodeName, ...]] = {}
-        self._journal: Path | None = None
+        self._last_nodes: tuple[Node, ...] = ()
+        self._last_hosts: tuple[NodeName, ...] = ()
+        self._journal: BalancerJournal | None = None
         self._balancers: dict[str, FakeBalancer] = {}
         self._target_health: dict[NodeName, tuple[TargetHealth, str]] = {}
         self._next_address = 0
@@ -287,7 +287,7 @@ class FakeCloud(FakeDescribing):
     ) -> LoadBalancerStatus:
         """Read the balancer, create it when missing, else change only what differs from what
         ``service``, ``nodes`` and the cloud config ask for."""
-        hosts = self._shared_hosts(_node_names(nodes))
+        hosts = self._hosts_of(nodes)
         await self._enter("ensure_load_balancer", cluster_name, _service_key(service), hosts)
         _raise_service_fault(service)
         name = default_load_balancer_name(service)
@@ -309,7 +309,7 @@ class FakeCloud(FakeDescribing):
         self, cluster_name: str, service: Service, nodes: Sequence[Node]
     ) -> None:
         """Read the balancer; change its hosts when they differ."""
-        hosts = self._shared_hosts(_node_names(nodes))
+        hosts = self._hosts_of(nodes)
         await self._enter("update_load_balancer", cluster_name, _service_key(service), hosts)
         _raise_service_fault(service)
         name = default_load_balancer_name(service)
@@ -340,6 +340,20 @@ class FakeCloud(FakeDescribing):
         self._balancers[balancer.name] = balancer
         self._journal_entry(balancer)
 
+    def _hosts_of(self, nodes: Sequence[Node]) -> tuple[NodeName, ...]:
+        """:meth:`_shared_hosts` of the nodes' names. The service controller hands every
+        ensure of one node-set version the same tuple: its names are taken once, not once
+        per balancer (5,000 names x 1,000 balancers). A list may change between calls."""
+        if isinstance(nodes, tuple):
+            with self._lock:
+                if nodes is self._last_nodes:
+                    return self._last_hosts
+        hosts = self._shared_hosts(_node_names(nodes))
+        if isinstance(nodes, tuple):
+            with self._lock:
+                self._last_nodes, self._last_hosts = nodes, hosts
+        return hosts
+
     def _shared_hosts(self, hosts: tuple[NodeName, ...]) -> tuple[NodeName, ...]:
         """The host names sorted, and the same tuple for the same host list: 1,000 balancers
         over the same 5,000 nodes keep one list, not 1,000 copies (a real cloud keeps them on
@@ -355,51 +369,23 @@ class FakeCloud(FakeDescribing):
     # -- persistence (optional): a journal of load balancer changes --------------------------
 
     def persist_balancers(self, path: Path) -> None:
-        """Keep the load balancers in ``path`` (a JSON-lines journal, replayed here), so they
-        survive a restart of the process, as a real cloud's do."""
+        """Keep the load balancers in ``path`` (:mod:`kccm.providers.fake.journal`, replayed
+        here), so they survive a restart of the process, as a real cloud's do."""
         with self._lock:
-            self._journal = path
-            if path.exists():
-                for line in path.read_text().splitlines():
-                    self._replay(msgspec.json.decode(line))
+            balancers, next_ref = replay_journal(path)
+            self._balancers.update(balancers)
+            self._journal = BalancerJournal(path, next_ref=next_ref)
             used = [int(ipaddress.ip_address(b.ip)) for b in self._balancers.values()]
             if used:
                 self._next_address = max(used) - int(_FIRST_LB_ADDRESS) + 1
-
-    def _replay(self, entry: Mapping[str, Any]) -> None:
-        if "deleted" in entry:
-            self._balancers.pop(str(entry["deleted"]), None)
-            return
-        raw = entry["balancer"]
-        ports = tuple(PortStatus(port=int(p[0]), protocol=str(p[1])) for p in raw["ports"])
-        self._balancers[raw["name"]] = FakeBalancer(
-            raw["name"],
-            raw["service"],
-            raw["ip"],
-            ports,
-            tuple(sorted(raw["hosts"])),
-            LoadBalancerIPMode(raw.get("ip_mode", LoadBalancerIPMode.VIP.value)),
-        )
 
     def _journal_entry(self, balancer: FakeBalancer | None, *, deleted: str = "") -> None:
         if self._journal is None:
             return
         if balancer is None:
-            entry: dict[str, Any] = {"deleted": deleted}
+            self._journal.deleted(deleted)
         else:
-            ports = [[p.port, p.protocol] for p in balancer.ports]
-            entry = {
-                "balancer": {
-                    "name": balancer.name,
-                    "service": balancer.service,
-                    "ip": balancer.ip,
-                    "ports": ports,
-                    "hosts": list(balancer.hosts),
-                    "ip_mode": balancer.ip_mode.value,
-                }
-            }
-        with self._journal.open("ab") as sink:
-            sink.write(msgspec.json.encode(entry) + b"\n")
+            self._journal.changed(balancer)
 
     def _allocate_address(self) -> str:
         address = _FIRST_LB_ADDRESS + self._next_address
