@@ -338,7 +338,7 @@ class CloudNodeController(CloudController):
                     f'provided node ip for node "{name}" is not valid: {err}'
                 ) from err
         if meta.instance_type:
-            _log.info(
+            _log.debug(  # upstream: klog.V(2)
                 "Adding node label from cloud provider: %s=%s",
                 LABEL_INSTANCE_TYPE,
                 meta.instance_type,

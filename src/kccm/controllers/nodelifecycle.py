@@ -23,6 +23,7 @@ import asyncio
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 from kccm.api.wellknown import TAINT_NODE_SHUTDOWN
@@ -33,8 +34,9 @@ from kccm.controllers.base import CloudController, ControllerContext
 from kccm.controllers.node_state import NODE, forget_on_delete
 from kccm.controllers.nodeutil import (
     add_or_update_taint_on_node,
+    carries_taint,
     get_instance_provider_id,
-    get_node_condition,
+    node_condition,
     node_name,
     remove_taint_off_node,
 )
@@ -57,6 +59,9 @@ __all__ = [
 
 CONTROLLER_NAME = "cloud-node-lifecycle-controller"
 SHORT_NAME = "cloud-node-lifecycle"
+_READY = "none: Ready, no cloud check"
+_READY_DETAIL: Mapping[str, Any] = MappingProxyType({"ready": "True", "action": _READY})
+"""What a pass records for a Ready node (one shared detail for every Ready node)."""
 EVENT_COMPONENT = "cloud-node-lifecycle-controller"
 DELETE_NODE_EVENT = "DeletingNode"
 DELETE_NODE_FAILED_EVENT = "DeletingNodeFailed"
@@ -79,7 +84,7 @@ class NodeLifecycleControllerOptions:
 
 def ready_status(node: Mapping[str, Any]) -> str:
     """The Ready condition's status, ``Unknown`` when the node has none."""
-    cond = get_node_condition(node, "Ready")
+    cond = node_condition(node, "Ready")
     return str(cond.get("status", "Unknown")) if cond is not None else "Unknown"
 
 
@@ -109,10 +114,15 @@ class CloudNodeLifecycleController(CloudController):
     async def monitor_nodes(self) -> None:
         """One pass over every cached node (upstream ``MonitorNodes``)."""
         not_ready: list[Obj] = []
+        at = self.states.clock.now().timestamp()
         for node in self.informer.items():
             if ready_status(node) == "True":
-                await self._ensure_no_shutdown_taint(node)
-                self._record(node_name(node), {"ready": "True"}, "none: Ready, no cloud check")
+                if carries_taint(node, SHUTDOWN_TAINT):
+                    await self._ensure_no_shutdown_taint(node)
+                name = node_name(node)
+                self.states.record(
+                    NODE, name, CONTROLLER_NAME, message=_READY, detail=_READY_DETAIL, at=at
+                )
             else:
                 not_ready.append(node)
         if not not_ready:

@@ -248,11 +248,15 @@ async def remove_taint_off_node(
     """
     if not taints:
         return False
-    if node is not None:
-        present = _node_taints(node)
-        if not any(taint_matches(t, want) for t in present for want in taints):
-            return False
+    if node is not None and not carries_taint(node, *taints):
+        return False
     return await _change_taints(kube, node_name, _without_taint, taints, clock)
+
+
+def carries_taint(node: Mapping[str, Any], *taints: Mapping[str, Any]) -> bool:
+    """Whether ``node`` has a taint matching one of ``taints`` on key+effect (no copies)."""
+    present = (node.get("spec") or {}).get("taints") or ()
+    return any(taint_matches(t, want) for t in present for want in taints)
 
 
 # -- labels ---------------------------------------------------------------------------------
@@ -337,9 +341,15 @@ async def set_node_condition(
 
 def get_node_condition(node: Mapping[str, Any], condition_type: str) -> dict[str, Any] | None:
     """The node's condition of ``condition_type``, or None (upstream ``GetNodeCondition``)."""
+    cond = node_condition(node, condition_type)
+    return None if cond is None else dict(cond)
+
+
+def node_condition(node: Mapping[str, Any], condition_type: str) -> Mapping[str, Any] | None:
+    """:func:`get_node_condition` without the copy: the cached condition itself, read-only."""
     for cond in (node.get("status") or {}).get("conditions") or ():
         if cond.get("type") == condition_type:
-            return dict(cond)
+            return cond  # type: ignore[no-any-return]
     return None
 
 

@@ -42,9 +42,11 @@ SYNC_FAILURES_METRIC = "kccm_sync_failures"
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class SyncRecord:
-    """The last sync of one object by one controller.
+    """The last sync of one object by one controller (never changed once made: a new sync
+    makes a new record; not frozen because a frozen dataclass costs three times as much to
+    build, and the node lifecycle controller records every node every pass).
 
     ``at`` and ``next_retry_at`` are epoch seconds on the controller's clock; ``attempts``
     counts the failures in a row (0 after a success); ``reason`` is None after a success.
@@ -103,13 +105,17 @@ class SyncStates:
         message: str | None = None,
         retry_in: float | None = None,
         detail: Mapping[str, Any] | None = None,
+        at: float | None = None,
     ) -> SyncRecord:
         """Record a sync of ``key`` by ``controller`` now.
 
         It failed when ``error`` is given (``reason`` defaults to ``classify(error)``,
         ``message`` to ``str(error)``) or when a ``reason`` is given without an error (e.g.
-        ``NO_NODES``); otherwise it succeeded. ``retry_in``: seconds until the queue retries."""
-        at = self.clock.now().timestamp()
+        ``NO_NODES``); otherwise it succeeded. ``retry_in``: seconds until the queue retries.
+        ``at``: when (epoch seconds), for a pass that records many objects at once; ``detail``
+        given as a ``MappingProxyType`` is kept as it is (shared), any other is copied."""
+        if at is None:
+            at = self.clock.now().timestamp()
         ok = error is None and reason is None
         if error is not None and reason is None:
             reason = classify(error)
@@ -125,7 +131,9 @@ class SyncStates:
             message=message if message is not None else ("" if error is None else str(error)),
             attempts=attempts,
             next_retry_at=None if retry_in is None else at + retry_in,
-            detail=MappingProxyType(dict(detail or {})),
+            detail=detail
+            if isinstance(detail, MappingProxyType)
+            else MappingProxyType(dict(detail or {})),
         )
         self._records.setdefault((kind, key), {})[controller] = entry
         if reason is not None:
