@@ -1,10 +1,12 @@
-"""The HTTP transport under :class:`~kccm.kube.client.KubeApiClient`: aiohttp with pooled
-keep-alive connections and the kubeconfig's TLS and credentials.
+"""The HTTP transport under :class:`~kccm.kube.client.KubeApiClient`: pooled keep-alive
+connections with the kubeconfig's TLS and credentials. Unary requests go through kccm's own
+lean HTTP/1.1 client (:mod:`kccm.kube.http11`); watches, long-lived streams, through aiohttp.
 
-Why not lightkube's httpx client: a profile of 1,000 Node initialisations showed about half of
-kccm's CPU in the pure-Python HTTP/1.1 stack (httpx, httpcore, anyio, h11). aiohttp parses
-HTTP in C and reuses connections from one pool, which cuts the CPU per request by more than
-half (see DEVELOPMENT.md for the figures). lightkube still resolves the configuration
+Why: a profile of 1,000 Node initialisations showed about half of kccm's CPU in lightkube's
+pure-Python httpx stack; aiohttp (C parser, one pool) cut the CPU per request by more than
+half; for the small unary requests that node initialisation and load balancer syncs are made
+of, aiohttp's own per-request machinery was then most of the cost, and the lean client halves
+it again (DEVELOPMENT.md has the figures). lightkube still resolves the configuration
 (kubeconfig, in-cluster, exec plugins) and builds the TLS context.
 
 Credentials, as client-go applies them: a static bearer token; a token file, re-read when the
@@ -31,6 +33,7 @@ from lightkube.config.models import User, UserExec
 
 from kccm.kube.config import ClusterConfig
 from kccm.kube.errors import KubeError, TransportError
+from kccm.kube.http11 import ConnectionPool
 
 __all__ = ["Credentials", "HttpResponse", "Transport", "credentials_for"]
 
@@ -174,7 +177,9 @@ class Transport:
             total=None, connect=timeout, sock_connect=timeout
         )
         self._headers = {"User-Agent": user_agent, "Accept": "application/json"}
-        self._session: aiohttp.ClientSession | None = None
+        self._session: aiohttp.ClientSession | None = None  # watches
+        self._connections: ConnectionPool | None = None  # every other request
+        self._connections_loop: asyncio.AbstractEventLoop | None = None
 
     def _http(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
@@ -238,18 +243,25 @@ class Transport:
         auth: str | None,
         extra: Mapping[str, str] | None = None,
     ) -> HttpResponse:
-        headers = {**self._headers_for(auth, content_type), **(extra or {})}
+        headers = {**self._headers, **self._headers_for(auth, content_type), **(extra or {})}
         try:
-            response = await self._open(
-                method, path, params=params, data=content, headers=headers, timeout=self._timeout
-            )
-            try:
-                body = await response.read()
-            finally:
-                response.release()
-        except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+            async with asyncio.timeout(self._timeout.total):
+                answer = await self._pool().request(
+                    method, path, params=params, headers=headers, body=content
+                )
+        except (TimeoutError, OSError) as exc:
             raise TransportError(f"{method} {path}: {_describe(exc)}") from exc
-        return _answer(response, body)
+        return HttpResponse(
+            answer.status, answer.reason, answer.body, answer.headers.get("retry-after")
+        )
+
+    def _pool(self) -> ConnectionPool:
+        """The pool of the running loop (a client outliving its loop starts a new pool)."""
+        loop = asyncio.get_running_loop()
+        if self._connections is None or self._connections_loop is not loop:
+            self._connections = ConnectionPool(self._base, self._ssl)
+            self._connections_loop = loop
+        return self._connections
 
     async def _open(self, method: str, path: str, **kwargs: Any) -> aiohttp.ClientResponse:
         """Send a request and wait for the answer's head. Cancellation cannot strand a
@@ -302,6 +314,9 @@ class Transport:
             return
 
     async def close(self) -> None:
+        if self._connections is not None:
+            self._connections.close()
+            self._connections = None
         if self._session is not None:
             await self._session.close()
             self._session = None

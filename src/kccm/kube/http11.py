@@ -1,0 +1,265 @@
+"""A lean HTTP/1.1 client for the API server's unary requests (everything but watches).
+
+Why not aiohttp for these: node initialisation is three small requests per Node, and at
+1,000 Nodes aiohttp's per-request machinery (request and response objects, URL parsing,
+header multidicts, timers, tracing hooks, payload writers) was most of kccm's CPU per
+request. This client does only what the API server needs: one request at a time per
+keep-alive connection from a pool, a request written in one piece, a response read by
+``Content-Length`` or ``chunked`` framing, ``gzip`` bodies inflated (the API server
+compresses large lists, as it does for client-go, which asks for gzip too).
+
+Go's transport is the model for failures: a request on a reused connection that the server
+had closed while it idled is sent again on a new connection when nothing came back (only
+for GET, which is idempotent); any other failure closes the connection and raises
+:class:`OSError` (or :class:`TimeoutError`); a cancelled request closes its connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+import zlib
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import dataclass
+from urllib.parse import urlencode, urlsplit
+
+__all__ = ["Answer", "ConnectionPool"]
+
+_MAX_HEAD = 64 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    status: int
+    reason: str
+    headers: Mapping[str, str]  # lower-cased names
+    body: bytes
+
+
+class _ServerClosed(ConnectionError):
+    """The connection ended before any byte of the answer came back."""
+
+
+class _Connection(asyncio.Protocol):
+    """One keep-alive connection; one request at a time."""
+
+    def __init__(self) -> None:
+        self.transport: asyncio.Transport | None = None
+        self.closed = False
+        self._buffer = bytearray()
+        self._waiter: asyncio.Future[Answer] | None = None
+        self._head: tuple[int, str, dict[str, str], int] | None = None  # ..., body start
+        self._chunks: list[bytes] = []
+        self._chunk_at = 0
+
+    # -- asyncio.Protocol -----------------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+
+    def data_received(self, data: bytes) -> None:
+        self._buffer += data
+        if self._waiter is None or self._waiter.done():
+            if self._waiter is None:  # bytes nobody asked for: the connection is unusable
+                self.close()
+            return
+        try:
+            answer = self._parse()
+        except ValueError as exc:
+            self._fail(OSError(f"malformed HTTP answer: {exc}"))
+            return
+        if answer is not None:
+            self._waiter.set_result(answer)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        if self._waiter is not None and not self._waiter.done():
+            if not self._buffer and self._head is None:
+                self._waiter.set_exception(_ServerClosed("the server closed the connection"))
+            else:
+                self._waiter.set_exception(
+                    ConnectionResetError("the connection ended in the middle of an answer")
+                )
+
+    # -- requests -------------------------------------------------------------------------
+
+    def send(self, request: bytes) -> asyncio.Future[Answer]:
+        assert self.transport is not None
+        self._waiter = asyncio.get_running_loop().create_future()
+        self._buffer.clear()
+        self._head, self._chunks, self._chunk_at = None, [], 0
+        self.transport.write(request)
+        return self._waiter
+
+    def done(self) -> None:
+        """The answer was taken; the connection may serve the next request."""
+        self._waiter = None
+
+    def close(self) -> None:
+        self.closed = True
+        if self.transport is not None:
+            self.transport.abort()
+
+    def _fail(self, exc: BaseException) -> None:
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_exception(exc)
+        self.close()
+
+    # -- parsing --------------------------------------------------------------------------
+
+    def _parse(self) -> Answer | None:
+        if self._head is None:
+            end = self._buffer.find(b"\r\n\r\n")
+            if end < 0:
+                if len(self._buffer) > _MAX_HEAD:
+                    raise ValueError("header section too long")
+                return None
+            self._head = _parse_head(bytes(self._buffer[:end]), end + 4)
+            self._chunk_at = end + 4
+        status, _, headers, start = self._head
+        if status in (204, 304):
+            return self._answer(b"")
+        if headers.get("transfer-encoding", "").lower() == "chunked":
+            body = self._dechunk()
+            return None if body is None else self._answer(body)
+        length = headers.get("content-length")
+        if length is None:
+            raise ValueError("neither Content-Length nor chunked framing")
+        need = start + int(length)
+        if len(self._buffer) < need:
+            return None
+        return self._answer(bytes(self._buffer[start:need]))
+
+    def _dechunk(self) -> bytes | None:
+        buffer, at = self._buffer, self._chunk_at
+        while True:
+            line_end = buffer.find(b"\r\n", at)
+            if line_end < 0:
+                return None
+            size = int(bytes(buffer[at:line_end]).split(b";", 1)[0], 16)
+            if size == 0:  # the last chunk, then trailers up to an empty line
+                if buffer.find(b"\r\n\r\n", line_end) < 0:
+                    self._chunk_at = at
+                    return None
+                return b"".join(self._chunks)
+            data_end = line_end + 2 + size
+            if len(buffer) < data_end + 2:
+                self._chunk_at = at
+                return None
+            self._chunks.append(bytes(buffer[line_end + 2 : data_end]))
+            at = self._chunk_at = data_end + 2
+
+    def _answer(self, body: bytes) -> Answer:
+        assert self._head is not None
+        status, reason, headers, _ = self._head
+        if headers.get("content-encoding", "").lower() == "gzip" and body:
+            body = zlib.decompress(body, wbits=31)
+        if headers.get("connection", "").lower() == "close":
+            self.closed = True
+        return Answer(status, reason, headers, body)
+
+
+def _parse_head(head: bytes, body_start: int) -> tuple[int, str, dict[str, str], int]:
+    lines = head.decode("latin-1").split("\r\n")
+    version, _, rest = lines[0].partition(" ")
+    if not version.startswith("HTTP/1."):
+        raise ValueError(f"status line {lines[0]!r}")
+    code, _, reason = rest.partition(" ")
+    headers: dict[str, str] = {}
+    for line in lines[1:]:
+        name, sep, value = line.partition(":")
+        if not sep:
+            raise ValueError(f"header line {line!r}")
+        headers[name.strip().lower()] = value.strip()
+    return int(code), reason, headers, body_start
+
+
+class ConnectionPool:
+    """Keep-alive connections to one ``http(s)://host:port`` base URL."""
+
+    def __init__(self, base: str, ssl_context: ssl.SSLContext | bool, *, limit: int = 256) -> None:
+        parts = urlsplit(base)
+        self._host = parts.hostname or "localhost"
+        self._port = parts.port or (443 if parts.scheme == "https" else 80)
+        self._prefix = parts.path.rstrip("/")
+        self._host_header = parts.netloc.encode("latin-1")
+        if parts.scheme == "https":
+            self._ssl: ssl.SSLContext | None = (
+                ssl_context
+                if isinstance(ssl_context, ssl.SSLContext)
+                else ssl.create_default_context()
+            )
+        else:
+            self._ssl = None
+        self._idle: deque[_Connection] = deque()
+        self._slots = asyncio.Semaphore(limit)
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, str] | None,
+        headers: Mapping[str, str],
+        body: bytes | None,
+    ) -> Answer:
+        """Send one request and read its whole answer (bound its time with
+        ``asyncio.timeout``: a cancelled request closes its connection)."""
+        request = self._encode(method, path, params, headers, body)
+        async with self._slots:
+            for _ in range(2):
+                connection, reused = await self._connection()
+                try:
+                    answer = await connection.send(request)
+                except _ServerClosed:
+                    connection.close()
+                    if reused and method == "GET":
+                        continue  # Go's transport retries an idempotent request
+                    raise
+                except BaseException:
+                    connection.close()
+                    raise
+                connection.done()
+                if not connection.closed:
+                    self._idle.append(connection)
+                return answer
+        raise ConnectionError("unreachable")  # pragma: no cover
+
+    async def _connection(self) -> tuple[_Connection, bool]:
+        while self._idle:
+            connection = self._idle.pop()
+            if not connection.closed:
+                return connection, True
+        loop = asyncio.get_running_loop()
+        _, connection = await loop.create_connection(
+            _Connection,
+            self._host,
+            self._port,
+            ssl=self._ssl,
+            server_hostname=self._host if self._ssl is not None else None,
+        )
+        return connection, False
+
+    def _encode(
+        self,
+        method: str,
+        path: str,
+        params: Mapping[str, str] | None,
+        headers: Mapping[str, str],
+        body: bytes | None,
+    ) -> bytes:
+        target = self._prefix + path
+        if params:
+            target += "?" + urlencode(params)
+        lines = [f"{method} {target} HTTP/1.1", f"Host: {self._host_header.decode()}"]
+        lines.extend(f"{name}: {value}" for name, value in headers.items())
+        lines.append("Accept-Encoding: gzip")
+        if body is not None or method in ("POST", "PUT", "PATCH"):
+            lines.append(f"Content-Length: {len(body or b'')}")
+        head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+        return head + body if body else head
+
+    def close(self) -> None:
+        while self._idle:
+            self._idle.pop().close()
