@@ -27,7 +27,8 @@ def _read(process: subprocess.Popen[str], timeout: float = 30.0) -> dict[str, ob
 
 
 def test_the_first_line_is_the_ready_object() -> None:
-    child = _child('print(\'{"url": "http://127.0.0.1:1"}\', flush=True); input()')
+    code = 'import time; print(\'{"url": "http://127.0.0.1:1"}\', flush=True); time.sleep(600)'
+    child = _child(code)
     try:
         assert _read(child) == {"url": "http://127.0.0.1:1"}
         assert child.poll() is None  # left running
