@@ -51,7 +51,7 @@ from kccm.cloudprovider.gate import Priority
 from kccm.cloudprovider.gated import GatedLoadBalancer
 from kccm.cloudprovider.types import LoadBalancerStatus
 from kccm.controllers.base import CloudController, ControllerContext
-from kccm.controllers.service_hosts import service_ref, update_hosts
+from kccm.controllers.service_hosts import BalancerTurns, service_ref, update_hosts
 from kccm.controllers.service_metrics import ServiceControllerMetrics
 from kccm.controllers.service_nodes import (
     BackendNodeSet,
@@ -204,7 +204,7 @@ class ServiceController(CloudController):
         self.ensured: set[str] = set()
         """Services whose load balancer this process has ensured: the only ones node syncs
         update."""
-        self._syncing: set[str] = set()
+        self._turns = BalancerTurns()
         self.node_syncs = 0
         """Node-sync passes run (one per burst of node events)."""
         self.services.add_event_handler(
@@ -278,17 +278,17 @@ class ServiceController(CloudController):
     async def sync_service(self, key: str) -> None:
         """Upstream ``syncService``: the informer cache says what the service is now.
 
-        Node syncs leave the service alone meanwhile; if the node set changed while it was
-        being ensured, a node sync follows."""
-        self._syncing.add(key)
+        Node syncs leave the service alone meanwhile (one updating its balancer finishes
+        first); if the node set changed while it was being ensured, a node sync follows."""
         try:
+            await self._turns.sync(key)
             service = self.services.get(key)
             if service is None:
                 await self.process_service_deletion(key)
                 return
             await self.process_service_create_or_update(copy_obj(service), key)
         finally:
-            self._syncing.discard(key)
+            self._turns.synced(key)
             synced = self.last_synced.get(key)
             if key in self.ensured and (synced is None or synced.version != self.backends.version):
                 self.node_queue.add(NODE_SYNC_KEY)
@@ -519,7 +519,7 @@ class ServiceController(CloudController):
             if i and i % YIELD_EVERY == 0:
                 await asyncio.sleep(0)
             service = self.cache.get(key)
-            if service is None or key in self._syncing or not self._wants(service):
+            if service is None or key in self._turns.syncing or not self._wants(service):
                 continue
             if nodes.same_backends(self.last_synced.get(key)):
                 self.last_synced[key] = nodes
@@ -545,16 +545,17 @@ class ServiceController(CloudController):
 
     async def node_sync_service(self, service: Obj, nodes: NodeSetSnapshot) -> bool:
         """Upstream ``nodeSyncService``: True when the service must be retried."""
-        if not self._wants(service):
-            return False
         key = service_key(service)
+        if not self._wants(service) or key in self._turns.syncing:
+            return False  # kccm: a running service sync triggers a node sync, if need be
         # Stored before the update: a failure goes to the service queue for a full ensure.
         previous = self.last_synced.get(key)
         self.last_synced[key] = nodes
         if nodes.same_backends(previous):
             return False
         try:
-            await self.locked_update_load_balancer_hosts(service, nodes.nodes)
+            with self._turns.updating(key):
+                await self.locked_update_load_balancer_hosts(service, nodes.nodes)
         except Exception as err:
             _log.error("failed to update load balancer hosts for service %s: %s", key, err)
             self.metrics.nodesync_error.inc()

@@ -1,10 +1,13 @@
 """A load balancer's hosts after a node change (upstream ``lockedUpdateLoadBalancerHosts``'s
-cloud call and its events)."""
+cloud call and its events), and the turns the node sync and the service sync take on one
+balancer (:class:`BalancerTurns`)."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -16,9 +19,46 @@ from kccm.controllers.service_predicates import service_key
 from kccm.kube.interface import Obj
 from kccm.runtime.events import EVENT_TYPE_NORMAL, EVENT_TYPE_WARNING, EventRecorder, ObjectRef
 
-__all__ = ["service_ref", "update_hosts"]
+__all__ = ["BalancerTurns", "service_ref", "update_hosts"]
 
 _log = logging.getLogger("kccm.controllers.service")
+
+
+class BalancerTurns:
+    """One writer at a time per Service's balancer: its service sync or a node sync's update.
+
+    kccm: upstream's service workers and node sync run side by side, so a node sync's
+    ``UpdateLoadBalancer`` may still be writing when the Service's deletion has removed the
+    balancer; a provider whose update ensures (aws's NLB branch) then makes again what the
+    deletion removed (a target group, a listener), and nothing deletes it any more. Here a
+    node sync leaves a Service whose sync runs alone (:attr:`syncing`; the sync triggers a node
+    sync after it when the nodes changed meanwhile), and a service sync waits for the update
+    a node sync is making of its balancer."""
+
+    def __init__(self) -> None:
+        self.syncing: set[str] = set()
+        """The Services whose sync runs (or waits for its turn)."""
+        self._updating: dict[str, asyncio.Event] = {}
+
+    async def sync(self, key: str) -> None:
+        """The service sync of ``key`` starts: no node sync starts an update of its balancer
+        from now on (until :meth:`synced`), and the one under way is awaited."""
+        self.syncing.add(key)
+        while (updating := self._updating.get(key)) is not None:
+            await updating.wait()
+
+    def synced(self, key: str) -> None:
+        self.syncing.discard(key)
+
+    @contextlib.contextmanager
+    def updating(self, key: str) -> Iterator[None]:
+        """A node sync updates the balancer of ``key`` (never while its sync runs)."""
+        done = self._updating[key] = asyncio.Event()
+        try:
+            yield
+        finally:
+            del self._updating[key]
+            done.set()
 
 
 def service_ref(service: Mapping[str, Any]) -> ObjectRef:

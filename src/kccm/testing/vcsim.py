@@ -22,18 +22,18 @@ import base64
 import contextlib
 import json
 import os
-import signal
 import ssl
 import subprocess
-import threading
 import urllib.request
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
 from urllib.parse import urlparse
 
 import pytest
+
+from kccm.testing.helper_process import read_ready, stop_process
 
 __all__ = [
     "GOVMOMI_VERSION",
@@ -237,36 +237,9 @@ class Vcsim:
     # -- lifecycle -------------------------------------------------------------------------------
 
     def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        if self.process.stdout is not None:
-            self.process.stdout.close()
+        stop_process(self.process)
         with contextlib.suppress(OSError):
             os.unlink(self.ca_file)
-
-
-def _read_ready(process: subprocess.Popen[str]) -> Mapping[str, str]:
-    """The first stdout line, or VcsimError after READY_TIMEOUT."""
-    result: dict[str, Any] = {}
-
-    def read() -> None:
-        assert process.stdout is not None
-        result["line"] = process.stdout.readline()
-
-    reader = threading.Thread(target=read, daemon=True)
-    reader.start()
-    reader.join(READY_TIMEOUT)
-    line = result.get("line") or ""
-    if not line:
-        process.kill()
-        process.wait()
-        raise VcsimError(f"vcsim did not start within {READY_TIMEOUT:g}s")
-    return dict(json.loads(line))
 
 
 def start_vcsim(
@@ -304,7 +277,7 @@ def start_vcsim(
         if log_path is not None:
             stderr = stack.enter_context(open(log_path, "ab"))
         process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=stderr, text=True)
-    ready = _read_ready(process)
+    ready = read_ready(process, timeout=READY_TIMEOUT, name="vcsim", error=VcsimError)
     return Vcsim(
         process=process,
         url=ready["url"],

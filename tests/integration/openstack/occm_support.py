@@ -25,7 +25,7 @@ import signal
 import ssl
 import subprocess
 import urllib.request
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
@@ -354,3 +354,15 @@ class CloudReader:
     def ports(self, **filters: str) -> list[dict[str, Any]]:
         query = "&".join(f"{k}={v}" for k, v in filters.items())
         return list(self.get(f"/network/v2.0/ports?{query}")["ports"])
+
+
+def routes_made(reader: CloudReader, router_id: str, cidrs: Collection[str]) -> bool:
+    """Whether ``CreateRoute`` finished for each of ``cidrs``: the router routes it AND a port
+    allows it in its ``allowed_address_pairs`` (blocking). Upstream writes the router first
+    and the port after (v1.36.0 ``pkg/openstack/routes.go``: ``addRoute``, then
+    ``updateAllowedAddressPairs``): the route alone is no steady state, a snapshot taken
+    between the two writes lacks the pair, and an OCCM stopped there leaves it to be written
+    by whoever comes next."""
+    routed = {r["destination"] for r in reader.router(router_id)["routes"]}
+    allowed = {p["ip_address"] for port in reader.ports() for p in port["allowed_address_pairs"]}
+    return set(cidrs) <= routed & allowed

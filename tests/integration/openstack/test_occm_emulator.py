@@ -34,6 +34,7 @@ from occm_support import (
     error_answers,
     occm_processes,
     require_occm,
+    routes_made,
 )
 
 from kccm.kube.client import KubeApiClient
@@ -96,7 +97,7 @@ async def world(
     node = (await eventually(lambda: _initialised(occm, kube, name)))[0]
     reader = CloudReader.of(emulator)
     router_id = emulator.config["router_id"]
-    await eventually(lambda: _routes_to(reader, router_id, POD_CIDR))
+    await eventually(lambda: asyncio.to_thread(routes_made, reader, router_id, [POD_CIDR]))
     world = World(emulator, occm, reader, server, node, baseline, emulator.admin.state())
     yield world
     await delete_until_gone(kube, NODES, [name], within=BUDGET)

@@ -35,6 +35,7 @@ from occm_support import (
     error_answers,
     occm_processes,
     require_occm,
+    routes_made,
 )
 
 from kccm.kube.client import KubeApiClient
@@ -122,11 +123,6 @@ async def _ingress(kube: KubeApiClient, ns: str, names: list[str]) -> dict[str, 
             return None
         found[name] = ingress
     return found
-
-
-async def _routed(reader: CloudReader, router_id: str, cidrs: set[str]) -> bool:
-    router = await asyncio.to_thread(reader.router, router_id)
-    return {r["destination"] for r in router["routes"]} >= cidrs
 
 
 def _running(daemon: Daemon) -> None:
@@ -269,7 +265,7 @@ async def test_kccm_adopts_what_occm_made_without_a_write_and_deletes_it_all(
     ingress = await eventually(lambda: _ingress(kube, ns, list(wanted)))
     assert ingress["beta"][0]["ip"] == own_fip["floating_ip_address"]
     assert ingress["alpha"][0]["ip"] != own_fip["floating_ip_address"]
-    await eventually(lambda: _routed(reader, router_id, set(cidrs.values())))
+    await eventually(lambda: asyncio.to_thread(routes_made, reader, router_id, cidrs.values()))
     lb_names = {name: f"kube_service_{CLUSTER_NAME}_{ns}_{name}" for name in wanted}
     made = await asyncio.to_thread(cloud_view, reader, lb_names, router_id)
     for name in wanted:
@@ -354,7 +350,8 @@ async def test_kccm_adopts_occms_service_variants_without_a_write(
         await kube.create(SERVICES, body, namespace=ns)
     ingress = await eventually(lambda: _ingress(kube, ns, list(VARIANTS)))
     reader = CloudReader.of(emulator)
-    await eventually(lambda: _routed(reader, emulator.config["router_id"], {"10.244.9.0/24"}))
+    router_id = emulator.config["router_id"]
+    await eventually(lambda: asyncio.to_thread(routes_made, reader, router_id, ["10.244.9.0/24"]))
     made = admin.state()
     assert len(made["loadbalancers"]) == len(VARIANTS)
     assert len(made["security_groups"]) == len(VARIANTS)
@@ -370,6 +367,6 @@ async def test_kccm_adopts_occms_service_variants_without_a_write(
     # -- deleted at once, as a user deletes a namespace: the Services' security groups go too --
     await delete_until_gone(kube, SERVICES, list(VARIANTS), ns, within=BUDGET)
     await delete_until_gone(kube, NODES, [name], within=BUDGET)
-    await eventually(lambda: _routes_gone(reader, emulator.config["router_id"], daemon))
+    await eventually(lambda: _routes_gone(reader, router_id, daemon))
     admin.delete_server(server["id"])  # with its port and the pod CIDR's address pair
     admin.assert_clean(baseline)

@@ -14,12 +14,10 @@ import contextlib
 import json
 import os
 import shutil
-import signal
 import ssl
 import subprocess
 import sys
 import tempfile
-import threading
 import urllib.error
 import urllib.request
 from collections.abc import Iterator, Mapping
@@ -28,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from kccm.testing.certs import CertificateAuthority
+from kccm.testing.helper_process import read_ready, stop_process
 from kccm.testing.ports import free_port
 
 __all__ = ["Emulator", "EmulatorAdmin", "EmulatorError", "openstack_emulator", "start_emulator"]
@@ -237,37 +236,9 @@ class Emulator:
 
     def stop(self) -> None:
         _RUNNING.discard(self)
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        if self.process.stdout is not None:
-            self.process.stdout.close()
+        stop_process(self.process)
         if self.ca_file:
             shutil.rmtree(Path(self.ca_file).parent, ignore_errors=True)
-
-
-def _read_ready(process: subprocess.Popen[str]) -> dict[str, Any]:
-    result: dict[str, str] = {}
-
-    def read() -> None:
-        assert process.stdout is not None
-        result["line"] = process.stdout.readline()
-
-    reader = threading.Thread(target=read, daemon=True)
-    reader.start()
-    reader.join(READY_TIMEOUT)
-    line = result.get("line") or ""
-    if not line:
-        process.kill()
-        code = process.wait()
-        if reader.is_alive():
-            raise EmulatorError(f"the OpenStack emulator did not start within {READY_TIMEOUT:g}s")
-        raise EmulatorError(f"the OpenStack emulator exited ({code}) before it listened")
-    return dict(json.loads(line))
 
 
 def _child_env() -> dict[str, str]:
@@ -311,7 +282,9 @@ def start_emulator(
         process = subprocess.Popen(
             args, stdout=subprocess.PIPE, stderr=stderr, text=True, env=_child_env()
         )
-    ready = _read_ready(process)
+    ready = read_ready(
+        process, timeout=READY_TIMEOUT, name="the OpenStack emulator", error=EmulatorError
+    )
     emulator = Emulator(process=process, base_url=str(ready["url"]), ca_file=ca_file)
     _RUNNING.add(emulator)
     return emulator

@@ -10,7 +10,8 @@ are the objects set pending (:func:`~kccm.testing.openstack.octavia_model.lock`)
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
@@ -52,6 +53,21 @@ routes = web.RouteTableDef()
 
 def lb_route(method: str, path: str) -> Callable[[Route], Route]:
     return octavia.lb_route(method, path, routes)
+
+
+def read_routes(kind: str, key: str, special: dict[str, Any] | None = None) -> None:
+    """``GET /<kind>`` (:func:`~kccm.testing.openstack.octavia.listing`, with the ``special``
+    filters) and ``GET /<kind>/{id}`` (one object as ``{key: ...}``)."""
+
+    async def list_all(request: web.Request) -> web.Response:
+        return listing(request, kind, getattr(request.app[WORLD], kind).values(), special)
+
+    async def show_one(request: web.Request) -> web.Response:
+        obj = get_obj(request.app[WORLD], kind, request.match_info["id"])
+        return shown(request, key, kind, obj)
+
+    lb_route("GET", f"/{kind}")(list_all)
+    lb_route("GET", f"/{kind}/{{id}}")(show_one)
 
 
 def _by_lb(item: Obj, wanted: list[str]) -> bool:
@@ -212,40 +228,20 @@ async def listener_create(request: web.Request) -> web.Response:
     return shown(request, "listener", "listeners", listener, 201)
 
 
-@lb_route("GET", "/listeners")
-async def listener_list(request: web.Request) -> web.Response:
-    return listing(request, "listeners", request.app[WORLD].listeners.values(), LB_FILTER)
-
-
-@lb_route("GET", "/listeners/{id}")
-async def listener_show(request: web.Request) -> web.Response:
-    listener = get_obj(request.app[WORLD], "listeners", request.match_info["id"])
-    return shown(request, "listener", "listeners", listener)
-
-
-@lb_route("PUT", "/listeners/{id}")
-async def listener_update(request: web.Request) -> web.Response:
-    world = request.app[WORLD]
-    listener = get_obj(world, "listeners", request.match_info["id"])
-    body = _cleared(await payload(request, "listener"), LISTENER_DEFAULTS)
-    _unknown(world, body, LISTENER_UPDATABLE, "listener")
+def _listener_checks(world: World, listener: Obj, body: Obj) -> None:
     check_bounds(body, LISTENER_BOUNDS)
     lb = world.loadbalancers[listener["_lb"]]
     if "default_pool_id" in body:
         _default_pool(world, lb, body["default_pool_id"], listener["protocol"])
     if "allowed_cidrs" in body:
         body["allowed_cidrs"] = check_cidrs(body["allowed_cidrs"], lb)
-    lock(world, lb, touched=[(listener, "PENDING_UPDATE")])
-    listener.update(body)
-    return shown(request, "listener", "listeners", listener)
 
 
-@lb_route("DELETE", "/listeners/{id}")
-async def listener_delete(request: web.Request) -> web.Response:
-    world = request.app[WORLD]
-    listener = get_obj(world, "listeners", request.match_info["id"])
-    lock(world, world.loadbalancers[listener["_lb"]], touched=[(listener, "PENDING_DELETE")])
-    return web.Response(status=204)
+def _listener_lock(world: World, listener: Obj, status: str) -> None:
+    lock(world, world.loadbalancers[listener["_lb"]], touched=[(listener, status)])
+
+
+read_routes("listeners", "listener", LB_FILTER)
 
 
 # -- pools -------------------------------------------------------------------------------
@@ -302,49 +298,31 @@ async def pool_create(request: web.Request) -> web.Response:
     return shown(request, "pool", "pools", pool, 201)
 
 
-@lb_route("GET", "/pools")
-async def pool_list(request: web.Request) -> web.Response:
-    return listing(request, "pools", request.app[WORLD].pools.values(), LB_FILTER)
-
-
-@lb_route("GET", "/pools/{id}")
-async def pool_show(request: web.Request) -> web.Response:
-    pool = get_obj(request.app[WORLD], "pools", request.match_info["id"])
-    return shown(request, "pool", "pools", pool)
-
-
-@lb_route("PUT", "/pools/{id}")
-async def pool_update(request: web.Request) -> web.Response:
-    world = request.app[WORLD]
-    pool = get_obj(world, "pools", request.match_info["id"])
-    body = _cleared(await payload(request, "pool"), {})
-    _unknown(world, body, POOL_UPDATABLE, "pool")
-    lb = world.loadbalancers[pool["_lb"]]
+def _pool_checks(world: World, pool: Obj, body: Obj) -> None:
     if "lb_algorithm" in body:
-        check_provider(lb["provider"], algorithm=body["lb_algorithm"])
-    touched = [(li, "PENDING_UPDATE") for li in _pool_listeners(world, pool)]
-    lock(world, lb, touched=[*touched, (pool, "PENDING_UPDATE")])
-    pool.update(body)
-    return shown(request, "pool", "pools", pool)
+        check_provider(world.loadbalancers[pool["_lb"]]["provider"], algorithm=body["lb_algorithm"])
 
 
-@lb_route("DELETE", "/pools/{id}")
-async def pool_delete(request: web.Request) -> web.Response:
-    world = request.app[WORLD]
-    pool = get_obj(world, "pools", request.match_info["id"])
+def _pool_lock(world: World, pool: Obj, status: str, extra: Sequence[tuple[Obj, str]] = ()) -> None:
+    """The balancer locked, the pool ``status``, its listeners (and ``extra``) pending."""
     touched = [(li, "PENDING_UPDATE") for li in _pool_listeners(world, pool)]
-    lock(world, world.loadbalancers[pool["_lb"]], touched=[*touched, (pool, "PENDING_DELETE")])
-    return web.Response(status=204)
+    lock(world, world.loadbalancers[pool["_lb"]], touched=[*touched, (pool, status), *extra])
+
+
+read_routes("pools", "pool", LB_FILTER)
 
 
 # -- members -----------------------------------------------------------------------------
 
 
 def _member_lock(world: World, pool: Obj, extra: list[tuple[Obj, str]]) -> None:
-    lb = world.loadbalancers[pool["_lb"]]
-    check_mutable(lb, pool=pool)
-    touched = [(li, "PENDING_UPDATE") for li in _pool_listeners(world, pool)]
-    lock(world, lb, touched=[*touched, (pool, "PENDING_UPDATE"), *extra])
+    check_mutable(world.loadbalancers[pool["_lb"]], pool=pool)
+    _pool_lock(world, pool, "PENDING_UPDATE", extra)
+
+
+def _pool_child_lock(world: World, child: Obj, status: str) -> None:
+    """A member or health monitor set ``status``: :func:`_member_lock` of its pool."""
+    _member_lock(world, world.pools[child["_pool"]], [(child, status)])
 
 
 def _member(world: World, pool: Obj, member_id: str) -> Obj:
@@ -378,11 +356,14 @@ async def member_list(request: web.Request) -> web.Response:
     return listing(request, "members", children(world, "members", "_pool", pool["id"]))
 
 
+def _member_of_path(world: World, match: Mapping[str, str]) -> Obj:
+    return _member(world, _members_pool(world, match["pool_id"]), match["id"])
+
+
 @lb_route("GET", "/pools/{pool_id}/members/{id}")
 async def member_show(request: web.Request) -> web.Response:
-    world = request.app[WORLD]
-    pool = _members_pool(world, request.match_info["pool_id"])
-    return shown(request, "member", "members", _member(world, pool, request.match_info["id"]))
+    member = _member_of_path(request.app[WORLD], request.match_info)
+    return shown(request, "member", "members", member)
 
 
 @lb_route("POST", "/pools/{pool_id}/members")
@@ -399,28 +380,6 @@ async def member_create(request: web.Request) -> web.Response:
     _member_lock(world, pool, [])
     world.members[member["id"]] = member
     return shown(request, "member", "members", member, 201)
-
-
-@lb_route("PUT", "/pools/{pool_id}/members/{id}")
-async def member_update(request: web.Request) -> web.Response:
-    world = request.app[WORLD]
-    pool = _members_pool(world, request.match_info["pool_id"])
-    member = _member(world, pool, request.match_info["id"])
-    body = _cleared(await payload(request, "member"), MEMBER_BATCH_DEFAULTS)
-    _unknown(world, body, MEMBER_UPDATABLE, "member")
-    check_bounds(body, MEMBER_BOUNDS)
-    _member_lock(world, pool, [(member, "PENDING_UPDATE")])
-    member.update(body)
-    return shown(request, "member", "members", member)
-
-
-@lb_route("DELETE", "/pools/{pool_id}/members/{id}")
-async def member_delete(request: web.Request) -> web.Response:
-    world = request.app[WORLD]
-    pool = _members_pool(world, request.match_info["pool_id"])
-    member = _member(world, pool, request.match_info["id"])
-    _member_lock(world, pool, [(member, "PENDING_DELETE")])
-    return web.Response(status=204)
 
 
 def _batch_plan(
@@ -527,34 +486,74 @@ async def hm_create(request: web.Request) -> web.Response:
     return shown(request, "healthmonitor", "healthmonitors", hm, 201)
 
 
-@lb_route("GET", "/healthmonitors")
-async def hm_list(request: web.Request) -> web.Response:
-    return listing(request, "healthmonitors", request.app[WORLD].healthmonitors.values())
+read_routes("healthmonitors", "healthmonitor")
 
 
-@lb_route("GET", "/healthmonitors/{id}")
-async def hm_show(request: web.Request) -> web.Response:
-    hm = get_obj(request.app[WORLD], "healthmonitors", request.match_info["id"])
-    return shown(request, "healthmonitor", "healthmonitors", hm)
+# -- updates and deletions: one shape for every kind ----------------------------------------
 
 
-@lb_route("PUT", "/healthmonitors/{id}")
-async def hm_update(request: web.Request) -> web.Response:
-    world = request.app[WORLD]
-    hm = get_obj(world, "healthmonitors", request.match_info["id"])
-    body = _cleared(await payload(request, "healthmonitor"), {"max_retries_down": 3})
-    _unknown(world, body, HM_UPDATABLE, "healthmonitor")
-    _member_lock(world, world.pools[hm["_pool"]], [(hm, "PENDING_UPDATE")])
-    hm.update(body)
-    return shown(request, "healthmonitor", "healthmonitors", hm)
+def _member_checks(world: World, member: Obj, body: Obj) -> None:
+    check_bounds(body, MEMBER_BOUNDS)
 
 
-@lb_route("DELETE", "/healthmonitors/{id}")
-async def hm_delete(request: web.Request) -> web.Response:
-    world = request.app[WORLD]
-    hm = get_obj(world, "healthmonitors", request.match_info["id"])
-    _member_lock(world, world.pools[hm["_pool"]], [(hm, "PENDING_DELETE")])
-    return web.Response(status=204)
+def _no_checks(world: World, obj: Obj, body: Obj) -> None:
+    pass
+
+
+@dataclass(frozen=True)
+class Writable:
+    """``PUT`` and ``DELETE`` of one kind (``listeners``: the object is a ``listener``), at
+    ``/<kind>/{id}`` unless ``path`` and ``find`` (the object a path's match info names, or
+    its NotFound) say otherwise. An update is ``_cleared`` with ``defaults``, takes only
+    ``updatable`` attributes and passes the kind's ``checks``; then ``set_pending`` gives the
+    object its new provisioning status and locks the balancer as Octavia does."""
+
+    kind: str
+    updatable: set[str]
+    defaults: dict[str, Any]
+    set_pending: Callable[[World, Obj, str], None]
+    checks: Callable[[World, Obj, Obj], None] = _no_checks
+    path: str = ""
+    find: Callable[[World, Mapping[str, str]], Obj] | None = None
+
+    def register(self) -> None:
+        path = self.path or f"/{self.kind}/{{id}}"
+        lb_route("PUT", path)(self.update)
+        lb_route("DELETE", path)(self.delete)
+
+    def _found(self, request: web.Request) -> Obj:
+        world, match = request.app[WORLD], request.match_info
+        return self.find(world, match) if self.find else get_obj(world, self.kind, match["id"])
+
+    async def update(self, request: web.Request) -> web.Response:
+        world, key, obj = request.app[WORLD], self.kind[:-1], self._found(request)
+        body = _cleared(await payload(request, key), self.defaults)
+        _unknown(world, body, self.updatable, key)
+        self.checks(world, obj, body)
+        self.set_pending(world, obj, "PENDING_UPDATE")
+        obj.update(body)
+        return shown(request, key, self.kind, obj)
+
+    async def delete(self, request: web.Request) -> web.Response:
+        self.set_pending(request.app[WORLD], self._found(request), "PENDING_DELETE")
+        return web.Response(status=204)
+
+
+for writable in (
+    Writable("listeners", LISTENER_UPDATABLE, LISTENER_DEFAULTS, _listener_lock, _listener_checks),
+    Writable("pools", POOL_UPDATABLE, {}, _pool_lock, _pool_checks),
+    Writable(
+        "members",
+        MEMBER_UPDATABLE,
+        MEMBER_BATCH_DEFAULTS,
+        _pool_child_lock,
+        _member_checks,
+        path="/pools/{pool_id}/members/{id}",
+        find=_member_of_path,
+    ),
+    Writable("healthmonitors", HM_UPDATABLE, {"max_retries_down": 3}, _pool_child_lock),
+):
+    writable.register()
 
 
 @lb_route("GET", "/l7policies")

@@ -22,7 +22,7 @@ from service_harness import (
 )
 
 from kccm.kube.interface import Obj
-from kccm.kube.resources import NODES
+from kccm.kube.resources import NODES, SERVICES
 
 # -- issue 11.3 / 10.3: node sync only touches ensured services, coalesced, cheap ----------------
 
@@ -215,3 +215,48 @@ async def test_addresses_arriving_after_initialisation_resync_backends(harness: 
 
 
 # -- issue 16: every start ensures; economy is the provider's read-compare-write ---------------
+
+
+# -- kccm: a node sync's update and the service's own sync never overlap -----------------------
+
+
+async def test_a_deletion_waits_for_the_node_sync_updating_the_balancer(harness: Harness) -> None:
+    """A Service deleted while a node sync updates its balancer is deleted once that update
+    returned, never beside it: a provider's update may make again what the deletion removed
+    (aws's NLB update ensures: a target group outlived its Service that way)."""
+    h = harness
+    await create_node(h, "a", provider_id="fake://a")
+    await create_service(h, "s1")
+    controller = await start(h)
+    task = asyncio.create_task(controller.run())
+    await run_until_quiet(h, controller)
+    order: list[str] = []
+    release = asyncio.Event()
+    update, delete = h.cloud.update_load_balancer, h.cloud.ensure_load_balancer_deleted
+
+    async def held_update(*args: Any) -> None:
+        order.append("update")
+        await release.wait()
+        await update(*args)
+        order.append("updated")
+
+    async def deletion(*args: Any) -> None:
+        order.append("delete")
+        await delete(*args)
+
+    h.cloud.update_load_balancer = held_update  # type: ignore[method-assign]
+    h.cloud.ensure_load_balancer_deleted = deletion  # type: ignore[method-assign]
+    await create_node(h, "b", provider_id="fake://b")
+    for _ in range(20):
+        await h.clock.advance(0)
+    assert order == ["update"]
+    await h.kube.delete(SERVICES, "s1", namespace=NS)
+    for _ in range(20):
+        await h.clock.advance(0)
+    assert order == ["update"], "the deletion waits for the update under way"
+    release.set()
+    await run_until_quiet(h, controller)
+    assert order == ["update", "updated", "delete"]
+    assert h.cloud.balancers == {}
+    assert await controller.stop(grace=1.0)
+    await asyncio.wait_for(task, 5)
