@@ -4,13 +4,16 @@ watch, delete."""
 from __future__ import annotations
 
 import asyncio
+import copy
 from typing import Any
 
 import pytest
 
 from kccm.kube.client import KubeApiClient
 from kccm.kube.interface import PatchType, WatchEventType
+from kccm.kube.projection import NODE_PROJECTION
 from kccm.kube.resources import NODES, SERVICES, Resource
+from kccm.runtime.informers import slim_node
 from kccm.testing.pytest_plugin import KubeCleanup, unique_name
 
 
@@ -98,3 +101,36 @@ async def test_create_patch_watch_delete(
                 break
     assert seen == [WatchEventType.ADDED] + [WatchEventType.MODIFIED] * 4 + [WatchEventType.DELETED]
     assert created["metadata"]["uid"]
+
+
+async def test_projected_node_lists_and_watches_are_the_slimmed_nodes(
+    kube: KubeApiClient, kube_cleanup: KubeCleanup
+) -> None:
+    """The daemon's client decodes Node lists and watches through NODE_PROJECTION: on the real
+    apiserver (managedFields and all) that is exactly slim_node of the whole object."""
+    projecting = KubeApiClient(kube.config, qps=0, burst=0, projections={NODES: NODE_PROJECTION})
+    name = unique_name("projected")
+    kube_cleanup.add(NODES, name)
+    try:
+        start = await kube.list(NODES)
+        await kube.create(NODES, _node(name, ""))
+        status = {
+            "status": {
+                "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}],
+                "images": [{"names": [f"registry/image:{i}"], "sizeBytes": i} for i in range(20)],
+                "nodeInfo": {"kubeletVersion": "v1.36.3", "machineID": "m"},
+                "capacity": {"cpu": "4", "memory": "8Gi", "pods": "110"},
+            }
+        }
+        whole = await kube.patch(NODES, name, status, subresource="status")
+        assert whole["metadata"]["managedFields"]
+        listed = {n["metadata"]["name"]: n for n in (await projecting.list(NODES)).items}
+        unprojected = {n["metadata"]["name"]: n for n in (await kube.list(NODES)).items}
+        assert listed[name] == slim_node(unprojected[name])  # list items carry no kind
+        async with asyncio.timeout(60):
+            async for event in projecting.watch(NODES, resource_version=start.resource_version):
+                if event.object["metadata"]["name"] == name and event.type.value == "MODIFIED":
+                    assert event.object == slim_node(copy.deepcopy(whole))
+                    break
+    finally:
+        await projecting.close()

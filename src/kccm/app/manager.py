@@ -41,6 +41,8 @@ from kccm.controllers.syncstate import SyncStates
 from kccm.controllers.table import BY_NAME, RunnableController
 from kccm.kube.client import KubeApiClient
 from kccm.kube.config import ClusterConfig, KubeConfigError, load_cluster_config
+from kccm.kube.projection import NODE_PROJECTION
+from kccm.kube.resources import NODES
 from kccm.runtime.events import EventBroadcaster
 from kccm.runtime.informers import SharedInformerFactory
 from kccm.runtime.leaderelection import LeaderElectionConfig, LeaderElector
@@ -255,6 +257,7 @@ class Manager:
             qps=cfg.kube_api_qps,
             burst=cfg.kube_api_burst,
             user_agent=f"kccm/{__version__} cloud-controller-manager/{name}",
+            projections={NODES: NODE_PROJECTION},  # the Node cache keeps only this anyway
         )
         self._clients.append(client)
         return client

@@ -28,6 +28,7 @@ from kccm.kube.interface import (
     WatchEventType,
     collect_pages,
 )
+from kccm.kube.projection import Projection
 from kccm.kube.resources import Resource
 from kccm.kube.transport import HttpResponse, Transport
 from kccm.util.clock import REAL_CLOCK, Clock
@@ -61,7 +62,11 @@ class KubeApiClient:
         user_agent: str = f"kccm/{__version__}",
         clock: Clock = REAL_CLOCK,
         on_request: RequestObserver | None = None,
+        projections: Mapping[Resource, Projection[Any]] | None = None,
     ) -> None:
+        """``projections``: resources whose lists and watches decode only what a
+        :class:`~kccm.kube.projection.Projection` keeps (the daemon: Nodes)."""
+        self._projections = dict(projections or {})
         self._transport = Transport(config, timeout=timeout, user_agent=user_agent)
         self._limiter = TokenBucket(qps, burst, clock=clock)
         self._timeout = timeout
@@ -127,14 +132,28 @@ class KubeApiClient:
         if page_size > 0:
             params["limit"] = str(page_size)
         path = resource.collection_path(namespace)
+        projection = self._projections.get(resource)
         while True:
-            page = await self._call("GET", path, params=params)
-            meta = page.get("metadata") or {}
-            yield list(page.get("items") or []), str(meta.get("resourceVersion", ""))
+            if projection is None:
+                page = await self._call("GET", path, params=params)
+                items, meta = list(page.get("items") or []), page.get("metadata") or {}
+            else:
+                items, meta = await self._projected_page(projection, path, params)
+            yield items, str(meta.get("resourceVersion", ""))
             token = meta.get("continue")
             if not token:
                 return
             params["continue"] = str(token)
+
+    async def _projected_page(
+        self, projection: Projection[Any], path: str, params: Mapping[str, str]
+    ) -> tuple[builtins.list[Obj], Mapping[str, Any]]:
+        response = await self._send("GET", path, params=params)
+        _raise_for_status(response)
+        try:
+            return projection.page(response.body)
+        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            raise KubeError(f"the API server sent a list that is not one: {exc}") from exc
 
     async def list(
         self,
@@ -178,11 +197,12 @@ class KubeApiClient:
             self._on_request("GET", path)
         # A watch silent for its whole timeout and a minute more has lost its peer.
         silence = None if timeout_seconds is None else timeout_seconds + 60.0
+        projection = self._projections.get(resource)
         async for item in self._transport.stream_lines(path, params, read_timeout=silence):
             if isinstance(item, HttpResponse):
                 _raise_for_status(item)
             else:
-                yield _watch_event(item)
+                yield _watch_event(item, projection)
 
     async def create(
         self,
@@ -357,10 +377,16 @@ def _retry_after(value: str | None) -> float | None:
         return None
 
 
-def _watch_event(line: bytes) -> WatchEvent:
-    raw = _decode(line)
-    kind = raw.get("type")
-    obj = raw.get("object") or {}
+def _watch_event(line: bytes, projection: Projection[Any] | None = None) -> WatchEvent:
+    if projection is None:
+        raw = _decode(line)
+        kind, obj = raw.get("type"), raw.get("object") or {}
+    else:
+        try:
+            kind, encoded = projection.event(line)
+            obj = _decode(encoded) if kind == "ERROR" else projection.item(encoded)
+        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            raise KubeError(f"the API server sent a watch event that is not one: {exc}") from exc
     if kind == "ERROR":
         raise error_from_status(obj)
     try:

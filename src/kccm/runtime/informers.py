@@ -32,6 +32,7 @@ import msgspec
 
 from kccm.kube.errors import Gone, KubeError
 from kccm.kube.interface import KubeClient, Obj, WatchEventType
+from kccm.kube.projection import LAST_APPLIED
 from kccm.kube.resources import NODES, Resource
 from kccm.util.clock import REAL_CLOCK, Clock
 
@@ -50,7 +51,7 @@ __all__ = [
 _log = logging.getLogger(__name__)
 
 IndexFunc = Callable[[Obj], Iterable[str]]
-_LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+_LAST_APPLIED = LAST_APPLIED
 
 
 def object_key(obj: Mapping[str, Any]) -> str:
