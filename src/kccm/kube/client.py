@@ -64,8 +64,8 @@ class KubeApiClient:
         on_request: RequestObserver | None = None,
         projections: Mapping[Resource, Projection[Any]] | None = None,
     ) -> None:
-        """``projections``: resources whose lists and watches decode only what a
-        :class:`~kccm.kube.projection.Projection` keeps (the daemon: Nodes)."""
+        """``projections``: resources whose lists, watches, gets and patch answers decode
+        only what a :class:`~kccm.kube.projection.Projection` keeps (the daemon: Nodes)."""
         self._projections = dict(projections or {})
         self._transport = Transport(config, timeout=timeout, user_agent=user_agent)
         self._limiter = TokenBucket(qps, burst, clock=clock)
@@ -109,15 +109,23 @@ class KubeApiClient:
             await self._clock.sleep(delay)
         raise AssertionError("unreachable")  # pragma: no cover
 
-    async def _call(self, method: str, path: str, **kwargs: Any) -> Obj:
+    async def _call(
+        self, method: str, path: str, projection: Projection[Any] | None = None, **kwargs: Any
+    ) -> Obj:
         response = await self._send(method, path, **kwargs)
         _raise_for_status(response)
-        return _decode_obj(response.body)
+        if projection is None:
+            return _decode_obj(response.body)
+        try:
+            return projection.item(response.body)
+        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            raise KubeError(f"the API server sent a body that is not an object: {exc}") from exc
 
     # -- KubeClient -------------------------------------------------------------------------
 
     async def get(self, resource: Resource, name: str, *, namespace: str | None = None) -> Obj:
-        return await self._call("GET", resource.object_path(name, namespace))
+        path = resource.object_path(name, namespace)
+        return await self._call("GET", path, self._projections.get(resource))
 
     async def list_pages(
         self,
@@ -245,7 +253,12 @@ class KubeApiClient:
             params["dryRun"] = "All"
         path = _sub(resource.object_path(name, namespace), subresource)
         return await self._call(
-            "PATCH", path, params=params, body=patch, content_type=patch_type.value
+            "PATCH",
+            path,
+            self._projections.get(resource),
+            params=params,
+            body=patch,
+            content_type=patch_type.value,
         )
 
     async def replace(

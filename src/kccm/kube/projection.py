@@ -11,8 +11,9 @@ last-applied annotation), ``spec``, and the
 status ``addresses``, ``conditions`` and ``phase``. The result is the same plain dict
 (``slim_node`` of it changes nothing), about five times faster.
 
-:class:`~kccm.kube.client.KubeApiClient` applies a projection to the lists and watches of the
-resources it is given one for (the daemon: Nodes); gets, writes and their answers stay whole.
+:class:`~kccm.kube.client.KubeApiClient` applies a projection to the lists, watches, gets and
+patch answers of the resources it is given one for (the daemon: Nodes, which it only ever
+patches: no projected object is ever written back whole); other answers stay whole.
 """
 
 from __future__ import annotations
