@@ -47,6 +47,7 @@ from kccm.runtime.events import EventBroadcaster
 from kccm.runtime.informers import SharedInformerFactory
 from kccm.runtime.leaderelection import LeaderElectionConfig, LeaderElector
 from kccm.runtime.server import Server
+from kccm.util.loop import run_loop
 
 __all__ = ["EXIT_CONFIG", "EXIT_LOST_LEASE", "EXIT_RUNTIME", "Manager", "run_manager"]
 
@@ -101,7 +102,7 @@ def run_manager(config: ManagerConfig) -> int:
     deadline = ExitDeadline()
     code = EXIT_RUNTIME
     try:
-        code = asyncio.run(Manager(config, deadline=deadline).run())
+        code = run_loop(Manager(config, deadline=deadline).run())
     except ConfigurationError as exc:
         for problem in exc.problems:
             _log.error("%s", problem)
