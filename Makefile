@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: help venv wheelhouse controlplane helm vcsim octavia-api occm test-vsphere lint format typecheck unit integration test test-aws demo clean test-py313 flake-hunt flags-doc
+.PHONY: help venv wheelhouse controlplane helm vcsim octavia-api occm upstream-ccm test-vsphere lint format typecheck unit integration test test-aws demo clean test-py313 flake-hunt flags-doc
 
 help:
 	@echo "make demo          the local provider end to end: control plane, 3 nodes, kccm, a LoadBalancer"
@@ -15,6 +15,7 @@ help:
 	@echo "make vcsim         build vcsim (govmomi's vCenter simulator) from Go modules (cached)"
 	@echo "make octavia-api   install the real Octavia API (octavia from PyPI, own venv, cached)"
 	@echo "make occm          build upstream's openstack-cloud-controller-manager from Go modules (cached)"
+	@echo "make upstream-ccm  build upstream's cloud-controller-manager (k8s.io/cloud-provider + its fake; bench only)"
 	@echo "make test-vsphere  the vsphere provider's tests (unit, conformance, vcsim + apiserver)"
 	@echo "make test-py313    unit + conformance tests and the demo on Python 3.13 (in .venv313)"
 	@echo "make test-aws      the aws provider's tests (unit, conformance, daemon e2e) against moto"
@@ -74,6 +75,11 @@ octavia-api:
 # tests run it against kccm's emulator and migrate from it to kccm.
 occm:
 	@bash hack/openstack/build-occm.sh
+
+# Upstream's cloud-controller-manager (hack/upstream-ccm: k8s.io/cloud-provider's framework with
+# its own fake cloud) for bench/node_init_vs_upstream.py. Bench-only: no test or CI target needs it.
+upstream-ccm:
+	@bash hack/upstream-ccm/build.sh
 
 lint: venv
 	$(VENV)/bin/ruff check src tests examples bench
