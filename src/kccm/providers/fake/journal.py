@@ -9,7 +9,7 @@ as ``"hosts_ref": n`` (1,000 balancers over the same 5,000 nodes would otherwise
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +28,10 @@ class BalancerJournal:
 
     def __init__(self, path: Path, *, next_ref: int = 0) -> None:
         self.path = path
-        self._refs: dict[tuple[NodeName, ...], int] = {}
+        self._refs: dict[int, tuple[Sequence[NodeName], int]] = {}
+        """By ``id`` of the host list (the cloud hands every balancer of one list the same
+        object; hashing a 10,000-name tuple per change would cost more than the write), with
+        the list itself, so the id is not reused while remembered."""
         self._next_ref = next_ref
 
     def deleted(self, name: str) -> None:
@@ -36,13 +39,15 @@ class BalancerJournal:
 
     def changed(self, balancer: FakeBalancer) -> None:
         entries: list[dict[str, Any]] = []
-        hosts = tuple(balancer.hosts)
-        ref = self._refs.pop(hosts, None)
-        if ref is None:
+        hosts = balancer.hosts
+        known = self._refs.pop(id(hosts), None)
+        if known is None:
             ref = self._next_ref
             self._next_ref += 1
             entries.append({"hosts_list": ref, "hosts": list(hosts)})
-        self._refs[hosts] = ref  # most recently used last
+        else:
+            ref = known[1]
+        self._refs[id(hosts)] = (hosts, ref)  # most recently used last
         while len(self._refs) > _REMEMBERED_LISTS:
             del self._refs[next(iter(self._refs))]
         entries.append(
