@@ -134,6 +134,9 @@ class LocalStore:
         self._now = clock
         self._lock = threading.RLock()
         self._sets = ParsedSets()
+        self._claimed: tuple[int, set[str]] | None = None
+        """The claimed IPs as of ``PRAGMA data_version`` (which moves when another connection
+        commits); this connection's own changes keep it up to date or drop it."""
         private_file(self.path)
         self._conn = sqlite3.connect(
             self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
@@ -173,6 +176,7 @@ class LocalStore:
             try:
                 yield self._conn
             except BaseException:
+                self._claimed = None
                 self._conn.execute("ROLLBACK")
                 raise
             self._conn.execute("COMMIT")
@@ -309,14 +313,26 @@ class LocalStore:
         elif held_ips:
             ip = held_ips[0]
         else:
-            ip = _first_free(conn, candidates)
+            ip = self._first_free(conn, candidates)
         conn.execute("DELETE FROM ip_claims WHERE owner = ? AND ip != ?", (owner, ip))
+        if self._claimed is not None:
+            self._claimed[1].difference_update(held_ips)
+            self._claimed[1].add(ip)
         conn.execute(
             "INSERT INTO ip_claims (ip, owner, retain, claimed_at) VALUES (?, ?, ?, ?)"
             " ON CONFLICT (ip) DO UPDATE SET retain = excluded.retain",
             (ip, owner, int(retain), self._now()),
         )
         return ip
+
+    def _first_free(self, conn: sqlite3.Connection, candidates: Callable[[], Iterable[str]]) -> str:
+        """The first candidate nobody claims. The claimed IPs are read again only when another
+        connection committed since (3,000 Services claiming one by one read 4.5 million rows
+        otherwise)."""
+        version = conn.execute("PRAGMA data_version").fetchone()[0]
+        if self._claimed is None or self._claimed[0] != version:
+            self._claimed = (version, {row[0] for row in conn.execute("SELECT ip FROM ip_claims")})
+        return _first_free(self._claimed[1], candidates)
 
     def _put_balancer(
         self, conn: sqlite3.Connection, desired: LoadBalancerRecord
@@ -391,6 +407,7 @@ class LocalStore:
                 "SELECT 1 FROM load_balancers WHERE service = ?", (owner,)
             ).fetchone()
             _drop_unused_sets(conn)
+            self._claimed = None
             if keep_claim:
                 conn.execute("UPDATE ip_claims SET retain = 1 WHERE owner = ?", (owner,))
             elif not still_used:
@@ -431,6 +448,7 @@ class LocalStore:
     def release_ip(self, ip: str) -> bool:
         """Free a claim by hand (e.g. a retained one nobody wants any more)."""
         with self._write() as conn:
+            self._claimed = None
             return bool(conn.execute("DELETE FROM ip_claims WHERE ip = ?", (ip,)).rowcount)
 
     # -- routes --------------------------------------------------------------------------
@@ -523,8 +541,7 @@ def _check_requested(conn: sqlite3.Connection, ip: str, in_pool: Callable[[str],
         raise IPUnavailable(f"requested loadBalancerIP {ip} is already claimed by {taken[0]}")
 
 
-def _first_free(conn: sqlite3.Connection, candidates: Callable[[], Iterable[str]]) -> str:
-    claimed = {row[0] for row in conn.execute("SELECT ip FROM ip_claims")}
+def _first_free(claimed: set[str], candidates: Callable[[], Iterable[str]]) -> str:
     for ip in candidates():
         if ip not in claimed:
             return ip
