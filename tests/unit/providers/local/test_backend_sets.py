@@ -4,6 +4,7 @@ read-compare-write as before."""
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import sqlite3
@@ -189,3 +190,41 @@ def test_the_data_plane_parses_a_set_once_for_every_balancer_and_reconcile(
     assert [(b.node, b.address) for b in first[0].backends] == [
         (b["node"], b["address"]) for b in BACKENDS
     ]
+
+
+@pytest.mark.parametrize(
+    ("migrated", "stopped"),
+    [pytest.param(True, [(7, "stop")], id="v1-file"), pytest.param(False, [], id="new-file")],
+)
+async def test_a_data_plane_older_than_the_migration_is_replaced(
+    tmp_path: Path, migrated: bool, stopped: list[tuple[int, str]]
+) -> None:
+    """A data plane started by an older kccm reads the rows' own backends: after the file's
+    migration it would drop every listener, so the provider stops it and starts a current one."""
+    path = tmp_path / "state.db"
+    if migrated:
+        v1_file(path, [BACKENDS])
+    calls: list[tuple[int, str]] = []
+    running = {"pid": 7}
+
+    def probe(state_file: Path, now: float) -> int | None:
+        return running["pid"]
+
+    def stopper(state_file: Path, pid: int) -> None:
+        calls.append((pid, "stop"))
+        running["pid"] = None  # type: ignore[assignment]
+
+    def starter(state_file: Path) -> int:
+        calls.append((running["pid"] or 8, "start"))
+        return running["pid"] or 8
+
+    with LocalStore(path) as store:
+        config = load_local_config(io.StringIO("[Global]\nvip-range = 127.0.20.0/24\n"))
+        cloud = LocalCloud(
+            store, config, dataplane_starter=starter, dataplane_probe=probe,
+            dataplane_stopper=stopper,
+        )  # fmt: skip
+        stop = asyncio.Event()
+        await cloud.initialize(None, stop)
+        stop.set()
+    assert calls == [*stopped, (8 if migrated else 7, "start")]
