@@ -23,7 +23,9 @@ scale     --nodes initialised, Ready Nodes and --services LoadBalancer Services 
           end. ``--provider local`` runs this scenario (and restart) on the local provider
           instead (bench/localcloud.py: a SQLite state file knowing every Node's instance,
           --configure-cloud-routes=false; its data plane only with --dataplane, whose RSS and
-          CPU are reported with the state file's size).
+          CPU are reported with the state file's size; then the Nodes are at loopback
+          127.64.x.x, so its health probes stay on this machine). The data plane probes every
+          (balancer, node): keep --dataplane runs small (bench/dataplane_scale.py).
 steady    then --steady-minutes of steady state: cloud calls (from kccm's
           cloudprovider_calls_total) per Node per hour.
 restart   then kccm is stopped (SIGTERM) and started again with the same cloud (the fake keeps
@@ -130,8 +132,11 @@ def lb_service(name: str, namespace: str) -> dict[str, Any]:
     }
 
 
+NODE_NET = [10]  # --dataplane: 127, so that its health probes stay on this machine
+
+
 def ip_of(i: int) -> str:
-    return f"10.{64 + i // 65536}.{(i // 256) % 256}.{i % 256}"
+    return f"{NODE_NET[0]}.{64 + i // 65536}.{(i // 256) % 256}.{i % 256}"
 
 
 def cloud_config(path: Path, names: list[str], latency: float, state_file: Path | None) -> Path:
@@ -607,6 +612,8 @@ async def main_async(args: argparse.Namespace, plane: ControlPlane, tmp: Path) -
     kube = KubeApiClient(config, qps=0, burst=0)
     bench = Bench(plane, kube, shlex.split(args.kccm), args.latency, tmp)
     bench.provider, bench.dataplane = args.provider, args.dataplane
+    if args.dataplane:
+        NODE_NET[0] = 127
     only = set(args.only.split(","))
     try:
         bench.token = await metrics_token(kube)
