@@ -33,7 +33,8 @@ import time
 import uuid
 from pathlib import Path
 
-from scale import (  # bench/ is on sys.path when run as a script
+from localcloud import local_cloud  # bench/ is on sys.path when run as a script
+from scale import (
     Completion,
     Daemon,
     bounded,
@@ -53,7 +54,6 @@ from scale import (  # bench/ is on sys.path when run as a script
 from kccm.kube.client import KubeApiClient
 from kccm.kube.config import load_cluster_config
 from kccm.kube.resources import NAMESPACES, NODES, SERVICES
-from kccm.providers.local.store import InstanceRecord, LocalStore
 from kccm.testing.controlplane import ControlPlane
 from kccm.testing.ports import free_port
 
@@ -96,15 +96,7 @@ class Run:
         if self.provider == "fake":
             state = self.tmp / "fake-lbs.jsonl"
             return cloud_config(self.tmp / "fake.conf", self.names, 0.0, state), []
-        state = self.tmp / "local.db"
-        with LocalStore(state) as store:
-            for i, name in enumerate(self.names):
-                store.add_instance(InstanceRecord(name, (("InternalIP", ip_of(i)),)))
-        config = self.tmp / "local.conf"
-        config.write_text(
-            f"[Global]\nstate-file = {state}\nvip-range = 127.0.64.0/20\nstart-dataplane = false\n"
-        )
-        return config, ["--configure-cloud-routes=false"]
+        return local_cloud(self.tmp, self.names, ip_of, services=self.args.services)
 
     def start(self, plane: ControlPlane, config: Path, extra: list[str], token: str) -> Daemon:
         port = free_port()
@@ -126,9 +118,7 @@ class Run:
         await kube.create(NAMESPACES, {"metadata": {"name": namespace}})
         nodes = []
         for i, name in enumerate(self.names):
-            node = ready_node(name, run, i)
-            node["spec"]["providerID"] = f"{self.provider}://{name}"
-            nodes.append(node)
+            nodes.append(ready_node(name, run, i, provider=self.provider))
         await bounded(200, [kube.create(NODES, n) for n in nodes])
         await bounded(
             200,

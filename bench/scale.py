@@ -2,7 +2,8 @@
 
 Usage: .venv/bin/python bench/scale.py [--nodes-init 1000] [--nodes 5000] [--services 1000]
            [--latency 0.05] [--steady-minutes 10] [--kccm "<python> -m kccm"]
-           [--only ceiling,init,scale,steady,restart]
+           [--only ceiling,init,scale,steady,restart] [--provider fake|local] [--dataplane]
+           [--py-spy BINARY DIR]
 
 Each scenario runs the real ``kccm`` daemon as a subprocess at its DEFAULT settings (only
 --cloud-provider=fake, --cloud-config, --kubeconfig and a loopback --secure-port are given),
@@ -17,15 +18,21 @@ init      N kubelet-style tainted Nodes created at once while kccm runs: time fr
           create until every Node lost the taint; kccm's CPU seconds per Node (utime+stime of
           the daemon process over the run, from /proc).
 scale     --nodes initialised, Ready Nodes and --services LoadBalancer Services exist before
-          kccm starts: time from start until every Service has an ingress; /metrics is fetched
-          every second throughout (slowest answer reported); RSS at the end.
+          kccm starts: time from start until every Service has an ingress; /metrics and
+          /healthz are fetched every second throughout (slowest answers reported); RSS at the
+          end. ``--provider local`` runs this scenario (and restart) on the local provider
+          instead (bench/localcloud.py: a SQLite state file knowing every Node's instance,
+          --configure-cloud-routes=false; its data plane only with --dataplane, whose RSS and
+          CPU are reported with the state file's size; then the Nodes are at loopback
+          127.64.x.x, so its health probes stay on this machine). The data plane probes every
+          (balancer, node): keep --dataplane runs small (bench/dataplane_scale.py).
 steady    then --steady-minutes of steady state: cloud calls (from kccm's
           cloudprovider_calls_total) per Node per hour.
 restart   then kccm is stopped (SIGTERM) and started again with the same cloud (the fake keeps
           its load balancers in a state file): every Service is ensured again, as upstream;
           the mutating requests the fake made to its cloud (its ledger,
           kccm_cloud_api_requests_total{mutating="true"}) until the service queue has handled
-          every Service. bench/economy.py measures the same for the local provider.
+          every Service (for local: writes to its state file).
 
 --kccm runs another checkout's daemon (e.g. the previous commit's, for a before/after).
 """
@@ -35,7 +42,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import os
 import re
 import shlex
 import signal
@@ -47,12 +53,14 @@ import time
 import urllib.error
 import urllib.request
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from informer_nodes import realistic_node  # bench/ is on sys.path when run as a script
+from localcloud import local_cloud, local_figures, stop_dataplane
+from proc import cpu_seconds, rss_mib
 
 from kccm.kube.client import KubeApiClient
 from kccm.kube.config import load_cluster_config
@@ -72,7 +80,6 @@ from kccm.testing.controlplane import ControlPlane
 from kccm.testing.ports import free_port
 
 UNINIT = "node.cloudprovider.kubernetes.io/uninitialized"
-CLK_TCK = os.sysconf("SC_CLK_TCK")
 EXTRA_ARGS: list[str] = []  # --kccm-args
 PY_SPY: list[str] = []  # --py-spy: the py-spy binary, then where its raw stacks go
 
@@ -97,16 +104,16 @@ def kubelet_node(name: str, run: str, i: int) -> dict[str, Any]:
     }
 
 
-def ready_node(name: str, run: str, i: int) -> dict[str, Any]:
+def ready_node(name: str, run: str, i: int, provider: str = "fake") -> dict[str, Any]:
     """A kubelet-shaped Node (labels, annotations, conditions, capacity, ~40 images; the
     shape bench/informer_nodes.py uses) that the cloud-node controller initialised long ago,
-    Ready."""
+    Ready, with a ``provider://name`` providerID."""
     node = realistic_node(i)
     meta = node["metadata"]
     meta["name"] = name
     meta["labels"].update({"bench-run": run, "kubernetes.io/hostname": name})
     meta["annotations"]["alpha.kubernetes.io/provided-node-ip"] = ip_of(i)
-    node["spec"]["providerID"] = f"fake://{name}"
+    node["spec"]["providerID"] = f"{provider}://{name}"
     node["status"]["addresses"] = [
         {"type": "InternalIP", "address": ip_of(i)},
         {"type": "Hostname", "address": name},
@@ -125,8 +132,11 @@ def lb_service(name: str, namespace: str) -> dict[str, Any]:
     }
 
 
+NODE_NET = [10]  # --dataplane: 127, so that its health probes stay on this machine
+
+
 def ip_of(i: int) -> str:
-    return f"10.{64 + i // 65536}.{(i // 256) % 256}.{i % 256}"
+    return f"{NODE_NET[0]}.{64 + i // 65536}.{(i // 256) % 256}.{i % 256}"
 
 
 def cloud_config(path: Path, names: list[str], latency: float, state_file: Path | None) -> Path:
@@ -153,18 +163,18 @@ class Daemon:
     started: float = field(default_factory=time.perf_counter)
 
     def cpu_seconds(self) -> float:
-        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / CLK_TCK
+        return cpu_seconds(self.proc.pid)
 
     def rss_mib(self) -> float:
-        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-        return 0.0
+        return rss_mib(self.proc.pid)
 
     def metrics(self) -> tuple[float, str]:
         """(seconds the answer took, the body)."""
-        request = urllib.request.Request(f"https://127.0.0.1:{self.port}/metrics")
+        return self.get("/metrics")
+
+    def get(self, path: str) -> tuple[float, str]:
+        """GET ``path`` with the metrics token: (seconds the answer took, the body)."""
+        request = urllib.request.Request(f"https://127.0.0.1:{self.port}{path}")
         request.add_header("Authorization", f"Bearer {self.token}")
         context = ssl._create_unverified_context()  # the daemon's self-signed serving cert
         start = time.perf_counter()
@@ -191,16 +201,25 @@ class Daemon:
                 self.proc.wait(10)
 
 
-def start_daemon(kccm: list[str], kubeconfig: Path, config: Path, token: str, tmp: Path) -> Daemon:
+def start_daemon(
+    kccm: list[str],
+    kubeconfig: Path,
+    config: Path,
+    token: str,
+    tmp: Path,
+    provider: str = "fake",
+    extra: Sequence[str] = (),
+) -> Daemon:
     port = free_port()
     log_path = tmp / f"kccm-{port}.log"
     args = [
         *kccm,
-        "--cloud-provider=fake",
+        f"--cloud-provider={provider}",
         f"--cloud-config={config}",
         f"--kubeconfig={kubeconfig}",
         f"--secure-port={port}",
         "--bind-address=127.0.0.1",
+        *extra,
         *EXTRA_ARGS,
     ]
     return launch_daemon(args, port, token, log_path)
@@ -260,10 +279,12 @@ def cloud_calls(body: str) -> dict[str, float]:
 
 
 class MetricsProbe:
-    """Fetches /metrics every second in a thread; keeps the slowest answer."""
+    """Fetches ``path`` (/metrics, /healthz) every second in a thread; keeps the slowest
+    answer."""
 
-    def __init__(self, daemon: Daemon) -> None:
+    def __init__(self, daemon: Daemon, path: str = "/metrics") -> None:
         self.daemon = daemon
+        self.path = path
         self.slowest = 0.0
         self.samples = 0
         self.failures = 0
@@ -273,7 +294,7 @@ class MetricsProbe:
     async def _loop(self) -> None:
         while not self._stop:
             try:
-                took, _ = await asyncio.to_thread(self.daemon.metrics)
+                took, _ = await asyncio.to_thread(self.daemon.get, self.path)
                 self.slowest = max(self.slowest, took)
                 self.samples += 1
             except (OSError, urllib.error.URLError):
@@ -288,6 +309,10 @@ class MetricsProbe:
         self._stop = True
         if self._task is not None:
             self._task.cancel()
+
+    def summary(self) -> str:
+        return (f"{self.slowest * 1000:.0f} ms ({self.samples} fetched, "
+                f"{self.failures} failed)")  # fmt: skip
 
 
 # -- helpers ----------------------------------------------------------------------------------
@@ -400,6 +425,8 @@ class Bench:
     tmp: Path
     token: str = ""
     rows: list[tuple[str, str]] = field(default_factory=list)
+    provider: str = "fake"  # of the scale scenario (and its restart)
+    dataplane: bool = False  # local: the provider starts its data plane
 
     def row(self, what: str, figure: str) -> None:
         self.rows.append((what, figure))
@@ -467,39 +494,60 @@ class Bench:
         namespace = f"bench-{run}"
         await self.kube.create(NAMESPACES, {"metadata": {"name": namespace}})
         log(f"creating {nodes} Ready Nodes and {services} LoadBalancer Services")
-        await bounded(200, [self.kube.create(NODES, ready_node(n, run, i)) for i, n in
-                            enumerate(names)])  # fmt: skip
+        await bounded(200, [self.kube.create(NODES, ready_node(n, run, i, self.provider))
+                            for i, n in enumerate(names)])  # fmt: skip
         await bounded(200, [self._ready_status(n, run, i) for i, n in enumerate(names)])
         await bounded(100, [self.kube.create(SERVICES, lb_service(f"svc-{i:05d}", namespace))
                             for i in range(services)])  # fmt: skip
-        state = self.tmp / f"fake-lbs-{run}.jsonl"
-        config = cloud_config(self.tmp / f"scale-{run}.conf", names, self.latency, state)
+        config, extra = self.cloud(run, names, services)
         async with Completion(
             self.kube, SERVICES, services, has_ingress, namespace=namespace
         ) as completion:
-            daemon = start_daemon(
-                self.kccm, self.plane.admin_kubeconfig, config, self.token, self.tmp
-            )
+            daemon = self.start(config, extra)
             try:
-                with MetricsProbe(daemon) as probe, profiled(daemon, f"scale-{nodes}"):
+                with (
+                    MetricsProbe(daemon) as probe,
+                    MetricsProbe(daemon, "/healthz") as healthz,
+                    profiled(daemon, f"scale-{self.provider}-{nodes}"),
+                ):
                     await completion.finished.wait()
                     took = time.perf_counter() - daemon.started
                     cpu = daemon.cpu_seconds()
-                    self.row(f"{nodes} nodes + {services} LB Services at start: all ensured",
-                             f"{took:.1f} s after kccm started, {cpu:.1f} CPU-s")  # fmt: skip
-                    self.row("slowest /metrics answer while syncing",
-                             f"{probe.slowest * 1000:.0f} ms ({probe.samples} fetched, "
-                             f"{probe.failures} failed)")  # fmt: skip
+                    self.row(f"{self.provider}: {nodes} nodes + {services} LB Services at "
+                             f"start: all ensured", f"{took:.1f} s after kccm started, "
+                             f"{cpu:.1f} CPU-s")  # fmt: skip
+                    self.row("slowest /metrics answer while syncing", probe.summary())
+                    self.row("slowest /healthz answer while syncing", healthz.summary())
                     self.row(f"RSS with {nodes} nodes + {services} services",
                              f"{daemon.rss_mib():.0f} MiB")  # fmt: skip
+                    if self.provider == "local":
+                        for what, figure in local_figures(config, self.dataplane):
+                            self.row(what, figure)
                 if steady_minutes > 0:
                     await self.steady(daemon, nodes, steady_minutes)
                 daemon.stop()
-                await self.restart(config, services)
+                await self.restart(config, extra, services)
             finally:
                 daemon.stop()
+                if self.provider == "local" and self.dataplane:
+                    stop_dataplane(config)
         log("cleaning up")
         await bounded(200, [delete_quietly(self.kube, NODES, n) for n in names])
+
+    def cloud(self, run: str, names: list[str], services: int) -> tuple[Path, list[str]]:
+        """The scale scenario's cloud config and the daemon's extra flags."""
+        if self.provider == "local":
+            where = self.tmp / f"local-{run}"
+            where.mkdir()
+            return local_cloud(where, names, ip_of, services=services, dataplane=self.dataplane)
+        state = self.tmp / f"fake-lbs-{run}.jsonl"
+        return cloud_config(self.tmp / f"scale-{run}.conf", names, self.latency, state), []
+
+    def start(self, config: Path, extra: list[str]) -> Daemon:
+        kubeconfig = self.plane.admin_kubeconfig
+        return start_daemon(
+            self.kccm, kubeconfig, config, self.token, self.tmp, self.provider, extra
+        )
 
     async def _ready_status(self, name: str, run: str, i: int) -> None:
         status = {"status": ready_node(name, run, i)["status"]}
@@ -522,8 +570,8 @@ class Bench:
         self.row("slowest /metrics answer in steady state", f"{probe.slowest * 1000:.0f} ms")
         self.row("RSS after steady state", f"{daemon.rss_mib():.0f} MiB")
 
-    async def restart(self, config: Path, services: int) -> None:
-        daemon = start_daemon(self.kccm, self.plane.admin_kubeconfig, config, self.token, self.tmp)
+    async def restart(self, config: Path, extra: list[str], services: int) -> None:
+        daemon = self.start(config, extra)
         try:
             body = await self._quiet(daemon, services)
             calls = cloud_calls(body)
@@ -563,6 +611,9 @@ async def main_async(args: argparse.Namespace, plane: ControlPlane, tmp: Path) -
     config = load_cluster_config(str(plane.admin_kubeconfig))
     kube = KubeApiClient(config, qps=0, burst=0)
     bench = Bench(plane, kube, shlex.split(args.kccm), args.latency, tmp)
+    bench.provider, bench.dataplane = args.provider, args.dataplane
+    if args.dataplane:
+        NODE_NET[0] = 127
     only = set(args.only.split(","))
     try:
         bench.token = await metrics_token(kube)
@@ -590,6 +641,10 @@ def main() -> None:
     parser.add_argument("--kccm", default=f"{sys.executable} -m kccm")
     parser.add_argument("--kccm-args", default="", help="extra kccm flags (not defaults!)")
     parser.add_argument("--only", default="ceiling,init,scale,steady,restart")
+    parser.add_argument("--provider", choices=("fake", "local"), default="fake",
+                        help="the provider of the scale scenario and its restart")  # fmt: skip
+    parser.add_argument("--dataplane", action="store_true",
+                        help="local: the provider starts its data plane")  # fmt: skip
     parser.add_argument("--py-spy", nargs=2, metavar=("BINARY", "DIR"), default=[],
                         help="sample the daemon with py-spy during init and scale")  # fmt: skip
     args = parser.parse_args()

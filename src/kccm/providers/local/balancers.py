@@ -10,12 +10,14 @@ from kccm.cloudprovider import (
     Service,
     default_load_balancer_name,
 )
+from kccm.providers.local.backendsets import NodeBackends
 from kccm.providers.local.base import LocalBase
 from kccm.providers.local.compare import (
     backends_are_current,
     balancer_is_current,
     nothing_to_delete,
 )
+from kccm.providers.local.config import LocalCloudConfig
 from kccm.providers.local.desired import (
     LocalInvalidService,
     LocalLoadBalancerError,
@@ -29,6 +31,7 @@ from kccm.providers.local.desired import (
 )
 from kccm.providers.local.store import (
     IPUnavailable,
+    LocalStore,
     PoolExhausted,
 )
 
@@ -37,6 +40,11 @@ __all__ = ["LocalLoadBalancers"]
 
 class LocalLoadBalancers(LocalBase):
     """LoadBalancer: a VIP per Service from the pool and the row the data plane serves."""
+
+    def __init__(self, store: LocalStore, config: LocalCloudConfig | None = None) -> None:
+        super().__init__(store, config)
+        self._backends_of = NodeBackends(backends_of)
+        """:func:`backends_of`, once per node-set version (the service controller's tuple)."""
 
     def get_load_balancer(
         self, cluster_name: str, service: Service
@@ -54,7 +62,10 @@ class LocalLoadBalancers(LocalBase):
         """Read the row and the claim; write (claim and row, one transaction) only when they
         differ from what the Service, the nodes and the config ask for."""
         desired = desired_load_balancer(
-            service, nodes, health_check_mode=self.config.global_.health_check_mode
+            service,
+            nodes,
+            health_check_mode=self.config.global_.health_check_mode,
+            backends=self._backends_of(nodes),
         )
         requested = str(spec_of(service).get("loadBalancerIP") or "") or None
         self._read("describe_load_balancer")
@@ -84,7 +95,7 @@ class LocalLoadBalancers(LocalBase):
     ) -> None:
         """Read the row; rewrite its backends only when they differ."""
         name = default_load_balancer_name(service)
-        backends = backends_of(nodes)
+        backends = self._backends_of(nodes)
         self._read("find_load_balancer")
         current = self.store.find_load_balancer(name)
         if current is not None and backends_are_current(current, backends):

@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from kccm.providers.local.backendsets import canonical_text
 from kccm.providers.local.store import IPClaim, LoadBalancerRecord
 
 __all__ = ["backends_are_current", "balancer_is_current", "nothing_to_delete"]
@@ -38,8 +39,9 @@ def balancer_is_current(
 def backends_are_current(
     current: LoadBalancerRecord, backends: Sequence[Mapping[str, Any]]
 ) -> bool:
-    """True when ``current`` already sends to exactly ``backends``."""
-    return tuple(dict(b) for b in current.backends) == tuple(dict(b) for b in backends)
+    """True when ``current`` already sends to exactly ``backends`` (compared as the state
+    file's canonical JSON, which is remembered for the shared tuples: no per-node work)."""
+    return canonical_text(current.backends) == canonical_text(backends)
 
 
 def nothing_to_delete(

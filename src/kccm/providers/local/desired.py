@@ -188,16 +188,21 @@ def _is_cidr(text: str) -> bool:
 
 
 def desired_load_balancer(
-    service: Service, nodes: Sequence[Node], *, health_check_mode: str = "kube-proxy"
+    service: Service,
+    nodes: Sequence[Node],
+    *,
+    health_check_mode: str = "kube-proxy",
+    backends: Sequence[Mapping[str, Any]] | None = None,
 ) -> LoadBalancerRecord:
-    """The ``load_balancers`` row for ``service`` (``vip`` is filled in by the store)."""
+    """The ``load_balancers`` row for ``service`` (``vip`` is filled in by the store);
+    ``backends``: :func:`backends_of` ``nodes`` when the caller has them already."""
     return LoadBalancerRecord(
         name=default_load_balancer_name(service),
         service=service_key_of(service),
         service_uid=str(meta_of(service).get("uid", "")),
         vip="",
         ports=_ports(service),
-        backends=backends_of(nodes),
+        backends=tuple(backends) if backends is not None else backends_of(nodes),
         health=_health(service, health_check_mode),
         source_ranges=_source_ranges(service),
         session_affinity=str(spec_of(service).get("sessionAffinity") or "None"),

@@ -61,8 +61,10 @@ from kccm.providers.local.store import (
 from kccm.providers.local.supervision import (
     DataplaneProbe,
     DataplaneStarter,
+    DataplaneStopper,
     probe_dataplane,
     start_dataplane,
+    stop_dataplane,
 )
 from kccm.util.clock import REAL_CLOCK, Clock
 
@@ -73,12 +75,14 @@ __all__ = [
     "PROVIDER_NAME",
     "DataplaneProbe",
     "DataplaneStarter",
+    "DataplaneStopper",
     "LocalCloud",
     "LocalLoadBalancerError",
     "desired_load_balancer",
     "new_local_cloud",
     "probe_dataplane",
     "start_dataplane",
+    "stop_dataplane",
 ]
 
 
@@ -93,10 +97,11 @@ class LocalCloud(LocalInstances, LocalLoadBalancers, LocalRoutes, LocalDescribin
         *,
         dataplane_starter: DataplaneStarter = start_dataplane,
         dataplane_probe: DataplaneProbe = probe_dataplane,
+        dataplane_stopper: DataplaneStopper = stop_dataplane,
         clock: Clock = REAL_CLOCK,
     ) -> None:
         super().__init__(store, config)
-        self._init_supervision(dataplane_starter, dataplane_probe, clock)
+        self._init_supervision(dataplane_starter, dataplane_probe, clock, dataplane_stopper)
 
     def load_balancer(self) -> LoadBalancer | None:
         return self

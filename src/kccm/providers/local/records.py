@@ -11,6 +11,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kccm.providers.local.backendsets import canonical_text
+from kccm.providers.local.backendsets import dumps as _dumps
+
 __all__ = [
     "BUSY_TIMEOUT_MS",
     "ENV_STATE_FILE",
@@ -146,7 +149,7 @@ def _spec_key(lb: LoadBalancerRecord) -> tuple[Any, ...]:
         lb.service_uid,
         lb.vip,
         _dumps(lb.ports),
-        _dumps(lb.backends),
+        canonical_text(lb.backends),
         _dumps(lb.health),
         tuple(lb.source_ranges),
         lb.session_affinity,
@@ -189,10 +192,6 @@ class DataplaneHeartbeat:
 # -- rows to records ---------------------------------------------------------------------------
 
 
-def _dumps(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"))
-
-
 def _instance(row: sqlite3.Row) -> InstanceRecord:
     addresses = tuple((str(a["type"]), str(a["address"])) for a in json.loads(row["addresses"]))
     return InstanceRecord(
@@ -207,14 +206,15 @@ def _instance(row: sqlite3.Row) -> InstanceRecord:
     )
 
 
-def _balancer(row: sqlite3.Row) -> LoadBalancerRecord:
+def _balancer(row: sqlite3.Row, backends: tuple[Mapping[str, Any], ...]) -> LoadBalancerRecord:
+    """A ``load_balancers`` row; ``backends`` its set's list (schema 2 keeps it apart)."""
     return LoadBalancerRecord(
         name=row["name"],
         service=row["service"],
         service_uid=row["service_uid"],
         vip=row["vip"],
         ports=tuple(json.loads(row["ports"])),
-        backends=tuple(json.loads(row["backends"])),
+        backends=backends,
         health=json.loads(row["health"]),
         source_ranges=tuple(json.loads(row["source_ranges"])),
         session_affinity=row["session_affinity"],

@@ -33,6 +33,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from kccm.providers.local import schema
+from kccm.providers.local.backendsets import ParsedSets, canonical_text, set_id
+from kccm.providers.local.backendsets import dumps as _dumps
 from kccm.providers.local.records import (
     _RUNNING,
     _STOPPED,
@@ -53,7 +56,6 @@ from kccm.providers.local.records import (
     UnknownInstance,
     _balancer,
     _claim,
-    _dumps,
     _instance,
     _route,
     default_state_path,
@@ -87,63 +89,9 @@ __all__ = [
 
 # -- schema and migrations -----------------------------------------------------------------
 
-_V1 = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE instances (
-  name TEXT PRIMARY KEY,
-  provider_id TEXT NOT NULL UNIQUE,
-  instance_type TEXT NOT NULL DEFAULT 'local.standard',
-  zone TEXT NOT NULL DEFAULT 'local-zone-a',
-  region TEXT NOT NULL DEFAULT 'local',
-  state TEXT NOT NULL CHECK (state IN ('running','stopped')),
-  addresses TEXT NOT NULL,
-  created_at REAL NOT NULL, updated_at REAL NOT NULL
-);
-CREATE TABLE load_balancers (
-  name TEXT PRIMARY KEY,
-  service TEXT NOT NULL UNIQUE,
-  service_uid TEXT NOT NULL,
-  vip TEXT NOT NULL,
-  ports TEXT NOT NULL,
-  backends TEXT NOT NULL,
-  health TEXT NOT NULL,
-  source_ranges TEXT NOT NULL,
-  session_affinity TEXT NOT NULL DEFAULT 'None',
-  generation INTEGER NOT NULL,
-  updated_at REAL NOT NULL
-);
-CREATE TABLE ip_claims (
-  ip TEXT PRIMARY KEY,
-  owner TEXT NOT NULL,
-  retain INTEGER NOT NULL DEFAULT 0,
-  claimed_at REAL NOT NULL
-);
-CREATE TABLE routes (
-  name TEXT PRIMARY KEY, cluster TEXT NOT NULL, target_node TEXT NOT NULL,
-  destination_cidr TEXT NOT NULL, blackhole INTEGER NOT NULL DEFAULT 0, created_at REAL NOT NULL
-);
-CREATE TABLE backend_health (
-  load_balancer TEXT NOT NULL, node TEXT NOT NULL, healthy INTEGER NOT NULL,
-  checked_at REAL NOT NULL, detail TEXT NOT NULL DEFAULT '',
-  PRIMARY KEY (load_balancer, node)
-);
-CREATE TABLE dataplane (
-  id INTEGER PRIMARY KEY CHECK (id = 1), pid INTEGER NOT NULL, heartbeat_at REAL NOT NULL
-);
-"""
-
-
-def _run_script(script: str) -> Callable[[sqlite3.Connection], None]:
-    def migrate(conn: sqlite3.Connection) -> None:
-        for statement in script.split(";"):
-            if statement.strip():
-                conn.execute(statement)
-
-    return migrate
-
-
-MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_run_script(_V1),)
-"""``MIGRATIONS[i]`` takes a file from schema version ``i`` to ``i + 1``; append only."""
+MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (schema.V1, schema.V2)
+"""``MIGRATIONS[i]`` takes a file from schema version ``i`` to ``i + 1`` (:mod:`.schema`);
+append only."""
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -185,6 +133,10 @@ class LocalStore:
         self.path = Path(path)
         self._now = clock
         self._lock = threading.RLock()
+        self._sets = ParsedSets()
+        self._claimed: tuple[int, set[str]] | None = None
+        """The claimed IPs as of ``PRAGMA data_version`` (which moves when another connection
+        commits); this connection's own changes keep it up to date or drop it."""
         private_file(self.path)
         self._conn = sqlite3.connect(
             self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
@@ -224,6 +176,7 @@ class LocalStore:
             try:
                 yield self._conn
             except BaseException:
+                self._claimed = None
                 self._conn.execute("ROLLBACK")
                 raise
             self._conn.execute("COMMIT")
@@ -360,14 +313,26 @@ class LocalStore:
         elif held_ips:
             ip = held_ips[0]
         else:
-            ip = _first_free(conn, candidates)
+            ip = self._first_free(conn, candidates)
         conn.execute("DELETE FROM ip_claims WHERE owner = ? AND ip != ?", (owner, ip))
+        if self._claimed is not None:
+            self._claimed[1].difference_update(held_ips)
+            self._claimed[1].add(ip)
         conn.execute(
             "INSERT INTO ip_claims (ip, owner, retain, claimed_at) VALUES (?, ?, ?, ?)"
             " ON CONFLICT (ip) DO UPDATE SET retain = excluded.retain",
             (ip, owner, int(retain), self._now()),
         )
         return ip
+
+    def _first_free(self, conn: sqlite3.Connection, candidates: Callable[[], Iterable[str]]) -> str:
+        """The first candidate nobody claims. The claimed IPs are read again only when another
+        connection committed since (3,000 Services claiming one by one read 4.5 million rows
+        otherwise)."""
+        version = conn.execute("PRAGMA data_version").fetchone()[0]
+        if self._claimed is None or self._claimed[0] != version:
+            self._claimed = (version, {row[0] for row in conn.execute("SELECT ip FROM ip_claims")})
+        return _first_free(self._claimed[1], candidates)
 
     def _put_balancer(
         self, conn: sqlite3.Connection, desired: LoadBalancerRecord
@@ -376,7 +341,7 @@ class LocalStore:
             "SELECT * FROM load_balancers WHERE name = ? OR service = ? ORDER BY name = ? DESC",
             (desired.name, desired.service, desired.name),
         ).fetchone()
-        old = _balancer(row) if row is not None else None
+        old = self._balancer(conn, row) if row is not None else None
         if old is not None and old.same_spec(desired):
             return old
         generation = old.generation + 1 if old is not None else 1
@@ -385,8 +350,14 @@ class LocalStore:
             (desired.name, desired.service),
         )
         new = _with(desired, generation=generation, updated_at=self._now())
+        backend_set = set_id(new.backends)
+        conn.execute(  # once per list; a set edited by hand is put right
+            "INSERT INTO backend_sets (id, backends) VALUES (?, ?) ON CONFLICT (id)"
+            " DO UPDATE SET backends = excluded.backends WHERE backends != excluded.backends",
+            (backend_set, canonical_text(new.backends)),
+        )
         conn.execute(
-            "INSERT INTO load_balancers (name, service, service_uid, vip, ports, backends,"
+            "INSERT INTO load_balancers (name, service, service_uid, vip, ports, backend_set,"
             " health, source_ranges, session_affinity, generation, updated_at)"
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
@@ -395,7 +366,7 @@ class LocalStore:
                 new.service_uid,
                 new.vip,
                 _dumps(list(new.ports)),
-                _dumps(list(new.backends)),
+                backend_set,
                 _dumps(new.health),
                 _dumps(list(new.source_ranges)),
                 new.session_affinity,
@@ -403,7 +374,16 @@ class LocalStore:
                 new.updated_at,
             ),
         )
+        _drop_unused_sets(conn)
         return new
+
+    def _balancer(self, conn: sqlite3.Connection, row: sqlite3.Row) -> LoadBalancerRecord:
+        """A ``load_balancers`` row with its backends: the parsed set, one tuple for every row
+        of that set (a missing set reads as no backends, which the next ensure repairs)."""
+        found = conn.execute(
+            "SELECT backends FROM backend_sets WHERE id = ?", (row["backend_set"],)
+        ).fetchone()
+        return _balancer(row, self._sets.get(row["backend_set"], found[0] if found else "[]"))
 
     def update_backends(
         self, name: str, backends: Sequence[Mapping[str, Any]]
@@ -413,7 +393,8 @@ class LocalStore:
             row = conn.execute("SELECT * FROM load_balancers WHERE name = ?", (name,)).fetchone()
             if row is None:
                 return None
-            return self._put_balancer(conn, _with(_balancer(row), backends=tuple(backends)))
+            current = self._balancer(conn, row)
+            return self._put_balancer(conn, _with(current, backends=tuple(backends)))
 
     def delete_load_balancer(self, name: str, owner: str, *, keep_claim: bool) -> bool:
         """Delete balancer ``name``; free ``owner``'s IP claim unless ``keep_claim`` (then it
@@ -425,6 +406,8 @@ class LocalStore:
             still_used = conn.execute(
                 "SELECT 1 FROM load_balancers WHERE service = ?", (owner,)
             ).fetchone()
+            _drop_unused_sets(conn)
+            self._claimed = None
             if keep_claim:
                 conn.execute("UPDATE ip_claims SET retain = 1 WHERE owner = ?", (owner,))
             elif not still_used:
@@ -440,19 +423,22 @@ class LocalStore:
             claims = conn.execute(
                 "SELECT * FROM ip_claims WHERE owner = ? ORDER BY ip", (owner,)
             ).fetchall()
-        return (_balancer(row) if row is not None else None), [_claim(c) for c in claims]
+            record = self._balancer(conn, row) if row is not None else None
+        return record, [_claim(c) for c in claims]
 
     def find_load_balancer(self, name: str) -> LoadBalancerRecord | None:
-        with self._lock:
-            row = self._conn.execute(
-                "SELECT * FROM load_balancers WHERE name = ?", (name,)
-            ).fetchone()
-        return _balancer(row) if row is not None else None
+        with self._read() as conn:
+            row = conn.execute("SELECT * FROM load_balancers WHERE name = ?", (name,)).fetchone()
+            return self._balancer(conn, row) if row is not None else None
 
     def list_load_balancers(self) -> list[LoadBalancerRecord]:
-        with self._lock:
-            rows = self._conn.execute("SELECT * FROM load_balancers ORDER BY service").fetchall()
-        return [_balancer(row) for row in rows]
+        with self._read() as conn:
+            rows = conn.execute("SELECT * FROM load_balancers ORDER BY service").fetchall()
+            sets = dict(conn.execute("SELECT id, backends FROM backend_sets").fetchall())
+        return [
+            _balancer(row, self._sets.get(row["backend_set"], sets.get(row["backend_set"], "[]")))
+            for row in rows
+        ]
 
     def list_ip_claims(self) -> list[IPClaim]:
         with self._lock:
@@ -462,6 +448,7 @@ class LocalStore:
     def release_ip(self, ip: str) -> bool:
         """Free a claim by hand (e.g. a retained one nobody wants any more)."""
         with self._write() as conn:
+            self._claimed = None
             return bool(conn.execute("DELETE FROM ip_claims WHERE ip = ?", (ip,)).rowcount)
 
     # -- routes --------------------------------------------------------------------------
@@ -520,13 +507,14 @@ class LocalStore:
             rows = conn.execute(
                 "SELECT * FROM backend_health WHERE load_balancer = ? ORDER BY node", (name,)
             ).fetchall()
+            record = self._balancer(conn, row) if row is not None else None
         health = [
             BackendHealth(
                 r["load_balancer"], r["node"], bool(r["healthy"]), r["checked_at"], r["detail"]
             )
             for r in rows
         ]
-        return (_balancer(row) if row is not None else None), health
+        return record, health
 
     def dataplane_heartbeat(self) -> DataplaneHeartbeat | None:
         with self._lock:
@@ -538,6 +526,13 @@ def _with(record: LoadBalancerRecord, **changes: Any) -> LoadBalancerRecord:
     return replace(record, **changes)
 
 
+def _drop_unused_sets(conn: sqlite3.Connection) -> None:
+    """Delete the backend sets no balancer names any more (reads ids only, not the lists)."""
+    conn.execute(
+        "DELETE FROM backend_sets WHERE id NOT IN (SELECT backend_set FROM load_balancers)"
+    )
+
+
 def _check_requested(conn: sqlite3.Connection, ip: str, in_pool: Callable[[str], bool]) -> None:
     if not in_pool(ip):
         raise IPUnavailable(f"requested loadBalancerIP {ip} is not in the local VIP pool")
@@ -546,8 +541,7 @@ def _check_requested(conn: sqlite3.Connection, ip: str, in_pool: Callable[[str],
         raise IPUnavailable(f"requested loadBalancerIP {ip} is already claimed by {taken[0]}")
 
 
-def _first_free(conn: sqlite3.Connection, candidates: Callable[[], Iterable[str]]) -> str:
-    claimed = {row[0] for row in conn.execute("SELECT ip FROM ip_claims")}
+def _first_free(claimed: set[str], candidates: Callable[[], Iterable[str]]) -> str:
     for ip in candidates():
         if ip not in claimed:
             return ip

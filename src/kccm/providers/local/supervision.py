@@ -5,7 +5,11 @@ died (the process itself is started and found by :mod:`.dataplane.supervise`).""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import os
+import signal
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -16,9 +20,11 @@ from kccm.util.clock import Clock
 __all__ = [
     "DataplaneProbe",
     "DataplaneStarter",
+    "DataplaneStopper",
     "DataplaneSupervision",
     "probe_dataplane",
     "start_dataplane",
+    "stop_dataplane",
 ]
 
 log = logging.getLogger("kccm.providers.local")
@@ -31,6 +37,13 @@ DataplaneProbe = Callable[[Path, float], int | None]
 """Given the state file and the time now (epoch seconds): the pid of the data plane whose
 heartbeat is fresh and whose process lives, else None."""
 
+DataplaneStopper = Callable[[Path, int], None]
+"""Given the state file and a data plane's pid: stop it (and wait until it has)."""
+
+BACKEND_SETS_SCHEMA = 2
+"""The schema version from which backend lists are in ``backend_sets``: a data plane started
+before a file was migrated to it reads the old rows (it would drop every listener)."""
+
 
 def start_dataplane(state_file: Path) -> int:
     """The default :data:`DataplaneStarter`: the live data plane's pid, starting one if none
@@ -38,6 +51,18 @@ def start_dataplane(state_file: Path) -> int:
     from kccm.providers.local.dataplane.supervise import ensure_dataplane_running
 
     return ensure_dataplane_running(state_file)
+
+
+def stop_dataplane(state_file: Path, pid: int, timeout: float = 10.0) -> None:
+    """The default :data:`DataplaneStopper`: SIGTERM, then wait until no data plane
+    heartbeats in ``state_file`` (it drops its row when it stops) or ``timeout`` passed."""
+    from kccm.providers.local.dataplane.supervise import live_dataplane
+
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while live_dataplane(state_file) is not None and time.monotonic() < deadline:
+        time.sleep(0.05)
 
 
 def probe_dataplane(state_file: Path, now: float) -> int | None:
@@ -52,10 +77,15 @@ class DataplaneSupervision(LocalBase):
     """Starts the data plane and restarts it when its heartbeat stops."""
 
     def _init_supervision(
-        self, starter: DataplaneStarter, probe: DataplaneProbe, clock: Clock
+        self,
+        starter: DataplaneStarter,
+        probe: DataplaneProbe,
+        clock: Clock,
+        stopper: DataplaneStopper = stop_dataplane,
     ) -> None:
         self._start_dataplane = starter
         self._probe_dataplane = probe
+        self._stop_dataplane = stopper
         self._clock = clock
         self.dataplane_pid: int | None = None
         """The data plane found or started last (None: not asked, or failed)."""
@@ -75,15 +105,42 @@ class DataplaneSupervision(LocalBase):
         recorded, the supervisor tries again at its next check, and a data plane started
         separately serves them too.
         """
+        older = 0 < self.store.migrated_from < BACKEND_SETS_SCHEMA
         if not self.config.global_.start_dataplane:
             log.info("start-dataplane = false: not starting the data plane")
+            if older:
+                log.warning(
+                    "%s was migrated from schema version %d: restart the data plane that "
+                    "serves it (one started before reads the old rows)",
+                    self.store.path,
+                    self.store.migrated_from,
+                )
             return
+        if older:
+            await self._replace_older_dataplane()
         pid = await self._start()
         if pid is not None:
             log.info("data plane pid %d serves %s", pid, self.store.path)
         self._supervisor = asyncio.get_running_loop().create_task(
             self._supervise(stop), name="kccm-local-dataplane-supervisor"
         )
+
+    async def _replace_older_dataplane(self) -> None:
+        """The file was just migrated from a schema before :data:`BACKEND_SETS_SCHEMA`: a data
+        plane running now was started by an older kccm, reads the old rows and would serve
+        nothing; stop it, so that a current one is started (a brief gap in traffic)."""
+        now = self._clock.now().timestamp()
+        pid = await asyncio.to_thread(self._probe_dataplane, self.store.path, now)
+        if pid is None:
+            return
+        log.warning(
+            "%s was migrated from schema version %d: stopping data plane pid %d, which reads "
+            "the old schema, to start a current one",
+            self.store.path,
+            self.store.migrated_from,
+            pid,
+        )
+        await asyncio.to_thread(self._stop_dataplane, self.store.path, pid)
 
     async def _start(self) -> int | None:
         try:

@@ -72,14 +72,14 @@ def test_a_new_file_gets_the_current_schema_in_wal_mode(tmp_path: Path) -> None:
     path = tmp_path / "nested" / "dir" / "state.db"
     with LocalStore(path) as store:
         assert store.migrated_from == 0
-        assert store.schema_version() == SCHEMA_VERSION == 1
+        assert store.schema_version() == SCHEMA_VERSION == 2
         assert store._conn.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
         assert store._conn.execute("PRAGMA busy_timeout").fetchone()[0] == 5000
     raw = sqlite3.connect(path)
     assert raw.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     tables = {r[0] for r in raw.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     assert tables >= {"meta", "instances", "load_balancers", "ip_claims", "routes"}
-    assert tables >= {"backend_health", "dataplane"}
+    assert tables >= {"backend_health", "dataplane", "backend_sets"}
     raw.close()
 
 
@@ -112,7 +112,7 @@ def test_a_file_from_a_newer_kccm_is_refused(tmp_path: Path) -> None:
     with raw:
         raw.execute("UPDATE meta SET value = '7' WHERE key = 'schema_version'")
     raw.close()
-    with pytest.raises(SchemaTooNew, match=r"schema version 7 .* newer kccm .* up to 1"):
+    with pytest.raises(SchemaTooNew, match=r"schema version 7 .* newer kccm .* up to 2"):
         LocalStore(path)
 
 
@@ -131,9 +131,10 @@ def test_migrations_run_in_order_once_and_all_or_nothing(
         ran.append(3)
         raise RuntimeError("migration 3 fails")
 
+    now = store_module.SCHEMA_VERSION
     v3 = (*store_module.MIGRATIONS, add_column, broken)
     monkeypatch.setattr(store_module, "MIGRATIONS", v3)
-    monkeypatch.setattr(store_module, "SCHEMA_VERSION", 3)
+    monkeypatch.setattr(store_module, "SCHEMA_VERSION", now + 2)
     with pytest.raises(RuntimeError, match="migration 3 fails"):
         LocalStore(path)
     raw = sqlite3.connect(path)
@@ -141,12 +142,12 @@ def test_migrations_run_in_order_once_and_all_or_nothing(
     assert "note" not in columns, "a failed migration must roll back the earlier steps too"
     raw.close()
 
-    monkeypatch.setattr(store_module, "MIGRATIONS", v3[:2])
-    monkeypatch.setattr(store_module, "SCHEMA_VERSION", 2)
+    monkeypatch.setattr(store_module, "MIGRATIONS", v3[: now + 1])
+    monkeypatch.setattr(store_module, "SCHEMA_VERSION", now + 1)
     with LocalStore(path) as migrated:
-        assert (migrated.migrated_from, migrated.schema_version()) == (1, 2)
+        assert (migrated.migrated_from, migrated.schema_version()) == (now, now + 1)
     with LocalStore(path) as reopened:
-        assert reopened.migrated_from == 2
+        assert reopened.migrated_from == now + 1
     assert ran == [2, 3, 2]
 
 

@@ -38,6 +38,7 @@ __all__ = [
     "SourceFilter",
     "diff_listeners",
     "listeners_of",
+    "parse_backends",
     "parse_load_balancer",
     "probe_targets",
     "rendezvous_pick",
@@ -152,17 +153,29 @@ def _health(raw: Mapping[str, Any]) -> HealthSpec:
     )
 
 
-def parse_load_balancer(row: Mapping[str, Any]) -> LoadBalancerSpec:
-    """A ``load_balancers`` row (JSON columns as text) as a spec; ValueError when malformed."""
+def parse_backends(text: str) -> tuple[Backend, ...]:
+    """A backend list (JSON text); ValueError when malformed."""
+    try:
+        return tuple(
+            Backend(node=str(b["node"]), address=str(b["address"])) for b in json.loads(text)
+        )
+    except (KeyError, TypeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"backends: {exc}") from exc
+
+
+def parse_load_balancer(
+    row: Mapping[str, Any], backends: tuple[Backend, ...] | None = None
+) -> LoadBalancerSpec:
+    """A ``load_balancers`` row (JSON columns as text) as a spec, with ``backends`` (its
+    backend set, parsed) or else its own ``backends`` column (schema 1); ValueError when
+    malformed."""
     try:
         ports = tuple(_port(p) for p in json.loads(row["ports"]))
-        backends = tuple(
-            Backend(node=str(b["node"]), address=str(b["address"]))
-            for b in json.loads(row["backends"])
-        )
+        if backends is None:
+            backends = parse_backends(row["backends"])
         health = _health(json.loads(row["health"]) or {})
         ranges = tuple(str(r) for r in json.loads(row["source_ranges"]) or ())
-    except (KeyError, TypeError, json.JSONDecodeError) as exc:
+    except (KeyError, TypeError, ValueError) as exc:
         raise ValueError(f"load balancer {row['name']!r}: {exc}") from exc
     return LoadBalancerSpec(
         name=str(row["name"]),

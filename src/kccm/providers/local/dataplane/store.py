@@ -17,8 +17,15 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from kccm.providers.local.dataplane.model import LoadBalancerSpec, parse_load_balancer
+from kccm.providers.local.backendsets import ParsedSets
+from kccm.providers.local.dataplane.model import (
+    Backend,
+    LoadBalancerSpec,
+    parse_backends,
+    parse_load_balancer,
+)
 from kccm.util.process import pid_exists
 
 __all__ = [
@@ -82,6 +89,7 @@ class DataplaneStore:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._conn: sqlite3.Connection | None = None
+        self._sets = ParsedSets(parse_backends)
 
     def _connection(self) -> sqlite3.Connection | None:
         if self._conn is None and self.path.exists():
@@ -108,11 +116,25 @@ class DataplaneStore:
         rows = _select(conn, "SELECT * FROM load_balancers ORDER BY name")
         if rows is None:
             return None
+        sets: dict[str, str] = {
+            r["id"]: r["backends"]
+            for r in _select(conn, "SELECT id, backends FROM backend_sets") or ()
+        }
         specs = []
         for row in rows:
+            record = dict(row)
             with contextlib.suppress(ValueError):
-                specs.append(parse_load_balancer(dict(row)))
+                specs.append(parse_load_balancer(record, self._backends(record, sets)))
         return specs
+
+    def _backends(self, row: dict[str, Any], sets: dict[str, str]) -> tuple[Backend, ...] | None:
+        """The row's backend set (schema 2), parsed once per set and the same tuple for every
+        balancer and every reconcile while its text is unchanged; None for a schema 1 row,
+        which holds its own list."""
+        if "backend_set" not in row:
+            return None
+        ident = row["backend_set"]
+        return self._sets.get(ident, sets.get(ident, "[]"))  # type: ignore[no-any-return]
 
     def claim(self, pid: int, stale_after: float) -> Heartbeat | None:
         """Become the data plane: None on success, else the live holder's heartbeat."""
