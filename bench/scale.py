@@ -488,7 +488,9 @@ class Bench:
         await bounded(200, [delete_quietly(self.kube, NODES, n) for n in names])
         return took, cpu
 
-    async def scale(self, nodes: int, services: int, steady_minutes: float) -> None:
+    async def scale(
+        self, nodes: int, services: int, steady_minutes: float, *, restart: bool = True
+    ) -> None:
         run = uuid.uuid4().hex[:8]
         names = [f"scale-{run}-{i:05d}" for i in range(nodes)]
         namespace = f"bench-{run}"
@@ -526,7 +528,8 @@ class Bench:
                 if steady_minutes > 0:
                     await self.steady(daemon, nodes, steady_minutes)
                 daemon.stop()
-                await self.restart(config, extra, services)
+                if restart:
+                    await self.restart(config, extra, services)
             finally:
                 daemon.stop()
                 if self.provider == "local" and self.dataplane:
@@ -625,7 +628,7 @@ async def main_async(args: argparse.Namespace, plane: ControlPlane, tmp: Path) -
                 bench.row("init time / write ceiling", f"{took / ceiling:.2f}x")
         if "scale" in only:
             steady = args.steady_minutes if "steady" in only else 0
-            await bench.scale(args.nodes, args.services, steady)
+            await bench.scale(args.nodes, args.services, steady, restart="restart" in only)
     finally:
         await kube.close()
         print_table(bench.rows)
