@@ -39,9 +39,7 @@ def _assert_clean(ledger: Ledger) -> None:
     assert ledger.clean
 
 
-async def test_local_leader_killed_three_times(
-    control_plane: ControlPlane, tmp_path: Path
-) -> None:
+async def test_local_leader_killed_three_times(control_plane: ControlPlane, tmp_path: Path) -> None:
     run = f"c{uuid.uuid4().hex[:6]}"
     settings = ChaosSettings("kill", 3, seed=28, rbac=RBAC)
     ledger = await run_chaos(control_plane, LocalWorld(tmp_path, run), tmp_path, settings, run)
@@ -49,9 +47,7 @@ async def test_local_leader_killed_three_times(
     _assert_clean(ledger)
 
 
-async def test_local_apiserver_restarted_twice(
-    control_plane: ControlPlane, tmp_path: Path
-) -> None:
+async def test_local_apiserver_restarted_twice(control_plane: ControlPlane, tmp_path: Path) -> None:
     run = f"c{uuid.uuid4().hex[:6]}"
     settings = ChaosSettings("apiserver", 2, seed=28, rbac=RBAC)
     ledger = await run_chaos(control_plane, LocalWorld(tmp_path, run), tmp_path, settings, run)
