@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--provider", choices=("local", "aws"), default="local")
-    parser.add_argument("--mode", choices=("kill", "apiserver"), default="kill")
+    parser.add_argument("--mode", choices=("kill", "apiserver", "partition"), default="kill")
     parser.add_argument("--faults", type=int, default=100)
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--replicas", type=int, default=2)

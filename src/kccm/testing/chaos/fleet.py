@@ -14,6 +14,7 @@ from pathlib import Path
 from kccm.kube.interface import KubeClient, WatchEventType
 from kccm.kube.resources import LEASES
 from kccm.testing.chaos.leadership import LeaseHolding, ProcessLog, lease_time, read_process_log
+from kccm.testing.chaos.partition import Forwarder, forwarded_kubeconfig
 from kccm.testing.daemon import Daemon, Daemons
 
 __all__ = ["Fleet", "LeaseSighting", "LeaseWatch", "Member"]
@@ -52,14 +53,24 @@ class Fleet:
     kubeconfig: Path
     flags: Sequence[str]
     env_for: Callable[[int], Mapping[str, str]]
+    forward_to: int | None = None
+    """The apiserver's port: each process then reaches it through a :class:`Forwarder` of its
+    own (``forwarders[index]``), which the ``partition`` fault cuts."""
     members: list[Member] = field(default_factory=list)
+    forwarders: dict[int, Forwarder] = field(default_factory=dict)
 
-    def start(self) -> Member:
+    async def start(self) -> Member:
         index = len(self.members)
+        kubeconfig = self.kubeconfig
+        if self.forward_to is not None:
+            forwarder = await Forwarder(self.forward_to).start()
+            self.forwarders[index] = forwarder
+            into = self.daemons.tmp / f"kubeconfig-{index}.yaml"
+            kubeconfig = forwarded_kubeconfig(self.kubeconfig, forwarder.port, into)
         daemon = self.daemons.start(
             self.provider,
             self.cloud_config,
-            self.kubeconfig,
+            kubeconfig,
             *self.flags,
             env=self.env_for(index),
             unset=("AWS_PROFILE",),
@@ -94,6 +105,10 @@ class Fleet:
                 member.exited, member.exit_code = time.time(), code
                 gone.append(member)
         return gone
+
+    async def close_forwarders(self) -> None:
+        for forwarder in self.forwarders.values():
+            await forwarder.stop()
 
     def stop_all(self, grace: float) -> None:
         """SIGTERM every live daemon at once (so no standby takes a lease the leader releases

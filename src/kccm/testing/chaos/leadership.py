@@ -4,9 +4,9 @@ Sources, all on this machine's clock (one host, so wall-clock times are comparab
 
 - each daemon's JSON log (``--logging-format=json``): ``leader election on lease ... as <id>``
   (which identity the process campaigns as), ``successfully acquired lease`` (it leads from
-  then on: its controllers start only after this line), ``leader election lost`` (it stopped
-  leading; the daemon exits next), ``released lease`` (a graceful stop gave the lease up, after
-  the controllers stopped);
+  then on: its controllers start only after this line), ``leaderelection lost`` or
+  ``leader election lost`` (it gave up renewing; the daemon exits next), ``released lease``
+  (a graceful stop gave the lease up, after the controllers stopped);
 - the Lease, watched by :class:`~kccm.testing.chaos.fleet.LeaseWatch`: every holder change
   with the ``acquireTime`` the new holder wrote (before its write, so no later than the
   moment it starts acting);
@@ -19,9 +19,9 @@ Sources, all on this machine's clock (one host, so wall-clock times are comparab
 Definitions (what :func:`judge` counts):
 
 - **Believed leadership** of process P: from each ``successfully acquired lease`` line to the
-  first of P's ``leader election lost`` or ``released lease`` line, its SIGKILL, or its
-  exit. Two processes whose believed leaderships overlap are a *double leader* ("two
-  processes both believe they lead").
+  first of P's lost or released lines, its SIGKILL, or its exit. Two processes whose
+  believed leaderships overlap are a *double leader* ("two processes both believe they
+  lead").
 - **Leadership interval** of P, used to judge its cloud calls: its believed leadership, cut
   at the ``acquireTime`` of the next *other* holder the Lease shows. This is client-go's
   contract with the renew-deadline semantics: a leader that fails to renew stops acting
@@ -60,7 +60,7 @@ DEATH_SLACK = 1.0
 recorded by the cloud."""
 ELECTION_AS = "leader election on lease "
 ACQUIRED = "successfully acquired lease"
-LOST = "leader election lost"
+LOST = ("leader election lost", "leaderelection lost")
 RELEASED = "released lease"
 LOCAL_WRITE = "state file write "
 
@@ -106,7 +106,7 @@ def read_process_log(path: Path) -> ProcessLog:
             found.identity = msg.rsplit(" as ", 1)[1].strip()
         elif msg.startswith(ACQUIRED):
             found.acquired.append(ts)
-        elif msg.startswith((LOST, RELEASED)):
+        elif msg.startswith((*LOST, RELEASED)):
             found.lost.append(ts)
         elif msg.startswith(LOCAL_WRITE):
             parts = msg[len(LOCAL_WRITE) :].split(" ")

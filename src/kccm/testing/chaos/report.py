@@ -28,6 +28,9 @@ class Ledger:
     restarts: int = 0
     restart_seconds: list[float] = field(default_factory=list)
     reconnect_seconds: list[float] = field(default_factory=list)
+    partitions: int = 0
+    lingered_seconds: list[float] = field(default_factory=list)
+    """``partition``: how long each cut-off leader lived after its successor took over."""
     exits: list[str] = field(default_factory=list)
     """Daemons that exited on their own (not killed by the bench), replaced."""
     processes: int = 0
@@ -58,11 +61,10 @@ class Ledger:
     @property
     def clean(self) -> bool:
         """Zero leftovers, zero double leaders, zero violations, every fault healed."""
-        healed = (
-            self.takeovers == self.kills
-            if self.mode == "kill"
-            else len(self.reconnect_seconds) == self.restarts
-        )
+        healed = {
+            "kill": self.takeovers == self.kills,
+            "partition": self.takeovers == self.partitions,
+        }.get(self.mode, len(self.reconnect_seconds) == self.restarts)
         return (
             healed
             and self.after_delete == 0
@@ -72,6 +74,11 @@ class Ledger:
         )
 
     def progress(self) -> str:
+        if self.mode == "partition":
+            return (
+                f"partitions {self.partitions}, takeovers {self.takeovers}, cut-off leader "
+                f"exited {_spread(self.lingered_seconds)} after the takeover"
+            )
         if self.mode == "kill":
             return (
                 f"kills {self.kills}, takeovers {self.takeovers} ({_spread(self.takeover_seconds)})"
