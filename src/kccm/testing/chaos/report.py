@@ -96,7 +96,8 @@ class Ledger:
             f"  daemons       {self.processes} processes, {self.leaderships} leaderships, "
             f"lease transitions {self.lease_transitions}, own exits {len(self.exits)}"
             + (f" {self.exits}" if self.exits else ""),
-            f"  cloud         {self.mutations} mutating calls {self.per_process}; "
+            f"  cloud         {self.mutations} mutating calls from {len(self.per_process)} "
+            f"processes (most from one: {max(self.per_process.values(), default=0)}); "
             f"balancers made {self.made}, deleted {self.deleted}",
             f"  workload      {self.workload}; failed calls {sum(self.workload_failures.values())}",
             f"  converged     after {self.converged_after:.1f} s: without "
