@@ -288,12 +288,14 @@ async def _kill_leader(fleet: Fleet, watch: LeaseWatch, ledger: Ledger) -> None:
         member = fleet.by_identity(current.holder)
         assert member is not None
     killed = current.holder
+    standbys = [m for m in fleet.live() if m is not member and m.log().campaigning is not None]
     at = fleet.kill(member)
     ledger.kills += 1
     await fleet.start()
     took = await watch.wait_for(lambda s: bool(s.holder) and s.holder != killed, TAKEOVER_WAIT)
     ledger.takeovers += 1
     ledger.takeover_seconds.append(took.seen - at)
+    ledger.takeover_standbys.append(len(standbys))
 
 
 async def _restart_apiserver(

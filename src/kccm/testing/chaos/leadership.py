@@ -59,6 +59,7 @@ DEATH_SLACK = 1.0
 """Seconds after a process's SIGKILL (or exit) during which a call it sent may still be
 recorded by the cloud."""
 ELECTION_AS = "leader election on lease "
+ATTEMPTING = "attempting to acquire leader lease"
 ACQUIRED = "successfully acquired lease"
 LOST = ("leader election lost", "leaderelection lost")
 RELEASED = "released lease"
@@ -82,6 +83,8 @@ class ProcessLog:
     (``local``) the balancer writes it made."""
 
     identity: str = ""
+    campaigning: float | None = None
+    """When it started campaigning (``attempting to acquire leader lease``)."""
     acquired: list[float] = field(default_factory=list)
     lost: list[float] = field(default_factory=list)
     writes: list[tuple[float, str, str, str]] = field(default_factory=list)
@@ -104,6 +107,8 @@ def read_process_log(path: Path) -> ProcessLog:
         msg, ts = str(entry.get("msg", "")), float(entry.get("ts", 0.0))
         if msg.startswith(ELECTION_AS) and " as " in msg:
             found.identity = msg.rsplit(" as ", 1)[1].strip()
+        elif msg.startswith(ATTEMPTING) and found.campaigning is None:
+            found.campaigning = ts
         elif msg.startswith(ACQUIRED):
             found.acquired.append(ts)
         elif msg.startswith((*LOST, RELEASED)):

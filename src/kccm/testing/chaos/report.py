@@ -25,6 +25,9 @@ class Ledger:
     kills: int = 0
     takeovers: int = 0
     takeover_seconds: list[float] = field(default_factory=list)
+    takeover_standbys: list[int] = field(default_factory=list)
+    """For each kill: how many other processes were already campaigning (0: the takeover had
+    to wait for a replacement to start)."""
     restarts: int = 0
     restart_seconds: list[float] = field(default_factory=list)
     reconnect_seconds: list[float] = field(default_factory=list)
@@ -80,8 +83,13 @@ class Ledger:
                 f"exited {_spread(self.lingered_seconds)} after the takeover"
             )
         if self.mode == "kill":
+            ready = [
+                t for t, n in zip(self.takeover_seconds, self.takeover_standbys, strict=False) if n
+            ]
             return (
-                f"kills {self.kills}, takeovers {self.takeovers} ({_spread(self.takeover_seconds)})"
+                f"kills {self.kills}, takeovers {self.takeovers} "
+                f"({_spread(self.takeover_seconds)}; with a standby already campaigning: "
+                f"{len(ready)}, {_spread(ready)})"
             )
         return (
             f"apiserver restarts {self.restarts} ({_spread(self.restart_seconds)}), leader "
