@@ -373,8 +373,18 @@ class Manager:
             config,
             on_started_leading=lambda: self._lead(cloud),
             on_new_leader=lambda who: _log.info("new leader elected: %s", who),
+            on_lost=self._lost_lease,
             registry=self.registry,
         )
+
+    def _lost_lease(self) -> None:
+        """Upstream's ``OnStoppedLeading``: ``klog.ErrorS(nil, "leaderelection lost")`` and
+        ``klog.FlushAndExit(klog.ExitFlushTimeout, 1)``, at once. Winding down first (the
+        controllers, the event flush of up to 5 s, provider calls running in worker threads,
+        which Python cannot stop) would let this process act on the cloud while a successor
+        that took the lease a lease duration after the last renewal already does."""
+        _log.error("leaderelection lost")
+        self.deadline.exit_now(EXIT_LOST_LEASE)
 
     async def _drain(self) -> None:
         grace = self.config.shutdown_grace

@@ -79,6 +79,12 @@ class ExitDeadline:
         if timer is not None:
             timer.cancel()
 
+    def exit_now(self, code: int) -> None:
+        """Flush the logs and end the process with ``code`` at once, whatever still runs
+        (klog's ``FlushAndExit``)."""
+        _flush()
+        self._exit(code)
+
     def _fire(self, seconds: float) -> None:
         _log.error(
             "shutdown did not finish within %gs (a cloud provider call may be stuck); exiting now",

@@ -9,8 +9,11 @@
 - While leading, renewals are optimistic (an update from the last record we wrote, no read
   first); every attempt is bounded by a timeout that fits inside the renew deadline, and
   failing to renew for the whole deadline means leadership is lost.
-- Losing the lease calls ``on_stopped_leading``; :meth:`LeaderElector.run` then returns
-  ``False`` so the daemon stops its controllers and exits non-zero, as upstream does.
+- Losing the lease calls ``on_lost`` at once, before the leading work is cancelled (the
+  daemon exits there, as upstream's ``OnStoppedLeading`` does with ``klog.FlushAndExit``:
+  a successor may take the lease a lease duration after the last renewal, so nothing of the
+  old leader's may still run by then), then ``on_stopped_leading`` once the work has wound
+  down; :meth:`LeaderElector.run` then returns ``False``.
 - ``release_on_cancel`` gives the lease up on a graceful stop (holder cleared, duration 1 s),
   so a successor need not wait for expiry.
 """
@@ -138,6 +141,7 @@ class LeaderElector:
         on_started_leading: Callable[[], Coroutine[Any, Any, None]],
         on_stopped_leading: Callback | None = None,
         on_new_leader: Callable[[str], None] | None = None,
+        on_lost: Callable[[], None] | None = None,
         clock: Clock = REAL_CLOCK,
         registry: CollectorRegistry | None = None,
     ) -> None:
@@ -150,6 +154,7 @@ class LeaderElector:
         self._on_started = on_started_leading
         self._on_stopped = on_stopped_leading
         self._on_new_leader = on_new_leader
+        self._on_lost = on_lost
         self._observed: LeaseRecord | None = None
         self._observed_at = 0.0
         self._lease: Obj | None = None
@@ -221,6 +226,8 @@ class LeaderElector:
             if work.done() and not work.cancelled() and work.exception() is not None:
                 raise work.exception()  # type: ignore[misc]
             await renewal  # the work may end early; leadership lasts until lost or cancelled
+            if self._on_lost is not None:
+                self._on_lost()  # before the work winds down: it must not act any longer
         finally:
             for task in (work, renewal):
                 task.cancel()

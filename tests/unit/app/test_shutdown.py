@@ -77,3 +77,9 @@ def test_daemon_threads_are_not_stuck() -> None:
     daemon = threading.Thread(target=threading.Event().wait, daemon=True)
     daemon.start()  # daemon threads never block interpreter exit
     assert daemon not in stuck_threads()
+
+
+def test_exit_now_ends_the_process_with_the_given_status() -> None:
+    recorder = ExitRecorder()
+    ExitDeadline(recorder).exit_now(1)
+    assert recorder.codes == [1]

@@ -276,3 +276,38 @@ async def test_no_annotations_configured_writes_none(clock: FakeClock) -> None:
     await clock.advance(30)
     assert "annotations" not in (await kube.get(LEASES, NAME, namespace=NS))["metadata"]
     await _stop(a)
+
+
+async def test_a_lost_lease_is_reported_before_the_leading_work_winds_down(
+    clock: FakeClock,
+) -> None:
+    """Issue 28: the leader must stop acting the moment it gives up renewing (upstream's
+    OnStoppedLeading exits there). Here the work takes long to wind down (as a provider call
+    in a worker thread or an event flush to an unreachable apiserver would): ``on_lost`` comes
+    at the renew deadline all the same, not after the work."""
+    kube = FlakyKube()
+    lost: list[float] = []
+    wound_down = asyncio.Event()
+
+    async def lead() -> None:
+        try:
+            await asyncio.Event().wait()
+        finally:
+            await wound_down.wait()  # a slow teardown
+
+    elector = LeaderElector(
+        kube,
+        LeaderElectionConfig(identity="a"),
+        on_started_leading=lead,
+        on_lost=lambda: lost.append(clock.monotonic()),
+        clock=clock,
+    )
+    task = asyncio.create_task(elector.run())
+    await clock.advance(5)
+    kube.broken = True
+    await clock.advance(12)
+    assert len(lost) == 1, "reported while the work still winds down"
+    assert lost[0] - 1005.0 <= 10 + 2 + 1e-6, "at the renew deadline (+ one period)"
+    assert not task.done()
+    wound_down.set()
+    assert await task is False

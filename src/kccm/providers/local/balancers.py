@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 
 from kccm.cloudprovider import (
@@ -36,6 +37,16 @@ from kccm.providers.local.store import (
 )
 
 __all__ = ["LocalLoadBalancers"]
+
+_log = logging.getLogger(__name__)
+
+
+def _wrote(operation: str, balancer: str, outcome: str) -> None:
+    """A debug line (``-v=4``, or ``--vmodule=balancers=4``) once a balancer's write has
+    returned (committed): which process changed which balancer, when. Several daemons may
+    share one state file (leader election picks the one that acts), so their logs are the
+    ledger of who wrote what (``bench/chaos.py`` checks that only the leader did)."""
+    _log.debug("state file write %s %s %s", operation, balancer, outcome)
 
 
 class LocalLoadBalancers(LocalBase):
@@ -88,6 +99,7 @@ class LocalLoadBalancers(LocalBase):
             raise LocalPoolExhausted(f"{err} (pool {self.pool})") from err
         except IPUnavailable as err:
             raise LocalInvalidService("spec.loadBalancerIP", f"{err} (pool {self.pool})") from err
+        _wrote("put_load_balancer", record.name, f"generation={record.generation}")
         return status_of(record)
 
     def update_load_balancer(
@@ -102,10 +114,11 @@ class LocalLoadBalancers(LocalBase):
             return
         if current is not None:
             self._write("update_backends")
-        if current is None or self.store.update_backends(name, backends) is None:
+        if current is None or (updated := self.store.update_backends(name, backends)) is None:
             raise LocalLoadBalancerError(
                 f"load balancer {name} of {service_key_of(service)} is gone"
             )
+        _wrote("update_backends", name, f"generation={updated.generation}")
 
     def ensure_load_balancer_deleted(self, cluster_name: str, service: Service) -> None:
         name, owner, keep = (
@@ -118,4 +131,5 @@ class LocalLoadBalancers(LocalBase):
         if nothing_to_delete(current, claims, keep_claim=keep):
             return
         self._write("delete_load_balancer")
-        self.store.delete_load_balancer(name, owner, keep_claim=keep)
+        deleted = self.store.delete_load_balancer(name, owner, keep_claim=keep)
+        _wrote("delete_load_balancer", name, f"deleted={deleted}")

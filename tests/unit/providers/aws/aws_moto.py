@@ -11,6 +11,7 @@ import http.client
 import logging
 import re
 import threading
+import time
 import urllib.parse
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -442,6 +443,22 @@ def read_while_changing(read: Callable[[], T]) -> T | None:
 
 _ACTION = re.compile(r"(?:^|&)Action=([A-Za-z0-9]+)")
 _SERVICE = re.compile(r"Credential=[^/]+/[^/]+/[^/]+/([a-z0-9-]+)/")
+_ACCESS_KEY = re.compile(r"Credential=([^/]+)/")
+
+
+@dataclass(frozen=True)
+class ProxyCall:
+    """One request the proxy passed on or answered itself: when it arrived and was answered
+    (``time.time()``), the caller's access key id (which process sent it, when each has its
+    own), the service, the action and the HTTP status answered."""
+
+    arrived: float
+    answered: float
+    access_key: str
+    service: str
+    action: str
+    status: int
+
 
 THROTTLING_BODY = (
     '<ErrorResponse xmlns="http://elasticloadbalancing.amazonaws.com/doc/2015-12-01/">'
@@ -490,6 +507,8 @@ class FaultProxy:
     requests: Counter[str] = field(default_factory=Counter)
     throttled: Counter[str] = field(default_factory=Counter)
     url: str = ""
+    ledger: list[ProxyCall] | None = None
+    """When a list, every request is appended to it (:class:`ProxyCall`)."""
     _server: ThreadingHTTPServer | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _seq: int = 0
@@ -512,11 +531,13 @@ class FaultProxy:
                 pass
 
             def do_POST(self) -> None:
+                self.arrived = time.time()
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 match = _ACTION.search(body.decode(errors="replace"))
                 scope = _SERVICE.search(self.headers.get("Authorization", ""))
                 service = scope.group(1) if scope else "?"
                 action = match.group(1) if match else "?"
+                self.call = (service, action)
                 if proxy.decide(service, action):
                     text = EC2_THROTTLING_BODY if service == "ec2" else THROTTLING_BODY
                     self._reply(400, text.encode(), "text/xml")
@@ -539,6 +560,17 @@ class FaultProxy:
                 self._reply(reply.status, data, reply.getheader("Content-Type") or "text/xml")
 
             def _reply(self, status: int, data: bytes, content_type: str) -> None:
+                if proxy.ledger is not None:
+                    key = _ACCESS_KEY.search(self.headers.get("Authorization", ""))
+                    proxy.ledger.append(
+                        ProxyCall(
+                            self.arrived,
+                            time.time(),
+                            key.group(1) if key else "?",
+                            *self.call,
+                            status,
+                        )
+                    )
                 self.send_response(status)
                 self.send_header("Content-Type", content_type)
                 self.send_header("Content-Length", str(len(data)))
