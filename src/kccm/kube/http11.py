@@ -8,9 +8,11 @@ keep-alive connection from a pool, a request written in one piece, a response re
 ``Content-Length`` or ``chunked`` framing, ``gzip`` bodies inflated (the API server
 compresses large lists, as it does for client-go, which asks for gzip too).
 
-Go's transport is the model for failures: a request on a reused connection that the server
-had closed while it idled is sent again on a new connection when nothing came back (only
-for GET, which is idempotent); any other failure closes the connection and raises
+Failures, as aiohttp (RFC 9112 section 9.3.1) and Go's transport handle them: a connection
+idle longer than :data:`MAX_IDLE` is not reused (the API server drops idle connections after
+90 s); a request on a reused connection that ended before any byte of an answer came back is
+sent again once on a new connection when its method is idempotent (GET, HEAD, OPTIONS, TRACE,
+PUT, DELETE: never POST or PATCH); any other failure closes the connection and raises
 :class:`OSError` (or :class:`TimeoutError`); a cancelled request closes its connection.
 """
 
@@ -24,9 +26,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from urllib.parse import urlencode, urlsplit
 
+from kccm.util.clock import REAL_CLOCK, Clock
+
 __all__ = ["Answer", "ConnectionPool"]
 
 _MAX_HEAD = 64 * 1024
+MAX_IDLE = 60.0
+"""Seconds a pooled connection may idle and still be reused (the API server's IdleTimeout is
+90 s: a connection it is about to close is not picked)."""
+IDEMPOTENT = frozenset({"GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +55,7 @@ class _Connection(asyncio.Protocol):
     def __init__(self) -> None:
         self.transport: asyncio.Transport | None = None
         self.closed = False
+        self.idle_since = 0.0
         self._buffer = bytearray()
         self._waiter: asyncio.Future[Answer] | None = None
         self._head: tuple[int, str, dict[str, str], int] | None = None  # ..., body start
@@ -178,7 +187,17 @@ def _parse_head(head: bytes, body_start: int) -> tuple[int, str, dict[str, str],
 class ConnectionPool:
     """Keep-alive connections to one ``http(s)://host:port`` base URL."""
 
-    def __init__(self, base: str, ssl_context: ssl.SSLContext | bool, *, limit: int = 256) -> None:
+    def __init__(
+        self,
+        base: str,
+        ssl_context: ssl.SSLContext | bool,
+        *,
+        limit: int = 256,
+        max_idle: float = MAX_IDLE,
+        clock: Clock = REAL_CLOCK,
+    ) -> None:
+        self._max_idle = max_idle
+        self._clock = clock
         parts = urlsplit(base)
         self._host = parts.hostname or "localhost"
         self._port = parts.port or (443 if parts.scheme == "https" else 80)
@@ -214,25 +233,29 @@ class ConnectionPool:
                     answer = await connection.send(request)
                 except _ServerClosed:
                     connection.close()
-                    if reused and method == "GET":
-                        continue  # Go's transport retries an idempotent request
+                    if reused and method in IDEMPOTENT:
+                        continue  # sent again once, on a new connection
                     raise
                 except BaseException:
                     connection.close()
                     raise
                 connection.done()
                 if not connection.closed:
+                    connection.idle_since = self._clock.monotonic()
                     self._idle.append(connection)
                 return answer
         raise ConnectionError("unreachable")  # pragma: no cover
 
     async def _connection(self) -> tuple[_Connection, bool]:
         while self._idle:
-            connection = self._idle.pop()
-            if not connection.closed:
-                return connection, True
-        loop = asyncio.get_running_loop()
-        _, connection = await loop.create_connection(
+            connection = self._idle.pop()  # the most recently used first
+            if connection.closed:
+                continue
+            if self._clock.monotonic() - connection.idle_since > self._max_idle:
+                connection.close()
+                continue
+            return connection, True
+        _, connection = await asyncio.get_running_loop().create_connection(
             _Connection,
             self._host,
             self._port,

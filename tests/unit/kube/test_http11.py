@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from kccm.kube.http11 import ConnectionPool
+from kccm.util.clock import FakeClock
 
 
 @dataclass
@@ -129,7 +130,10 @@ async def test_the_request_carries_method_query_headers_and_body(serve) -> None:
 @pytest.mark.parametrize(
     ("method", "sent_again"),
     [pytest.param("GET", True, id="get-is-sent-again"),
-     pytest.param("POST", False, id="post-is-not")],
+     pytest.param("DELETE", True, id="delete-is-sent-again"),
+     pytest.param("PUT", True, id="put-is-sent-again"),
+     pytest.param("POST", False, id="post-is-not"),
+     pytest.param("PATCH", False, id="patch-is-not")],
 )  # fmt: skip
 async def test_a_reused_connection_the_server_closed_meanwhile(  # type: ignore[no-untyped-def]
     serve, method, sent_again
@@ -193,4 +197,18 @@ async def test_an_answer_ending_early_is_a_connection_error(serve) -> None:  # t
     pool = ConnectionPool(server.url, False)
     with pytest.raises(ConnectionResetError):
         await get(pool)
+    pool.close()
+
+
+async def test_a_connection_idle_too_long_is_not_reused(serve) -> None:  # type: ignore[no-untyped-def]
+    server = await serve([ok(b"a"), ok(b"b"), ok(b"c")])
+    clock = FakeClock()
+    pool = ConnectionPool(server.url, False, max_idle=60.0, clock=clock)
+    assert await get(pool) == b"a"
+    await clock.advance(60.0)
+    assert await get(pool) == b"b"
+    assert server.connections == 1  # reused while not idle too long
+    await clock.advance(60.5)
+    assert await get(pool) == b"c"
+    assert server.connections == 2  # the idle one was closed, a new one opened
     pool.close()
