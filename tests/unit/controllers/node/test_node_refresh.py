@@ -282,3 +282,35 @@ async def test_a_failed_periodic_read_is_retried_at_the_next_tick(
     await env.ctrl.stop(grace=1)
     done = {n["metadata"]["name"]: n["status"]["addresses"] for n in env.kube.objects(NODES)}
     assert all(done[name] == [INTERNAL2] for name in failed)
+
+
+async def test_a_listed_refresh_of_many_unchanged_nodes_lets_the_loop_run(
+    env_factory: Callable[..., Any], clock: FakeClock
+) -> None:
+    """1,200 Nodes whose addresses are already right: no write, so no await would yield; the
+    refresh still lets other tasks (/metrics, /healthz, watches) run every 500 nodes."""
+    cloud = FakeCloud(clock=clock)
+    nodes = []
+    for i in range(1200):
+        cloud.add_instance(FakeInstance(name=f"node{i}", addresses=(addr(INTERNAL),)))
+        nodes.append(kubelet_node(f"node{i}", taints=[], addresses=[INTERNAL]))
+    env: Env = await env_factory(cloud, nodes, options=NodeControllerOptions())
+    await env.informers.informer(NODES).wait_for_sync()
+    turns = 0
+    refreshing = True
+
+    async def other() -> None:
+        nonlocal turns
+        while refreshing:
+            turns += 1
+            await asyncio.sleep(0)
+
+    watcher = asyncio.create_task(other())
+    await asyncio.sleep(0)
+    before = turns
+    await env.ctrl.update_node_status()
+    refreshing = False
+    await watcher
+    assert cloud.calls.count("list_instance_metadata") == 1
+    assert not [r for r in env.kube.requests if r[0] == "patch"]  # nothing to write
+    assert turns - before >= 2  # it ran during the refresh, not only after it
