@@ -64,3 +64,16 @@ async def test_aws_leader_killed_twice(control_plane: ControlPlane, tmp_path: Pa
     ledger = await run_chaos(control_plane, world, tmp_path, settings, run)
     assert (ledger.kills, ledger.takeovers) == (2, 2)
     _assert_clean(ledger)
+
+
+async def test_local_leader_cut_off_from_the_apiserver_twice(
+    control_plane: ControlPlane, tmp_path: Path
+) -> None:
+    """The cut-off leader loses its lease while its cloud stays reachable: it must exit, and
+    no call of its may reach the cloud once its successor holds the lease."""
+    run = f"c{uuid.uuid4().hex[:6]}"
+    settings = ChaosSettings("partition", 2, seed=28, rbac=RBAC)
+    ledger = await run_chaos(control_plane, LocalWorld(tmp_path, run), tmp_path, settings, run)
+    assert (ledger.partitions, ledger.takeovers) == (2, 2)
+    assert all("exit 1 (cut off)" in e for e in ledger.exits[:2]), ledger.exits
+    _assert_clean(ledger)

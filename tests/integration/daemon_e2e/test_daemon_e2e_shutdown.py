@@ -22,7 +22,10 @@ from daemon_e2e_support import (
 )
 
 from kccm.kube.client import KubeApiClient
+from kccm.kube.errors import Conflict
+from kccm.kube.interface import Obj
 from kccm.kube.resources import (
+    LEASES,
     NODES,
 )
 from kccm.testing.daemon import Daemon
@@ -91,6 +94,52 @@ async def test_sigterm_while_a_cloud_call_hangs_in_a_thread_exits_after_the_grac
     assert "thread(s) are still running a cloud provider call" in logs
     lease_lines = [line for line in logs.splitlines() if "lease" in line]
     assert await _holder(kube) == "", f"the lease was not released: {lease_lines[-5:]}"
+
+
+async def test_losing_the_lease_while_a_cloud_call_hangs_exits_at_once(
+    cluster: Cluster, kube: KubeApiClient, kube_cleanup: KubeCleanup
+) -> None:
+    """Issue 28: upstream's OnStoppedLeading logs "leaderelection lost" and exits there
+    (klog.FlushAndExit), whatever its goroutines do. kccm used to wind down first (controllers,
+    event flush) and then wait for the provider thread until the exit guard fired, acting on
+    the cloud meanwhile while a successor could already lead; now nothing runs after the
+    lost lease: the exit guard never has a thread to report."""
+    node = kube_cleanup.add(NODES, unique_name("e2e-lost"))
+    daemon = _hanging(cluster, "instance_metadata", [node], "--controllers=cloud-node")
+    await eventually(lambda: daemon.logged("caches synced"))
+    await kube.create(NODES, kubelet_node(node, "10.244.42.0/24"))
+    await eventually(lambda: daemon.logged("HANGING instance_metadata"))
+    await eventually(lambda: _steal(kube))
+    try:
+        try:
+            code = await asyncio.to_thread(daemon.proc.wait, 60)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"kccm kept running after losing its lease:\n{daemon.logs()[-4000:]}")
+        logs = daemon.logs()
+        assert code == 1, logs[-3000:]
+        assert "leaderelection lost" in logs
+        assert "thread(s) are still running a cloud provider call" not in logs, logs[-3000:]
+    finally:
+        await _hand_back(kube)
+
+
+async def _steal(kube: KubeApiClient) -> Obj | None:
+    """Another manager takes the lease (None: kccm renewed it meanwhile, a 409; again)."""
+    lease = await kube.get(LEASES, "cloud-controller-manager", namespace="kube-system")
+    now = time.strftime("%Y-%m-%dT%H:%M:%S.000000Z", time.gmtime())
+    spec = {"holderIdentity": "usurper", "renewTime": now, "leaseDurationSeconds": 60}
+    try:
+        await kube.replace(LEASES, {**lease, "spec": {**lease["spec"], **spec}})
+    except Conflict:
+        return None
+    return lease
+
+
+async def _hand_back(kube: KubeApiClient) -> None:
+    """Release the lease for later tests on this apiserver."""
+    current = await kube.get(LEASES, "cloud-controller-manager", namespace="kube-system")
+    spec = {**current["spec"], "holderIdentity": "", "leaseDurationSeconds": 1}
+    await kube.replace(LEASES, {**current, "spec": spec})
 
 
 @pytest.mark.parametrize(

@@ -345,10 +345,11 @@ async def _partition_leader(fleet: Fleet, watch: LeaseWatch, ledger: Ledger) -> 
         lambda s: bool(s.holder) and s.holder != current.holder, TAKEOVER_WAIT
     )
     ledger.takeovers += 1
+    gone_already = member.daemon.proc.poll() is not None
     code = await asyncio.to_thread(member.daemon.proc.wait, TAKEOVER_WAIT)
     member.exited, member.exit_code = time.time(), code
     ledger.exits.append(f"kccm-{member.index} exit {code} (cut off)")
-    ledger.lingered_seconds.append(member.exited - took.seen)
+    ledger.lingered_seconds.append(0.0 if gone_already else member.exited - took.seen)
     fleet.forwarders[member.index].heal()
     await fleet.start()
 

@@ -33,7 +33,8 @@ class Ledger:
     reconnect_seconds: list[float] = field(default_factory=list)
     partitions: int = 0
     lingered_seconds: list[float] = field(default_factory=list)
-    """``partition``: how long each cut-off leader lived after its successor took over."""
+    """``partition``: how long each cut-off leader lived after the bench saw its successor
+    take over (0: it had exited by then)."""
     exits: list[str] = field(default_factory=list)
     """Daemons that exited on their own (not killed by the bench), replaced."""
     processes: int = 0
@@ -80,7 +81,8 @@ class Ledger:
         if self.mode == "partition":
             return (
                 f"partitions {self.partitions}, takeovers {self.takeovers}, cut-off leader "
-                f"exited {_spread(self.lingered_seconds)} after the takeover"
+                f"already gone at the takeover {self.lingered_seconds.count(0.0)} times, "
+                f"else exited {_spread([t for t in self.lingered_seconds if t])} after it"
             )
         if self.mode == "kill":
             ready = [
