@@ -23,7 +23,7 @@ from kccm.testing.chaos.world import Balancer, verdict
 
 
 def _log(identity: str, acquired: Sequence[float] = (), lost: Sequence[float] = ()) -> ProcessLog:
-    return ProcessLog(identity, list(acquired), list(lost))
+    return ProcessLog(identity, acquired=list(acquired), lost=list(lost))
 
 
 def test_reads_identity_leadership_and_writes_from_a_json_log(tmp_path: Path) -> None:
