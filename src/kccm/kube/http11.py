@@ -240,7 +240,9 @@ class ConnectionPool:
                     connection.close()
                     raise
                 connection.done()
-                if not connection.closed:
+                if connection.closed:  # "Connection: close": ours to close now
+                    connection.close()
+                else:
                     connection.idle_since = self._clock.monotonic()
                     self._idle.append(connection)
                 return answer
