@@ -70,8 +70,8 @@ from pathlib import Path
 from typing import Any
 
 from informer_nodes import realistic_node  # bench/ is on sys.path when run as a script
+from proc import CLK_TCK
 from scale import (
-    CLK_TCK,
     UNINIT,
     Completion,
     Daemon,
