@@ -4,6 +4,7 @@ Usage: .venv/bin/python bench/node_init_vs_upstream.py [--nodes 1000] [--repetit
            [--latency 0.05] [--shape kubelet|realistic] [--controllers LIST]
            [--only kccm,upstream] [--kccm "<python> -m kccm"] [--kccm-args ARGS]
            [--upstream PATH] [--upstream-args ARGS] [--json FILE]
+           [--py-spy BINARY DIR]
 
 Needs upstream's binary: ``make upstream-ccm`` (hack/upstream-ccm: k8s.io/cloud-provider
 v0.36.3's framework as an external provider builds it, with upstream's own fake cloud
@@ -72,6 +73,7 @@ from typing import Any
 from informer_nodes import realistic_node  # bench/ is on sys.path when run as a script
 from proc import CLK_TCK
 from scale import (
+    PY_SPY,
     UNINIT,
     Completion,
     Daemon,
@@ -83,6 +85,7 @@ from scale import (
     launch_daemon,
     log,
     metrics_token,
+    profiled,
     untainted,
 )
 
@@ -278,9 +281,13 @@ class Bench:
                 load_start = load1()
                 api0, cpu0 = cpu_of(apiserver), daemon.cpu_seconds()
                 start = time.perf_counter()
-                await bounded(200, [self.kube.create(NODES, shape(n, run, i))
-                                    for i, n in enumerate(names)])  # fmt: skip
-                await completion.finished.wait()
+                # py-spy reads CPython's stacks, not Go's
+                spied = daemon_name == "kccm" and PY_SPY
+                spy = profiled(daemon, f"node-init-{repetition}")
+                with spy if spied else contextlib.nullcontext():
+                    await bounded(200, [self.kube.create(NODES, shape(n, run, i))
+                                        for i, n in enumerate(names)])  # fmt: skip
+                    await completion.finished.wait()
                 wall = time.perf_counter() - start
                 cpu_done = daemon.cpu_seconds() - cpu0
                 api_done = cpu_of(apiserver) - api0
@@ -411,7 +418,10 @@ def main() -> None:
     parser.add_argument("--upstream", type=Path, default=None, help="default: make upstream-ccm's")
     parser.add_argument("--upstream-args", default=UPSTREAM_TUNING)
     parser.add_argument("--json", type=Path, default=None, help="write every run here too")
+    parser.add_argument("--py-spy", nargs=2, metavar=("BINARY", "DIR"), default=[],
+                        help="sample kccm with py-spy from the first create to done")  # fmt: skip
     args = parser.parse_args()
+    PY_SPY.extend(args.py_spy)
     if args.upstream is None and "upstream" in args.only:
         args.upstream = upstream_binary()
         if not os.access(args.upstream, os.X_OK):

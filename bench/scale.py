@@ -42,13 +42,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import os
 import re
 import shlex
 import signal
 import ssl
+import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -279,8 +282,8 @@ def cloud_calls(body: str) -> dict[str, float]:
 
 
 class MetricsProbe:
-    """Fetches ``path`` (/metrics, /healthz) every second in a thread; keeps the slowest
-    answer."""
+    """Fetches ``path`` (/metrics, /healthz) every second from bench/http_probe.py, a process
+    of its own (so the bench's own work is not counted); keeps the slowest answer."""
 
     def __init__(self, daemon: Daemon, path: str = "/metrics") -> None:
         self.daemon = daemon
@@ -288,31 +291,44 @@ class MetricsProbe:
         self.slowest = 0.0
         self.samples = 0
         self.failures = 0
-        self._stop = False
-        self._task: asyncio.Task[None] | None = None
-
-    async def _loop(self) -> None:
-        while not self._stop:
-            try:
-                took, _ = await asyncio.to_thread(self.daemon.get, self.path)
-                self.slowest = max(self.slowest, took)
-                self.samples += 1
-            except (OSError, urllib.error.URLError):
-                self.failures += 1
-            await asyncio.sleep(1.0)
+        self.times: list[float] = []
+        self._proc: subprocess.Popen[str] | None = None
+        self._reader: threading.Thread | None = None
 
     def __enter__(self) -> MetricsProbe:
-        self._task = asyncio.get_running_loop().create_task(self._loop())
+        url = f"https://127.0.0.1:{self.daemon.port}{self.path}"
+        self._proc = subprocess.Popen(
+            [sys.executable, str(Path(__file__).with_name("http_probe.py")), url],
+            stdout=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "KCCM_PROBE_TOKEN": self.daemon.token},
+        )
+        self._reader = threading.Thread(target=self._read, args=(self._proc,), daemon=True)
+        self._reader.start()
         return self
 
+    def _read(self, proc: subprocess.Popen[str]) -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            if line.startswith("failed"):
+                self.failures += 1
+            elif line.strip():
+                self.times.append(float(line))
+                self.slowest = max(self.slowest, float(line))
+                self.samples += 1
+
     def __exit__(self, *exc: object) -> None:
-        self._stop = True
-        if self._task is not None:
-            self._task.cancel()
+        if self._proc is None or self._reader is None:
+            return
+        self._proc.terminate()
+        self._proc.wait(60)
+        self._reader.join(60)
+        self._proc = self._reader = None
 
     def summary(self) -> str:
-        return (f"{self.slowest * 1000:.0f} ms ({self.samples} fetched, "
-                f"{self.failures} failed)")  # fmt: skip
+        median = statistics.median(self.times) if self.times else 0.0
+        return (f"{self.slowest * 1000:.0f} ms (median {median * 1000:.0f} ms; "
+                f"{self.samples} fetched, {self.failures} failed)")  # fmt: skip
 
 
 # -- helpers ----------------------------------------------------------------------------------

@@ -47,6 +47,7 @@ from kccm.runtime.events import EventBroadcaster
 from kccm.runtime.informers import SharedInformerFactory
 from kccm.runtime.leaderelection import LeaderElectionConfig, LeaderElector
 from kccm.runtime.server import Server
+from kccm.util.gcpolicy import freeze_synced_caches
 from kccm.util.loop import run_loop
 
 __all__ = ["EXIT_CONFIG", "EXIT_LOST_LEASE", "EXIT_RUNTIME", "Manager", "run_manager"]
@@ -102,7 +103,7 @@ def run_manager(config: ManagerConfig) -> int:
     deadline = ExitDeadline()
     code = EXIT_RUNTIME
     try:
-        code = run_loop(Manager(config, deadline=deadline).run())
+        code = run_loop(Manager(config, deadline=deadline, freeze_gc=True).run())
     except ConfigurationError as exc:
         for problem in exc.problems:
             _log.error("%s", problem)
@@ -157,6 +158,10 @@ class Manager:
     started: dict[str, RunnableController] = field(default_factory=dict)
     skipped: list[str] = field(default_factory=list)
     deadline: ExitDeadline = field(default_factory=ExitDeadline)
+    freeze_gc: bool = False
+    """Freeze the synced caches out of the cycle collector's scans (:mod:`kccm.util.gcpolicy`):
+    the daemon's process does (``run_manager``); a manager run inside another program, a test's,
+    leaves that program's collector alone."""
     _clients: list[KubeApiClient] = field(default_factory=list)
     _cluster: ClusterConfig | None = None
     explainer: Explainer | None = None
@@ -238,18 +243,20 @@ class Manager:
                 f"--kubeconfig: {exc}" if cfg.kubeconfig else str(exc)
             ) from exc
 
-    def _delegation_client(self, flag: str, path: str, kube: KubeApiClient) -> KubeApiClient:
+    def _delegation_client(self, name: str, path: str, kube: KubeApiClient) -> KubeApiClient:
         """The client for --authentication-kubeconfig / --authorization-kubeconfig (the main
         one when the flag is empty)."""
-        if not path:
-            return kube
-        try:
-            cluster = load_cluster_config(path)
-        except KubeConfigError as exc:
-            raise ConfigurationError(f"--{flag}: {exc}") from exc
-        return self._client(flag.removesuffix("-kubeconfig"), cluster)
+        cluster = _delegation_cluster(name, path)
+        return kube if cluster is None else self._client(name, cluster)
 
-    def _client(self, name: str, cluster: ClusterConfig | None = None) -> KubeApiClient:
+    def _serving_client(self, name: str, path: str) -> KubeApiClient:
+        """A client for the server's thread (--<name>-kubeconfig, else the main cluster's);
+        the server closes it, on that thread."""
+        return self._client(name, _delegation_cluster(name, path), register=False)
+
+    def _client(
+        self, name: str, cluster: ClusterConfig | None = None, *, register: bool = True
+    ) -> KubeApiClient:
         cfg = self.config
         if self._cluster is None:
             self._cluster = self._cluster_config()
@@ -260,7 +267,8 @@ class Manager:
             user_agent=f"kccm/{__version__} cloud-controller-manager/{name}",
             projections={NODES: NODE_PROJECTION},  # the Node cache keeps only this anyway
         )
-        self._clients.append(client)
+        if register:
+            self._clients.append(client)
         return client
 
     async def _serve(self, kube: KubeApiClient) -> None:
@@ -268,16 +276,15 @@ class Manager:
         if serving.secure_port == 0:
             _log.info("secure serving disabled (--secure-port=0)")
             return
-        authn = self._delegation_client(
-            "authentication-kubeconfig", serving.authentication_kubeconfig, kube
-        )
-        authz = self._delegation_client(
-            "authorization-kubeconfig", serving.authorization_kubeconfig, kube
-        )
+        authn = self._delegation_client("authentication", serving.authentication_kubeconfig, kube)
         try:
             material = await resolve_auth_material(authn, serving)
         except AuthLookupError as exc:
             raise StartupError(str(exc)) from exc
+        # The server answers on a thread of its own (kccm.runtime.server): its reviews go
+        # through clients of its own, so a cache miss never waits for the busy main loop.
+        serving_authn = self._serving_client("authentication", serving.authentication_kubeconfig)
+        serving_authz = self._serving_client("authorization", serving.authorization_kubeconfig)
         self.server = Server(
             registry=self.registry,
             bind_address=serving.bind_address,
@@ -285,12 +292,13 @@ class Manager:
             cert_file=Path(serving.tls_cert_file) if serving.tls_cert_file else None,
             key_file=Path(serving.tls_private_key_file) if serving.tls_private_key_file else None,
             cert_dir=Path(serving.cert_dir) if serving.cert_dir else None,
-            authorizer=material.authenticator(authn, serving, authz),
+            authorizer=material.authenticator(serving_authn, serving, serving_authz),
             always_allow_paths=serving.always_allow_paths,
             tls_options=material.serving_tls(serving),
             reuse_port=serving.permit_port_sharing,
             reuse_address=serving.permit_address_sharing,
         )
+        self.server.close_on_stop(serving_authn.close, serving_authz.close)
         if self.explainer is not None:
             self.explainer.register(self.server)
         try:
@@ -406,6 +414,8 @@ class Manager:
             self._build_controllers(informers, events, cloud)
             informers.start()
             await informers.wait_for_sync()
+            if self.freeze_gc:
+                freeze_synced_caches()
             _log.info("caches synced; starting %d controllers", len(self.started))
             tasks = [asyncio.create_task(c.run(), name=n) for n, c in self.started.items()]
             if tasks:
@@ -511,3 +521,13 @@ def _gate_config(cfg: ManagerConfig) -> GateConfig:
         for group, qps in gate.group_qps.items()
     }
     return GateConfig(budget=budget, group_budgets=groups, max_threads=gate.provider_threads)
+
+
+def _delegation_cluster(name: str, path: str) -> ClusterConfig | None:
+    """--<name>-kubeconfig's cluster, None when the flag is empty."""
+    if not path:
+        return None
+    try:
+        return load_cluster_config(path)
+    except KubeConfigError as exc:
+        raise ConfigurationError(f"--{name}-kubeconfig: {exc}") from exc

@@ -1,7 +1,9 @@
 """Named health checks and the apiserver's healthz response format.
 
 A check is a callable taking no argument, plain or ``async``. It passes when it returns
-(``None`` or anything but ``False``) and fails when it raises or returns ``False``.
+(``None`` or anything but ``False``) and fails when it raises or returns ``False``. The server
+runs checks on its own thread: a plain check there (it must be thread-safe), an ``async`` one on
+:attr:`HealthChecks.home`, the loop its state belongs to.
 
 The aggregate answer mirrors ``k8s.io/apiserver/pkg/server/healthz``:
 
@@ -18,10 +20,13 @@ One check alone (``/<endpoint>/<name>``) answers 200 ``ok`` or 500
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+
+from kccm.util.loop import on_loop
 
 __all__ = ["HealthCheck", "HealthChecks", "HealthResponse", "ping"]
 
@@ -45,6 +50,7 @@ class HealthChecks:
 
     def __init__(self, endpoint: str) -> None:
         self.endpoint = endpoint
+        self.home: asyncio.AbstractEventLoop | None = None  # where ``async`` checks run
         self._checks: dict[str, HealthCheck] = {}
 
     @property
@@ -68,7 +74,7 @@ class HealthChecks:
 
     async def check_one(self, name: str) -> HealthResponse:
         """The ``/<endpoint>/<name>`` answer. ``name`` must be a served check."""
-        error = await _run(self._effective()[name])
+        error = await _run(self._effective()[name], self.home)
         if error is None:
             return HealthResponse(200, "ok")
         return HealthResponse(500, f"internal server error: {error}\n")
@@ -95,7 +101,7 @@ class HealthChecks:
         for name, check in self._effective().items():
             if name in excluded:
                 continue
-            error = await _run(check)
+            error = await _run(check, self.home)
             if error is None:
                 lines.append(f"[+]{name} ok\n")
             else:
@@ -105,15 +111,16 @@ class HealthChecks:
         return lines, failed
 
     def _effective(self) -> dict[str, HealthCheck]:
-        return self._checks or {"ping": ping}
+        """A copy: the daemon's loop may register checks while the serving thread runs them."""
+        return dict(self._checks) or {"ping": ping}
 
 
-async def _run(check: HealthCheck) -> str | None:
+async def _run(check: HealthCheck, home: asyncio.AbstractEventLoop | None) -> str | None:
     """None when ``check`` passes, else the reason it failed."""
     try:
         result = check()
         if inspect.isawaitable(result):
-            result = await result
+            result = await on_loop(home, result)
     except Exception as exc:
         return str(exc) or type(exc).__name__
     return "check returned False" if result is False else None

@@ -128,15 +128,18 @@ class _PrometheusQueueMetrics(QueueMetrics):
     def retry(self) -> None:
         self._retries.inc()
 
+    # Both are read at a scrape, on the server's thread, while the daemon's loop adds and
+    # removes keys: they iterate a copy (``tuple()`` of the values is taken under the GIL).
+
     def unfinished_work_seconds(self) -> float:
         """Sum of the ages of every key being processed (client-go updateUnfinishedWork)."""
         now = self._clock.monotonic()
-        return sum(now - started for started in self._started_at.values())
+        return sum(now - started for started in tuple(self._started_at.values()))
 
     def longest_running_seconds(self) -> float:
         """Age of the oldest key being processed, 0 when idle."""
         now = self._clock.monotonic()
-        return max((now - started for started in self._started_at.values()), default=0.0)
+        return max((now - started for started in tuple(self._started_at.values())), default=0.0)
 
 
 class WorkqueueMetricsProvider:

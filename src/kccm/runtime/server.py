@@ -17,12 +17,24 @@ minimum version, cipher suites and client CAs. Every path goes through the optio
 (``--authorization-always-allow-paths``): an entry is an exact path, or a prefix when it ends
 in ``*``; an allowed health endpoint (``/healthz``) also covers its per-check paths
 (``/healthz/<check>``), which upstream does not serve.
+
+The server runs on a loop of its own in a thread (:class:`kccm.util.loop.LoopThread`), so the
+endpoints answer in milliseconds however busy the daemon's main loop is (issue 28: at 10,000
+Nodes + 3,000 Services the main loop kept a request waiting 200-600 ms). What belongs to the
+main loop is reached from there with :func:`kccm.util.loop.on_loop`: ``async`` health checks and
+the handlers given to :meth:`Server.add_get` run on the loop that called :meth:`Server.start`.
+Plain health checks, the authorizer and the Prometheus collectors run on the serving thread:
+they must be thread-safe (reads of plain state), and an authorizer's API clients must be used
+there only (the daemon gives :class:`kccm.runtime.delegated.DelegatedAuth` clients of its own,
+closed on that thread by :meth:`Server.close_on_stop`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import ipaddress
 import json
+import logging
 import ssl
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
@@ -40,11 +52,14 @@ from kccm.runtime.selfsigned import (
 )
 from kccm.runtime.tls import ServingTLS, apply_serving_tls
 from kccm.util.clock import REAL_CLOCK, Clock
+from kccm.util.loop import LoopThread, on_loop
 
 __all__ = ["ENDPOINTS", "Authorizer", "Decision", "Handler", "Server"]
 
 ENDPOINTS = ("healthz", "readyz", "livez")
 DEFAULT_ALWAYS_ALLOW_PATHS = ("/healthz", "/readyz", "/livez")
+
+_log = logging.getLogger(__name__)
 
 _TEXT_HEADERS = {"Content-Type": "text/plain; charset=utf-8", "X-Content-Type-Options": "nosniff"}
 
@@ -112,8 +127,11 @@ class Server:
         self.ca_pem: bytes | None = None
         self._clock = clock
         self._runner: web.AppRunner | None = None
+        self._thread: LoopThread | None = None
+        self._home: asyncio.AbstractEventLoop | None = None
         self._port: int | None = None
         self._routes: list[tuple[str, Handler]] = []
+        self._closers: list[Callable[[], Awaitable[object]]] = []
 
     def add_check(
         self, name: str, check: HealthCheck, *, endpoints: Iterable[str] = ENDPOINTS
@@ -126,6 +144,11 @@ class Server:
         """Serve GET ``path`` (an aiohttp route pattern) with ``handler``, under the same
         authorization as every path; call before :meth:`start` (``kccm explain`` uses it)."""
         self._routes.append((path, handler))
+
+    def close_on_stop(self, *closers: Callable[[], Awaitable[object]]) -> None:
+        """Await each of ``closers`` on the serving thread when the server stops (what the
+        authorizer used there: its API clients)."""
+        self._closers.extend(closers)
 
     def remove_check(self, name: str) -> None:
         for checks in self.checks.values():
@@ -169,12 +192,25 @@ class Server:
             app.router.add_get(f"/{endpoint}/{{check}}", self._single_handler(endpoint))
         app.router.add_get("/metrics", self._metrics)
         for path, handler in self._routes:
-            app.router.add_get(path, handler)
+            app.router.add_get(path, self._on_home(handler))
         return app
 
     async def start(self) -> None:
-        """Bind and serve; the TLS material is loaded or generated here."""
+        """Bind and serve from a thread of its own; the TLS material is loaded or generated
+        here. The running loop becomes the one ``async`` checks and added handlers run on."""
         context = self._ssl_context() if self.tls else None
+        self._home = asyncio.get_running_loop()
+        for checks in self.checks.values():
+            checks.home = self._home
+        thread = LoopThread("kccm-serving")
+        try:
+            await thread.run(self._start_site(context))
+        except BaseException:
+            await thread.stop()
+            raise
+        self._thread = thread
+
+    async def _start_site(self, context: ssl.SSLContext | None) -> None:
         runner = web.AppRunner(self.application(), access_log=None)
         await runner.setup()
         site = web.TCPSite(
@@ -194,9 +230,28 @@ class Server:
         self._port = int(runner.addresses[0][1])
 
     async def stop(self) -> None:
-        if self._runner is not None:
-            await self._runner.cleanup()
-            self._runner = None
+        thread, runner = self._thread, self._runner
+        self._thread = self._runner = None
+        if thread is not None:
+            if runner is not None:
+                await thread.run(runner.cleanup())
+            await thread.run(self._close_on_thread())
+            await thread.stop()
+
+    async def _close_on_thread(self) -> None:
+        for close in self._closers:
+            try:
+                await close()
+            except Exception:
+                _log.exception("closing %r after the server stopped failed", close)
+
+    def _on_home(self, handler: Handler) -> Handler:
+        """``handler`` run on the loop that started the server."""
+
+        async def handle(request: web.Request) -> web.StreamResponse:
+            return await on_loop(self._home, handler(request))
+
+        return handle
 
     def _ssl_context(self) -> ssl.SSLContext:
         context = self._certificate_context()

@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import errno
 import ssl
+import threading
+import urllib.request
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -153,6 +155,72 @@ async def test_checks_can_be_limited_to_one_endpoint(start_server: StartServer) 
     assert (await fetch(server, "/readyz")).status == 500
     assert (await fetch(server, "/livez")).status == 200
     assert (await fetch(server, "/healthz/cache-synced")).status == 404
+
+
+def fetch_blocking(server: Server, path: str) -> int:
+    """GET ``path`` from a thread of the caller's, without the caller's loop."""
+    context = client_context(server, None)
+    assert isinstance(context, ssl.SSLContext)
+    with urllib.request.urlopen(server.url + path, context=context, timeout=30) as response:
+        return int(response.status)
+
+
+async def test_health_and_metrics_answer_while_the_starting_loop_is_blocked(
+    start_server: StartServer,
+) -> None:
+    server = await start_server()
+    server.add_check("lease", passing)
+    answers: list[int] = []
+    answered = threading.Event()
+
+    def probe() -> None:
+        answers.extend(fetch_blocking(server, path) for path in ("/healthz", "/metrics"))
+        answered.set()
+
+    threading.Thread(target=probe, daemon=True).start()
+    # Block the loop that started the server, as a long callback of the daemon would: the
+    # answers come from the server's own thread meanwhile.
+    assert answered.wait(20), "no answer while the daemon's loop was busy"
+    assert answers == [200, 200]
+
+
+async def test_async_checks_and_added_handlers_run_on_the_starting_loop(
+    start_server: StartServer,
+) -> None:
+    seen: list[asyncio.AbstractEventLoop] = []
+
+    async def check() -> None:
+        seen.append(asyncio.get_running_loop())
+
+    async def handler(request: web.Request) -> web.Response:
+        seen.append(asyncio.get_running_loop())
+        return web.Response(text=request.match_info["name"])
+
+    server = Server(registry=CollectorRegistry(), bind_address="127.0.0.1", port=0)
+    server.add_get("/explain/{name}", handler)
+    server.add_check("async", check)
+    await server.start()
+    try:
+        assert (await fetch(server, "/healthz/async")).status == 200
+        assert (await fetch(server, "/explain/web")).body == "web"
+    finally:
+        await server.stop()
+    assert seen == [asyncio.get_running_loop()] * 2
+
+
+async def test_closers_run_on_the_serving_thread_when_the_server_stops() -> None:
+    closed_on: list[int] = []
+
+    async def close() -> None:
+        closed_on.append(threading.get_ident())
+
+    server = Server(registry=CollectorRegistry(), bind_address="127.0.0.1", port=0)
+    server.close_on_stop(close)
+    await server.start()
+    assert closed_on == []
+    await server.stop()
+    assert len(closed_on) == 1
+    assert closed_on[0] != threading.get_ident()
 
 
 async def test_duplicate_check_name_is_refused(start_server: StartServer) -> None:

@@ -1,0 +1,93 @@
+"""kccm.util.loop: awaiting work on another loop, and a loop in a thread of its own."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import AsyncIterator
+
+import pytest
+
+from kccm.util.loop import LoopThread, on_loop
+
+
+async def where() -> tuple[asyncio.AbstractEventLoop, int]:
+    await asyncio.sleep(0)
+    return asyncio.get_running_loop(), threading.get_ident()
+
+
+async def boom() -> None:
+    await asyncio.sleep(0)
+    raise LookupError("from the other loop")
+
+
+@pytest.fixture
+async def thread() -> AsyncIterator[LoopThread]:
+    loop_thread = LoopThread("test-loop")
+    yield loop_thread
+    await loop_thread.stop()
+
+
+@pytest.mark.parametrize("target", ["none", "running"])
+async def test_on_loop_runs_in_place_for_none_or_the_running_loop(target: str) -> None:
+    loop = None if target == "none" else asyncio.get_running_loop()
+    assert await on_loop(loop, where()) == (asyncio.get_running_loop(), threading.get_ident())
+
+
+async def test_a_loop_thread_runs_work_on_its_own_thread(thread: LoopThread) -> None:
+    loop, ident = await thread.run(where())
+    assert loop is thread.loop
+    assert ident != threading.get_ident()
+
+
+async def test_work_sent_back_from_the_thread_runs_on_the_callers_loop(thread: LoopThread) -> None:
+    home = asyncio.get_running_loop()
+
+    async def hop_home() -> tuple[asyncio.AbstractEventLoop, int]:
+        return await on_loop(home, where())
+
+    assert await thread.run(hop_home()) == (home, threading.get_ident())
+
+
+async def test_an_exception_crosses_back(thread: LoopThread) -> None:
+    with pytest.raises(LookupError, match="from the other loop"):
+        await thread.run(boom())
+
+
+async def test_cancelling_the_caller_cancels_the_work(thread: LoopThread) -> None:
+    started, cancelled = threading.Event(), threading.Event()
+
+    async def forever() -> None:
+        started.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+
+    caller = asyncio.create_task(thread.run(forever()))
+    assert await asyncio.to_thread(started.wait, 10)
+    caller.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await caller
+    assert await asyncio.to_thread(cancelled.wait, 10)
+
+
+async def test_stop_cancels_what_runs_there_and_ends_the_thread() -> None:
+    loop_thread = LoopThread("test-stop")
+    started, cancelled = threading.Event(), threading.Event()
+
+    async def forever() -> None:
+        started.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+
+    asyncio.run_coroutine_threadsafe(forever(), loop_thread.loop)
+    assert await asyncio.to_thread(started.wait, 10)
+    await loop_thread.stop()
+    assert cancelled.is_set()
+    assert loop_thread.loop.is_closed()
+    await loop_thread.stop()  # a second stop does nothing
