@@ -48,10 +48,19 @@ class ProviderCaller(Protocol):
 
 def is_async_callable(fn: object) -> bool:
     """True for coroutine functions, bound or not, and objects with an ``async __call__``."""
+    function = getattr(fn, "__func__", None)
+    if function is not None:  # a bound method (every provider call): its function decides
+        return _is_async_function(function)
     if inspect.iscoroutinefunction(fn):
         return True
     call = getattr(fn, "__call__", None)  # noqa: B004 - we need the bound __call__ itself
     return inspect.iscoroutinefunction(call)
+
+
+@functools.lru_cache(maxsize=1024)
+def _is_async_function(function: object) -> bool:
+    """Looked up once per function: a provider's methods are called thousands of times."""
+    return inspect.iscoroutinefunction(function)
 
 
 class ThreadPoolAdapter:

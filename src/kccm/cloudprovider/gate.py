@@ -241,6 +241,25 @@ class _Metrics:
             ["group"],
             registry=registry,
         )
+        self._methods: dict[str, _MethodMetrics] = {}
+
+    def of(self, method: str) -> _MethodMetrics:
+        """``method``'s series of every call, looked up once (``labels()`` validates and locks
+        each time it is called)."""
+        found = self._methods.get(method)
+        if found is None:
+            found = _MethodMetrics(
+                self.calls.labels(method), self.latency.labels(method), self.wait.labels(method)
+            )
+            self._methods[method] = found
+        return found
+
+
+@dataclass(frozen=True, slots=True)
+class _MethodMetrics:
+    calls: Counter
+    latency: Histogram
+    wait: Histogram
 
 
 @dataclass(order=True)
@@ -413,7 +432,7 @@ class CallGate:
     ) -> None:
         lane = self._lane(group)
         if lane.open_now():
-            self._metrics.wait.labels(method).observe(0.0)
+            self._metrics.of(method).wait.observe(0.0)
             return
         start = self._clock.monotonic()
         ticket = _Ticket(int(priority), next(self._seq), asyncio.get_running_loop().create_future())
@@ -424,12 +443,13 @@ class CallGate:
             await ticket.future
         finally:
             ticket.future.cancel()  # no-op once granted; tells the dispatcher to skip us
-        self._metrics.wait.labels(method).observe(self._clock.monotonic() - start)
+        self._metrics.of(method).wait.observe(self._clock.monotonic() - start)
 
     async def _run(
         self, group: str, method: str, fn: Callable[..., MaybeAwaitable[T]], args: tuple[Any, ...]
     ) -> T:
-        self._metrics.calls.labels(method).inc()
+        metrics = self._metrics.of(method)
+        metrics.calls.inc()
         self._lane(group).note_call(RECENT_WINDOW)
         start = self._clock.monotonic()
         try:
@@ -439,7 +459,7 @@ class CallGate:
             self._on_error(group, error)
             raise
         finally:
-            self._metrics.latency.labels(method).observe(self._clock.monotonic() - start)
+            metrics.latency.observe(self._clock.monotonic() - start)
         self._lane(group).throttles = 0
         return result
 

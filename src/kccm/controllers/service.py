@@ -103,10 +103,8 @@ METRICS_NAME = "service"
 EVENT_COMPONENT = "service-controller"
 SERVICE_QUEUE = "service"
 NODE_QUEUE = "node"
-NODE_SYNC_KEY = "nodes"
-"""The one key of the node queue: a burst of node events is one node sync."""
-YIELD_EVERY = 256
-"""Loops over services give the event loop a turn this often."""
+NODE_SYNC_KEY = "nodes"  # the node queue's one key: a burst of node events is one node sync
+YIELD_EVERY = 256  # loops over services give the event loop a turn this often
 SERVICE_SYNC_PERIOD = 30.0
 """Upstream ``serviceSyncPeriod``: how often services needing cleanup are re-enqueued."""
 WORKER_RESTART_PERIOD = 1.0
@@ -505,6 +503,8 @@ class ServiceController(CloudController):
         start = self.clock.monotonic()
         self.node_syncs += 1
         try:
+            if not self.ensured:  # no balancer to update: no node set to build
+                return set()
             nodes = self.backends.snapshot()
             stale = await self._services_behind(nodes)
             return await self.update_load_balancer_hosts(stale, self.workers, nodes)
