@@ -323,8 +323,24 @@ class _Lane:
 
 @dataclass
 class _Flight:
-    task: asyncio.Future[Any] | None = None
+    """A coalesced read in flight: its first caller runs it; each later one awaits a future
+    of its own (cancelling one waiter cancels nobody else's answer)."""
+
+    waiters: list[asyncio.Future[Any]] = field(default_factory=list)
     ticket: _Ticket | None = None
+
+    def settle(self, result: Any = None, error: BaseException | None = None) -> None:
+        for waiter in self.waiters:
+            if waiter.done():
+                continue
+            if error is None:
+                waiter.set_result(result)
+            else:
+                waiter.set_exception(error)
+
+
+class _Abandoned(Exception):
+    """The caller running a coalesced read was cancelled: a waiting caller runs it itself."""
 
 
 class CallGate:
@@ -392,19 +408,40 @@ class CallGate:
         if flight is not None:
             self._metrics.coalesced.labels(method).inc()
             self._raise_priority(flight, priority, group)
-            assert flight.task is not None
-            return await asyncio.shield(flight.task)
+            waiter = asyncio.get_running_loop().create_future()
+            flight.waiters.append(waiter)
+            try:
+                return await waiter
+            except _Abandoned:
+                return await self.call(method, fn, *args, priority=priority, key=key)
+        return await self._lead(flight_key, group, method, fn, args, priority)
+
+    async def _lead(
+        self,
+        flight_key: tuple[str, Hashable],
+        group: str,
+        method: str,
+        fn: Callable[..., Any],
+        args: tuple[Any, ...],
+        priority: Priority,
+    ) -> Any:
+        """Run a coalesced read in the first caller's own task (no task of its own: most
+        reads have no company) and hand its outcome to whoever joined meanwhile."""
         flight = _Flight()
         self._inflight[flight_key] = flight
-        task = asyncio.ensure_future(self._admit_and_run(group, method, fn, args, priority, flight))
-        flight.task = task
-        task.add_done_callback(lambda done: self._land(flight_key, done))
-        return await asyncio.shield(task)
-
-    def _land(self, flight_key: tuple[str, Hashable], task: asyncio.Future[Any]) -> None:
-        self._inflight.pop(flight_key, None)
-        if not task.cancelled():
-            task.exception()  # every waiter may have gone: mark the error as seen
+        try:
+            result = await self._admit_and_run(group, method, fn, args, priority, flight)
+        except asyncio.CancelledError:
+            flight.settle(error=_Abandoned())
+            raise
+        except BaseException as error:
+            flight.settle(error=error)
+            raise
+        finally:
+            if self._inflight.get(flight_key) is flight:
+                del self._inflight[flight_key]
+        flight.settle(result)
+        return result
 
     def _raise_priority(self, flight: _Flight, priority: Priority, group: str) -> None:
         ticket = flight.ticket

@@ -130,6 +130,32 @@ async def test_coalesced_callers_share_the_error(env: Env) -> None:
     assert env.cloud.calls.count("instance_metadata") == 1
 
 
+@pytest.mark.parametrize("cancelled", ["first-caller", "second-caller"])
+async def test_a_cancelled_caller_of_a_coalesced_read_leaves_the_others_their_answer(
+    env: Env, cancelled: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first caller runs the read in its own task; cancelling it hands the read to a
+    waiting caller (one more provider call), cancelling a waiter changes nothing."""
+    env.cloud.set_latency("instance_metadata", 1.0)
+    under_way, enter = asyncio.Event(), env.cloud._enter
+
+    async def entering(method: str, *args: object) -> None:
+        under_way.set()
+        await enter(method, *args)
+
+    monkeypatch.setattr(env.cloud, "_enter", entering)
+    node, v2 = make_node("n1", provider_id=PID), env.v2()
+    calls = [asyncio.create_task(v2.instance_metadata(node)) for _ in range(3)]
+    await under_way.wait()  # the first caller's provider call has started
+    gone = calls.pop(0 if cancelled == "first-caller" else 1)
+    gone.cancel()
+    await env.clock.run_until_idle()
+    results = await asyncio.gather(*calls)
+    assert [r.provider_id for r in results if r is not None] == [PID, PID]
+    assert gone.cancelled()
+    assert env.cloud.calls.count("instance_metadata") == (2 if cancelled == "first-caller" else 1)
+
+
 @pytest.mark.parametrize(
     ("first", "second", "provider_calls"),
     [
@@ -177,8 +203,9 @@ async def test_a_waiting_read_joined_by_an_init_caller_moves_up(env: Env) -> Non
     tasks.append(asyncio.create_task(one(node, Priority.INITIALIZE, "init")))
     await env.clock.run_until_idle()
     await asyncio.gather(*tasks)
-    # One provider call served both, ahead of the five NORMAL calls queued before it.
-    assert order == ["periodic", "init", "x0", "x1", "x2", "x3", "x4"]
+    # x0 took the one token of the burst at once; one provider call served both others,
+    # ahead of the four NORMAL calls queued before them.
+    assert order == ["x0", "periodic", "init", "x1", "x2", "x3", "x4"]
     assert env.cloud.calls.count("instance_exists") == 6
 
 
