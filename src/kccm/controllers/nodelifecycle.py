@@ -19,7 +19,6 @@ docs/behaviour.md). Cloud calls use ``Priority.PERIODIC``.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -45,6 +44,7 @@ from kccm.kube.resources import NODES
 from kccm.runtime.events import EVENT_TYPE_NORMAL, EVENT_TYPE_WARNING, EventRecorder, ObjectRef
 from kccm.runtime.informers import Informer
 from kccm.util.clock import Clock
+from kccm.util.loop import for_each
 
 __all__ = [
     "CONTROLLER_NAME",
@@ -125,15 +125,9 @@ class CloudNodeLifecycleController(CloudController):
                 )
             else:
                 not_ready.append(node)
-        if not not_ready:
-            return
-        limit = asyncio.Semaphore(max(1, self.options.concurrent_node_monitors))
-
-        async def check(node: Obj) -> None:
-            async with limit:
-                await self.check_not_ready_node(node)
-
-        await asyncio.gather(*(check(node) for node in not_ready))
+        if not_ready:
+            concurrency = self.options.concurrent_node_monitors
+            await for_each(not_ready, self.check_not_ready_node, concurrency=concurrency)
 
     async def _ensure_no_shutdown_taint(self, node: Obj) -> None:
         try:

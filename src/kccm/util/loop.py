@@ -22,10 +22,10 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Awaitable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from typing import Any, TypeVar
 
-__all__ = ["LoopThread", "on_loop", "run_loop"]
+__all__ = ["LoopThread", "for_each", "on_loop", "run_loop"]
 
 _T = TypeVar("_T")
 
@@ -89,3 +89,23 @@ async def _cancel_others() -> None:
     for task in others:
         task.cancel()
     await asyncio.gather(*others, return_exceptions=True)
+
+
+async def for_each(
+    items: Iterable[_T], work: Callable[[_T], Awaitable[object]], *, concurrency: int
+) -> None:
+    """``await work(item)`` for every item, at most ``concurrency`` at a time, by that many
+    tasks taking items in turn (not a task per item waiting on a semaphore: a pass over
+    thousands of Nodes made a task and a semaphore wait for each). The first exception is
+    raised once every task has stopped; a task that raised takes no further item."""
+    pending = iter(items)
+
+    async def worker() -> None:
+        for item in pending:
+            await work(item)
+
+    workers = [asyncio.ensure_future(worker()) for _ in range(max(1, concurrency))]
+    results = await asyncio.gather(*workers, return_exceptions=True)
+    for result in results:
+        if isinstance(result, BaseException):
+            raise result

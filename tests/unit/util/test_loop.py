@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from kccm.util.loop import LoopThread, on_loop
+from kccm.util.loop import LoopThread, for_each, on_loop
 
 
 async def where() -> tuple[asyncio.AbstractEventLoop, int]:
@@ -91,3 +91,38 @@ async def test_stop_cancels_what_runs_there_and_ends_the_thread() -> None:
     assert cancelled.is_set()
     assert loop_thread.loop.is_closed()
     await loop_thread.stop()  # a second stop does nothing
+
+
+@pytest.mark.parametrize(("items", "concurrency"), [(0, 3), (1, 3), (10, 3), (10, 1), (3, 10)])
+async def test_for_each_does_every_item_at_most_concurrency_at_once(
+    items: int, concurrency: int
+) -> None:
+    done: list[int] = []
+    running, most = 0, 0
+
+    async def work(item: int) -> None:
+        nonlocal running, most
+        running += 1
+        most = max(most, running)
+        await asyncio.sleep(0)
+        running -= 1
+        done.append(item)
+
+    await for_each(range(items), work, concurrency=concurrency)
+    assert sorted(done) == list(range(items))
+    assert most == min(items, concurrency)
+
+
+async def test_for_each_raises_the_first_error_once_the_others_stopped() -> None:
+    done: list[int] = []
+
+    async def work(item: int) -> None:
+        await asyncio.sleep(0)
+        if item == 2:
+            raise LookupError(item)
+        done.append(item)
+
+    with pytest.raises(LookupError):
+        await for_each(range(6), work, concurrency=2)
+    assert 2 not in done
+    assert set(done) == {0, 1, 3, 4, 5}  # the other worker went on
