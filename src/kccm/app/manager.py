@@ -44,6 +44,7 @@ from kccm.kube.config import ClusterConfig, KubeConfigError, load_cluster_config
 from kccm.kube.projection import NODE_PROJECTION
 from kccm.kube.resources import NODES
 from kccm.runtime.events import EventBroadcaster
+from kccm.runtime.healthz import LoopPulse
 from kccm.runtime.informers import SharedInformerFactory
 from kccm.runtime.leaderelection import LeaderElectionConfig, LeaderElector
 from kccm.runtime.server import Server
@@ -162,6 +163,8 @@ class Manager:
     """Freeze the synced caches out of the cycle collector's scans (:mod:`kccm.util.gcpolicy`):
     the daemon's process does (``run_manager``); a manager run inside another program, a test's,
     leaves that program's collector alone."""
+    pulse: LoopPulse = field(default_factory=LoopPulse)
+    """The loop's pulse, which the controllers' health checks read (kccm.runtime.healthz)."""
     _clients: list[KubeApiClient] = field(default_factory=list)
     _cluster: ClusterConfig | None = None
     explainer: Explainer | None = None
@@ -192,12 +195,14 @@ class Manager:
         self.explainer = self._explainer(kube, gated, gate)
         stop = asyncio.Event()
         self._install_signal_handlers(stop)
+        pulse = asyncio.create_task(self.pulse.run(), name="loop-pulse")
         try:
             if not await self._initialize(gated, stop):
                 return 0
             await self._serve(kube)
             return await self._run_until_stopped(kube, gated, stop)
         finally:
+            pulse.cancel()
             self._arm_deadline()
             await self._close(gate)
 
@@ -476,12 +481,12 @@ class Manager:
             _log.warning("Skipping %r", name)
             self.skipped.append(name)
             if self.server is not None:
-                self.server.add_check(f"{name}-skipped", _ok, endpoints=("healthz",))
+                self.server.add_check(f"{name}-skipped", self.pulse.check, endpoints=("healthz",))
             return
         self.started[name] = built
         _log.info("Started %r", name)
         if self.server is not None:
-            self.server.add_check(name, _ok, endpoints=("healthz",))
+            self.server.add_check(name, self.pulse.check, endpoints=("healthz",))
 
 
 def _listen_error(address: str, port: int, exc: OSError) -> str:
@@ -495,10 +500,6 @@ def _listen_error(address: str, port: int, exc: OSError) -> str:
     else:
         reason = exc.strerror or str(exc)
     return f"--secure-port: cannot listen on {where}: {reason}"
-
-
-def _ok() -> None:
-    """A controller's ping check (upstream NamedPingChecker)."""
 
 
 def served_classes_annotations(cfg: ManagerConfig) -> dict[str, str]:

@@ -137,13 +137,15 @@ def _without_empty(**fields: str) -> dict[str, str]:
 def _rfc3339(moment: datetime) -> str:
     """``moment`` (UTC) to the second, as metav1.Time marshals; the last answer is reused
     within the same second (an Event needs two stamps, a burst of them the same ones)."""
+    global _last_stamp
     second = (moment.year, moment.month, moment.day, moment.hour, moment.minute, moment.second)
-    if _LAST_STAMP[0] != second:
-        _LAST_STAMP[:] = [second, moment.strftime("%Y-%m-%dT%H:%M:%SZ")]
-    return str(_LAST_STAMP[1])
+    last = _last_stamp
+    if last[0] != second:
+        last = _last_stamp = (second, moment.strftime("%Y-%m-%dT%H:%M:%SZ"))
+    return last[1]
 
 
-_LAST_STAMP: list[object] = [None, ""]
+_last_stamp: tuple[object, str] = (None, "")
 
 
 class _Namer:

@@ -26,9 +26,10 @@ import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from kccm.util.clock import REAL_CLOCK, Clock
 from kccm.util.loop import on_loop
 
-__all__ = ["HealthCheck", "HealthChecks", "HealthResponse", "ping"]
+__all__ = ["HealthCheck", "HealthChecks", "HealthResponse", "LoopPulse", "ping"]
 
 HealthCheck = Callable[[], object]
 
@@ -128,3 +129,35 @@ async def _run(check: HealthCheck, home: asyncio.AbstractEventLoop | None) -> st
 
 def _quoted(names: list[str]) -> str:
     return ",".join(f'"{name}"' for name in names)
+
+
+class LoopPulse:
+    """The daemon loop's pulse, for checks that run on the server's thread.
+
+    While the server shared the daemon's loop, a loop stuck in a blocking call made every
+    health request time out, and the kubelet's liveness probe restarted the process. Served
+    from a thread of its own, the server would answer regardless; the controllers' checks call
+    :meth:`check` instead, which fails once the loop has not run for ``stale_after`` seconds
+    (a busy loop still runs :meth:`run` every ``period`` plus its longest callback)."""
+
+    def __init__(
+        self, clock: Clock = REAL_CLOCK, *, period: float = 1.0, stale_after: float = 10.0
+    ) -> None:
+        self._clock = clock
+        self.period, self.stale_after = period, stale_after
+        self._last: float | None = None  # None: not running (yet), nothing to judge
+
+    async def run(self) -> None:
+        """Beat until cancelled (on the loop to watch)."""
+        while True:
+            self._last = self._clock.monotonic()
+            await self._clock.sleep(self.period)
+
+    def check(self) -> None:
+        """Raise when the loop has not beaten for ``stale_after`` seconds."""
+        last = self._last
+        if last is None:
+            return
+        silent = self._clock.monotonic() - last
+        if silent > self.stale_after:
+            raise RuntimeError(f"the controllers' event loop has not run for {silent:.0f}s")

@@ -142,7 +142,10 @@ class Server:
 
     def add_get(self, path: str, handler: Handler) -> None:
         """Serve GET ``path`` (an aiohttp route pattern) with ``handler``, under the same
-        authorization as every path; call before :meth:`start` (``kccm explain`` uses it)."""
+        authorization as every path; call before :meth:`start` (``kccm explain`` uses it).
+        ``handler`` runs on the loop that started the server and gets the serving thread's
+        request: it may read its path, ``match_info``, query and headers, not its body or
+        transport, and must return a plain ``web.Response`` (not prepare a stream)."""
         self._routes.append((path, handler))
 
     def close_on_stop(self, *closers: Callable[[], Awaitable[object]]) -> None:
@@ -230,13 +233,20 @@ class Server:
         self._port = int(runner.addresses[0][1])
 
     async def stop(self) -> None:
-        thread, runner = self._thread, self._runner
-        self._thread = self._runner = None
-        if thread is not None:
-            if runner is not None:
-                await thread.run(runner.cleanup())
-            await thread.run(self._close_on_thread())
-            await thread.stop()
+        """Stop serving, run the closers and end the thread, each even if one before failed."""
+        thread = self._thread
+        if thread is None:
+            return
+        try:
+            if self._runner is not None:
+                await thread.run(self._runner.cleanup())
+                self._runner = None
+        finally:
+            try:
+                await thread.run(self._close_on_thread())
+            finally:
+                await thread.stop()
+                self._thread = None
 
     async def _close_on_thread(self) -> None:
         for close in self._closers:

@@ -9,14 +9,13 @@ sync took 0.71 s in all, the longest 186 ms, and were the slowest ``/healthz`` a
 once the server had its own thread (issue 28).
 
 The caches live as long as the daemon; a watch event replaces an object whole. So once they
-have synced, :func:`freeze_synced_caches` collects the young generations (cheap: what the
-start-up left there, its finished tasks and answers) and moves every tracked object to the
-permanent generation (``gc.freeze()``), which collections skip. Later collections scan only
-what was allocated since. Frozen objects are still freed by reference counting when their
-last reference goes (a replaced Node, a deleted Service): freezing only exempts them from
-cycle detection, so a reference cycle already in the oldest generation at that moment is never
-collected. That is at most what the start-up left there, once: bounded, and small against the
-caches (the RSS figures of bench/scale.py include it).
+have synced, :func:`freeze_synced_caches` runs one full collection (what the start-up left as
+cyclic garbage is freed, not kept for good) and moves every tracked object to the permanent
+generation (``gc.freeze()``), which later collections skip: they scan only what was allocated
+since. Frozen objects are still freed by reference counting when their last reference goes (a
+replaced Node, a deleted Service: plain acyclic dicts and lists). What freezing costs: an
+object alive at that moment that later becomes part of cyclic garbage (a request or task in
+flight then) is never reclaimed; that is bounded by what was alive at the freeze, once.
 """
 
 from __future__ import annotations
@@ -30,9 +29,9 @@ _log = logging.getLogger(__name__)
 
 
 def freeze_synced_caches() -> int:
-    """Collect the young generations, then freeze every tracked object; returns how many the
-    permanent generation holds."""
-    gc.collect(1)
+    """One full collection, then freeze every tracked object; returns how many the permanent
+    generation holds."""
+    gc.collect()
     gc.freeze()
     frozen = gc.get_freeze_count()
     _log.debug("froze %d objects out of the cycle collector's scans", frozen)

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Awaitable, Callable, Coroutine, Iterable
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sized
 from typing import Any, TypeVar
 
 __all__ = ["LoopThread", "for_each", "on_loop", "run_loop"]
@@ -58,7 +58,7 @@ class LoopThread:
     """An asyncio loop running in a daemon thread named ``name`` until :meth:`stop`."""
 
     def __init__(self, name: str) -> None:
-        self.loop = asyncio.new_event_loop()
+        self.loop = _new_loop()
         self._thread = threading.Thread(target=self._serve, name=name, daemon=True)
         self._thread.start()
 
@@ -68,6 +68,7 @@ class LoopThread:
             self.loop.run_forever()
         finally:
             self.loop.run_until_complete(self.loop.shutdown_asyncgens())
+            self.loop.run_until_complete(self.loop.shutdown_default_executor())
             self.loop.close()
 
     async def run(self, work: Coroutine[Any, Any, _T]) -> _T:
@@ -83,6 +84,16 @@ class LoopThread:
         await asyncio.to_thread(self._thread.join)
 
 
+def _new_loop() -> asyncio.AbstractEventLoop:
+    """uvloop's where installed (its TLS handshakes run in C, off the GIL-hungry Python path),
+    else asyncio's."""
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.new_event_loop()
+    return uvloop.new_event_loop()
+
+
 async def _cancel_others() -> None:
     current = asyncio.current_task()
     others = [task for task in asyncio.all_tasks() if task is not current]
@@ -96,9 +107,12 @@ async def for_each(
 ) -> None:
     """``await work(item)`` for every item, at most ``concurrency`` at a time, by that many
     tasks taking items in turn (not a task per item waiting on a semaphore: a pass over
-    thousands of Nodes made a task and a semaphore wait for each). The first exception is
-    raised once every task has stopped; a task that raised takes no further item."""
+    thousands of Nodes made a task and a semaphore wait for each). Once every task has
+    stopped, an exception one of them raised is raised (the first task's, in their order);
+    a task that raised takes no further item."""
     pending = iter(items)
+    if isinstance(items, Sized):
+        concurrency = min(concurrency, len(items))
 
     async def worker() -> None:
         for item in pending:

@@ -37,7 +37,7 @@ SURFACE = {
         "until",
         "wait_for_tasks",
     ],
-    "kccm.runtime.healthz": ["HealthCheck", "HealthChecks", "HealthResponse", "ping"],
+    "kccm.runtime.healthz": ["HealthCheck", "HealthChecks", "HealthResponse", "LoopPulse", "ping"],
     "kccm.runtime.server": ["ENDPOINTS", "Authorizer", "Decision", "Handler", "Server"],
     "kccm.runtime.selfsigned": [
         "CertKey",

@@ -170,11 +170,14 @@ async def test_health_and_metrics_answer_while_the_starting_loop_is_blocked(
 ) -> None:
     server = await start_server()
     server.add_check("lease", passing)
-    answers: list[int] = []
+    answers: list[object] = []
     answered = threading.Event()
 
     def probe() -> None:
-        answers.extend(fetch_blocking(server, path) for path in ("/healthz", "/metrics"))
+        try:
+            answers.extend(fetch_blocking(server, path) for path in ("/healthz", "/metrics"))
+        except Exception as exc:  # shown by the assertion below, not lost in the thread
+            answers.append(exc)
         answered.set()
 
     threading.Thread(target=probe, daemon=True).start()

@@ -25,9 +25,21 @@ def unfrozen() -> Iterator[None]:
 
 def test_the_caches_move_to_the_permanent_generation() -> None:
     cache = [Cached(labels={"zone": f"z{i}"}) for i in range(1000)]
+    assert any(o is cache[0] for o in gc.get_objects())
     frozen = freeze_synced_caches()
-    assert frozen >= len(cache)
-    assert frozen == gc.get_freeze_count()
+    assert frozen == gc.get_freeze_count() >= len(cache)
+    # gc.get_objects() lists what collections scan: the permanent generation is left out
+    assert not any(o is cache[0] for o in gc.get_objects())
+
+
+def test_garbage_cycles_left_by_the_start_up_are_freed_not_frozen() -> None:
+    cycle = Cached()
+    cycle["self"] = cycle
+    gone = weakref.ref(cycle)
+    gc.collect()  # alive: it survives into the oldest generation, as the sync's garbage may
+    del cycle
+    freeze_synced_caches()
+    assert gone() is None
 
 
 def test_a_frozen_object_is_still_freed_when_its_last_reference_goes() -> None:
