@@ -9,13 +9,17 @@ sync took 0.71 s in all, the longest 186 ms, and were the slowest ``/healthz`` a
 once the server had its own thread (issue 28).
 
 The caches live as long as the daemon; a watch event replaces an object whole. So once they
-have synced, :func:`freeze_synced_caches` runs one full collection (what the start-up left as
-cyclic garbage is freed, not kept for good) and moves every tracked object to the permanent
+have synced, :func:`freeze_synced_caches` collects the young generations (what the start-up
+left there as cyclic garbage is freed) and moves every tracked object to the permanent
 generation (``gc.freeze()``), which later collections skip: they scan only what was allocated
 since. Frozen objects are still freed by reference counting when their last reference goes (a
 replaced Node, a deleted Service: plain acyclic dicts and lists). What freezing costs: an
-object alive at that moment that later becomes part of cyclic garbage (a request or task in
-flight then) is never reclaimed; that is bounded by what was alive at the freeze, once.
+object alive at that moment that later becomes part of cyclic garbage, or cyclic garbage
+already in the oldest generation, is never reclaimed: bounded by what exists at the freeze,
+once. A full collection first would free the latter, but at 10,000 Nodes + 3,000 Services it
+found nothing (0 unreachable objects of 215,000) and held the GIL 139 ms (the runs with it
+answered ``/healthz`` at worst in 92 and 169 ms, those without in 79): the young collection
+(1 ms) is kept.
 """
 
 from __future__ import annotations
@@ -29,9 +33,9 @@ _log = logging.getLogger(__name__)
 
 
 def freeze_synced_caches() -> int:
-    """One full collection, then freeze every tracked object; returns how many the permanent
-    generation holds."""
-    gc.collect()
+    """Collect the young generations, then freeze every tracked object; returns how many the
+    permanent generation holds."""
+    gc.collect(1)
     gc.freeze()
     frozen = gc.get_freeze_count()
     _log.debug("froze %d objects out of the cycle collector's scans", frozen)
