@@ -54,41 +54,37 @@ async def test_an_exception_crosses_back(thread: LoopThread) -> None:
         await thread.run(boom())
 
 
-async def test_cancelling_the_caller_cancels_the_work(thread: LoopThread) -> None:
-    started, cancelled = threading.Event(), threading.Event()
+class Forever:
+    """Work that waits until cancelled; its thread-safe events say it started and ended."""
 
-    async def forever() -> None:
-        started.set()
+    def __init__(self) -> None:
+        self.started, self.cancelled = threading.Event(), threading.Event()
+
+    async def run(self) -> None:
+        self.started.set()
         try:
             await asyncio.Event().wait()
         except asyncio.CancelledError:
-            cancelled.set()
+            self.cancelled.set()
             raise
 
-    caller = asyncio.create_task(thread.run(forever()))
-    assert await asyncio.to_thread(started.wait, 10)
+
+async def test_cancelling_the_caller_cancels_the_work(thread: LoopThread) -> None:
+    work = Forever()
+    caller = asyncio.create_task(thread.run(work.run()))
+    assert await asyncio.to_thread(work.started.wait, 10)
     caller.cancel()
     with pytest.raises(asyncio.CancelledError):
         await caller
-    assert await asyncio.to_thread(cancelled.wait, 10)
+    assert await asyncio.to_thread(work.cancelled.wait, 10)
 
 
 async def test_stop_cancels_what_runs_there_and_ends_the_thread() -> None:
-    loop_thread = LoopThread("test-stop")
-    started, cancelled = threading.Event(), threading.Event()
-
-    async def forever() -> None:
-        started.set()
-        try:
-            await asyncio.Event().wait()
-        except asyncio.CancelledError:
-            cancelled.set()
-            raise
-
-    asyncio.run_coroutine_threadsafe(forever(), loop_thread.loop)
-    assert await asyncio.to_thread(started.wait, 10)
+    loop_thread, work = LoopThread("test-stop"), Forever()
+    asyncio.run_coroutine_threadsafe(work.run(), loop_thread.loop)
+    assert await asyncio.to_thread(work.started.wait, 10)
     await loop_thread.stop()
-    assert cancelled.is_set()
+    assert work.cancelled.is_set()
     assert loop_thread.loop.is_closed()
     await loop_thread.stop()  # a second stop does nothing
 
