@@ -23,6 +23,7 @@ from service_harness import (
 
 from kccm.kube.interface import Obj
 from kccm.kube.resources import NODES, SERVICES
+from kccm.testing.loopturns import turns_during
 
 # -- issue 11.3 / 10.3: node sync only touches ensured services, coalesced, cheap ----------------
 
@@ -161,21 +162,10 @@ async def test_node_sync_gives_the_event_loop_a_turn(harness: Harness) -> None:
     await h.kube.delete(NODES, "c")  # a new version, but the same backends as... not quite
     await h.kube.delete(NODES, "b")  # ... now the same backends as `old`
     await h.settle()
-    ticks = 0
-
-    async def ticker() -> None:
-        nonlocal ticks
-        while True:
-            ticks += 1
-            await asyncio.sleep(0)
-
-    other = asyncio.create_task(ticker())
-    await asyncio.sleep(0)
-    before = ticks
-    assert await controller.sync_nodes() == set()
-    other.cancel()
+    retry, turns = await turns_during(controller.sync_nodes())
+    assert retry == set()
     assert h.cloud.calls == [], "same backends: no cloud call"
-    assert ticks - before >= 1000 // 256, "the pass over 1000 services yields regularly"
+    assert turns >= 1000 // 256, "the pass over 1000 services yields regularly"
     assert {s.version for s in controller.last_synced.values()} == {controller.backends.version}
 
 
