@@ -66,6 +66,7 @@ import tempfile
 import time
 import uuid
 from collections import Counter
+from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -281,10 +282,9 @@ class Bench:
                 load_start = load1()
                 api0, cpu0 = cpu_of(apiserver), daemon.cpu_seconds()
                 start = time.perf_counter()
-                # py-spy reads CPython's stacks, not Go's
-                spied = daemon_name == "kccm" and PY_SPY
-                spy = profiled(daemon, f"node-init-{repetition}")
-                with spy if spied else contextlib.nullcontext():
+                # profiled() samples only with --py-spy; py-spy reads CPython's stacks, not Go's
+                kccm = daemon_name == "kccm"
+                with profiled(daemon, f"node-init-{repetition}") if kccm else nullcontext():
                     await bounded(200, [self.kube.create(NODES, shape(n, run, i))
                                         for i, n in enumerate(names)])  # fmt: skip
                     await completion.finished.wait()
