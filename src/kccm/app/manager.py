@@ -289,7 +289,11 @@ class Manager:
         # The server answers on a thread of its own (kccm.runtime.server): its reviews go
         # through clients of its own, so a cache miss never waits for the busy main loop.
         serving_authn = self._serving_client("authentication", serving.authentication_kubeconfig)
-        serving_authz = self._serving_client("authorization", serving.authorization_kubeconfig)
+        serving_authz = (
+            serving_authn  # one cluster for both: one pool
+            if serving.authorization_kubeconfig == serving.authentication_kubeconfig
+            else self._serving_client("authorization", serving.authorization_kubeconfig)
+        )
         self.server = Server(
             registry=self.registry,
             bind_address=serving.bind_address,
@@ -303,7 +307,7 @@ class Manager:
             reuse_port=serving.permit_port_sharing,
             reuse_address=serving.permit_address_sharing,
         )
-        self.server.close_on_stop(serving_authn.close, serving_authz.close)
+        self.server.close_on_stop(*(c.close for c in dict.fromkeys((serving_authn, serving_authz))))
         if self.explainer is not None:
             self.explainer.register(self.server)
         try:
