@@ -283,13 +283,11 @@ def cloud_calls(body: str) -> dict[str, float]:
 
 class MetricsProbe:
     """Fetches ``path`` (/metrics, /healthz) every second from bench/http_probe.py, a process
-    of its own (so the bench's own work is not counted); keeps the slowest answer."""
+    of its own (so the bench's own work is not counted); keeps every answer's time."""
 
     def __init__(self, daemon: Daemon, path: str = "/metrics") -> None:
         self.daemon = daemon
         self.path = path
-        self.slowest = 0.0
-        self.samples = 0
         self.failures = 0
         self.times: list[float] = []
         self._proc: subprocess.Popen[str] | None = None
@@ -314,8 +312,6 @@ class MetricsProbe:
                 self.failures += 1
             elif line.strip():
                 self.times.append(float(line))
-                self.slowest = max(self.slowest, float(line))
-                self.samples += 1
 
     def __exit__(self, *exc: object) -> None:
         if self._proc is None or self._reader is None:
@@ -328,7 +324,11 @@ class MetricsProbe:
     def summary(self) -> str:
         median = statistics.median(self.times) if self.times else 0.0
         return (f"{self.slowest * 1000:.0f} ms (median {median * 1000:.0f} ms; "
-                f"{self.samples} fetched, {self.failures} failed)")  # fmt: skip
+                f"{len(self.times)} fetched, {self.failures} failed)")  # fmt: skip
+
+    @property
+    def slowest(self) -> float:
+        return max(self.times, default=0.0)
 
 
 # -- helpers ----------------------------------------------------------------------------------
