@@ -32,11 +32,8 @@ _T = TypeVar("_T")
 
 def run_loop(main: Coroutine[Any, Any, _T]) -> _T:
     """``asyncio.run(main)`` on the daemon's loop."""
-    try:
-        import uvloop
-    except ImportError:  # Windows, or a platform without wheels
-        return asyncio.run(main)
-    return uvloop.run(main)
+    with asyncio.Runner(loop_factory=_new_loop) as runner:
+        return runner.run(main)
 
 
 async def on_loop(loop: asyncio.AbstractEventLoop | None, work: Awaitable[_T]) -> _T:
@@ -85,8 +82,8 @@ class LoopThread:
 
 
 def _new_loop() -> asyncio.AbstractEventLoop:
-    """uvloop's where installed (its TLS handshakes run in C, off the GIL-hungry Python path),
-    else asyncio's."""
+    """uvloop's where installed (its loop, timers and TLS run in C), else asyncio's (Windows,
+    or a platform without wheels)."""
     try:
         import uvloop
     except ImportError:
