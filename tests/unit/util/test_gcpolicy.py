@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from kccm.util.gcpolicy import freeze_synced_caches
+from kccm.util.gcpolicy import YOUNG_THRESHOLD, freeze_synced_caches
 
 
 class Cached(dict[str, object]):
@@ -19,8 +19,10 @@ class Cached(dict[str, object]):
 @pytest.fixture(autouse=True)
 def unfrozen() -> Iterator[None]:
     assert gc.get_freeze_count() == 0, "something else froze this test process"
+    threshold = gc.get_threshold()
     yield
     gc.unfreeze()  # leave the process's collector as found
+    gc.set_threshold(*threshold)
 
 
 def test_the_caches_move_to_the_permanent_generation() -> None:
@@ -47,3 +49,10 @@ def test_a_frozen_object_is_still_freed_when_its_last_reference_goes() -> None:
     freeze_synced_caches()
     del cache["node-1"]  # a watch event replaced or deleted it
     assert gone() is None
+
+
+def test_the_young_generation_is_then_collected_less_often() -> None:
+    _, middle, old = gc.get_threshold()
+    assert YOUNG_THRESHOLD > gc.get_threshold()[0]
+    freeze_synced_caches()
+    assert gc.get_threshold() == (YOUNG_THRESHOLD, middle, old)
