@@ -44,13 +44,14 @@ async def handshakes(url: str, kubeconfig: str, count: int) -> None:
     assert not isinstance(context, bool)
     sessions = TlsSessions.of(context)
     parts = urlsplit(url)
+    host, port = parts.hostname or "127.0.0.1", parts.port or 443
     loop = asyncio.get_running_loop()
     for label in ("full", "resumed"):
         opened = []
         user, system = cpu()
         for _ in range(count):
             transport, connection = await loop.create_connection(
-                _Connection, parts.hostname, parts.port, ssl=context, server_hostname=parts.hostname
+                _Connection, host, port, ssl=context, server_hostname=host
             )
             opened.append(transport)
         spent = sum(cpu()) - user - system
@@ -60,7 +61,7 @@ async def handshakes(url: str, kubeconfig: str, count: int) -> None:
             answer = await connection.send(b"GET /version HTTP/1.1\r\nHost: x\r\n\r\n")
             assert answer.status in (200, 401, 403)
             connection.done()
-            sessions.remember(opened[-1])
+            sessions.remember(opened[-1], host)
         for transport in opened:
             transport.abort()
 

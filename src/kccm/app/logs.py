@@ -43,7 +43,7 @@ _REDACTIONS = (
     (
         re.compile(
             r"(?i)\b((?:[a-z_-]*)(?:password|passwd|secret|token|api[_-]?key|credentials?)"
-            r"[a-z_-]*)(\s*[=:]\s*)(\"[^\"]*\"|'[^']*'|\S+)"
+            r"[a-z_-]*)([\"']?\s*[=:]\s*)(\"[^\"]*\"|'[^']*'|\S+)"
         ),
         r"\1\2[REDACTED]",
     ),
@@ -99,7 +99,7 @@ class KlogTextFormatter(logging.Formatter):
         )
         line = f"{head} {record.getMessage()}"
         if record.exc_info:
-            line += "\n" + self.formatException(record.exc_info)
+            line += "\n" + redact(self.formatException(record.exc_info))
         return line
 
 
@@ -113,7 +113,7 @@ class KlogJsonFormatter(logging.Formatter):
             "logger": record.name,
         }
         if record.levelno >= logging.ERROR:
-            entry["err"] = self.formatException(record.exc_info) if record.exc_info else ""
+            entry["err"] = redact(self.formatException(record.exc_info)) if record.exc_info else ""
         elif record.levelno == logging.WARNING:
             entry["level"] = "warning"
         return json.dumps(entry, default=str)

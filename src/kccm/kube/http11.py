@@ -18,19 +18,18 @@ PUT, DELETE: never POST or PATCH); any other failure closes the connection and r
 TLS connections resume the newest session (:class:`TlsSessions`): HTTP/1.1 needs a connection
 per concurrent request, so a burst of writes opens dozens at once, and a full handshake costs
 about 2 ms of CPU here (OpenSSL 3: certificate chain, signatures) where a resumed one costs
-about half. client-go needs one handshake for its single HTTP/2 connection.
+20-40 % less (bench/request_cost.py). client-go needs one handshake for its single HTTP/2
+connection.
 """
 
 from __future__ import annotations
 
 import asyncio
 import ssl
-import weakref
 import zlib
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 from urllib.parse import urlencode, urlsplit
 
 from kccm.util.clock import REAL_CLOCK, Clock
@@ -192,25 +191,27 @@ def _parse_head(head: bytes, body_start: int) -> tuple[int, str, dict[str, str],
 
 
 class TlsSessions:
-    """TLS session resumption (RFC 8446 section 2.2) for every connection a client context
-    opens: the newest session a server gave is offered on each new connection, whichever
-    library opens it (the lean pool; aiohttp's watches share the context).
+    """TLS 1.3 session resumption (RFC 8446 section 2.2) for the connections a client context
+    opens: the newest session a server gave for a host name is offered on each new connection
+    to that same name, whichever library opens it (the lean pool; aiohttp's watches share the
+    context). A resumed connection is authenticated by the key of the session it resumes, whose
+    handshake verified the server's certificate for that name (RFC 8446 section 4.6.1: only for
+    the same name, so a session is never offered to another host name); the API server checks
+    the client's certificate or token as before. TLS 1.2 sessions are not kept (their tickets
+    give no forward secrecy).
 
     asyncio and uvloop build each connection's TLS state with ``context.wrap_bio(...)`` and
     take no session argument, so the context's ``wrap_bio`` is wrapped (on the instance, once
-    per context: :meth:`of`) to pass the newest session. A server that does not accept it
-    (restarted, other ticket keys, single-use tickets) falls back to a full handshake, as
-    before; the session of that connection is remembered next.
+    per context: :meth:`of`). A server that does not accept the session (restarted, other ticket
+    keys, another server behind the same address, single-use tickets) gets a full handshake, as
+    before, and the session of that connection is offered next. The sessions live on the
+    context (one cycle with it, freed with it).
     """
 
-    _by_context: weakref.WeakKeyDictionary[ssl.SSLContext, TlsSessions] = (
-        weakref.WeakKeyDictionary()
-    )
-
     def __init__(self, context: ssl.SSLContext) -> None:
-        self.newest: ssl.SSLSession | None = None
+        self._newest: dict[str, ssl.SSLSession] = {}
+        newest = self._newest
         wrap_bio = context.wrap_bio
-        resumable = self
 
         def resuming_wrap_bio(
             incoming: ssl.MemoryBIO,
@@ -219,27 +220,36 @@ class TlsSessions:
             server_hostname: str | bytes | None = None,
             session: ssl.SSLSession | None = None,
         ) -> ssl.SSLObject:
-            if session is None and not server_side:
-                session = resumable.newest
+            if session is None and not server_side and server_hostname is not None:
+                session = newest.get(_host_name(server_hostname))
             return wrap_bio(incoming, outgoing, server_side, server_hostname, session)
 
         context.wrap_bio = resuming_wrap_bio  # type: ignore[method-assign]
+        setattr(context, _SESSIONS_ATTRIBUTE, self)
 
     @classmethod
     def of(cls, context: ssl.SSLContext) -> TlsSessions:
         """The one :class:`TlsSessions` of ``context`` (made on first use)."""
-        sessions = cls._by_context.get(context)
-        if sessions is None:
-            sessions = cls._by_context[context] = cls(context)
-        return sessions
+        sessions: TlsSessions | None = getattr(context, _SESSIONS_ATTRIBUTE, None)
+        return sessions if sessions is not None else cls(context)
 
-    def remember(self, transport: Any) -> None:
-        """Keep the session of ``transport``'s connection once an answer was read on it (a
-        TLS 1.3 server sends its session ticket after the handshake, before the answer)."""
+    def remember(self, transport: asyncio.BaseTransport, server_hostname: str) -> None:
+        """Keep the session of ``transport``'s connection to ``server_hostname`` once an answer
+        was read on it (a TLS 1.3 server sends its session ticket after the handshake, before
+        the answer)."""
         ssl_object = transport.get_extra_info("ssl_object")
-        session = None if ssl_object is None else ssl_object.session
+        if ssl_object is None or ssl_object.version() != "TLSv1.3":
+            return
+        session = ssl_object.session
         if session is not None and session.has_ticket:
-            self.newest = session
+            self._newest[server_hostname] = session
+
+
+_SESSIONS_ATTRIBUTE = "_kccm_tls_sessions"
+
+
+def _host_name(name: str | bytes) -> str:
+    return name.decode("ascii", "replace") if isinstance(name, bytes) else name
 
 
 class ConnectionPool:
@@ -300,7 +310,7 @@ class ConnectionPool:
                     raise
                 connection.done()
                 if not reused and self._sessions is not None and connection.transport:
-                    self._sessions.remember(connection.transport)
+                    self._sessions.remember(connection.transport, self._host)
                 if connection.closed:  # "Connection: close": ours to close now
                     connection.close()
                 else:

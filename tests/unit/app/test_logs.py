@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
 from collections.abc import Iterator
 
 import pytest
@@ -33,6 +34,14 @@ from kccm.app.logs import (
             id="pem-private-key",
         ),
         pytest.param(
+            "{'password': 'hunter2', 'zone': 'a'}",
+            "{'password': [REDACTED], 'zone': 'a'}",
+            id="python-dict",
+        ),
+        pytest.param(
+            '{"apiKey": "k1", "zone": "a"}', '{"apiKey": [REDACTED], "zone": "a"}', id="json"
+        ),
+        pytest.param(
             "zone=us-east-1a region=us-east-1",
             "zone=us-east-1a region=us-east-1",
             id="harmless-text-unchanged",
@@ -53,6 +62,32 @@ def test_filter_rewrites_formatted_message() -> None:
     assert record.getMessage() == "token=[REDACTED]"
 
 
+def test_filter_keeps_a_harmless_message_merged() -> None:
+    record = _record("Initializing node %s with cloud provider", "node-1")
+    assert RedactSecrets().filter(record)
+    assert (record.msg, record.args) == ("Initializing node node-1 with cloud provider", None)
+
+
+def _failed_record(level: int) -> logging.LogRecord:
+    try:
+        raise RuntimeError("401 for Authorization: Bearer abc.def password=hunter2")
+    except RuntimeError:
+        record = _record("request failed", level=level)
+        record.exc_info = sys.exc_info()
+    return record
+
+
+@pytest.mark.parametrize(
+    "formatter",
+    [pytest.param(KlogTextFormatter(), id="text"), pytest.param(KlogJsonFormatter(), id="json")],
+)
+def test_a_traceback_is_redacted_too(formatter: logging.Formatter) -> None:
+    line = formatter.format(_failed_record(logging.ERROR))
+    assert "RuntimeError" in line
+    assert "abc.def" not in line
+    assert "hunter2" not in line
+
+
 def test_klog_text_line() -> None:
     line = KlogTextFormatter().format(_record("Started %r", "x", level=logging.WARNING))
     assert line.startswith("W")
@@ -69,12 +104,18 @@ def test_klog_json_line() -> None:
 # -- setup_logging: verbosity, --vmodule, transport traces, split streams -----------------------
 
 
+_RECORD_FLAGS = ("logThreads", "logMultiprocessing", "logAsyncioTasks")
+
+
 @pytest.fixture
 def restore_logging() -> Iterator[None]:
     root = logging.getLogger()
     handlers, level = list(root.handlers), root.level
     libraries = {name: logging.getLogger(name).level for name in HTTP_LIBRARIES}
+    flags = {name: getattr(logging, name) for name in _RECORD_FLAGS if hasattr(logging, name)}
     yield
+    for name, value in flags.items():
+        setattr(logging, name, value)
     for handler in list(root.handlers):
         root.removeHandler(handler)
     for handler in handlers:
@@ -158,3 +199,14 @@ def test_split_stream_sends_errors_to_stderr_and_the_rest_to_stdout(
     out, err = capsys.readouterr()
     assert [name for name in ("kccm.a", "kccm.b", "kccm.c") if name in out] == ["kccm.a", "kccm.b"]
     assert [name for name in ("kccm.a", "kccm.b", "kccm.c") if name in err] == ["kccm.c"]
+
+
+@pytest.mark.usefixtures("restore_logging")
+def test_records_skip_what_no_line_shows() -> None:
+    setup_logging(0)
+    record = logging.getLogger("kccm.test").makeRecord(
+        "kccm.test", logging.INFO, "/x/node.py", 1, "m", (), None
+    )
+    assert record.threadName is None
+    assert record.processName is None
+    assert record.process is not None  # the process id is in every text line
