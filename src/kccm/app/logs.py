@@ -170,11 +170,13 @@ class _Below(logging.Filter):
         return record.levelno < self.level
 
 
-def _handler(stream: TextIO, fmt: str, vmodule: VModule) -> logging.Handler:
+def _handler(stream: TextIO, fmt: str, *selectors: logging.Filter) -> logging.Handler:
+    """A handler whose selectors decide first; only what they let through is redacted."""
     handler = logging.StreamHandler(stream)
     handler.setFormatter(KlogJsonFormatter() if fmt == "json" else KlogTextFormatter())
+    for selector in selectors:
+        handler.addFilter(selector)
     handler.addFilter(RedactSecrets())
-    handler.addFilter(vmodule)
     return handler
 
 
@@ -191,9 +193,7 @@ def setup_logging(
     handlers = [_handler(sys.stderr, fmt, selector)]
     if split_stream:
         handlers[0].setLevel(logging.ERROR)
-        info = _handler(sys.stdout, fmt, selector)
-        info.addFilter(_Below(logging.ERROR))
-        handlers.append(info)
+        handlers.append(_handler(sys.stdout, fmt, selector, _Below(logging.ERROR)))
     # No line shows a thread, process or task name: a record need not look them up (about a
     # fifth of the cost of a line; the process id stays, it is in every text line).
     logging.logThreads = False

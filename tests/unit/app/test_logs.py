@@ -210,3 +210,15 @@ def test_records_skip_what_no_line_shows() -> None:
     assert record.threadName is None
     assert record.processName is None
     assert record.process is not None  # the process id is in every text line
+
+
+@pytest.mark.usefixtures("restore_logging")
+def test_a_record_no_handler_shows_is_not_merged_or_redacted() -> None:
+    setup_logging(0, vmodule=(("node", 4),))  # debug lines of node.py only
+    dropped = _record("token=%s", "abc", level=logging.DEBUG)  # from manager.py
+    shown = logging.LogRecord("kccm.test", logging.DEBUG, "/x/node.py", 1, "token=%s", ("a",), None)
+    for record in (dropped, shown):
+        for handler in logging.getLogger().handlers:
+            handler.handle(record)
+    assert (dropped.msg, dropped.args) == ("token=%s", ("abc",))  # the selector decided first
+    assert (shown.msg, shown.args) == ("token=[REDACTED]", None)
