@@ -1,7 +1,7 @@
 """What one request costs kccm's client, and what a TLS handshake costs (issue 28, third pass).
 
 Usage: .venv/bin/python bench/request_cost.py [--rounds 4] [--concurrency 32] [--per-task 30]
-           [--handshakes 33] [--loop uvloop|asyncio]
+           [--handshakes 33] [--loop uvloop|asyncio] [--blocking 500]
 
 Starts one etcd + kube-apiserver, then, in this one process (CPU from ``getrusage``):
 
@@ -10,7 +10,9 @@ Starts one etcd + kube-apiserver, then, in this one process (CPU from ``getrusag
   first connection): the CPU of each set;
 - ``--rounds`` rounds of ``--concurrency`` tasks each PATCHing its own Node ``--per-task``
   times through :class:`~kccm.kube.client.KubeApiClient` (the first round warms the pool up):
-  the client's CPU per PATCH, user and system.
+  the client's CPU per PATCH, user and system;
+- a floor to compare with: ``--blocking`` PATCHes one after another on one blocking TLS socket
+  (no event loop, a dozen lines of Python per request), the CPU per PATCH.
 
 The Nodes it creates are deleted at the end; the control plane is stopped.
 """
@@ -19,8 +21,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import resource
+import socket
+import ssl
 import time
+from collections.abc import Mapping
 from urllib.parse import urlsplit
 
 import uvloop
@@ -94,6 +100,53 @@ async def patches(kube: KubeApiClient, args: argparse.Namespace) -> None:
             await kube.delete(NODES, name)
 
 
+def blocking(url: str, kubeconfig: str, count: int) -> None:
+    context = _ssl_context(load_cluster_config(kubeconfig))
+    assert isinstance(context, ssl.SSLContext)
+    parts = urlsplit(url)
+    host, port = parts.hostname or "127.0.0.1", parts.port or 443
+    with context.wrap_socket(socket.create_connection((host, port)), server_hostname=host) as tls:
+
+        def send(method: str, path: str, body: Mapping[str, object], kind: str) -> int:
+            data = json.dumps(body).encode()
+            tls.sendall(
+                f"{method} {path} HTTP/1.1\r\nHost: {parts.netloc}\r\nContent-Type: {kind}\r\n"
+                f"Accept: application/json\r\nContent-Length: {len(data)}\r\n\r\n".encode()
+                + data
+            )
+            answer = b""
+            while b"\r\n\r\n" not in answer:
+                answer += tls.recv(65536)
+            head, _, rest = answer.partition(b"\r\n\r\n")
+            length = next(
+                int(line.split(b":")[1])
+                for line in head.split(b"\r\n")
+                if line.lower().startswith(b"content-length:")
+            )
+            while len(rest) < length:
+                rest += tls.recv(65536)
+            json.loads(rest)
+            return int(head.split(b" ")[1])
+
+        name = "request-cost-blocking"
+        assert (
+            send("POST", "/api/v1/nodes", {"metadata": {"name": name}}, "application/json") == 201
+        )
+        try:
+            user, system = cpu()
+            for i in range(count):
+                body = {"metadata": {"labels": {"round": str(i)}}}
+                kind = "application/strategic-merge-patch+json"
+                assert send("PATCH", f"/api/v1/nodes/{name}", body, kind) == 200
+            user2, system2 = cpu()
+            print(
+                f"blocking socket, one PATCH after another: {(user2 - user) / count * 1e6:.0f} µs "
+                f"user + {(system2 - system) / count * 1e6:.0f} µs system per PATCH"
+            )
+        finally:
+            send("DELETE", f"/api/v1/nodes/{name}", {}, "application/json")
+
+
 async def main_async(args: argparse.Namespace, plane: ControlPlane) -> None:
     await handshakes(plane.url, str(plane.admin_kubeconfig), args.handshakes)
     kube = KubeApiClient(load_cluster_config(str(plane.admin_kubeconfig)), qps=0, burst=0)
@@ -110,10 +163,13 @@ def main() -> None:
     parser.add_argument("--per-task", type=int, default=30)
     parser.add_argument("--handshakes", type=int, default=33)
     parser.add_argument("--loop", choices=("uvloop", "asyncio"), default="uvloop")
+    parser.add_argument("--blocking", type=int, default=500, help="0: skip the floor")
     args = parser.parse_args()
     with ControlPlane() as plane:
         run = uvloop.run if args.loop == "uvloop" else asyncio.run
         run(main_async(args, plane))
+        if args.blocking:
+            blocking(plane.url, str(plane.admin_kubeconfig), args.blocking)
 
 
 if __name__ == "__main__":
