@@ -60,6 +60,17 @@ def server_files(authority: CertificateAuthority, tmp_path: Path) -> tuple[Path,
     return tmp_path / "cert.pem", tmp_path / "key.pem"
 
 
+async def listen(server_files: tuple[Path, Path]) -> tuple[TlsServer, asyncio.Server]:
+    """A TLS server on a loopback port of the running loop; close the listener when done."""
+    # a context per server: its own session ticket keys, as a restarted API server has
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(*server_files)
+    server = TlsServer()
+    listener = await asyncio.start_server(server.handle, "127.0.0.1", 0, ssl=context)
+    server.url = f"https://127.0.0.1:{listener.sockets[0].getsockname()[1]}"
+    return server, listener
+
+
 @pytest.fixture
 async def tls_server(
     server_files: tuple[Path, Path],
@@ -67,13 +78,8 @@ async def tls_server(
     listeners: list[asyncio.Server] = []
 
     async def start() -> TlsServer:
-        # a context per server: its own session ticket keys, as a restarted API server has
-        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        context.load_cert_chain(*server_files)
-        server = TlsServer()
-        listener = await asyncio.start_server(server.handle, "127.0.0.1", 0, ssl=context)
+        server, listener = await listen(server_files)
         listeners.append(listener)
-        server.url = f"https://127.0.0.1:{listener.sockets[0].getsockname()[1]}"
         return server
 
     yield start
@@ -111,13 +117,9 @@ def test_new_connections_resume_the_newest_session_on_uvloop(
     """The daemon's loop (uvloop builds its TLS connections in its own code)."""
 
     async def run() -> list[bool]:
-        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        context.load_cert_chain(*server_files)
-        server = TlsServer()
-        listener = await asyncio.start_server(server.handle, "127.0.0.1", 0, ssl=context)
+        server, listener = await listen(server_files)
         try:
-            port = listener.sockets[0].getsockname()[1]
-            await first_one_then_four(f"https://127.0.0.1:{port}", client_context)
+            await first_one_then_four(server.url, client_context)
         finally:
             listener.close()
             await listener.wait_closed()
