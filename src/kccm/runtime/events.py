@@ -6,7 +6,12 @@ As in ``k8s.io/client-go/tools/record``:
   namespace of the object or ``default`` for cluster-scoped ones, ``source`` and
   ``reportingComponent`` / ``reportingInstance`` from the recorder) and hands it to a bounded
   buffer without ever waiting: when the buffer is full the event is dropped and counted.
-* One writer task correlates and writes, in order:
+* Writer tasks correlate and write, in order for each object: an event goes to one of
+  ``WRITERS`` lanes chosen by its source, object and type (every correlation key below starts
+  with those), so each key's events are correlated and written one after another as client-go's
+  single writer does them, while events about different objects are written side by side
+  (client-go writes everything one at a time; kccm's Events are the same, they arrive sooner,
+  and a lane retrying a failed write holds up only its own objects):
 
   1. aggregation — more than 10 distinct messages for one (object, type, reason) within
      10 minutes collapse into one event whose message starts
@@ -30,6 +35,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import zlib
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
@@ -57,6 +63,7 @@ EVENT_TYPE_NORMAL = "Normal"
 EVENT_TYPE_WARNING = "Warning"
 
 BUFFER_SIZE = 1000  # client-go maxQueuedEvents
+WRITERS = 4  # lanes written concurrently (client-go: 1)
 CACHE_SIZE = 4096  # client-go maxLruCacheEntries
 SPAM_BURST = 25  # client-go defaultSpamBurst
 SPAM_QPS = 1.0 / 300.0  # client-go defaultSpamQPS: one event per 5 minutes
@@ -173,6 +180,12 @@ def _object_key(event: Obj) -> tuple[str, ...]:
         ref.get("apiVersion", ""),
         event["type"],
     )
+
+
+def _lane_of(event: Obj, lanes: int) -> int:
+    """The writer lane of ``event``: the same for every event of one source, object and type
+    (stable across runs, unlike ``hash``)."""
+    return zlib.crc32("\0".join(_object_key(event)).encode()) % lanes
 
 
 def _spam_key(event: Obj) -> tuple[str, ...]:
@@ -354,7 +367,7 @@ class EventRecorder:
 
 
 class EventBroadcaster:
-    """The buffer between recorders and the API server, and the one task writing to it.
+    """The buffer between recorders and the API server, and the tasks writing to it.
 
     Call :meth:`start` inside the running loop; :meth:`shutdown` flushes and stops.
     """
@@ -373,11 +386,12 @@ class EventBroadcaster:
         self.client = client
         self.clock = clock
         self._rng = rng
-        self._buffer: asyncio.Queue[Obj] = asyncio.Queue(maxsize=buffer_size)
+        self._buffer_size = buffer_size
+        self._lanes: list[asyncio.Queue[Obj]] = [asyncio.Queue() for _ in range(WRITERS)]
         self.name_event = _Namer()
         self._correlator = _Correlator(clock, self.name_event, spam_burst, spam_qps)
         self._dropped = _dropped_counter(registry)
-        self._writer: asyncio.Task[None] | None = None
+        self._writers: list[asyncio.Task[None]] = []
         self._closed = False
 
     def recorder(self, component: str, host: str = "") -> EventRecorder:
@@ -388,42 +402,46 @@ class EventBroadcaster:
         """Queue ``event`` for writing, or drop and count it when the buffer is full."""
         if self._closed:
             return
-        try:
-            self._buffer.put_nowait(event)
-        except asyncio.QueueFull:
+        if sum(lane.qsize() for lane in self._lanes) >= self._buffer_size:
             self._drop("buffer_full", event)
+            return
+        self._lanes[_lane_of(event, len(self._lanes))].put_nowait(event)
 
     def start(self) -> None:
-        if self._writer is None:
-            self._writer = asyncio.get_running_loop().create_task(
-                self._write_loop(), name="event-broadcaster"
-            )
+        if not self._writers:
+            loop = asyncio.get_running_loop()
+            self._writers = [
+                loop.create_task(self._write_loop(lane), name=f"event-broadcaster-{i}")
+                for i, lane in enumerate(self._lanes)
+            ]
 
     async def flush(self) -> None:
         """Wait until every event buffered so far has been written (or dropped)."""
-        await self._buffer.join()
+        for lane in self._lanes:
+            await lane.join()
 
     async def shutdown(self, grace: float = 10.0) -> None:
         """Stop accepting events, write what is buffered for up to ``grace`` s, then stop."""
         self._closed = True
-        if self._writer is None:
+        if not self._writers:
             return
         flushing = asyncio.ensure_future(self.flush())
         await wait_for_tasks([flushing], grace, clock=self.clock)
         flushing.cancel()
-        self._writer.cancel()
-        await asyncio.gather(self._writer, return_exceptions=True)
-        self._writer = None
+        for writer in self._writers:
+            writer.cancel()
+        await asyncio.gather(*self._writers, return_exceptions=True)
+        self._writers = []
 
-    async def _write_loop(self) -> None:
+    async def _write_loop(self, lane: asyncio.Queue[Obj]) -> None:
         while True:
-            event = await self._buffer.get()
+            event = await lane.get()
             try:
                 await self._handle(event)
             except Exception:
                 _log.exception("unexpected error writing event")
             finally:
-                self._buffer.task_done()
+                lane.task_done()
 
     async def _handle(self, event: Obj) -> None:
         correlated = self._correlator.correlate(event)

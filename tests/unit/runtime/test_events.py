@@ -3,6 +3,7 @@ fake time."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
@@ -249,3 +250,51 @@ async def test_shutdown_flushes_and_refuses_new_events(
     await b.shutdown(grace=5)
     rec.event(NODE, "Normal", "R", "after")
     assert [e["message"] for e in events(kube)] == ["before"]
+
+
+class Stuck(FakeKube):
+    """Holds every create about ``name`` until ``release`` is set."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__()
+        self.name = name
+        self.release = asyncio.Event()
+        self.waiting = asyncio.Event()
+
+    async def create(self, resource: Any, obj: Mapping[str, Any]) -> Obj:
+        if obj["involvedObject"]["name"] == self.name:
+            self.waiting.set()
+            await self.release.wait()
+        return await super().create(resource, obj)
+
+
+def node(name: str) -> ObjectRef:
+    return ObjectRef(kind="Node", name=name, uid=f"uid-{name}", api_version="v1")
+
+
+async def test_a_stuck_write_holds_up_only_its_own_lane(
+    registry: CollectorRegistry,
+) -> None:
+    kube = Stuck("stuck")
+    b = EventBroadcaster(kube, registry=registry)
+    rec = b.recorder("cloud-node-controller")
+    b.start()
+    rec.event(node("stuck"), "Normal", "Synced", "Node synced successfully")
+    await kube.waiting.wait()
+    others = [f"node-{i}" for i in range(12)]
+    for name in others:
+        rec.event(node(name), "Normal", "Synced", "Node synced successfully")
+    rec.event(node("stuck"), "Normal", "Synced", "Node synced successfully")  # identical
+    for _ in range(1000):  # loop turns, no time: FakeKube answers at once
+        await asyncio.sleep(0)
+    while_stuck = {e["involvedObject"]["name"] for e in events(kube)}
+    assert while_stuck, "the other objects' events waited for the stuck write"
+    assert "stuck" not in while_stuck
+    kube.release.set()
+    await b.flush()
+    written = {e["involvedObject"]["name"]: e for e in events(kube)}
+    assert set(written) == {"stuck", *others}
+    # the identical event waited for the first one's create and became its count
+    assert written["stuck"]["count"] == 2
+    assert len(events(kube)) == len(others) + 1
+    await b.shutdown(grace=0)
