@@ -79,6 +79,33 @@ def _keep_listener_instance_protocol() -> None:
     backend._kccm_keeps_instance_protocol = True
 
 
+def _delete_listeners_by_port() -> None:
+    """moto 5's ``DeleteLoadBalancerListeners`` walks the balancer's listeners once per port
+    asked for and keeps each listener that differs from *that* port: two ports or more leave
+    every listener in place (each kept by the other port's pass) and copy the others, so a
+    Service that drops two ports ends with doubled listeners, and each ensure after that
+    doubles them again. AWS removes exactly the listeners on the ports given (API reference,
+    DeleteLoadBalancerListeners); upstream (``ensureLoadBalancer``, aws_loadbalancer.go) and
+    kccm send every removed port in one call. Taught here so that the tests and the chaos
+    bench see AWS's answer (issue 28: the partition run's stale balancer)."""
+    backend: Any = elb_models.ELBBackend
+    if getattr(backend, "_kccm_deletes_listeners_by_port", False):
+        return
+
+    def delete_load_balancer_listeners(self: Any, name: str, ports: list[Any]) -> Any:
+        balancer = self.get_load_balancer(name)
+        gone = {int(port) for port in ports}
+        balancer.listeners = [
+            listener
+            for listener in balancer.listeners
+            if int(listener.load_balancer_port) not in gone
+        ]
+        return balancer
+
+    backend.delete_load_balancer_listeners = delete_load_balancer_listeners
+    backend._kccm_deletes_listeners_by_port = True
+
+
 # -- DescribeInstanceTopology, which moto 5 does not know ------------------------------------
 
 TOPOLOGY_TYPES = re.compile(
@@ -187,6 +214,7 @@ def moto_server() -> Iterator[str]:
     """A moto server on a free loopback port; yields its URL."""
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
     _keep_listener_instance_protocol()
+    _delete_listeners_by_port()
     _teach_instance_topology()
     _list_moto_modules_once()
     port = free_port()

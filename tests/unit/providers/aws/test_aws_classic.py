@@ -195,6 +195,27 @@ def test_instances_follow_the_nodes(cloud: AWSCloud, world: World, node_group: s
     assert classic_state(world.url, name)["instances"] == sorted(list(world.instances)[1:])
 
 
+def test_ports_dropped_together_leave_exactly_the_new_listeners(
+    cloud: AWSCloud, world: World, node_group: str
+) -> None:
+    """Two ports removed in one DeleteLoadBalancerListeners call (as upstream sends them),
+    against moto taught AWS's answer (aws_moto._delete_listeners_by_port); a third ensure
+    finds nothing to change."""
+    svc = service(((80, 30080), (85, 30085), (86, 30086)))
+    lb = lb_of(cloud)
+    lb.ensure_load_balancer("k", svc, nodes(world))
+    svc["spec"]["ports"] = service(((80, 30080), (87, 30087)))["spec"]["ports"]
+    lb.ensure_load_balancer("k", svc, nodes(world))
+    listeners = classic_state(world.url, default_load_balancer_name(svc))["listeners"]
+    assert [(port, instance_port) for port, _, instance_port, _ in listeners] == [
+        (80, 30080),
+        (87, 30087),
+    ]
+    before = dict(cloud.api.counts())
+    lb.ensure_load_balancer("k", svc, nodes(world))
+    assert writes(before, cloud.api.counts()) == {}
+
+
 @pytest.mark.parametrize(
     ("annotations", "listeners"),
     [
