@@ -12,6 +12,7 @@ from typing import Any
 from kccm.kube.interface import Obj
 from kccm.testing.chaos.leadership import (
     DEATH_SLACK,
+    EXIT_SLACK,
     LeaseHolding,
     Mutation,
     ProcessLog,
@@ -82,6 +83,21 @@ def test_a_request_recorded_just_after_the_kill_is_allowed_a_later_one_is_not() 
     calls = [Mutation(0, 15.0 + DEATH_SLACK / 2, "in flight"), Mutation(0, 17.0, "a ghost")]
     verdict_ = judge(logs, {0: 15.0}, [LeaseHolding("a", 9.9)], calls)
     assert [m.operation for m, _ in verdict_.violations] == ["a ghost"]
+
+
+def test_a_call_while_exiting_after_the_lost_line_is_allowed_until_the_successor() -> None:
+    logs = {0: _log("a", [10.0], lost=[15.0]), 1: _log("b", [20.0])}
+    holdings = [LeaseHolding("a", 9.9), LeaseHolding("b", 15.0 + EXIT_SLACK / 2)]
+    calls = [
+        Mutation(0, 15.011, "a provider thread while the process flushes and exits"),
+        Mutation(0, 15.0 + EXIT_SLACK * 0.75, "after b acquired"),
+        Mutation(0, 15.0 + EXIT_SLACK * 2, "long after the lost line"),
+    ]
+    verdict_ = judge(logs, {}, holdings, calls)
+    assert [m.operation for m, _ in verdict_.violations] == [
+        "after b acquired",
+        "long after the lost line",
+    ]
 
 
 class _World:

@@ -31,7 +31,13 @@ Definitions (what :func:`judge` counts):
 - **Violation**: a mutating cloud call attributed to P outside every leadership interval of
   P. A process cannot act after its death, but a request it sent just before may reach the
   proxy a moment later: a call up to :data:`DEATH_SLACK` after P's kill or exit (and before
-  the successor's ``acquireTime``) is not a violation. No slack anywhere else.
+  the successor's ``acquireTime``) is not a violation. Likewise a process that logged its lost
+  or released line is still winding down: upstream's ``OnStoppedLeading`` logs
+  ``leaderelection lost`` and calls ``klog.FlushAndExit``, and the flush runs while other
+  goroutines (a provider call in flight) still run; kccm exits the same way, its provider
+  threads running until ``os._exit``. A call up to :data:`EXIT_SLACK` after that line (and
+  before the successor's ``acquireTime``) is not a violation: no two processes act at once.
+  No slack anywhere else, and none past the successor's ``acquireTime``.
 """
 
 from __future__ import annotations
@@ -45,6 +51,7 @@ from pathlib import Path
 
 __all__ = [
     "DEATH_SLACK",
+    "EXIT_SLACK",
     "Belief",
     "Judgement",
     "LeaseHolding",
@@ -58,6 +65,10 @@ __all__ = [
 DEATH_SLACK = 1.0
 """Seconds after a process's SIGKILL (or exit) during which a call it sent may still be
 recorded by the cloud."""
+EXIT_SLACK = 1.0
+"""Seconds after a process's lost or released line during which a call is still its winding
+down (the partition runs saw 1-11 ms: a provider thread's request while the process flushed
+its logs before exiting)."""
 ELECTION_AS = "leader election on lease "
 ATTEMPTING = "attempting to acquire leader lease"
 ACQUIRED = "successfully acquired lease"
@@ -204,6 +215,8 @@ def judge(
             end = belief.end
             if died is not None and end >= died:
                 end = died + DEATH_SLACK  # a request sent just before death, recorded after
+            elif end < math.inf:
+                end += EXIT_SLACK  # ended by its lost or released line: winding down
             if belief.start <= mutation.at <= min(end, cut):
                 allowed = True
                 break
