@@ -98,6 +98,7 @@ def test_a_call_while_exiting_after_the_lost_line_is_allowed_until_the_successor
         "after b acquired",
         "long after the lost line",
     ]
+    assert verdict_.winding_down == 1
 
 
 class _World:

@@ -259,6 +259,7 @@ async def run_chaos(
     ledger.made, ledger.deleted = world.made_and_deleted(mutations)
     ledger.per_process = _per_process(mutations)
     ledger.double_leaders = len(verdict_.overlaps)
+    ledger.winding_down = verdict_.winding_down
     ledger.violations = [
         f"kccm-{m.process} {m.operation} {m.subject} at {m.at:.3f}: {why}"
         for m, why in verdict_.violations

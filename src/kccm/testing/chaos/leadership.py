@@ -164,6 +164,8 @@ class Judgement:
     overlaps: list[tuple[Belief, Belief]]
     violations: list[tuple[Mutation, str]]
     mutations: int
+    winding_down: int = 0
+    """Calls allowed only by :data:`EXIT_SLACK` (after their process's lost or released line)."""
 
 
 def _believed(index: int, log: ProcessLog, died: float | None) -> list[Belief]:
@@ -204,7 +206,7 @@ def judge(
         return min(later, default=math.inf)
 
     violations: list[tuple[Mutation, str]] = []
-    counted = 0
+    counted = winding_down = 0
     for mutation in mutations:
         counted += 1
         own = [b for b in beliefs if b.process == mutation.process]
@@ -212,13 +214,14 @@ def judge(
         for belief in own:
             cut = successor_acquired(mutation.process, belief.start)
             died = deaths.get(mutation.process)
-            end = belief.end
+            end, exiting = belief.end, False
             if died is not None and end >= died:
                 end = died + DEATH_SLACK  # a request sent just before death, recorded after
             elif end < math.inf:
-                end += EXIT_SLACK  # ended by its lost or released line: winding down
+                end, exiting = end + EXIT_SLACK, True  # after its lost or released line
             if belief.start <= mutation.at <= min(end, cut):
                 allowed = True
+                winding_down += exiting and mutation.at > belief.end
                 break
         if not allowed:
             why = (
@@ -229,4 +232,4 @@ def judge(
                 + ")"
             )
             violations.append((mutation, why))
-    return Judgement(beliefs, overlaps, violations, counted)
+    return Judgement(beliefs, overlaps, violations, counted, winding_down)

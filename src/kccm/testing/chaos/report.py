@@ -7,6 +7,8 @@ import statistics
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from kccm.testing.chaos.leadership import EXIT_SLACK
+
 __all__ = ["Ledger"]
 
 
@@ -51,6 +53,7 @@ class Ledger:
     after_delete_detail: list[str] = field(default_factory=list)
     double_leaders: int = 0
     violations: list[str] = field(default_factory=list)
+    winding_down: int = 0
     workload: dict[str, int] = field(default_factory=dict)
     workload_failures: dict[str, int] = field(default_factory=dict)
     wall: float = 0.0
@@ -116,7 +119,8 @@ class Ledger:
             f"{self.final.get('pending')}",
             f"  after delete  {self.after_delete} left",
             f"  leadership    double leaders {self.double_leaders}, calls outside leadership "
-            f"{len(self.violations)}",
+            f"{len(self.violations)} (and {self.winding_down} within {EXIT_SLACK:.0f} s of a "
+            "lost or released line, before the successor: winding down)",
             f"  wall          {self.wall:.0f} s; load (1 min) start {self.load_start:.2f}, "
             f"middle {self.load_middle:.2f}, end {self.load_end:.2f}",
             f"  verdict       {'CLEAN' if self.clean else 'NOT CLEAN'}",
