@@ -126,3 +126,35 @@ build_install() {
   echo "$inputs_hash" >"$stamp"
   log "done: $(_outputs_list)"
 }
+
+# The wrapper-module build of an upstream binary (hack/upstream-ccm/build.sh,
+# hack/openstack/build-occm.sh): copy the wrapper's go.mod and main.go into $work/NAME, resolve
+# its modules, check that every module the binary is built from that the release's go.mod pins
+# is selected at the pinned version (`go list -m all` fails on some releases' own graphs:
+# k8s.io/kubernetes requires staging modules at v0.0.0 that no replace directive covers, so
+# the modules of the build are listed), compile with LDFLAGS, print the binary's --version.
+# Usage: wrapper_module_build NAME WRAPPER_DIR RELEASE_GOMOD BINARY LDFLAGS COMPILE_NOTE
+wrapper_module_build() {
+  local name=$1 wrapper=$2 release_gomod=$3 binary=$4 ldflags=$5 note=$6
+  local src="$work/$name" mismatches
+  mkdir -p "$src"
+  cp "$wrapper/go.mod" "$wrapper/main.go" "$src/"
+  phase "resolving modules (go mod tidy; a cold module cache downloads a few hundred MB)"
+  (cd "$src" && go mod tidy)
+
+  phase "checking the build list against the release's go.mod"
+  mismatches=$(
+    cd "$src" && go list -deps -f '{{with .Module}}{{.Path}} {{.Version}}{{end}}' . | sort -u \
+      | awk 'NR == FNR { want[$1] = $2; next } ($1 in want) && want[$1] != $2 {
+          print "  " $1 ": release pins " want[$1] ", wrapper selects " $2 }' \
+        <(sed -n 's#^[[:space:]]*\([^ /]*\.[^ ]*\) \(v[^ ]*\).*#\1 \2#p' "$release_gomod") -
+  )
+  [[ -z "$mismatches" ]] || die "the wrapper's build list differs from the release's:
+$mismatches"
+
+  phase "compiling $binary ($note)"
+  (cd "$src" && go build -trimpath -ldflags "$ldflags" -o "$work/out/$binary" .)
+
+  phase "verifying version"
+  "$work/out/$binary" --version 2>&1 | sed -n 1p  # not head: SIGPIPE under pipefail
+}

@@ -46,30 +46,8 @@ replaces() { sed -n '/^replace (/,/^)/p' "$1"; }
 [[ "$(grep -m1 '^go ' "$here/occm/go.mod")" == "$(grep -m1 '^go ' "$release_gomod")" ]] \
   || die "the go directive of hack/openstack/occm/go.mod is not $module@$OCCM_VERSION's"
 
-src="$work/occm"
-mkdir -p "$src"
-cp "$here/occm/go.mod" "$here/occm/main.go" "$src/"
-phase "resolving modules (go mod tidy; first run downloads several hundred MB)"
-(cd "$src" && go mod tidy)
-
-phase "checking the build list against the release's go.mod"
-# Every module the binary is built from that the release's go.mod pins must be selected at the
-# pinned version (`go list -m all` fails on the release's own graph: k8s.io/kubernetes requires
-# staging modules at v0.0.0 that no replace directive covers, so list the modules of the build).
-mismatches=$(
-  cd "$src" && go list -deps -f '{{with .Module}}{{.Path}} {{.Version}}{{end}}' . | sort -u \
-    | awk 'NR == FNR { want[$1] = $2; next } ($1 in want) && want[$1] != $2 {
-        print "  " $1 ": release pins " want[$1] ", wrapper selects " $2 }' \
-      <(sed -n 's#^[[:space:]]*\([^ /]*\.[^ ]*\) \(v[^ ]*\).*#\1 \2#p' "$release_gomod") -
-)
-[[ -z "$mismatches" ]] || die "the wrapper's build list differs from the release's:
-$mismatches"
-
-phase "compiling $binary (cold: several minutes on 2 cores)"
 ldflags="-s -w -X k8s.io/component-base/version.gitVersion=$OCCM_VERSION"
 ldflags+=" -X $module/pkg/version.Version=$OCCM_VERSION"
-(cd "$src" && go build -trimpath -ldflags "$ldflags" -o "$work/out/$binary" .)
-
-phase "verifying version"
-"$work/out/$binary" --version 2>&1 | sed -n 1p  # not head: SIGPIPE under pipefail
+wrapper_module_build occm "$here/occm" "$release_gomod" "$binary" "$ldflags" \
+  "cold: several minutes on 2 cores"
 build_install

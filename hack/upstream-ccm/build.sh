@@ -37,31 +37,10 @@ release_gomod=$(go_mod_file "$module" "$CCM_VERSION")
 [[ "$(grep -m1 '^go ' "$here/go.mod")" == "$(grep -m1 '^go ' "$release_gomod")" ]] \
   || die "the go directive of hack/upstream-ccm/go.mod is not $module@$CCM_VERSION's"
 
-src="$work/upstream-ccm"
-mkdir -p "$src"
-cp "$here/go.mod" "$here/main.go" "$src/"
-phase "resolving modules (go mod tidy; a cold module cache downloads a few hundred MB)"
-(cd "$src" && go mod tidy)
-
-phase "checking the build list against $module@$CCM_VERSION's go.mod"
-# Every module the binary is built from that the release's go.mod pins must be selected at the
-# pinned version (the k8s.io/* staging modules all at $CCM_VERSION): the framework as released.
-mismatches=$(
-  cd "$src" && go list -deps -f '{{with .Module}}{{.Path}} {{.Version}}{{end}}' . | sort -u \
-    | awk 'NR == FNR { want[$1] = $2; next } ($1 in want) && want[$1] != $2 {
-        print "  " $1 ": release pins " want[$1] ", wrapper selects " $2 }' \
-      <(sed -n 's#^[[:space:]]*\([^ /]*\.[^ ]*\) \(v[^ ]*\).*#\1 \2#p' "$release_gomod") -
-)
-[[ -z "$mismatches" ]] || die "the wrapper's build list differs from the release's:
-$mismatches"
-
-phase "compiling $binary (cold Go build cache: ~9 CPU-minutes; after make controlplane: 30 s)"
 ldflags="-s -w"
 for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
   ldflags+=" -X $pkg.gitVersion=$KUBE_VERSION -X $pkg.gitTreeState=clean"
 done
-(cd "$src" && go build -trimpath -ldflags "$ldflags" -o "$work/out/$binary" .)
-
-phase "verifying version"
-"$work/out/$binary" --version 2>&1 | sed -n 1p  # not head: SIGPIPE under pipefail
+wrapper_module_build upstream-ccm "$here" "$release_gomod" "$binary" "$ldflags" \
+  "cold Go build cache: ~9 CPU-minutes; after make controlplane: 30 s"
 build_install
