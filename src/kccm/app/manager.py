@@ -49,7 +49,7 @@ from kccm.runtime.informers import SharedInformerFactory
 from kccm.runtime.leaderelection import LeaderElectionConfig, LeaderElector
 from kccm.runtime.server import Server
 from kccm.util.gcpolicy import freeze_synced_caches
-from kccm.util.loop import hand_over_the_gil_often, run_loop
+from kccm.util.loop import run_loop
 
 __all__ = ["EXIT_CONFIG", "EXIT_LOST_LEASE", "EXIT_RUNTIME", "Manager", "run_manager"]
 
@@ -103,7 +103,6 @@ def run_manager(config: ManagerConfig) -> int:
     2 bad config). Never kept alive by a stuck provider call (:mod:`kccm.app.shutdown`)."""
     deadline = ExitDeadline()
     code = EXIT_RUNTIME
-    hand_over_the_gil_often()  # /healthz and /metrics answer from a thread (kccm.util.loop)
     try:
         code = run_loop(Manager(config, deadline=deadline, freeze_gc=True).run())
     except ConfigurationError as exc:

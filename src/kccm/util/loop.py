@@ -11,15 +11,9 @@
   the main loop is busy: the health and metrics server (issue 28). A request waiting on the
   main loop queues behind every callback ready there (at 10,000 Nodes + 3,000 Services, a few
   hundred milliseconds for the several loop turns a TLS request takes); in a thread it waits
-  only for the GIL, which a busy thread hands over every ``sys.getswitchinterval()``. Upstream
-  serves these endpoints from goroutines of their own, which no controller work delays either.
-* :func:`hand_over_the_gil_often` sets that interval to :data:`SWITCH_INTERVAL` (1 ms instead
-  of CPython's 5 ms) for the daemon's process. A TLS request to the server takes the GIL a dozen
-  times or more (accept, handshake, read, authorise, answer), and each time it may wait a whole
-  interval behind the main loop and the provider's worker threads. At 10,000 Nodes + 3,000
-  Services on ``local``, whose provider works in threads, the slowest ``/healthz`` answers were
-  123-408 ms at 5 ms and 25-62 ms at 1 ms (issue 28, DEVELOPMENT.md). A thread holding the GIL
-  alone is not interrupted, so an uncontended daemon pays nothing.
+  only for the GIL, which a busy main thread hands over every ``sys.getswitchinterval()``
+  (5 ms). Upstream serves these endpoints from goroutines of their own, which no controller
+  work delays either.
 * :func:`on_loop` awaits a coroutine on another loop: how code on the serving thread reaches
   objects that belong to the main loop (API clients, controller state behind ``async``).
 """
@@ -27,31 +21,13 @@
 from __future__ import annotations
 
 import asyncio
-import sys
 import threading
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sized
 from typing import Any, TypeVar
 
-__all__ = [
-    "SWITCH_INTERVAL",
-    "LoopThread",
-    "for_each",
-    "hand_over_the_gil_often",
-    "on_loop",
-    "run_loop",
-]
+__all__ = ["LoopThread", "for_each", "on_loop", "run_loop"]
 
 _T = TypeVar("_T")
-
-
-SWITCH_INTERVAL = 0.001
-"""Seconds a thread runs before it must offer the GIL to a waiting one (CPython: 0.005)."""
-
-
-def hand_over_the_gil_often() -> None:
-    """Set the process's thread switch interval to :data:`SWITCH_INTERVAL` (the daemon's
-    process only: see the module docstring)."""
-    sys.setswitchinterval(SWITCH_INTERVAL)
 
 
 def run_loop(main: Coroutine[Any, Any, _T]) -> _T:
