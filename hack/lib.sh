@@ -21,8 +21,13 @@
 #   build_install
 #       Moves $work/out/<OUTPUTS> into bin_dir and writes the stamp.
 #
-# This file decides nothing about what is built (the Go environment, flags and versions stay in
-# the scripts), so it is not among any stamp's inputs: changing it rebuilds nothing.
+#   wrapper_module_build NAME WRAPPER_DIR RELEASE_GOMOD BINARY LDFLAGS NOTE
+#       The wrapper-module build of an upstream binary (needs $work from build_workdir).
+#
+# Apart from wrapper_module_build, this file decides nothing about what is built (the Go
+# environment, flags and versions stay in the scripts), so it is not among those scripts' stamp
+# inputs: changing it rebuilds nothing. The two scripts calling wrapper_module_build
+# (hack/upstream-ccm/build.sh, hack/openstack/build-occm.sh) list it among theirs.
 #
 # Stamps written before a script's last change that did not change what it builds are listed in
 # hack/stamp-aliases as "<current inputs hash> <earlier hash>": a cache holding the earlier stamp

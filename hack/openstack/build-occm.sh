@@ -24,7 +24,7 @@ OCCM_VERSION=$(sed -n "s#^require $module \(v[^ ]*\)\$#\1#p" "$here/occm/go.mod"
 [[ -n "$OCCM_VERSION" ]] || { echo "error: no 'require $module' in $here/occm/go.mod" >&2; exit 1; }
 
 build_init occm "occm-${OCCM_VERSION}" "$binary" -- \
-  "$here/build-occm.sh" "$here/occm/go.mod" "$here/occm/main.go" -- "$@"
+  "$here/build-occm.sh" "$here/occm/go.mod" "$here/occm/main.go" "$here/../lib.sh" -- "$@"
 build_lock occm-build.lock
 export CGO_ENABLED=0 GOTOOLCHAIN=local GOFLAGS=-mod=mod
 log "go: $(go version); $module $OCCM_VERSION"

@@ -26,7 +26,7 @@ CCM_VERSION=$(sed -n "s#^[[:space:]]*$module \(v[^ ]*\)\$#\1#p" "$here/go.mod")
 KUBE_VERSION="v1.${CCM_VERSION#v0.}"
 
 build_init upstream-ccm "upstream-ccm-${CCM_VERSION}" "$binary" -- \
-  "$here/build.sh" "$here/go.mod" "$here/main.go" -- "$@"
+  "$here/build.sh" "$here/go.mod" "$here/main.go" "$here/../lib.sh" -- "$@"
 build_lock upstream-ccm-build.lock
 export CGO_ENABLED=0 GOTOOLCHAIN=local GOFLAGS=-mod=mod
 log "go: $(go version); $module $CCM_VERSION"

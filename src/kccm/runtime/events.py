@@ -7,11 +7,11 @@ As in ``k8s.io/client-go/tools/record``:
   ``reportingComponent`` / ``reportingInstance`` from the recorder) and hands it to a bounded
   buffer without ever waiting: when the buffer is full the event is dropped and counted.
 * Writer tasks correlate and write, in order for each object: an event goes to one of
-  ``WRITERS`` lanes chosen by its source, object and type (every correlation key below starts
-  with those), so each key's events are correlated and written one after another as client-go's
-  single writer does them, while events about different objects are written side by side
-  (client-go writes everything one at a time; kccm's Events are the same, they arrive sooner,
-  and a lane retrying a failed write holds up only its own objects):
+  ``WRITERS`` lanes chosen by the object it is about (every correlation key below holds it), so
+  each object's events are correlated and written one after another as client-go's single
+  writer does them, while events about different objects are written side by side (client-go
+  writes everything one at a time; kccm's Events are the same, they arrive sooner, and a lane
+  retrying a failed write holds up only its own objects):
 
   1. aggregation — more than 10 distinct messages for one (object, type, reason) within
      10 minutes collapse into one event whose message starts
@@ -183,9 +183,11 @@ def _object_key(event: Obj) -> tuple[str, ...]:
 
 
 def _lane_of(event: Obj, lanes: int) -> int:
-    """The writer lane of ``event``: the same for every event of one source, object and type
-    (stable across runs, unlike ``hash``)."""
-    return zlib.crc32("\0".join(_object_key(event)).encode()) % lanes
+    """The writer lane of ``event``: the same for every event about one object (every
+    correlation key holds the object), stable across runs, unlike ``hash``."""
+    ref = event["involvedObject"]
+    key = "\0".join(ref.get(k, "") for k in ("kind", "namespace", "name", "uid"))
+    return zlib.crc32(key.encode()) % lanes
 
 
 def _spam_key(event: Obj) -> tuple[str, ...]:

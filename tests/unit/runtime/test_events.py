@@ -14,6 +14,7 @@ from kccm.kube.errors import Forbidden, TransportError
 from kccm.kube.fake import FakeKube
 from kccm.kube.interface import Obj
 from kccm.kube.resources import EVENTS
+from kccm.runtime import events as events_module
 from kccm.runtime.events import EventBroadcaster, EventRecorder, ObjectRef
 from kccm.util.clock import FakeClock
 
@@ -176,10 +177,11 @@ async def test_patch_of_a_vanished_event_falls_back_to_create(
 
 
 def test_buffer_full_drops_without_blocking(kube: FakeKube, registry: CollectorRegistry) -> None:
+    """The buffer bounds the events of every lane together (client-go: 1,000 queued)."""
     b = EventBroadcaster(kube, registry=registry, buffer_size=2)
     rec = b.recorder("c")
     for i in range(5):
-        rec.event(NODE, "Normal", "R", str(i))
+        rec.event(ObjectRef(kind="Node", name=f"node-{i}", uid=f"u-{i}"), "Normal", "R", "m")
     assert dropped(registry, "buffer_full") == 3
 
 
@@ -253,48 +255,64 @@ async def test_shutdown_flushes_and_refuses_new_events(
 
 
 class Stuck(FakeKube):
-    """Holds every create about ``name`` until ``release`` is set."""
+    """Holds every create about ``name`` until ``release`` is set; ``done`` is set once the
+    creates about every name in ``awaited`` have been answered."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, awaited: set[str]) -> None:
         super().__init__()
         self.name = name
+        self.awaited = set(awaited)
         self.release = asyncio.Event()
         self.waiting = asyncio.Event()
+        self.done = asyncio.Event()
 
     async def create(self, resource: Any, obj: Mapping[str, Any]) -> Obj:
-        if obj["involvedObject"]["name"] == self.name:
+        about = obj["involvedObject"]["name"]
+        if about == self.name:
             self.waiting.set()
             await self.release.wait()
-        return await super().create(resource, obj)
+        created = await super().create(resource, obj)
+        self.awaited.discard(about)
+        if not self.awaited:
+            self.done.set()
+        return created
 
 
 def node(name: str) -> ObjectRef:
     return ObjectRef(kind="Node", name=name, uid=f"uid-{name}", api_version="v1")
 
 
-async def test_a_stuck_write_holds_up_only_its_own_lane(
-    registry: CollectorRegistry,
-) -> None:
-    kube = Stuck("stuck")
+def lane(name: str) -> int:
+    event = {"involvedObject": node(name).as_dict()}
+    return events_module._lane_of(event, events_module.WRITERS)
+
+
+async def test_a_stuck_write_holds_up_only_its_own_lane(registry: CollectorRegistry) -> None:
+    """Events about other objects are written while one write hangs, unless they share its
+    lane; identical events about the stuck object wait for it and become its count."""
+    others = [f"node-{i}" for i in range(12)]
+    free = {name for name in others if lane(name) != lane("stuck")}
+    assert free, "every name shares the stuck lane: pick others"
+    assert free != set(others), "no name shares the stuck lane: pick others"
+    kube = Stuck("stuck", free)
     b = EventBroadcaster(kube, registry=registry)
     rec = b.recorder("cloud-node-controller")
     b.start()
-    rec.event(node("stuck"), "Normal", "Synced", "Node synced successfully")
-    await kube.waiting.wait()
-    others = [f"node-{i}" for i in range(12)]
-    for name in others:
-        rec.event(node(name), "Normal", "Synced", "Node synced successfully")
-    rec.event(node("stuck"), "Normal", "Synced", "Node synced successfully")  # identical
-    for _ in range(1000):  # loop turns, no time: FakeKube answers at once
-        await asyncio.sleep(0)
-    while_stuck = {e["involvedObject"]["name"] for e in events(kube)}
-    assert while_stuck, "the other objects' events waited for the stuck write"
-    assert "stuck" not in while_stuck
-    kube.release.set()
+    try:
+        rec.event(node("stuck"), "Normal", "Synced", "Node synced successfully")
+        await kube.waiting.wait()
+        for name in others:
+            rec.event(node(name), "Normal", "Synced", "Node synced successfully")
+        for _ in range(3):  # identical: each must follow the first create, in its lane
+            rec.event(node("stuck"), "Normal", "Synced", "Node synced successfully")
+        async with asyncio.timeout(30):  # FakeKube answers at once: only a regression waits
+            await kube.done.wait()
+        assert {e["involvedObject"]["name"] for e in events(kube)} == free
+    finally:
+        kube.release.set()
     await b.flush()
     written = {e["involvedObject"]["name"]: e for e in events(kube)}
     assert set(written) == {"stuck", *others}
-    # the identical event waited for the first one's create and became its count
-    assert written["stuck"]["count"] == 2
+    assert written["stuck"]["count"] == 4
     assert len(events(kube)) == len(others) + 1
     await b.shutdown(grace=0)

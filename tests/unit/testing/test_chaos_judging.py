@@ -38,7 +38,7 @@ def test_reads_identity_leadership_and_writes_from_a_json_log(tmp_path: Path) ->
     path.write_text("\n".join(json.dumps(line) for line in lines) + "\nTraceback...\n")
     found = read_process_log(path)
     assert found.identity == "host_abc"
-    assert (found.acquired, found.lost) == ([2.0], [4.0])
+    assert (found.acquired, found.lost, found.released) == ([2.0], [], [4.0])
     assert found.writes == [(3.0, "put_load_balancer", "a123", "generation=1")]
 
 
@@ -99,6 +99,13 @@ def test_a_call_while_exiting_after_the_lost_line_is_allowed_until_the_successor
         "long after the lost line",
     ]
     assert verdict_.winding_down == 1
+
+
+def test_a_call_after_a_graceful_release_gets_no_slack() -> None:
+    logs = {0: ProcessLog("a", acquired=[10.0], released=[15.0])}
+    calls = [Mutation(0, 15.011, "after its controllers stopped")]
+    verdict_ = judge(logs, {}, [LeaseHolding("a", 9.9)], calls)
+    assert [m.operation for m, _ in verdict_.violations] == ["after its controllers stopped"]
 
 
 class _World:

@@ -32,11 +32,12 @@ Definitions (what :func:`judge` counts):
   P. A process cannot act after its death, but a request it sent just before may reach the
   proxy a moment later: a call up to :data:`DEATH_SLACK` after P's kill or exit (and before
   the successor's ``acquireTime``) is not a violation. Likewise a process that logged its lost
-  or released line is still winding down: upstream's ``OnStoppedLeading`` logs
+  line is still winding down: upstream's ``OnStoppedLeading`` logs
   ``leaderelection lost`` and calls ``klog.FlushAndExit``, and the flush runs while other
   goroutines (a provider call in flight) still run; kccm exits the same way, its provider
   threads running until ``os._exit``. A call up to :data:`EXIT_SLACK` after that line (and
-  before the successor's ``acquireTime``) is not a violation: no two processes act at once.
+  before the successor's ``acquireTime``) is not a violation, and is counted apart: no two
+  processes act at once. A ``released lease`` line gets no such slack.
   No slack anywhere else, and none past the successor's ``acquireTime``.
 """
 
@@ -65,10 +66,11 @@ __all__ = [
 DEATH_SLACK = 1.0
 """Seconds after a process's SIGKILL (or exit) during which a call it sent may still be
 recorded by the cloud."""
-EXIT_SLACK = 1.0
-"""Seconds after a process's lost or released line during which a call is still its winding
-down (the partition runs saw 1-11 ms: a provider thread's request while the process flushed
-its logs before exiting)."""
+EXIT_SLACK = 0.25
+"""Seconds after a process's ``leaderelection lost`` line during which a call is still its
+winding down (the partition runs saw 1-11 ms: a provider thread's request while the process
+flushed its logs before exiting). None after ``released lease``: a graceful stop logs it once
+its controllers have stopped."""
 ELECTION_AS = "leader election on lease "
 ATTEMPTING = "attempting to acquire leader lease"
 ACQUIRED = "successfully acquired lease"
@@ -98,6 +100,8 @@ class ProcessLog:
     """When it started campaigning (``attempting to acquire leader lease``)."""
     acquired: list[float] = field(default_factory=list)
     lost: list[float] = field(default_factory=list)
+    released: list[float] = field(default_factory=list)
+    """Graceful stops (``released lease``: logged once the controllers have stopped)."""
     writes: list[tuple[float, str, str, str]] = field(default_factory=list)
 
 
@@ -122,8 +126,10 @@ def read_process_log(path: Path) -> ProcessLog:
             found.campaigning = ts
         elif msg.startswith(ACQUIRED):
             found.acquired.append(ts)
-        elif msg.startswith((*LOST, RELEASED)):
+        elif msg.startswith(LOST):
             found.lost.append(ts)
+        elif msg.startswith(RELEASED):
+            found.released.append(ts)
         elif msg.startswith(LOCAL_WRITE):
             parts = msg[len(LOCAL_WRITE) :].split(" ")
             parts += [""] * (3 - len(parts))
@@ -165,11 +171,11 @@ class Judgement:
     violations: list[tuple[Mutation, str]]
     mutations: int
     winding_down: int = 0
-    """Calls allowed only by :data:`EXIT_SLACK` (after their process's lost or released line)."""
+    """Calls allowed only by :data:`EXIT_SLACK` (after their process's lost line)."""
 
 
 def _believed(index: int, log: ProcessLog, died: float | None) -> list[Belief]:
-    ends = sorted(log.lost)
+    ends = sorted(log.lost + log.released)
     beliefs = []
     for start in sorted(log.acquired):
         end = min(
@@ -205,6 +211,7 @@ def judge(
         later = [h.acquired for h in holdings if h.holder != mine and h.acquired > start]
         return min(later, default=math.inf)
 
+    lost = {i: set(log.lost) for i, log in logs.items()}
     violations: list[tuple[Mutation, str]] = []
     counted = winding_down = 0
     for mutation in mutations:
@@ -217,11 +224,12 @@ def judge(
             end, exiting = belief.end, False
             if died is not None and end >= died:
                 end = died + DEATH_SLACK  # a request sent just before death, recorded after
-            elif end < math.inf:
-                end, exiting = end + EXIT_SLACK, True  # after its lost or released line
+            elif end in lost[mutation.process]:
+                end, exiting = end + EXIT_SLACK, True  # after its lost line: winding down
             if belief.start <= mutation.at <= min(end, cut):
                 allowed = True
-                winding_down += exiting and mutation.at > belief.end
+                if exiting and mutation.at > belief.end:
+                    winding_down += 1
                 break
         if not allowed:
             why = (

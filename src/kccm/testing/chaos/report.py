@@ -119,8 +119,8 @@ class Ledger:
             f"{self.final.get('pending')}",
             f"  after delete  {self.after_delete} left",
             f"  leadership    double leaders {self.double_leaders}, calls outside leadership "
-            f"{len(self.violations)} (and {self.winding_down} within {EXIT_SLACK:.0f} s of a "
-            "lost or released line, before the successor: winding down)",
+            f"{len(self.violations)} (and {self.winding_down} within {EXIT_SLACK:g} s of a "
+            "lost line, before the successor: winding down)",
             f"  wall          {self.wall:.0f} s; load (1 min) start {self.load_start:.2f}, "
             f"middle {self.load_middle:.2f}, end {self.load_end:.2f}",
             f"  verdict       {'CLEAN' if self.clean else 'NOT CLEAN'}",

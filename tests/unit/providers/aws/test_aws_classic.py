@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+import botocore.exceptions
 import pytest
 from aws_lb import lb_of, nodes, writes
 from aws_moto import World, clients
@@ -199,7 +200,7 @@ def test_ports_dropped_together_leave_exactly_the_new_listeners(
     cloud: AWSCloud, world: World, node_group: str
 ) -> None:
     """Two ports removed in one DeleteLoadBalancerListeners call (as upstream sends them),
-    against moto taught AWS's answer (aws_moto._delete_listeners_by_port); a third ensure
+    against moto taught AWS's answer (aws_moto_elb.delete_listeners_by_port); a third ensure
     finds nothing to change."""
     svc = service(((80, 30080), (85, 30085), (86, 30086)))
     lb = lb_of(cloud)
@@ -214,6 +215,14 @@ def test_ports_dropped_together_leave_exactly_the_new_listeners(
     before = dict(cloud.api.counts())
     lb.ensure_load_balancer("k", svc, nodes(world))
     assert writes(before, cloud.api.counts()) == {}
+
+
+def test_taught_moto_answers_a_missing_balancers_listener_delete_as_aws(world: World) -> None:
+    with pytest.raises(botocore.exceptions.ClientError) as caught:
+        elb_client(world.url).delete_load_balancer_listeners(
+            LoadBalancerName="no-such-balancer", LoadBalancerPorts=[80]
+        )
+    assert caught.value.response["Error"]["Code"] == "LoadBalancerNotFound"
 
 
 @pytest.mark.parametrize(
