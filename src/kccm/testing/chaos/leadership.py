@@ -162,6 +162,11 @@ class Belief:
     process: int
     start: float
     end: float
+    slack: float = 0.0
+    """How long after ``end`` a call still counts as the process's own: :data:`DEATH_SLACK`
+    after its death, :data:`EXIT_SLACK` after its lost line, none after a release."""
+    exiting: bool = False
+    """Ended by its lost line: a call after ``end`` is the process winding down."""
 
 
 @dataclass
@@ -175,13 +180,17 @@ class Judgement:
 
 
 def _believed(index: int, log: ProcessLog, died: float | None) -> list[Belief]:
-    ends = sorted(log.lost + log.released)
+    """Each leadership from its acquired line to the first end after it: its death (first when
+    at the same moment as a line), its lost line or its released line."""
+    ends = [(t, 1, EXIT_SLACK, True) for t in log.lost] + [(t, 1, 0.0, False) for t in log.released]
+    if died is not None:
+        ends.append((died, 0, DEATH_SLACK, False))
     beliefs = []
     for start in sorted(log.acquired):
-        end = min(
-            [t for t in ends if t >= start] + ([died] if died is not None else []), default=math.inf
+        end, _, slack, exiting = min(
+            (e for e in ends if e[0] >= start), default=(math.inf, 0, 0.0, False)
         )
-        beliefs.append(Belief(index, start, end))
+        beliefs.append(Belief(index, start, end, slack, exiting))
     return beliefs
 
 
@@ -211,7 +220,6 @@ def judge(
         later = [h.acquired for h in holdings if h.holder != mine and h.acquired > start]
         return min(later, default=math.inf)
 
-    lost = {i: set(log.lost) for i, log in logs.items()}
     violations: list[tuple[Mutation, str]] = []
     counted = winding_down = 0
     for mutation in mutations:
@@ -220,15 +228,9 @@ def judge(
         allowed = False
         for belief in own:
             cut = successor_acquired(mutation.process, belief.start)
-            died = deaths.get(mutation.process)
-            end, exiting = belief.end, False
-            if died is not None and end >= died:
-                end = died + DEATH_SLACK  # a request sent just before death, recorded after
-            elif end in lost[mutation.process]:
-                end, exiting = end + EXIT_SLACK, True  # after its lost line: winding down
-            if belief.start <= mutation.at <= min(end, cut):
+            if belief.start <= mutation.at <= min(belief.end + belief.slack, cut):
                 allowed = True
-                if exiting and mutation.at > belief.end:
+                if belief.exiting and mutation.at > belief.end:
                     winding_down += 1
                 break
         if not allowed:
