@@ -58,7 +58,6 @@ import asyncio
 import contextlib
 import json
 import os
-import re
 import shlex
 import statistics
 import subprocess
@@ -66,13 +65,13 @@ import sys
 import tempfile
 import time
 import uuid
-from collections import Counter
 from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from informer_nodes import realistic_node  # bench/ is on sys.path when run as a script
+from apiserver_requests import request_counts, request_delta  # bench/ is on sys.path
+from informer_nodes import realistic_node
 from proc import CLK_TCK
 from scale import (
     PY_SPY,
@@ -175,25 +174,6 @@ def upstream_binary() -> Path:
         text=True,
     ).stdout.strip()
     return Path(out) / "cloud-controller-manager"
-
-
-REQUEST = re.compile(r"^apiserver_request_total\{([^}]*)\} (\S+)$", re.MULTILINE)
-LABEL = re.compile(r'(\w+)="([^"]*)"')
-
-
-def request_counts(body: str) -> Counter[str]:
-    counts: Counter[str] = Counter()
-    for match in REQUEST.finditer(body):
-        labels = dict(LABEL.findall(match.group(1)))
-        key = labels.get("verb", "?") + " " + labels.get("resource", "?")
-        if labels.get("subresource"):
-            key += "/" + labels["subresource"]
-        counts[key] += int(float(match.group(2)))
-    return counts
-
-
-def _delta(before: Counter[str], after: Counter[str]) -> dict[str, int]:
-    return {k: after[k] - before[k] for k in after if after[k] - before[k] > 0}
 
 
 @dataclass
@@ -316,8 +296,8 @@ class Bench:
             apiserver_cpu=api_done,
             load_start=load_start,
             load_end=load_end,
-            requests=_delta(before, after),
-            requests_by_done=_delta(before, at_done),
+            requests=request_delta(before, after),
+            requests_by_done=request_delta(before, at_done),
         )
         log(
             f"{daemon_name} #{repetition}: {count} initialised in {wall:.1f} s; CPU "

@@ -84,6 +84,7 @@ from kccm.testing.ports import free_port
 
 UNINIT = "node.cloudprovider.kubernetes.io/uninitialized"
 EXTRA_ARGS: list[str] = []  # --kccm-args
+PROBE_INTERVAL = [1.0]  # --probe-interval
 PY_SPY: list[str] = []  # --py-spy: the py-spy binary, then where its raw stacks go
 
 
@@ -282,8 +283,9 @@ def cloud_calls(body: str) -> dict[str, float]:
 
 
 class MetricsProbe:
-    """Fetches ``path`` (/metrics, /healthz) every second from bench/http_probe.py, a process
-    of its own (so the bench's own work is not counted); keeps every answer's time."""
+    """Fetches ``path`` (/metrics, /healthz) every ``--probe-interval`` seconds from
+    bench/http_probe.py, a process of its own (so the bench's own work is not counted); keeps
+    every answer's time."""
 
     def __init__(self, daemon: Daemon, path: str = "/metrics") -> None:
         self.daemon = daemon
@@ -296,7 +298,12 @@ class MetricsProbe:
     def __enter__(self) -> MetricsProbe:
         url = f"https://127.0.0.1:{self.daemon.port}{self.path}"
         self._proc = subprocess.Popen(
-            [sys.executable, str(Path(__file__).with_name("http_probe.py")), url],
+            [
+                sys.executable,
+                str(Path(__file__).with_name("http_probe.py")),
+                url,
+                f"--interval={PROBE_INTERVAL[0]}",
+            ],
             stdout=subprocess.PIPE,
             text=True,
             env={**os.environ, "KCCM_PROBE_TOKEN": self.daemon.token},
@@ -666,7 +673,10 @@ def main() -> None:
                         help="local: the provider starts its data plane")  # fmt: skip
     parser.add_argument("--py-spy", nargs=2, metavar=("BINARY", "DIR"), default=[],
                         help="sample the daemon with py-spy during init and scale")  # fmt: skip
+    parser.add_argument("--probe-interval", type=float, default=1.0,
+                        help="seconds between two /metrics (and /healthz) fetches")  # fmt: skip
     args = parser.parse_args()
+    PROBE_INTERVAL[0] = args.probe_interval
     EXTRA_ARGS.extend(shlex.split(args.kccm_args))
     PY_SPY.extend(args.py_spy)
     # The default node-port range holds 2,768 Services; --services may ask for more.

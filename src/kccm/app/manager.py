@@ -48,7 +48,7 @@ from kccm.runtime.healthz import LoopPulse
 from kccm.runtime.informers import SharedInformerFactory
 from kccm.runtime.leaderelection import LeaderElectionConfig, LeaderElector
 from kccm.runtime.server import Server
-from kccm.util.gcpolicy import freeze_synced_caches
+from kccm.util.gcpolicy import freeze_synced_caches, freeze_while_syncing
 from kccm.util.loop import run_loop
 
 __all__ = ["EXIT_CONFIG", "EXIT_LOST_LEASE", "EXIT_RUNTIME", "Manager", "run_manager"]
@@ -421,6 +421,8 @@ class Manager:
         self._set_leading(True)
         try:
             self._build_controllers(informers, events, cloud)
+            if self.freeze_gc:
+                freeze_while_syncing()
             informers.start()
             await informers.wait_for_sync()
             if self.freeze_gc:

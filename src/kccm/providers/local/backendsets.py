@@ -8,6 +8,12 @@ to the same nodes, so 3,000 balancers over 10,000 nodes share one list of 10,000
   (:class:`NodeBackends`) and the store hands every read of one set the same parsed tuple
   (:class:`ParsedSets`), so comparing a balancer's backends with the desired ones is a string
   comparison, not 10,000 dicts serialised twice per ensure.
+
+Each is made by one thread while the others asking for it wait: when the node set changes,
+the ten service workers all ensure with the new tuple at once, and each used to take its
+10,000 backends (and serialise and hash them) itself, ten times the work, and ten threads
+queueing for the GIL that the health server's thread needs too (issue 28). A thread waiting on
+the lock does not hold the GIL.
 """
 
 from __future__ import annotations
@@ -42,7 +48,9 @@ def dumps(value: Any) -> str:
 
 class _ByIdentity(Generic[K, V]):
     """The values of the last :data:`REMEMBERED` keys, found by identity (``is``), never by
-    equality; the keys are held, so an id is not reused while remembered. Thread-safe."""
+    equality; the keys are held, so an id is not reused while remembered. Thread-safe: a value
+    is made under the lock, once, and every other caller waits for it (``make`` must not ask
+    this memo again)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -54,8 +62,7 @@ class _ByIdentity(Generic[K, V]):
             if found is not None and found[0] is key:
                 self._entries.move_to_end(id(key))
                 return found[1]
-        value = make(key)
-        with self._lock:
+            value = make(key)
             self._entries[id(key)] = (key, value)
             while len(self._entries) > REMEMBERED:
                 self._entries.popitem(last=False)
@@ -101,8 +108,9 @@ class NodeBackends:
 
 
 class ParsedSets:
-    """A reader's parsed ``backend_sets``: the same text gives the same tuple, parsed once. The
-    text is compared on every read, so a set edited in the state file is seen at once."""
+    """A reader's parsed ``backend_sets``: the same text gives the same tuple, parsed once (under
+    the lock: a restart's workers reading one set wait for one parse). The text is compared on
+    every read, so a set edited in the state file is seen at once."""
 
     def __init__(self, parse: Callable[[str], Any] = lambda text: tuple(json.loads(text))):
         self._parse = parse
@@ -115,8 +123,7 @@ class ParsedSets:
             if found is not None and found[0] == text:
                 self._entries.move_to_end(ident)
                 return found[1]
-        parsed = self._parse(text)
-        with self._lock:
+            parsed = self._parse(text)
             self._entries[ident] = (text, parsed)
             while len(self._entries) > REMEMBERED:
                 self._entries.popitem(last=False)

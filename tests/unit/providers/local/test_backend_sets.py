@@ -8,6 +8,7 @@ import asyncio
 import io
 import json
 import sqlite3
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -108,6 +109,33 @@ def test_the_nodes_backends_are_taken_once_per_node_tuple(
     cloud.ensure_load_balancer(CLUSTER, service(0), list(NODES))
     cloud.ensure_load_balancer(CLUSTER, service(0), list(NODES))
     assert len(calls) == 4, "a list may change between calls: never remembered"
+
+
+def test_threads_asking_for_one_tuple_at_once_wait_for_one_making(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The service workers all ensure with a new node tuple at once: one thread takes its
+    backends, the others wait for them instead of each taking them too (issue 28)."""
+    memo = backendsets.NodeBackends(balancers.backends_of)
+    second_made = threading.Event()
+    others: list[threading.Thread] = []
+
+    def first(nodes: Any) -> Any:
+        others.append(threading.Thread(target=memo, args=(nodes,)))
+        others[0].start()  # asks while this thread is still making the value
+        # made twice, the other thread sets this at once; made once, it waits for the lock
+        second_made.wait(timeout=0.2)
+        return balancers.backends_of(nodes)
+
+    def later(nodes: Any) -> Any:
+        second_made.set()
+        return balancers.backends_of(nodes)
+
+    makers = iter([first, later])
+    monkeypatch.setattr(memo, "_backends_of", lambda nodes: next(makers)(nodes))
+    assert memo(NODES) == balancers.backends_of(NODES)
+    others[0].join()
+    assert not second_made.is_set(), "a second thread took the same tuple's backends again"
 
 
 def test_unchanged_balancers_serialise_the_backend_list_at_most_twice(
