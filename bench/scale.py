@@ -61,6 +61,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from apiserver_requests import request_counts, request_delta
 from informer_nodes import realistic_node  # bench/ is on sys.path when run as a script
 from localcloud import local_cloud, local_figures, stop_dataplane
 from proc import cpu_seconds, rss_mib
@@ -280,6 +281,11 @@ def cloud_calls(body: str) -> dict[str, float]:
     for match in re.finditer(r'^cloudprovider_calls_total\{method="([^"]+)"\} (\S+)$', body, re.M):
         found[match.group(1)] = float(match.group(2))
     return found
+
+
+def requests_text(counts: dict[str, int]) -> str:
+    """``PATCH services/status 3000, POST events 6000, ...``, the most first."""
+    return ", ".join(f"{k} {n}" for k, n in sorted(counts.items(), key=lambda kv: -kv[1]))
 
 
 class MetricsProbe:
@@ -525,6 +531,7 @@ class Bench:
         await bounded(100, [self.kube.create(SERVICES, lb_service(f"svc-{i:05d}", namespace))
                             for i in range(services)])  # fmt: skip
         config, extra = self.cloud(run, names, services)
+        served = request_counts(await self.kube.get_text("/metrics"))
         async with Completion(
             self.kube, SERVICES, services, has_ingress, namespace=namespace
         ) as completion:
@@ -545,6 +552,9 @@ class Bench:
                     self.row("slowest /healthz answer while syncing", healthz.summary())
                     self.row(f"RSS with {nodes} nodes + {services} services",
                              f"{daemon.rss_mib():.0f} MiB")  # fmt: skip
+                    served_now = request_counts(await self.kube.get_text("/metrics"))
+                    self.row("apiserver requests until all ensured (the bench's too)",
+                             requests_text(request_delta(served, served_now)))  # fmt: skip
                     if self.provider == "local":
                         for what, figure in local_figures(config, self.dataplane):
                             self.row(what, figure)
