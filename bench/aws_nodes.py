@@ -24,8 +24,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from kube_helpers import Completion, bounded, delete_quietly, untainted  # bench/ on sys.path
 from prometheus_client import CollectorRegistry
-from scale import Completion, bounded, delete_quietly, untainted  # bench/ is on sys.path
 
 from kccm.cloudprovider.gate import CallGate
 from kccm.cloudprovider.gated import GatedCloud

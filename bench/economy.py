@@ -33,20 +33,16 @@ import time
 import uuid
 from pathlib import Path
 
+from kube_helpers import Completion, bounded, has_ingress, metrics_token
 from localcloud import local_cloud  # bench/ is on sys.path when run as a script
+from metrics_text import cloud_calls, metric_sum
 from scale import (
-    Completion,
     Daemon,
-    bounded,
-    cloud_calls,
     cloud_config,
-    has_ingress,
     ip_of,
     launch_daemon,
     lb_service,
     log,
-    metric_sum,
-    metrics_token,
     print_table,
     ready_node,
 )

@@ -19,8 +19,9 @@ import asyncio
 import time
 import uuid
 
+from kube_helpers import Completion, bounded, delete_quietly, untainted  # bench/ on sys.path
 from prometheus_client import CollectorRegistry
-from scale import Completion, bounded, delete_quietly, kubelet_node, untainted  # bench/ on path
+from scale import kubelet_node
 
 from kccm.cloudprovider import NodeAddress
 from kccm.cloudprovider.gate import CallGate

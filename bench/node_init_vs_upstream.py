@@ -70,24 +70,19 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from apiserver_requests import request_counts, request_delta  # bench/ is on sys.path
 from informer_nodes import realistic_node
+from kube_helpers import UNINIT, Completion, bounded, delete_quietly, metrics_token, untainted
+from metrics_text import request_counts, request_delta  # bench/ is on sys.path
 from proc import CLK_TCK
 from scale import (
     PY_SPY,
-    UNINIT,
-    Completion,
     Daemon,
-    bounded,
     cloud_config,
-    delete_quietly,
     ip_of,
     kubelet_node,
     launch_daemon,
     log,
-    metrics_token,
     profiled,
-    untainted,
 )
 
 from kccm.kube.client import KubeApiClient

@@ -54,17 +54,15 @@ from urllib.parse import parse_qsl
 
 from keystoneauth1 import session
 from keystoneauth1.identity import v3
-from scale import (  # bench/ is on sys.path when run as a script
+from kube_helpers import (  # bench/ is on sys.path when run as a script
     Completion,
-    Daemon,
     bounded,
-    cloud_calls,
     delete_quietly,
     has_ingress,
-    launch_daemon,
-    metric_sum,
     metrics_token,
 )
+from metrics_text import cloud_calls, metric_sum
+from scale import Daemon, launch_daemon
 
 from kccm.kube.client import KubeApiClient
 from kccm.kube.config import load_cluster_config

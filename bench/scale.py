@@ -43,7 +43,6 @@ import argparse
 import asyncio
 import contextlib
 import os
-import re
 import shlex
 import signal
 import ssl
@@ -56,34 +55,36 @@ import time
 import urllib.error
 import urllib.request
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from apiserver_requests import request_counts, request_delta
 from informer_nodes import realistic_node  # bench/ is on sys.path when run as a script
+from kube_helpers import (
+    UNINIT,
+    Completion,
+    bounded,
+    delete_quietly,
+    has_ingress,
+    metrics_token,
+    untainted,
+)
 from localcloud import local_cloud, local_figures, stop_dataplane
+from metrics_text import cloud_calls, metric_sum, request_counts, request_delta, requests_text
 from proc import cpu_seconds, rss_mib
 
 from kccm.kube.client import KubeApiClient
 from kccm.kube.config import load_cluster_config
-from kccm.kube.errors import AlreadyExists, NotFound
 from kccm.kube.resources import (
-    CLUSTER_ROLE_BINDINGS,
-    CLUSTER_ROLES,
     EVENTS,
     NAMESPACES,
     NODES,
-    SERVICE_ACCOUNTS,
     SERVICES,
-    Resource,
 )
-from kccm.runtime.informers import EventHandler, Informer
 from kccm.testing.controlplane import ControlPlane
 from kccm.testing.ports import free_port
 
-UNINIT = "node.cloudprovider.kubernetes.io/uninitialized"
 EXTRA_ARGS: list[str] = []  # --kccm-args
 PROBE_INTERVAL = [1.0]  # --probe-interval
 PY_SPY: list[str] = []  # --py-spy: the py-spy binary, then where its raw stacks go
@@ -266,28 +267,6 @@ def profiled(daemon: Daemon, name: str) -> Any:
         log(f"py-spy stacks: {out}")
 
 
-def metric_sum(body: str, metric: str, **labels: str) -> float:
-    total = 0.0
-    pattern = re.compile(rf"^{re.escape(metric)}(\{{[^}}]*\}})? (\S+)$", re.MULTILINE)
-    for match in pattern.finditer(body):
-        text = match.group(1) or ""
-        if all(f'{k}="{v}"' in text for k, v in labels.items()):
-            total += float(match.group(2))
-    return total
-
-
-def cloud_calls(body: str) -> dict[str, float]:
-    found: dict[str, float] = {}
-    for match in re.finditer(r'^cloudprovider_calls_total\{method="([^"]+)"\} (\S+)$', body, re.M):
-        found[match.group(1)] = float(match.group(2))
-    return found
-
-
-def requests_text(counts: dict[str, int]) -> str:
-    """``PATCH services/status 3000, POST events 6000, ...``, the most first."""
-    return ", ".join(f"{k} {n}" for k, n in sorted(counts.items(), key=lambda kv: -kv[1]))
-
-
 class MetricsProbe:
     """Fetches ``path`` (/metrics, /healthz) every ``--probe-interval`` seconds from
     bench/http_probe.py, a process of its own (so the bench's own work is not counted); keeps
@@ -342,104 +321,6 @@ class MetricsProbe:
     @property
     def slowest(self) -> float:
         return max(self.times, default=0.0)
-
-
-# -- helpers ----------------------------------------------------------------------------------
-
-
-async def bounded(limit: int, coros: list[Awaitable[Any]]) -> list[Any]:
-    sem = asyncio.Semaphore(limit)
-
-    async def one(coro: Awaitable[Any]) -> Any:
-        async with sem:
-            return await coro
-
-    return await asyncio.gather(*(one(c) for c in coros))
-
-
-async def create_ignoring_exists(
-    kube: KubeApiClient, resource: Resource, obj: dict[str, Any]
-) -> None:
-    with contextlib.suppress(AlreadyExists):
-        await kube.create(resource, obj)
-
-
-async def delete_quietly(
-    kube: KubeApiClient, resource: Resource, name: str, namespace: str | None = None
-) -> None:
-    with contextlib.suppress(NotFound):
-        await kube.delete(resource, name, namespace=namespace)
-
-
-async def metrics_token(kube: KubeApiClient) -> str:
-    """A ServiceAccount allowed to GET /metrics, and a token for it (TokenRequest)."""
-    name = "kccm-bench-metrics"
-    await create_ignoring_exists(
-        kube, SERVICE_ACCOUNTS, {"metadata": {"name": name, "namespace": "kube-system"}}
-    )
-    rules = [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]
-    await create_ignoring_exists(kube, CLUSTER_ROLES, {"metadata": {"name": name}, "rules": rules})
-    binding = {
-        "metadata": {"name": name},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
-        "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": "kube-system"}],
-    }
-    await create_ignoring_exists(kube, CLUSTER_ROLE_BINDINGS, binding)
-    review = await kube.create(
-        SERVICE_ACCOUNTS,
-        {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}},
-        namespace="kube-system",
-        name=name,
-        subresource="token",
-    )
-    return str(review["status"]["token"])
-
-
-class Completion:
-    """An informer that fires once ``done(obj)`` holds for ``total`` objects."""
-
-    def __init__(
-        self,
-        kube: KubeApiClient,
-        resource: Resource,
-        total: int,
-        done: Callable[[dict[str, Any]], bool],
-        **selector: Any,
-    ) -> None:
-        self.total = total
-        self.done: set[str] = set()
-        self.finished = asyncio.Event()
-        self._test = done
-        self.informer = Informer(kube, resource, **selector)
-        self.informer.add_event_handler(
-            EventHandler(on_add=self._seen, on_update=lambda _old, new: self._seen(new))
-        )
-        self._task: asyncio.Task[None] | None = None
-
-    def _seen(self, obj: dict[str, Any]) -> None:
-        if self._test(obj):
-            meta = obj["metadata"]
-            self.done.add(f"{meta.get('namespace', '')}/{meta['name']}")
-            if len(self.done) >= self.total:
-                self.finished.set()
-
-    async def __aenter__(self) -> Completion:
-        self._task = asyncio.create_task(self.informer.run())
-        await self.informer.wait_for_sync()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        assert self._task is not None
-        self._task.cancel()
-        await asyncio.gather(self._task, return_exceptions=True)
-
-
-def untainted(node: dict[str, Any]) -> bool:
-    return not any(t.get("key") == UNINIT for t in node.get("spec", {}).get("taints") or ())
-
-
-def has_ingress(service: dict[str, Any]) -> bool:
-    return bool(((service.get("status") or {}).get("loadBalancer") or {}).get("ingress"))
 
 
 # -- scenarios --------------------------------------------------------------------------------

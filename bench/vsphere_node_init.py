@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from scale import Completion, bounded  # bench/ on path
+from kube_helpers import Completion, bounded  # bench/ on path
 
 from kccm.kube.client import KubeApiClient
 from kccm.kube.config import load_cluster_config

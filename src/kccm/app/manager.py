@@ -48,7 +48,11 @@ from kccm.runtime.healthz import LoopPulse
 from kccm.runtime.informers import SharedInformerFactory
 from kccm.runtime.leaderelection import LeaderElectionConfig, LeaderElector
 from kccm.runtime.server import Server
-from kccm.util.gcpolicy import freeze_synced_caches, freeze_while_syncing
+from kccm.util.gcpolicy import (
+    freeze_synced_caches,
+    freeze_while_syncing,
+    stop_freezing_while_syncing,
+)
 from kccm.util.loop import run_loop
 
 __all__ = ["EXIT_CONFIG", "EXIT_LOST_LEASE", "EXIT_RUNTIME", "Manager", "run_manager"]
@@ -160,9 +164,10 @@ class Manager:
     skipped: list[str] = field(default_factory=list)
     deadline: ExitDeadline = field(default_factory=ExitDeadline)
     freeze_gc: bool = False
-    """Freeze the synced caches out of the cycle collector's scans (:mod:`kccm.util.gcpolicy`):
-    the daemon's process does (``run_manager``); a manager run inside another program, a test's,
-    leaves that program's collector alone."""
+    """Freeze what survives the initial sync's collections and then the synced caches out of
+    the cycle collector's scans (:mod:`kccm.util.gcpolicy`): the daemon's process does
+    (``run_manager``); a manager run inside another program, a test's, leaves that program's
+    collector alone."""
     pulse: LoopPulse = field(default_factory=LoopPulse)
     """The loop's pulse, which the controllers' health checks read (kccm.runtime.healthz)."""
     _clients: list[KubeApiClient] = field(default_factory=list)
@@ -411,6 +416,20 @@ class Manager:
 
     # -- controllers -------------------------------------------------------------------------
 
+    async def _sync(self, informers: SharedInformerFactory) -> None:
+        """Start the informers and wait for their caches, under the daemon's collector policy
+        (:mod:`kccm.util.gcpolicy`) when :attr:`freeze_gc`."""
+        if self.freeze_gc:
+            freeze_while_syncing()
+        try:
+            informers.start()
+            await informers.wait_for_sync()
+        finally:
+            if self.freeze_gc:
+                stop_freezing_while_syncing()
+        if self.freeze_gc:
+            freeze_synced_caches()
+
     async def _lead(self, cloud: GatedCloud) -> None:
         """Start informers and controllers; run until cancelled."""
         informer_client = self._client("shared-informers")
@@ -421,12 +440,7 @@ class Manager:
         self._set_leading(True)
         try:
             self._build_controllers(informers, events, cloud)
-            if self.freeze_gc:
-                freeze_while_syncing()
-            informers.start()
-            await informers.wait_for_sync()
-            if self.freeze_gc:
-                freeze_synced_caches()
+            await self._sync(informers)
             _log.info("caches synced; starting %d controllers", len(self.started))
             tasks = [asyncio.create_task(c.run(), name=n) for n, c in self.started.items()]
             if tasks:

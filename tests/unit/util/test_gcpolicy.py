@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import gc
 import weakref
-from collections.abc import Iterator
 
 import pytest
 
@@ -17,14 +16,7 @@ class Cached(dict[str, object]):
     """A dict that can be weakly referenced, standing for one cached object."""
 
 
-@pytest.fixture(autouse=True)
-def unfrozen() -> Iterator[None]:
-    assert gc.get_freeze_count() == 0, "something else froze this test process"
-    threshold, callbacks = gc.get_threshold(), list(gc.callbacks)
-    yield
-    gc.callbacks[:] = callbacks  # leave the process's collector as found
-    gc.unfreeze()
-    gc.set_threshold(*threshold)
+pytestmark = pytest.mark.usefixtures("collector_restored")
 
 
 def tracked(obj: object) -> bool:
@@ -69,6 +61,7 @@ def test_the_young_generation_is_then_collected_less_often() -> None:
 def test_while_syncing_what_survives_a_young_collection_is_frozen() -> None:
     freeze_while_syncing()
     assert gc.get_threshold()[0] == YOUNG_THRESHOLD
+    gc.disable()  # no collection of its own between the page and the check (re-enabled after)
     page = [Cached(name=f"node-{i}") for i in range(500)]  # a page of the initial list
     assert tracked(page[0])
     gc.collect(0)  # what the allocations trigger every YOUNG_THRESHOLD
@@ -98,6 +91,7 @@ def test_survivors_are_frozen_at_most_sync_freezes_times(monkeypatch: pytest.Mon
 def test_once_synced_survivors_are_no_longer_frozen() -> None:
     freeze_while_syncing()
     freeze_synced_caches()
+    assert gcpolicy._FREEZER not in gc.callbacks
     later = Cached()
     gc.collect(0)
     assert tracked(later)

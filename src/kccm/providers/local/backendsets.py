@@ -49,8 +49,8 @@ def dumps(value: Any) -> str:
 class _ByIdentity(Generic[K, V]):
     """The values of the last :data:`REMEMBERED` keys, found by identity (``is``), never by
     equality; the keys are held, so an id is not reused while remembered. Thread-safe: a value
-    is made under the lock, once, and every other caller waits for it (``make`` must not ask
-    this memo again)."""
+    is made under the one lock, once, and every other caller waits for it, a caller asking
+    for another key too (``make`` must not ask this memo again)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()

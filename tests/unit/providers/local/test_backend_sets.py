@@ -111,31 +111,75 @@ def test_the_nodes_backends_are_taken_once_per_node_tuple(
     assert len(calls) == 4, "a list may change between calls: never remembered"
 
 
+class ContendedLock:
+    """A lock that says when a second thread has to wait for it (sets ``contended``)."""
+
+    def __init__(self, contended: threading.Event) -> None:
+        self._lock = threading.Lock()
+        self.contended = contended
+
+    def __enter__(self) -> None:
+        if not self._lock.acquire(blocking=False):
+            self.contended.set()
+            self._lock.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self._lock.release()
+
+
 def test_threads_asking_for_one_tuple_at_once_wait_for_one_making(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The service workers all ensure with a new node tuple at once: one thread takes its
     backends, the others wait for them instead of each taking them too (issue 28)."""
     memo = backendsets.NodeBackends(balancers.backends_of)
-    second_made = threading.Event()
+    made_again, either = threading.Event(), threading.Event()
+    monkeypatch.setattr(memo._memo, "_lock", ContendedLock(either))
     others: list[threading.Thread] = []
 
     def first(nodes: Any) -> Any:
         others.append(threading.Thread(target=memo, args=(nodes,)))
         others[0].start()  # asks while this thread is still making the value
-        # made twice, the other thread sets this at once; made once, it waits for the lock
-        second_made.wait(timeout=0.2)
+        either.wait(timeout=30)  # it waits for the lock, or (made twice) makes it too
         return balancers.backends_of(nodes)
 
-    def later(nodes: Any) -> Any:
-        second_made.set()
+    def again(nodes: Any) -> Any:
+        made_again.set()
+        either.set()
         return balancers.backends_of(nodes)
 
-    makers = iter([first, later])
+    makers = iter([first, again])
     monkeypatch.setattr(memo, "_backends_of", lambda nodes: next(makers)(nodes))
     assert memo(NODES) == balancers.backends_of(NODES)
-    others[0].join()
-    assert not second_made.is_set(), "a second thread took the same tuple's backends again"
+    others[0].join(timeout=30)
+    assert not others[0].is_alive()
+    assert not made_again.is_set(), "a second thread took the same tuple's backends again"
+
+
+def test_threads_reading_one_set_at_once_wait_for_one_parse(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A restart's workers reading the same stored set: parsed once, the others wait."""
+    parsed_again, either = threading.Event(), threading.Event()
+    others: list[threading.Thread] = []
+    text = json.dumps([{"node": "n000", "address": "10.0.0.1"}])
+
+    def parse(raw: str) -> Any:
+        if others:
+            parsed_again.set()
+            either.set()
+        else:
+            others.append(threading.Thread(target=sets.get, args=("set-1", text)))
+            others[0].start()
+            either.wait(timeout=30)
+        return tuple(json.loads(raw))
+
+    sets = backendsets.ParsedSets(parse)
+    monkeypatch.setattr(sets, "_lock", ContendedLock(either))
+    assert sets.get("set-1", text) == ({"node": "n000", "address": "10.0.0.1"},)
+    others[0].join(timeout=30)
+    assert not others[0].is_alive()
+    assert not parsed_again.is_set(), "a second thread parsed the same set again"
 
 
 def test_unchanged_balancers_serialise_the_backend_list_at_most_twice(
