@@ -81,10 +81,13 @@ async def test_cancelling_the_caller_cancels_the_work(thread: LoopThread) -> Non
 
 async def test_stop_cancels_what_runs_there_and_ends_the_thread() -> None:
     loop_thread, work = LoopThread("test-stop"), Forever()
-    asyncio.run_coroutine_threadsafe(work.run(), loop_thread.loop)
+    # kept: the loop holds its tasks weakly, and a waiting task nobody references is a garbage
+    # cycle the collector may free mid-test ("Task was destroyed but it is pending!")
+    pending = asyncio.run_coroutine_threadsafe(work.run(), loop_thread.loop)
     assert await asyncio.to_thread(work.started.wait, 10)
     await loop_thread.stop()
     assert work.cancelled.is_set()
+    assert pending.cancelled()
     assert loop_thread.loop.is_closed()
     await loop_thread.stop()  # a second stop does nothing
 
