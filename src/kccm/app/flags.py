@@ -9,7 +9,7 @@ as they are, so this module reproduces the parts of pflag that matter:
 * shorthands: ``-v=2``, ``-v 2``, ``-v2``, ``-h``; ``--`` ends the flags;
 * ``_`` in a flag name is read as ``-`` (component-base ``WordSepNormalizeFunc``);
 * values parsed as Go parses them: ``strconv.ParseBool``/``ParseInt``/``ParseFloat`` and
-  ``time.ParseDuration``, with Go's error texts;
+  ``time.ParseDuration``, with Go's error texts (:mod:`kccm.util.gostrconv`);
 * list flags (pflag ``StringSlice``): comma-separated; the first use replaces the default and
   repeated uses append; map flags (``k=v,k2=v2``) merge.
 
@@ -19,11 +19,13 @@ caller can report them all at once.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from kccm.util import gostrconv
+from kccm.util.gostrconv import format_duration, go_quote, parse_bool, parse_duration
 
 __all__ = [
     "Flag",
@@ -46,43 +48,9 @@ __all__ = [
 Parser = Callable[[str], Any]
 
 
-def go_quote(text: str) -> str:
-    """Quote like Go's ``%q`` / ``strconv.Quote`` (close enough for messages)."""
-    return json.dumps(text, ensure_ascii=False)
-
-
-# -- Go value syntax -----------------------------------------------------------------------------
-
-_TRUE = frozenset({"1", "t", "T", "TRUE", "true", "True"})
-_FALSE = frozenset({"0", "f", "F", "FALSE", "false", "False"})
-
-
-def parse_bool(text: str) -> bool:
-    """``strconv.ParseBool``."""
-    if text in _TRUE:
-        return True
-    if text in _FALSE:
-        return False
-    raise ValueError(f"strconv.ParseBool: parsing {go_quote(text)}: invalid syntax")
-
-
-_INT = re.compile(r"[+-]?(0[xX][0-9a-fA-F_]+|0[oO][0-7_]+|0[bB][01_]+|0[0-7_]*|[1-9][0-9_]*)")
-
-
 def parse_int(text: str) -> int:
     """``strconv.ParseInt(text, 0, 64)``, which pflag's int flags use."""
-    if not _INT.fullmatch(text) or "__" in text or text.endswith("_"):
-        raise ValueError(f"strconv.ParseInt: parsing {go_quote(text)}: invalid syntax")
-    sign, digits = (-1, text[1:]) if text[0] == "-" else (1, text.lstrip("+"))
-    digits = digits.replace("_", "")
-    if len(digits) > 1 and digits[0] == "0" and digits[1].isdigit():
-        value = int(digits, 8)
-    else:
-        value = int(digits, 0)
-    value *= sign
-    if not -(2**63) <= value < 2**63:
-        raise ValueError(f"strconv.ParseInt: parsing {go_quote(text)}: value out of range")
-    return value
+    return gostrconv.parse_int(text, 0)
 
 
 _FLOAT = re.compile(
@@ -96,89 +64,6 @@ def parse_float(text: str) -> float:
     if not _FLOAT.fullmatch(text):
         raise ValueError(f"strconv.ParseFloat: parsing {go_quote(text)}: invalid syntax")
     return float(text)
-
-
-_NS = {
-    "ns": 1,
-    "us": 1_000,
-    "µs": 1_000,  # U+00B5 micro sign
-    "μs": 1_000,  # U+03BC Greek mu
-    "ms": 1_000_000,
-    "s": 1_000_000_000,
-    "m": 60 * 1_000_000_000,
-    "h": 3600 * 1_000_000_000,
-}
-_NUMBER = re.compile(r"([0-9]*)(?:\.([0-9]*))?")
-_UNIT = re.compile(r"[^0-9.]*")
-_MAX_NS = 2**63 - 1
-
-
-def parse_duration(text: str) -> float:
-    """Go's ``time.ParseDuration``; returns seconds. Errors carry Go's messages."""
-    return _duration_ns(text) / 1e9
-
-
-def _duration_ns(text: str) -> int:
-    invalid = ValueError(f"time: invalid duration {go_quote(text)}")
-    rest, negative = text, False
-    if rest[:1] in ("-", "+"):
-        negative, rest = rest[0] == "-", rest[1:]
-    if rest == "0":
-        return 0
-    if not rest:
-        raise invalid
-    total = 0
-    while rest:
-        number = _NUMBER.match(rest)
-        whole, frac = (number.group(1), number.group(2)) if number else ("", None)
-        if not whole and not frac:
-            raise invalid
-        rest = rest[number.end() if number else 0 :]
-        unit = _UNIT.match(rest)
-        name = unit.group() if unit else ""
-        rest = rest[len(name) :]
-        if not name:
-            raise ValueError(f"time: missing unit in duration {go_quote(text)}")
-        if name not in _NS:
-            raise ValueError(f"time: unknown unit {go_quote(name)} in duration {go_quote(text)}")
-        total += int(whole or "0") * _NS[name] + _fraction_ns(frac or "", _NS[name])
-        if total > _MAX_NS + (1 if negative else 0):
-            raise invalid
-    return -total if negative else total
-
-
-def _fraction_ns(digits: str, scale: int) -> int:
-    if not digits:
-        return 0
-    return int(int(digits) * scale / 10 ** len(digits))
-
-
-def format_duration(seconds: float) -> str:
-    """Go's ``time.Duration.String()``: ``5m0s``, ``10s``, ``1.5s``, ``300ms``, ``0s``."""
-    ns = round(seconds * 1e9)
-    sign, ns = ("-", -ns) if ns < 0 else ("", ns)
-    if ns == 0:
-        return "0s"
-    if ns < 1_000_000_000:
-        for unit, size in (("ms", 1_000_000), ("µs", 1_000), ("ns", 1)):
-            if ns >= size:
-                return sign + _decimal(ns, size) + unit
-    hours, ns = divmod(ns, _NS["h"])
-    minutes, ns = divmod(ns, _NS["m"])
-    text = _decimal(ns, _NS["s"]) + "s"
-    if hours or minutes:
-        text = f"{minutes}m" + text
-    if hours:
-        text = f"{hours}h" + text
-    return sign + text
-
-
-def _decimal(value: int, unit: int) -> str:
-    whole, frac = divmod(value, unit)
-    if not frac:
-        return str(whole)
-    width = len(str(unit)) - 1
-    return f"{whole}.{str(frac).rjust(width, '0').rstrip('0')}"
 
 
 def parse_string_slice(text: str) -> list[str]:
@@ -210,13 +95,9 @@ def parse_map_bool(text: str) -> dict[str, bool]:
     for key, value in _pairs(text):
         try:
             out[key] = parse_bool(value)
-        except ValueError:
-            raise ValueError(f"invalid value of {key}={value}, err: {_bool_err(value)}") from None
+        except ValueError as err:
+            raise ValueError(f"invalid value of {key}={value}, err: {err}") from None
     return out
-
-
-def _bool_err(value: str) -> str:
-    return f"strconv.ParseBool: parsing {go_quote(value)}: invalid syntax"
 
 
 def parse_map_float(text: str) -> dict[str, float]:

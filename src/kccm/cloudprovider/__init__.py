@@ -11,6 +11,11 @@
 - :mod:`.backends`: the optional ``BackendNodeSelector`` (which nodes a balancer leaves out);
 - :mod:`.reasons`: ``Reason`` and ``classify(error)``, the cause users act on;
 - :mod:`.helpers`: default_load_balancer_name and providerID helpers;
+- :mod:`.nodes`: node_name and node_provider_id, what providers read of a Node;
+- :mod:`.annotations`: the one reader of a Service's boolean, integer and duration
+  annotations (Go's syntax; refuse or fall back with a warning);
+- :mod:`.servicewarnings`: warn_service, a provider's warning about a Service, recorded by
+  the service controller as a Warning Event;
 - :mod:`.registry`: provider selection by name (entry points ``kccm.cloud_providers``);
 - :mod:`.config`: cloud config files (gcfg or YAML) bound to a provider's dataclass schema;
 - :mod:`.adapter`: running sync provider methods in a bounded thread pool;
@@ -92,6 +97,7 @@ from kccm.cloudprovider.interface import (
     as_load_balancer_describer,
     as_pv_labeler,
 )
+from kccm.cloudprovider.nodes import node_name, node_provider_id
 from kccm.cloudprovider.reasons import Reason, classify
 from kccm.cloudprovider.registry import (
     ENTRY_POINT_GROUP,
@@ -105,6 +111,11 @@ from kccm.cloudprovider.registry import (
     is_external,
     known_cloud_providers,
     register_cloud_provider,
+)
+from kccm.cloudprovider.servicewarnings import (
+    ServiceWarning,
+    collect_service_warnings,
+    warn_service,
 )
 from kccm.cloudprovider.types import (
     BalancerView,
@@ -185,6 +196,7 @@ __all__ = [
     "Route",
     "Routes",
     "Service",
+    "ServiceWarning",
     "StillProvisioning",
     "TargetHealth",
     "TargetView",
@@ -202,6 +214,7 @@ __all__ = [
     "as_pv_labeler",
     "classify",
     "classify_by_verb",
+    "collect_service_warnings",
     "default_load_balancer_name",
     "default_registry",
     "find_error",
@@ -214,9 +227,12 @@ __all__ = [
     "known_cloud_providers",
     "load_cloud_config",
     "make_provider_id",
+    "node_name",
+    "node_provider_id",
     "parse_gcfg",
     "parse_yaml",
     "register_cloud_provider",
     "setting",
     "split_provider_id",
+    "warn_service",
 ]

@@ -68,6 +68,11 @@ class _Gated:
     def __init__(self, gate: CallGate) -> None:
         self._gate = gate
 
+    @property
+    def gate(self) -> CallGate:
+        """The call gate this twin's calls go through."""
+        return self._gate
+
     async def _call(
         self, method: str, fn: Callable[..., MaybeAwaitable[T]], *args: Any, priority: Priority
     ) -> T:

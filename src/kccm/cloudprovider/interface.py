@@ -83,6 +83,15 @@ class LoadBalancer(Protocol):
     """Service load balancers (upstream ``cloudprovider.LoadBalancer``).
 
     Every method must treat ``service`` and ``nodes`` as read-only.
+
+    A Service's boolean, integer and duration annotations are read with
+    :mod:`kccm.cloudprovider.annotations` (Go's syntax). A value that cannot be used either
+    fails the call with :class:`~kccm.cloudprovider.errors.InvalidServiceConfig` (a Warning
+    Event, never ``EnsuredLoadBalancer``) or, where upstream falls back to a default, is
+    replaced by the default and reported with
+    :func:`~kccm.cloudprovider.servicewarnings.warn_service`: during ``ensure_load_balancer``,
+    ``update_load_balancer`` and ``ensure_load_balancer_deleted`` the service controller
+    records each such warning as a Warning Event on the Service.
     """
 
     @provider_call("load_balancer", read=True)

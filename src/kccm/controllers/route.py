@@ -63,7 +63,7 @@ from kccm.runtime.ratelimiters import (
     WithMaxWaitRateLimiter,
     route_controller_rate_limiter,
 )
-from kccm.util.goduration import format_go_duration
+from kccm.util.gostrconv import format_duration
 
 __all__ = [
     "CONDITION_NETWORK_UNAVAILABLE",
@@ -78,7 +78,6 @@ __all__ = [
     "RouteControllerOptions",
     "build",
     "equal_node_addresses",
-    "format_go_duration",
     "get_route_action",
     "is_responsible_for_route",
     "node_update_is_relevant",
@@ -461,7 +460,7 @@ class RouteController(CloudController):
         self.recorder.event(ref, EVENT_TYPE_WARNING, "FailedToCreateRoute", message)
 
     def _since(self, start: float) -> str:
-        return format_go_duration(self.clock.monotonic() - start)
+        return format_duration(self.clock.monotonic() - start)
 
     async def update_networking_condition(
         self, node: Mapping[str, Any], routes_created: bool

@@ -76,6 +76,7 @@ from kccm.controllers.service_predicates import (
     wants_load_balancer,
 )
 from kccm.controllers.service_state import ServiceSyncRecorder
+from kccm.controllers.service_warnings import ReportingBalancer
 from kccm.kube.errors import NotFound
 from kccm.kube.interface import KubeClient, Obj, PatchType
 from kccm.kube.resources import NODES, SERVICES
@@ -157,10 +158,10 @@ class ServiceController(CloudController):
         super().__init__(context, CONTROLLER_NAME, METRICS_NAME, _log)
         self.options = options
         self.kube: KubeClient = context.kube
-        self.balancer = balancer
         self.services: Informer = context.informers.informer(SERVICES)
         self.nodes: Informer = context.informers.informer(NODES)
         self.recorder: EventRecorder = context.events.recorder(EVENT_COMPONENT)
+        self.balancer = ReportingBalancer(balancer, self.recorder)
         self.cluster_name = context.cluster_name
         self.workers = options.concurrent_service_syncs
         self.classes = options.classes()
@@ -569,12 +570,9 @@ class ServiceController(CloudController):
         start = self.clock.monotonic()
         self.metrics.loadbalancer_sync.inc()
         try:
-            await self._update_hosts(service, hosts)
+            await update_hosts(self.balancer, self.cluster_name, self.recorder, service, hosts)
         finally:
             self.metrics.update_host_latency.observe(self.clock.monotonic() - start)
-
-    async def _update_hosts(self, service: Obj, hosts: Sequence[Mapping[str, Any]]) -> None:
-        await update_hosts(self.balancer, self.cluster_name, self.recorder, service, hosts)
 
     def _event(self, service: Obj, event_type: str, reason: str, message: str) -> None:
         self.recorder.event(service_ref(service), event_type, reason, message)

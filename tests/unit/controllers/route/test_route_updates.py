@@ -22,7 +22,6 @@ from route_harness import (
 
 from kccm.controllers.route import (
     QUEUE_KEY,
-    format_go_duration,
     node_update_is_relevant,
 )
 from kccm.kube.resources import NODES
@@ -220,18 +219,3 @@ async def test_list_routes_error_requeues_rate_limited(env: Env) -> None:
     assert rc.queue.waiting == 1  # AddRateLimited after the failure
     assert env.metric("route_controller_route_sync_total") == 1
     assert QUEUE_KEY not in rc.queue.processing
-
-
-@pytest.mark.parametrize(
-    ("seconds", "text"),
-    [
-        pytest.param(0.0, "0s", id="zero"),
-        pytest.param(1.5, "1.5s", id="seconds"),
-        pytest.param(0.25, "250ms", id="millis"),
-        pytest.param(0.0000015, "1.5µs", id="micros"),
-        pytest.param(90.0, "1m30s", id="minutes"),
-        pytest.param(3725.0, "1h2m5s", id="hours"),
-    ],
-)
-def test_go_duration_format(seconds: float, text: str) -> None:
-    assert format_go_duration(seconds) == text

@@ -1,0 +1,3 @@
+module kccm.io/hack/gostrconv
+
+go 1.22

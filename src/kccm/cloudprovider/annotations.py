@@ -1,0 +1,160 @@
+"""The one reader of a Service's boolean, integer and duration annotations, for every provider.
+
+Values are read with Go's rules (:mod:`kccm.util.gostrconv`: ``strconv.ParseBool``,
+``strconv.ParseInt(s, 10, 64)``, ``time.ParseDuration``), exactly as the upstream providers
+read them: no trimming, case-sensitive bool spellings. An absent annotation and an empty
+value both mean "not set" (a Go map lookup returns ``""`` for both) and give the default.
+
+A value that does not parse is handled in one of two ways, chosen per call with
+``on_invalid`` (follow what the upstream provider does with that annotation):
+
+* :attr:`OnInvalid.REFUSE`: raise :class:`~kccm.cloudprovider.errors.InvalidServiceConfig`
+  (or the provider's subclass given as ``error``) naming the annotation, the value and what
+  is accepted. The service controller records it as a ``Warning`` Event and never reports
+  the balancer as ensured. kccm's own annotations always refuse.
+* :attr:`OnInvalid.FALLBACK`: use the default, as the upstream provider does, and report a
+  ``Warning`` Event (reason :data:`INVALID_ANNOTATION`) naming the annotation, the value and
+  the default used, through :func:`~kccm.cloudprovider.servicewarnings.warn_service`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from enum import Enum
+from typing import Any, TypeVar
+
+from kccm.cloudprovider.errors import InvalidServiceConfig
+from kccm.cloudprovider.servicewarnings import warn_service
+from kccm.util.gostrconv import (
+    format_bool,
+    format_duration,
+    go_quote,
+    parse_bool,
+    parse_duration,
+    parse_int,
+)
+
+__all__ = [
+    "INVALID_ANNOTATION",
+    "AnnotationError",
+    "OnInvalid",
+    "annotations_of",
+    "bool_annotation",
+    "duration_annotation",
+    "int_annotation",
+]
+
+T = TypeVar("T")
+AnnotationError = Callable[[str, str], InvalidServiceConfig]
+"""Builds the refusal from (annotation key, message): InvalidServiceConfig or a subclass."""
+
+INVALID_ANNOTATION = "InvalidAnnotation"
+"""The reason of the Warning Event a fallback reports."""
+
+BOOL_ACCEPTED = "true or false (also 1, t, T, TRUE, True, 0, f, F, FALSE, False)"
+INT_ACCEPTED = "a base-10 integer"
+DURATION_ACCEPTED = "a duration such as 300ms, 1.5h or 2h45m"
+
+
+class OnInvalid(Enum):
+    """What a value that does not parse does (see the module docstring)."""
+
+    REFUSE = "refuse"
+    FALLBACK = "fallback"
+
+
+def annotations_of(service: Mapping[str, Any]) -> Mapping[str, str]:
+    """A Service's (or any object's) annotations; empty when it has none."""
+    return (service.get("metadata") or {}).get("annotations") or {}
+
+
+def bool_annotation(
+    annotations: Mapping[str, str],
+    key: str,
+    default: bool,
+    *,
+    on_invalid: OnInvalid,
+    error: AnnotationError = InvalidServiceConfig,
+) -> bool:
+    """Annotation ``key`` read with ``strconv.ParseBool``; ``default`` when not set."""
+    return _read(
+        annotations, key, default, parse_bool, BOOL_ACCEPTED, format_bool, on_invalid, error
+    )
+
+
+def int_annotation(
+    annotations: Mapping[str, str],
+    key: str,
+    default: int,
+    *,
+    on_invalid: OnInvalid,
+    minimum: int | None = None,
+    maximum: int | None = None,
+    error: AnnotationError = InvalidServiceConfig,
+) -> int:
+    """Annotation ``key`` read with ``strconv.ParseInt(v, 10, 64)``; ``default`` when not set.
+    ``minimum``/``maximum`` (inclusive) make values outside them invalid too."""
+    accepted = INT_ACCEPTED + _range_text(minimum, maximum)
+
+    def parse(text: str) -> int:
+        value = parse_int(text)
+        if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
+            raise ValueError(f"{value} is out of range")
+        return value
+
+    return _read(annotations, key, default, parse, accepted, str, on_invalid, error)
+
+
+def duration_annotation(
+    annotations: Mapping[str, str],
+    key: str,
+    default: float,
+    *,
+    on_invalid: OnInvalid,
+    error: AnnotationError = InvalidServiceConfig,
+) -> float:
+    """Annotation ``key`` read with ``time.ParseDuration``, in seconds; ``default`` when not
+    set."""
+    return _read(
+        annotations,
+        key,
+        default,
+        parse_duration,
+        DURATION_ACCEPTED,
+        format_duration,
+        on_invalid,
+        error,
+    )
+
+
+def _range_text(minimum: int | None, maximum: int | None) -> str:
+    if minimum is not None and maximum is not None:
+        return f" from {minimum} to {maximum}"
+    if minimum is not None:
+        return f" of at least {minimum}"
+    if maximum is not None:
+        return f" of at most {maximum}"
+    return ""
+
+
+def _read(
+    annotations: Mapping[str, str],
+    key: str,
+    default: T,
+    parse: Callable[[str], T],
+    accepted: str,
+    show: Callable[[T], str],
+    on_invalid: OnInvalid,
+    error: AnnotationError,
+) -> T:
+    text = str(annotations.get(key) or "")
+    if not text:
+        return default
+    try:
+        return parse(text)
+    except ValueError:
+        problem = f"annotation {key}: invalid value {go_quote(text)}: want {accepted}"
+    if on_invalid is OnInvalid.REFUSE:
+        raise error(key, problem)
+    warn_service(INVALID_ANNOTATION, f"{problem}; using the default {show(default)}")
+    return default
