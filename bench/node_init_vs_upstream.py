@@ -93,7 +93,7 @@ from kccm.testing.ports import free_port
 
 REPO = Path(__file__).resolve().parent.parent
 
-# Upstream "tuned to its best" (the cheapest in CPU of the settings tried, DEVELOPMENT.md
+# Upstream "tuned to its best" (the cheapest in CPU of the settings tried, docs/measurements.md
 # "Node initialisation CPU vs upstream"): as many node workers as kccm's default (upstream's
 # default is 1: 1,000 initialisations then take over a minute at 50 ms per call) and an API
 # client limit as high as kccm's default (upstream's 20 qps / burst 30 would pace the writes).

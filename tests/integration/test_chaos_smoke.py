@@ -2,7 +2,7 @@
 leader election on the session's apiserver, the leader SIGKILLed (or the apiserver restarted)
 while Services and Nodes change; the ledger must show every fault healed, the cloud matching
 the Services, nothing left after they are deleted, no double leader and no cloud call from a
-process that was not leading. The hundred-fault figures are in DEVELOPMENT.md ("Chaos")."""
+process that was not leading. The hundred-fault figures are in docs/measurements.md ("Chaos")."""
 
 from __future__ import annotations
 

@@ -13,6 +13,22 @@ warning when the capability is missing.
 
 Kubernetes objects are JSON-shaped read-only mappings (:data:`~kccm.cloudprovider.types.Node`,
 :data:`~kccm.cloudprovider.types.Service`); never modify them.
+
+Nodes are not whole: the daemon's clients decode Nodes through
+:data:`kccm.kube.projection.NODE_PROJECTION` and its Node informer slims them
+(:func:`kccm.runtime.informers.slim_node`), so every Node a provider is handed
+(``instance_exists``, ``instance_shutdown``, ``instance_metadata``,
+``list_instance_metadata``, ``describe_instance``, the ``nodes`` of ``ensure_load_balancer``
+and ``update_load_balancer``) holds only ``apiVersion``, ``kind``, ``metadata``, ``spec``,
+``status.addresses``, ``status.conditions`` and ``status.phase``
+(:data:`kccm.kube.projection.NODE_KEPT`). Dropped, so never there to read:
+``metadata.managedFields``,
+``metadata.annotations["kubectl.kubernetes.io/last-applied-configuration"]``,
+``status.allocatable``, ``status.capacity``, ``status.config``, ``status.daemonEndpoints``,
+``status.features``, ``status.images``, ``status.nodeInfo``, ``status.runtimeHandlers``,
+``status.volumesAttached`` and ``status.volumesInUse``
+(:data:`kccm.kube.projection.NODE_DROPPED`), and any other ``status`` field. A provider that
+needs a machine's size or OS asks its cloud, not the Node.
 """
 
 from __future__ import annotations
@@ -83,6 +99,9 @@ class LoadBalancer(Protocol):
     """Service load balancers (upstream ``cloudprovider.LoadBalancer``).
 
     Every method must treat ``service`` and ``nodes`` as read-only.
+
+    ``nodes`` are the informer's slimmed Nodes: no ``status.capacity``, ``status.nodeInfo``
+    or other kubelet bulk (the module docstring lists what they keep).
 
     A Service's boolean, integer and duration annotations are read with
     :mod:`kccm.cloudprovider.annotations` (Go's syntax). A value that cannot be used either
@@ -221,6 +240,9 @@ class InstancesV2(Protocol):
 
     Implementations should look at ``node["spec"]["providerID"]`` first and may fall back to
     the node name, labels or annotations. When supported, :class:`Zones` is never called.
+
+    The Node is the informer's slimmed copy: no ``status.capacity``, ``status.nodeInfo`` or
+    other kubelet bulk (the module docstring lists what it keeps).
     """
 
     @provider_call("instances", read=True)

@@ -25,12 +25,43 @@ import msgspec
 
 from kccm.kube.interface import Obj
 
-__all__ = ["LAST_APPLIED", "NODE_PROJECTION", "Projection"]
+__all__ = ["LAST_APPLIED", "NODE_DROPPED", "NODE_KEPT", "NODE_PROJECTION", "Projection"]
 
 _UNSET: Any = msgspec.UNSET
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 """Dropped from every cached object: kubectl's copy of the whole object."""
 _T = TypeVar("_T")
+
+NODE_KEPT: tuple[str, ...] = (
+    "apiVersion",
+    "kind",
+    "metadata",
+    "spec",
+    "status.addresses",
+    "status.conditions",
+    "status.phase",
+)
+"""What a Node handed to a provider holds (``metadata`` but :data:`NODE_DROPPED`'s entries).
+The provider contract (:mod:`kccm.cloudprovider.interface`) and docs/writing-a-provider.md
+list the same fields; ``tests/unit/kube/test_node_fields_doc.py`` holds the three together."""
+
+NODE_DROPPED: tuple[str, ...] = (
+    "metadata.managedFields",
+    f'metadata.annotations["{LAST_APPLIED}"]',
+    "status.allocatable",
+    "status.capacity",
+    "status.config",
+    "status.daemonEndpoints",
+    "status.features",
+    "status.images",
+    "status.nodeInfo",
+    "status.runtimeHandlers",
+    "status.volumesAttached",
+    "status.volumesInUse",
+)
+"""What a kubelet writes that no provider receives: dropped by :data:`NODE_PROJECTION` and by
+the informer's :func:`~kccm.runtime.informers.slim_node` alike (the projection also drops any
+``status`` field not in :data:`NODE_KEPT`)."""
 
 
 class _ObjectMeta(msgspec.Struct):

@@ -6,7 +6,7 @@ Why: a profile of 1,000 Node initialisations showed about half of kccm's CPU in 
 pure-Python httpx stack; aiohttp (C parser, one pool) cut the CPU per request by more than
 half; for the small unary requests that node initialisation and load balancer syncs are made
 of, aiohttp's own per-request machinery was then most of the cost, and the lean client halves
-it again (DEVELOPMENT.md has the figures). lightkube still resolves the configuration
+it again (docs/measurements.md has the figures). lightkube still resolves the configuration
 (kubeconfig, in-cluster, exec plugins) and builds the TLS context.
 
 Credentials, as client-go applies them: a static bearer token; a token file, re-read when the

@@ -40,7 +40,7 @@ tracked objects (allocations less deallocations) instead of CPython's 700, and t
 generations, counted in young collections, as much less often. A young collection costs about
 what is still alive in it (what died meanwhile was freed by reference counting), so the
 collections are fewer and each somewhat dearer: over 1,000 Node initialisations 3 collections
-and 11-13 ms of CPU instead of 66 and 43 ms (issue 28, DEVELOPMENT.md). Cyclic garbage waits
+and 11-13 ms of CPU instead of 66 and 43 ms (issue 28, docs/measurements.md). Cyclic garbage waits
 longer to be freed: up to that many net allocations in the young generation, and in the older
 ones until their own, rarer, collection.
 """
