@@ -21,7 +21,7 @@ import pytest
 
 from kccm.cloudprovider import Interface, Node, Service
 from kccm.providers.openstack import OpenStackCloud, new_openstack_cloud
-from kccm.providers.openstack.lbnames import load_balancer_name
+from kccm.providers.openstack.loadbalancer.names import load_balancer_name
 from kccm.testing.conformance import CloudProviderConformance, make_service
 from kccm.testing.modules import load_module
 from kccm.testing.openstack.launcher import Emulator, openstack_emulator

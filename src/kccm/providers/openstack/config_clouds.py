@@ -16,14 +16,12 @@ import dataclasses
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import yaml
 
 from kccm.cloudprovider import CloudConfigError
-
-if TYPE_CHECKING:
-    from kccm.providers.openstack.config import GlobalOpts
+from kccm.providers.openstack.config_sections import GlobalOpts
 
 __all__ = ["find_yaml", "load_cloud", "merge_clouds_yaml"]
 

@@ -2,7 +2,7 @@
 
 The composition root: the config, one :class:`~kccm.providers.openstack.api.OpenStackAPI`,
 InstancesV2 (``instances.py``), routes (``routes.py``) and the Octavia load balancers
-(``loadbalancer.py``). Like ``NewOpenStack``, the factory authenticates at once: refused
+(the ``loadbalancer`` subpackage). Like ``NewOpenStack``, the factory authenticates at once: refused
 credentials, a region without the compute/network (and, with ``[LoadBalancer] enabled``,
 load-balancer) endpoints, or an unreachable Keystone stop kccm with one line (exit 2).
 
@@ -15,17 +15,20 @@ Neutron extension (``Routes()`` lists the extensions); ``HasClusterID()`` is alw
 from __future__ import annotations
 
 import asyncio
-import importlib
 import logging
 import os
 from collections.abc import Mapping
-from typing import Any, TextIO
+from typing import TextIO
 
 from kccm.cloudprovider import (
     CloudProviderError,
     ControllerClientBuilder,
+    InstanceDescriber,
+    InstanceMetadataLister,
     InstancesV2,
+    Interface,
     LoadBalancer,
+    LoadBalancerDescriber,
     Routes,
 )
 from kccm.cloudprovider.apicalls import CloudAPICalls
@@ -40,6 +43,7 @@ from kccm.providers.openstack.instances import (
     REGIONAL_PROVIDER_ID_ENV,
     OpenStackInstances,
 )
+from kccm.providers.openstack.loadbalancer import KubeServicePatcher, OctaviaLoadBalancers
 from kccm.providers.openstack.routes import NeutronRoutes, NodeDirectory, network_extensions
 from kccm.util.clock import REAL_CLOCK, Clock
 
@@ -47,22 +51,8 @@ __all__ = ["PROVIDER_NAME", "OpenStackCloud", "new_openstack_cloud"]
 
 log = logging.getLogger(__name__)
 
-LOADBALANCER_MODULE = "kccm.providers.openstack.loadbalancer"
-SERVICE_PATCH_MODULE = "kccm.providers.openstack.servicepatch"
 CLIENT_NAME = "cloud-controller-manager"
 """Upstream ``Initialize``: ``clientBuilder.ClientOrDie("cloud-controller-manager")``."""
-
-
-def _load_balancers(api: OpenStackAPI, config: OpenStackConfig, clock: Clock) -> Any:
-    """``OctaviaLoadBalancers(api, config, clock)``, or None while that module is absent."""
-    try:
-        module = importlib.import_module(LOADBALANCER_MODULE)
-    except ModuleNotFoundError as err:
-        if err.name != LOADBALANCER_MODULE:
-            raise
-        log.warning("openstack: no load balancer support in this build (%s)", err)
-        return None
-    return module.OctaviaLoadBalancers(api, config, clock)
 
 
 class OpenStackCloud:
@@ -84,9 +74,9 @@ class OpenStackCloud:
             self.api, config, regional=env.get(REGIONAL_PROVIDER_ID_ENV) == "true"
         )
         self._routes: NeutronRoutes | None = None
-        self._balancers: Any = None
+        self._balancers: OctaviaLoadBalancers | None = None
         if config.load_balancer.enabled:
-            self._balancers = _load_balancers(self.api, config, clock)
+            self._balancers = OctaviaLoadBalancers(self.api, config, clock)
 
     def verify(self) -> None:
         """Authenticate and find the services (``NewOpenStack``); then decide routes support
@@ -140,32 +130,22 @@ class OpenStackCloud:
         )
         if client_builder is None:
             return
-        loop = asyncio.get_running_loop()
-        setter = getattr(self._balancers, "set_service_patcher", None)
-        if self._routes is None and not callable(setter):
+        if self._routes is None and self._balancers is None:
             return
+        loop = asyncio.get_running_loop()
         client = client_builder.client(CLIENT_NAME)
         if self._routes is not None:
             self._routes.directory = NodeDirectory(client, loop, self._clock)
-        if not callable(setter):
-            return
-        try:
-            module = importlib.import_module(SERVICE_PATCH_MODULE)
-        except ModuleNotFoundError as err:
-            if err.name != SERVICE_PATCH_MODULE:
-                raise
-            log.warning("openstack: Service annotations are not written back (%s)", err)
-            return
-        setter(module.KubeServicePatcher(client, loop))
+        if self._balancers is not None:
+            self._balancers.set_service_patcher(KubeServicePatcher(client, loop))
 
-    def load_balancer(self) -> LoadBalancer | None:
-        balancers: LoadBalancer | None = self._balancers
-        return balancers
+    def load_balancer(self) -> OctaviaLoadBalancers | None:
+        return self._balancers
 
     def instances(self) -> None:
         return None
 
-    def instances_v2(self) -> InstancesV2 | None:
+    def instances_v2(self) -> OpenStackInstances:
         return self._instances
 
     def zones(self) -> None:
@@ -174,7 +154,7 @@ class OpenStackCloud:
     def clusters(self) -> None:
         return None
 
-    def routes(self) -> Routes | None:
+    def routes(self) -> NeutronRoutes | None:
         return self._routes
 
     def provider_name(self) -> str:
@@ -194,6 +174,25 @@ def new_openstack_cloud(config: TextIO | None) -> OpenStackCloud:
     cloud = OpenStackCloud(load_openstack_config(config))
     cloud.verify()
     return cloud
+
+
+def _implements(
+    cloud: OpenStackCloud,
+    balancers: OctaviaLoadBalancers,
+    instances: OpenStackInstances,
+    routes: NeutronRoutes,
+) -> tuple[
+    Interface,
+    LoadBalancer,
+    LoadBalancerDescriber,
+    InstancesV2,
+    InstanceDescriber,
+    InstanceMetadataLister,
+    Routes,
+]:
+    """Never called: mypy checks here that each capability implements its Protocol (a method
+    added to one of them and missing here fails ``make typecheck``)."""
+    return (cloud, balancers, balancers, instances, instances, instances, routes)
 
 
 new_openstack_cloud.config_schema = CheckedOpenStackConfig  # type: ignore[attr-defined]  # checked before start-up

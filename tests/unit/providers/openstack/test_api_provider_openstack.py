@@ -4,9 +4,7 @@ an extraroute extension, the Service patcher wired in initialize, the entry poin
 from __future__ import annotations
 
 import asyncio
-import sys
 import tomllib
-import types
 from pathlib import Path
 from typing import Any
 
@@ -72,9 +70,9 @@ class _Builder:
 def test_initialize_gives_the_balancers_a_service_patcher(
     cloud: OpenStackCloud, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    fake = types.ModuleType(provider.SERVICE_PATCH_MODULE)
-    fake.KubeServicePatcher = lambda client, loop: ("patcher", client, loop)  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, provider.SERVICE_PATCH_MODULE, fake)
+    monkeypatch.setattr(
+        provider, "KubeServicePatcher", lambda client, loop: ("patcher", client, loop)
+    )
     balancers, builder = _Balancers(), _Builder()
     monkeypatch.setattr(cloud, "_balancers", balancers)
 

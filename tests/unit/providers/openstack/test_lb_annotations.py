@@ -12,9 +12,9 @@ import pytest
 from os_lb_support import CLUSTER, LBWorld, ann, lb_world, service
 
 from kccm.cloudprovider import LoadBalancerIngress
-from kccm.providers.openstack.floatingsubnets import FloatingSubnetSpec, tag_list
-from kccm.providers.openstack.lbannotations import LBAnnotationError
-from kccm.providers.openstack.lbnames import cluster_name_of, cut255, load_balancer_name
+from kccm.providers.openstack.loadbalancer.annotations import LBAnnotationError
+from kccm.providers.openstack.loadbalancer.floatingsubnets import FloatingSubnetSpec, tag_list
+from kccm.providers.openstack.loadbalancer.names import cluster_name_of, cut255, load_balancer_name
 
 
 @pytest.fixture

@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
-from kccm.providers.openstack.lbcreate import create_body
-from kccm.providers.openstack.lbopts import LBOptions
-from kccm.providers.openstack.listeners import listener_changes
-from kccm.providers.openstack.members import build_members, member_key
-from kccm.providers.openstack.octavia import Octavia
-from kccm.providers.openstack.svcconf import ServiceConfig
+from kccm.providers.openstack.config_sections import LoadBalancerOpts
+from kccm.providers.openstack.loadbalancer.create import create_body
+from kccm.providers.openstack.loadbalancer.listeners import listener_changes
+from kccm.providers.openstack.loadbalancer.members import build_members, member_key
+from kccm.providers.openstack.loadbalancer.octavia import Octavia
+from kccm.providers.openstack.loadbalancer.svcconf import ServiceConfig
 from kccm.util.clock import REAL_CLOCK
 
 NAME = "kube_service_k8s_default_web"
@@ -169,7 +169,7 @@ def test_create_body(
 ) -> None:
     octavia = Octavia(VersionOnly(minor), REAL_CLOCK)  # type: ignore[arg-type]
     config = _conf(**conf)
-    body = create_body(octavia, NAME, "k8s", _svc(**spec), [NODE], config, LBOptions(**opts))
+    body = create_body(octavia, NAME, "k8s", _svc(**spec), [NODE], config, LoadBalancerOpts(**opts))
     assert body == wanted
 
 

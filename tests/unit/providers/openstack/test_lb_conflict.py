@@ -10,7 +10,11 @@ import pytest
 from os_lb_support import CLUSTER, LBWorld, annotated, lb_world, service
 
 from kccm.cloudprovider import CloudProviderError
-from kccm.providers.openstack.octavia import CONFLICT_RETRIES, OctaviaWaitError, backoff_schedule
+from kccm.providers.openstack.loadbalancer.octavia import (
+    CONFLICT_RETRIES,
+    OctaviaWaitError,
+    backoff_schedule,
+)
 
 
 @pytest.fixture

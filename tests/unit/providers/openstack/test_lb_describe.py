@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from os_lb_support import CLUSTER, LBWorld, annotated, lb_world, service
 
-from kccm.providers.openstack.lbdescribe import member_health, member_node
+from kccm.providers.openstack.loadbalancer.describe import member_health, member_node
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from kccm.providers.openstack import lbannotations
+from kccm.providers.openstack.loadbalancer import annotations
 
 DOC = Path(__file__).resolve().parents[4] / "docs" / "providers" / "openstack-loadbalancer.md"
 PREFIXES = ("loadbalancer.openstack.org/", "service.beta.kubernetes.io/")
@@ -14,9 +14,9 @@ PREFIXES = ("loadbalancer.openstack.org/", "service.beta.kubernetes.io/")
 
 def _read() -> set[str]:
     return {
-        getattr(lbannotations, name)
-        for name in lbannotations.__all__
-        if name.isupper() and isinstance(getattr(lbannotations, name), str)
+        getattr(annotations, name)
+        for name in annotations.__all__
+        if name.isupper() and isinstance(getattr(annotations, name), str)
     }
 
 

@@ -11,7 +11,7 @@ import pytest
 from os_lb_support import CLUSTER, LBWorld, lb_world, service
 
 from kccm.providers.openstack.api import OpenStackError
-from kccm.providers.openstack.loadbalancer import OctaviaLoadBalancers
+from kccm.providers.openstack.loadbalancer.balancers import OctaviaLoadBalancers
 
 
 @pytest.fixture

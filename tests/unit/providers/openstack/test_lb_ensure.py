@@ -12,7 +12,7 @@ import pytest
 from os_lb_support import CLUSTER, LBWorld, ann, annotated, lb_world, service
 
 from kccm.cloudprovider import LoadBalancerIngress
-from kccm.providers.openstack.lbnames import listener_name, monitor_name, pool_name
+from kccm.providers.openstack.loadbalancer.names import listener_name, monitor_name, pool_name
 
 
 @pytest.fixture

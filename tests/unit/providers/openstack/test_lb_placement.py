@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from os_lb_support import CLUSTER, LBWorld, ann, lb_world, node_of, service
 
-from kccm.providers.openstack.lbnames import security_group_name
+from kccm.providers.openstack.loadbalancer.names import security_group_name
 
 EMU_FLAVOR = "4c9a5a8a-5a4e-4f5e-9b55-0d6c1a7f0a01"
 

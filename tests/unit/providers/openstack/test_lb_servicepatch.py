@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from kccm.kube.resources import SERVICES
-from kccm.providers.openstack.lbannotations import ADDRESS, LB_ID
-from kccm.providers.openstack.servicepatch import KubeServicePatcher, annotation_patch
+from kccm.providers.openstack.loadbalancer.annotations import ADDRESS, LB_ID
+from kccm.providers.openstack.loadbalancer.servicepatch import KubeServicePatcher, annotation_patch
 
 
 def _svc(**annotations: str) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import pytest
 from os_lb_support import LBWorld, lb_world
 
-from kccm.providers.openstack.octavia import OctaviaWaitError
+from kccm.providers.openstack.loadbalancer.octavia import OctaviaWaitError
 
 
 @pytest.fixture

@@ -28,8 +28,8 @@ from kccm.providers.openstack.api import (
     OpenStackQuotaExceeded,
     mapped_error,
 )
-from kccm.providers.openstack.lbannotations import LBAnnotationError
-from kccm.providers.openstack.octavia import (
+from kccm.providers.openstack.loadbalancer.annotations import LBAnnotationError
+from kccm.providers.openstack.loadbalancer.octavia import (
     PENDING_RETRY_AFTER,
     OctaviaStillPending,
     OctaviaWaitError,

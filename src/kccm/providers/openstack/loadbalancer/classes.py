@@ -10,37 +10,34 @@ is an error (upstream: ``invalid loadbalancer class "x"``).
 
 from __future__ import annotations
 
-from kccm.cloudprovider import Service
-from kccm.providers.openstack import lbannotations as ann
-from kccm.providers.openstack.floatingsubnets import FloatingSubnetSpec
-from kccm.providers.openstack.lbopts import LBClass, LBOptions
+from collections.abc import Mapping
 
-__all__ = ["class_floating_spec", "class_setting", "lb_class"]
+from kccm.providers.openstack.config_sections import LBClassOpts
+from kccm.providers.openstack.loadbalancer import annotations as ann
+from kccm.providers.openstack.loadbalancer.floatingsubnets import FloatingSubnetSpec
+
+__all__ = ["Classes", "class_floating_spec", "lb_class"]
+
+Classes = Mapping[str, LBClassOpts]
+"""The configured classes by name (``OpenStackConfig.load_balancer_classes``)."""
 
 
-def lb_class(service: Service, opts: LBOptions) -> LBClass | None:
-    """The class the Service names, ``None`` when it names none."""
-    name = ann.annotation(service, ann.CLASS)
+def lb_class(name: str, classes: Classes) -> LBClassOpts | None:
+    """The class a Service names (``name``: its ``class`` annotation), ``None`` when it names
+    none."""
     if not name:
         return None
-    found = opts.classes.get(name)
+    found = classes.get(name)
     if found is None:
         raise ann.LBAnnotationError(
             f"annotation {ann.CLASS}: invalid loadbalancer class {name!r} "
-            f"(configured: {', '.join(sorted(opts.classes)) or 'none'})"
+            f"(configured: {', '.join(sorted(classes)) or 'none'})"
         )
     return found
 
 
-def class_setting(service: Service, opts: LBOptions, name: str) -> str:
-    """One string setting of the Service's class (``""`` without a class)."""
-    found = lb_class(service, opts)
-    return str(getattr(found, name)) if found is not None else ""
-
-
-def class_floating_spec(service: Service, opts: LBOptions) -> tuple[str, FloatingSubnetSpec]:
+def class_floating_spec(found: LBClassOpts | None) -> tuple[str, FloatingSubnetSpec]:
     """The class's floating network and subnet spec (``floating-subnet-id`` first)."""
-    found = lb_class(service, opts)
     if found is None:
         return "", FloatingSubnetSpec()
     if found.floating_subnet_id:

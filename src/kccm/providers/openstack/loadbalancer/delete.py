@@ -16,13 +16,13 @@ import logging
 from collections.abc import Sequence
 
 from kccm.cloudprovider import Service
-from kccm.providers.openstack.floatingips import release_floating_ip
-from kccm.providers.openstack.lbnames import SERVICE_PREFIX, legacy_name
-from kccm.providers.openstack.listeners import listener_key, listener_map
-from kccm.providers.openstack.neutron import Neutron
-from kccm.providers.openstack.octavia import ACTIVE, ERROR, LB, Octavia
-from kccm.providers.openstack.secgroups import ensure_security_group_deleted
-from kccm.providers.openstack.svcconf import ServiceConfig
+from kccm.providers.openstack.loadbalancer.floatingips import release_floating_ip
+from kccm.providers.openstack.loadbalancer.listeners import listener_key, listener_map
+from kccm.providers.openstack.loadbalancer.names import SERVICE_PREFIX, legacy_name
+from kccm.providers.openstack.loadbalancer.neutron import Neutron
+from kccm.providers.openstack.loadbalancer.octavia import ACTIVE, ERROR, LB, Octavia
+from kccm.providers.openstack.loadbalancer.secgroups import ensure_security_group_deleted
+from kccm.providers.openstack.loadbalancer.svcconf import ServiceConfig
 
 __all__ = ["delete_for_service", "delete_load_balancer"]
 
@@ -93,7 +93,7 @@ def delete_for_service(
     # after the balancer was gone would never be retried.
     ensure_security_group_deleted(neutron, service)
     if whole:
-        release_floating_ip(neutron, service, lb)
+        release_floating_ip(neutron, conf, lb)
     delete_load_balancer(octavia, lb, service, conf, whole, cascade)
     if not whole and tagged:
         remaining = [t for t in tags if t != conf.lb_name] or [""]

@@ -13,9 +13,9 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from kccm.providers.openstack.members import can_use_http_monitor
-from kccm.providers.openstack.octavia import LB, Octavia
-from kccm.providers.openstack.svcconf import ServiceConfig
+from kccm.providers.openstack.loadbalancer.members import can_use_http_monitor
+from kccm.providers.openstack.loadbalancer.octavia import LB, Octavia
+from kccm.providers.openstack.loadbalancer.svcconf import ServiceConfig
 
 __all__ = ["build_monitor", "ensure_monitor"]
 

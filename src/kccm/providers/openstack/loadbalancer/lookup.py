@@ -9,10 +9,9 @@ deleted (``DELETED``, ``PENDING_DELETE``) do not count; two candidates are an er
 from __future__ import annotations
 
 from kccm.cloudprovider import CloudProviderError, Service
-from kccm.providers.openstack import lbannotations as ann
 from kccm.providers.openstack.api import OpenStackNotFound
-from kccm.providers.openstack.lbnames import legacy_name, load_balancer_name
-from kccm.providers.openstack.octavia import LB, Octavia
+from kccm.providers.openstack.loadbalancer.names import legacy_name, load_balancer_name
+from kccm.providers.openstack.loadbalancer.octavia import LB, Octavia
 
 __all__ = ["by_id", "by_name", "find_for_service"]
 
@@ -37,10 +36,9 @@ def by_id(octavia: Octavia, lb_id: str) -> LB | None:
         return None
 
 
-def find_for_service(octavia: Octavia, cluster: str, service: Service) -> LB | None:
-    """The ``load-balancer-id`` annotation's balancer, else by name (upstream
+def find_for_service(octavia: Octavia, cluster: str, service: Service, lb_id: str) -> LB | None:
+    """The balancer of ``lb_id`` (the ``load-balancer-id`` annotation), else by name (upstream
     ``GetLoadBalancer`` and ``ensureLoadBalancerDeleted``)."""
-    lb_id = ann.annotation(service, ann.LB_ID)
     if lb_id:
         return by_id(octavia, lb_id)
     return by_name(octavia, load_balancer_name(cluster, service), legacy_name(service))

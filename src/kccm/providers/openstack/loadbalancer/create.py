@@ -16,28 +16,31 @@ from collections.abc import Sequence
 from typing import Any
 
 from kccm.cloudprovider import CloudProviderError, Node, Service
-from kccm.providers.openstack import lbannotations as ann
-from kccm.providers.openstack.lbclasses import lb_class
-from kccm.providers.openstack.lbnames import lb_description, listener_name, monitor_name, pool_name
-from kccm.providers.openstack.lbopts import LBOptions
-from kccm.providers.openstack.listeners import build_listener
-from kccm.providers.openstack.members import build_members
-from kccm.providers.openstack.monitors import build_monitor
-from kccm.providers.openstack.octavia import ERROR, LB, Octavia, OctaviaWaitError
-from kccm.providers.openstack.pools import build_pool
-from kccm.providers.openstack.svcconf import ServiceConfig
+from kccm.providers.openstack.config_sections import LoadBalancerOpts
+from kccm.providers.openstack.loadbalancer.listeners import build_listener
+from kccm.providers.openstack.loadbalancer.members import build_members
+from kccm.providers.openstack.loadbalancer.monitors import build_monitor
+from kccm.providers.openstack.loadbalancer.names import (
+    lb_description,
+    listener_name,
+    monitor_name,
+    pool_name,
+)
+from kccm.providers.openstack.loadbalancer.octavia import ERROR, LB, Octavia, OctaviaWaitError
+from kccm.providers.openstack.loadbalancer.pools import build_pool
+from kccm.providers.openstack.loadbalancer.svcconf import ServiceConfig
 
 __all__ = ["create_body", "create_load_balancer"]
 
 log = logging.getLogger(__name__)
 
 
-def _vip(body: dict[str, Any], service: Service, conf: ServiceConfig, opts: LBOptions) -> None:
-    port_id = ann.annotation(service, ann.PORT_ID)
+def _vip(body: dict[str, Any], conf: ServiceConfig) -> None:
+    port_id = conf.annotations.port_id
     if port_id:
         body["vip_port_id"] = port_id
         return
-    found = lb_class(service, opts)
+    found = conf.lb_class
     subnet = found.subnet_id if found is not None and found.subnet_id else conf.subnet_id
     network = found.network_id if found is not None and found.network_id else conf.network_id
     if subnet:
@@ -51,7 +54,7 @@ def _listeners(
     service: Service,
     nodes: Sequence[Node],
     conf: ServiceConfig,
-    opts: LBOptions,
+    opts: LoadBalancerOpts,
     name: str,
 ) -> list[dict[str, Any]]:
     result = []
@@ -77,7 +80,7 @@ def create_body(
     service: Service,
     nodes: Sequence[Node],
     conf: ServiceConfig,
-    opts: LBOptions,
+    opts: LoadBalancerOpts,
 ) -> dict[str, Any]:
     """The ``loadbalancer`` object upstream's ``loadbalancers.CreateOpts`` serialises to."""
     body: dict[str, Any] = {"name": name, "description": lb_description(cluster, service)}
@@ -89,7 +92,7 @@ def create_body(
         body["flavor_id"] = conf.flavor_id
     if conf.availability_zone:
         body["availability_zone"] = conf.availability_zone
-    _vip(body, service, conf, opts)
+    _vip(body, conf)
     address = str((service.get("spec") or {}).get("loadBalancerIP") or "")
     if address and (conf.internal or conf.ip_family == "IPv6"):
         body["vip_address"] = address
@@ -105,7 +108,7 @@ def create_load_balancer(
     service: Service,
     nodes: Sequence[Node],
     conf: ServiceConfig,
-    opts: LBOptions,
+    opts: LoadBalancerOpts,
 ) -> LB:
     """Create, wait for ACTIVE; ERROR -> delete it (cascade) and fail."""
     body = create_body(octavia, name, cluster, service, nodes, conf, opts)

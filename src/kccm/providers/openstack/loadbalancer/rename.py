@@ -5,7 +5,7 @@ children first (upstream ``pkg/openstack/loadbalancer_rename.go`` v1.36.0:
 from __future__ import annotations
 
 from kccm.cloudprovider import CloudProviderError
-from kccm.providers.openstack.lbnames import (
+from kccm.providers.openstack.loadbalancer.names import (
     LISTENER_PREFIX,
     MONITOR_PREFIX,
     POOL_PREFIX,
@@ -13,7 +13,7 @@ from kccm.providers.openstack.lbnames import (
     cluster_name_of,
     cut255,
 )
-from kccm.providers.openstack.octavia import LB, Octavia
+from kccm.providers.openstack.loadbalancer.octavia import LB, Octavia
 
 __all__ = ["has_old_cluster_name", "rename_load_balancer", "replace_cluster_name"]
 

@@ -15,8 +15,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kccm.cloudprovider import CloudProviderError
-from kccm.providers.openstack.octavia import LB, Octavia
-from kccm.providers.openstack.svcconf import ServiceConfig
+from kccm.providers.openstack.loadbalancer.octavia import LB, Octavia
+from kccm.providers.openstack.loadbalancer.svcconf import ServiceConfig
 
 __all__ = [
     "ListenerKey",

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kccm.cloudprovider import BalancerView, ListenerView, TargetHealth, TargetView
-from kccm.providers.openstack.octavia import LB, Octavia
+from kccm.providers.openstack.loadbalancer.octavia import LB, Octavia
 
 __all__ = ["balancer_view", "member_health", "member_node"]
 

@@ -10,9 +10,10 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from kccm.cloudprovider import CloudProviderError, Node, NodeExclusion, Service
-from kccm.providers.openstack import lbannotations as ann
-from kccm.providers.openstack.neutron import Neutron
+from kccm.cloudprovider import CloudProviderError, Node, NodeExclusion
+from kccm.providers.openstack.loadbalancer import annotations as ann
+from kccm.providers.openstack.loadbalancer.annotations import ServiceAnnotations
+from kccm.providers.openstack.loadbalancer.neutron import Neutron
 
 __all__ = [
     "filter_nodes",
@@ -94,15 +95,15 @@ def _matches(node: Node, wanted: Mapping[str, str]) -> bool:
     return all(k in labels and (not v or labels[k] == v) for k, v in wanted.items())
 
 
-def node_exclusion(service: Service, default_selector: str) -> NodeExclusion | None:
+def node_exclusion(notes: ServiceAnnotations, default_selector: str) -> NodeExclusion | None:
     """Why the node selector (annotation ``node-selector``, else ``[LoadBalancer]
     node-selector``) leaves a node out; None without a selector."""
-    wanted = ann.key_value_annotation(service, ann.NODE_SELECTOR, default_selector)
+    wanted = notes.node_selectors(default_selector)
     if not wanted:
         return None
     origin = (
         f"annotation {ann.NODE_SELECTOR}"
-        if ann.NODE_SELECTOR in ann.annotations_of(service)
+        if notes.node_selector is not None
         else "[LoadBalancer] node-selector"
     )
     selector = ",".join(f"{k}={v}" if v else k for k, v in wanted.items())

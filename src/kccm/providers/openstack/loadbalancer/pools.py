@@ -15,9 +15,9 @@ from typing import Any
 
 from kccm.cloudprovider import Node, Service
 from kccm.providers.openstack.api import OpenStackError
-from kccm.providers.openstack.members import ensure_members
-from kccm.providers.openstack.octavia import LB, Octavia
-from kccm.providers.openstack.svcconf import ServiceConfig
+from kccm.providers.openstack.loadbalancer.members import ensure_members
+from kccm.providers.openstack.loadbalancer.octavia import LB, Octavia
+from kccm.providers.openstack.loadbalancer.svcconf import ServiceConfig
 
 __all__ = ["build_pool", "ensure_pool", "pool_protocol"]
 

@@ -22,10 +22,16 @@ from typing import Any
 
 from kccm.cloudprovider import Node, Service
 from kccm.providers.openstack.api import OpenStackConflict, OpenStackNotFound
-from kccm.providers.openstack.lbnames import security_group_description, security_group_name
-from kccm.providers.openstack.lbnodes import instance_id_from_provider_id, node_address_for_lb
-from kccm.providers.openstack.neutron import Neutron, Obj
-from kccm.providers.openstack.svcconf import ServiceConfig
+from kccm.providers.openstack.loadbalancer.names import (
+    security_group_description,
+    security_group_name,
+)
+from kccm.providers.openstack.loadbalancer.neutron import Neutron, Obj
+from kccm.providers.openstack.loadbalancer.nodes import (
+    instance_id_from_provider_id,
+    node_address_for_lb,
+)
+from kccm.providers.openstack.loadbalancer.svcconf import ServiceConfig
 
 __all__ = [
     "ensure_security_group",

@@ -5,7 +5,9 @@
 
 Precedence is upstream's: annotation, then the ``[LoadBalancerClass]`` named by
 ``loadbalancer.openstack.org/class``, then ``[LoadBalancer]``; for the floating network the
-class comes first. Bad values are :class:`~.lbannotations.LBAnnotationError`\\ s.
+class comes first. The annotations come parsed (:mod:`.annotations`); a bad value raises its
+:class:`~.annotations.LBAnnotationError` where upstream reads it, so the first problem upstream
+would meet is the one reported.
 """
 
 from __future__ import annotations
@@ -17,15 +19,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kccm.cloudprovider import CloudProviderError, Node, Service, Throttled
-from kccm.providers.openstack import lbannotations as ann
-from kccm.providers.openstack.floatingsubnets import FloatingSubnetSpec
-from kccm.providers.openstack.lbannotations import LBAnnotationError, annotation
-from kccm.providers.openstack.lbclasses import class_floating_spec, class_setting, lb_class
-from kccm.providers.openstack.lbnames import service_key
-from kccm.providers.openstack.lbnodes import subnet_id_for_lb
-from kccm.providers.openstack.lbopts import LBOptions
-from kccm.providers.openstack.neutron import Neutron
-from kccm.providers.openstack.octavia import Octavia
+from kccm.providers.openstack.config_sections import LBClassOpts, LoadBalancerOpts
+from kccm.providers.openstack.loadbalancer import annotations as ann
+from kccm.providers.openstack.loadbalancer.annotations import (
+    LBAnnotationError,
+    ServiceAnnotations,
+    read_annotations,
+)
+from kccm.providers.openstack.loadbalancer.classes import Classes, class_floating_spec, lb_class
+from kccm.providers.openstack.loadbalancer.floatingsubnets import FloatingSubnetSpec
+from kccm.providers.openstack.loadbalancer.names import service_key
+from kccm.providers.openstack.loadbalancer.neutron import Neutron
+from kccm.providers.openstack.loadbalancer.nodes import subnet_id_for_lb
+from kccm.providers.openstack.loadbalancer.octavia import Octavia
 
 __all__ = [
     "ServiceConfig",
@@ -40,8 +46,11 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class ServiceConfig:
-    """Upstream ``serviceConfig``."""
+    """Upstream ``serviceConfig``, with the Service's parsed annotations and its
+    ``[LoadBalancerClass]`` (kccm: what the balancer code reads of the Service)."""
 
+    annotations: ServiceAnnotations = field(default_factory=ServiceAnnotations)
+    lb_class: LBClassOpts | None = None
     lb_name: str = ""
     lb_id: str = ""
     internal: bool = False
@@ -75,7 +84,12 @@ def _spec(service: Service) -> Mapping[str, Any]:
     return service.get("spec") or {}
 
 
-def source_ranges(service: Service, family: str) -> list[str]:
+def _or(value: str | None, default: str) -> str:
+    """An annotation's text, ``default`` when it is absent (an empty value counts)."""
+    return default if value is None else value
+
+
+def source_ranges(service: Service, notes: ServiceAnnotations, family: str) -> list[str]:
     """Upstream ``GetLoadBalancerSourceRanges``: ``spec.loadBalancerSourceRanges``, else the
     ``load-balancer-source-ranges`` annotation, else everything (of the preferred family);
     as normalised CIDRs, sorted."""
@@ -83,7 +97,7 @@ def source_ranges(service: Service, family: str) -> list[str]:
     origin = "spec.loadBalancerSourceRanges"
     if not ranges:
         origin = f"annotation {ann.SOURCE_RANGES}"
-        text = annotation(service, ann.SOURCE_RANGES).strip()
+        text = notes.source_ranges.strip()
         if not text:
             text = "::/0" if family == "IPv6" else "0.0.0.0/0"
         ranges = [r for r in text.replace(",", " ").split() if r]
@@ -101,8 +115,8 @@ def _ip_family(service: Service) -> str:
     return str(families[0]) if families else ""
 
 
-def _tls_container_ref(service: Service, opts: LBOptions) -> str:
-    ref = annotation(service, ann.TLS_CONTAINER_REF, opts.default_tls_container_ref)
+def _tls_container_ref(notes: ServiceAnnotations, opts: LoadBalancerOpts) -> str:
+    ref = _or(notes.tls_container_ref, opts.default_tls_container_ref)
     if ref and opts.container_store != "external":
         # Upstream: "failed to create a TLS Terminated loadbalancer because openstack
         # keymanager client is not initialized" — kccm has no Barbican client.
@@ -113,43 +127,56 @@ def _tls_container_ref(service: Service, opts: LBOptions) -> str:
     return ref
 
 
-def _member_subnet_id(service: Service, opts: LBOptions) -> str:
+def _class_setting(notes: ServiceAnnotations, classes: Classes, name: str) -> str:
+    """One string setting of the Service's class (``""`` without a class)."""
+    found = lb_class(notes.class_name, classes)
+    return str(getattr(found, name)) if found is not None else ""
+
+
+def _member_subnet_id(notes: ServiceAnnotations, opts: LoadBalancerOpts, classes: Classes) -> str:
     """Upstream ``getMemberSubnetID``."""
-    value = annotation(service, ann.MEMBER_SUBNET_ID)
-    return value or class_setting(service, opts, "member_subnet_id") or opts.member_subnet_id
+    value = notes.member_subnet_id
+    return value or _class_setting(notes, classes, "member_subnet_id") or opts.member_subnet_id
 
 
-def _subnet_id(service: Service, opts: LBOptions) -> str:
+def _subnet_id(notes: ServiceAnnotations, opts: LoadBalancerOpts, classes: Classes) -> str:
     """Upstream ``getSubnetID``."""
-    value = annotation(service, ann.SUBNET_ID)
-    return value or class_setting(service, opts, "subnet_id") or opts.subnet_id
+    value = notes.subnet_id or ""
+    return value or _class_setting(notes, classes, "subnet_id") or opts.subnet_id
 
 
-def _network_id(service: Service, opts: LBOptions) -> str:
+def _network_id(notes: ServiceAnnotations, opts: LoadBalancerOpts, classes: Classes) -> str:
     """Upstream ``getNetworkID``."""
-    value = annotation(service, ann.NETWORK_ID)
-    return value or class_setting(service, opts, "network_id") or opts.network_id
+    value = notes.network_id
+    return value or _class_setting(notes, classes, "network_id") or opts.network_id
 
 
-def _internal(service: Service, opts: LBOptions) -> bool:
+def _internal(notes: ServiceAnnotations, opts: LoadBalancerOpts) -> bool:
     if opts.internal_lb:
-        ann.bool_annotation(service, ann.INTERNAL, False)  # still refuse a bad value
+        notes.internal.get(False)  # still refuse a bad value
         return True
-    return ann.bool_annotation(service, ann.INTERNAL, False)
+    return notes.internal.get(False)
 
 
-def _floating(conf: ServiceConfig, service: Service, opts: LBOptions, neutron: Neutron) -> None:
+def _floating(
+    conf: ServiceConfig,
+    service: Service,
+    opts: LoadBalancerOpts,
+    classes: Classes,
+    neutron: Neutron,
+) -> None:
     """The floating network and subnet part of upstream ``checkService``."""
-    conf.class_name = annotation(service, ann.CLASS)
-    network_id, spec = class_floating_spec(service, opts)
+    notes = conf.annotations
+    conf.class_name = notes.class_name
+    network_id, spec = class_floating_spec(lb_class(notes.class_name, classes))
     if not network_id:
-        network_id = annotation(service, ann.FLOATING_NETWORK_ID, opts.floating_network_id)
+        network_id = _or(notes.floating_network_id, opts.floating_network_id)
     if not network_id:
         network_id = neutron.floating_network_id()
         if not network_id:
             log.warning("Failed to find floating-network-id for Service %s", service_key(service))
     if not spec.configured():
-        spec = FloatingSubnetSpec.from_annotations(service)
+        spec = FloatingSubnetSpec.from_annotations(notes)
         if not spec.configured():
             spec = FloatingSubnetSpec.from_options(opts)
     spec.validate()
@@ -179,7 +206,12 @@ def _first_node_subnet(
 
 
 def config_for_ensure(
-    service: Service, nodes: Sequence[Node], opts: LBOptions, octavia: Octavia, neutron: Neutron
+    service: Service,
+    nodes: Sequence[Node],
+    opts: LoadBalancerOpts,
+    classes: Classes,
+    octavia: Octavia,
+    neutron: Neutron,
 ) -> ServiceConfig:
     """Upstream ``checkService`` + ``makeSvcConf``."""
     key = service_key(service)
@@ -187,110 +219,96 @@ def config_for_ensure(
         raise CloudProviderError(f"there are no available nodes for LoadBalancer service {key}")
     if not _spec(service).get("ports"):
         raise CloudProviderError("no service ports provided")
-    conf = ServiceConfig(ip_family=_ip_family(service))
-    conf.internal = _internal(service, opts)
-    conf.tls_container_ref = _tls_container_ref(service, opts)
-    lb_class(service, opts)  # an unknown class is an error whatever else is set
-    conf.network_id = _network_id(service, opts)
-    conf.subnet_id = _subnet_id(service, opts)
+    notes = read_annotations(service)
+    conf = ServiceConfig(annotations=notes, ip_family=_ip_family(service))
+    conf.internal = _internal(notes, opts)
+    conf.tls_container_ref = _tls_container_ref(notes, opts)
+    conf.lb_class = lb_class(notes.class_name, classes)  # unknown: an error whatever is set
+    conf.network_id = _network_id(notes, opts, classes)
+    conf.subnet_id = _subnet_id(notes, opts, classes)
     conf.member_subnet_id = opts.subnet_id or conf.subnet_id
     if not conf.network_id and not conf.subnet_id:
         conf.subnet_id = conf.member_subnet_id = _first_node_subnet(
             neutron, nodes, conf.ip_family, service
         )
-    conf.member_subnet_id = _member_subnet_id(service, opts) or conf.member_subnet_id
+    conf.member_subnet_id = _member_subnet_id(notes, opts, classes) or conf.member_subnet_id
     if not conf.internal:
-        _floating(conf, service, opts, neutron)
+        _floating(conf, service, opts, classes, neutron)
     _finish(conf, service, opts, octavia)
     return conf
 
 
 def config_for_update(
-    service: Service, nodes: Sequence[Node], opts: LBOptions, octavia: Octavia, neutron: Neutron
+    service: Service,
+    nodes: Sequence[Node],
+    opts: LoadBalancerOpts,
+    classes: Classes,
+    octavia: Octavia,
+    neutron: Neutron,
 ) -> ServiceConfig:
     """Upstream ``checkServiceUpdate`` + ``makeSvcConf``."""
     if not _spec(service).get("ports"):
         raise CloudProviderError("no ports provided to openstack load balancer")
-    conf = ServiceConfig(ip_family=_ip_family(service))
-    member = _member_subnet_id(service, opts)
+    notes = read_annotations(service)
+    conf = ServiceConfig(annotations=notes, ip_family=_ip_family(service))
+    member = _member_subnet_id(notes, opts, classes)
     if member:
         conf.member_subnet_id = member
     elif opts.subnet_id:
         conf.member_subnet_id = opts.subnet_id
     else:
-        conf.class_name = annotation(service, ann.CLASS)
+        conf.class_name = notes.class_name
         if conf.class_name:
-            found = lb_class(service, opts)
+            found = lb_class(conf.class_name, classes)
             conf.member_subnet_id = found.subnet_id if found is not None else ""
         else:
-            conf.member_subnet_id = annotation(service, ann.SUBNET_ID, opts.subnet_id)
+            conf.member_subnet_id = _or(notes.subnet_id, opts.subnet_id)
             if not conf.member_subnet_id and nodes:
                 conf.member_subnet_id = _first_node_subnet(neutron, nodes, conf.ip_family, service)
     _finish(conf, service, opts, octavia)
     return conf
 
 
-def config_for_delete(service: Service, opts: LBOptions, octavia: Octavia) -> ServiceConfig:
+def config_for_delete(service: Service, opts: LoadBalancerOpts, octavia: Octavia) -> ServiceConfig:
     """Upstream ``checkServiceDelete`` (lenient: a Service going away is never refused)."""
-    conf = ServiceConfig()
-    conf.lb_id = annotation(service, ann.LB_ID)
+    notes = read_annotations(service)
+    conf = ServiceConfig(annotations=notes)
+    conf.lb_id = notes.lb_id
     conf.support_tags = octavia.supports("tags")
-    conf.keep_client_ip = annotation(service, ann.X_FORWARDED_FOR) == "true"
-    try:
-        conf.proxy_protocol = ann.proxy_protocol(service)
-    except LBAnnotationError:
-        conf.proxy_protocol = None
-    conf.tls_container_ref = annotation(
-        service, ann.TLS_CONTAINER_REF, opts.default_tls_container_ref
-    )
+    conf.keep_client_ip = notes.x_forwarded_for.lenient(False, refused=False)
+    conf.proxy_protocol = notes.proxy_protocol.lenient(None, refused=None)
+    conf.tls_container_ref = _or(notes.tls_container_ref, opts.default_tls_container_ref)
     return conf
 
 
-def _timeouts(service: Service) -> dict[str, int]:
+def _timeouts(notes: ServiceAnnotations) -> dict[str, int]:
     return {
-        "timeout_client_data": ann.int_annotation(service, ann.TIMEOUT_CLIENT_DATA, 50000),
-        "timeout_member_connect": ann.int_annotation(service, ann.TIMEOUT_MEMBER_CONNECT, 5000),
-        "timeout_member_data": ann.int_annotation(service, ann.TIMEOUT_MEMBER_DATA, 50000),
-        "timeout_tcp_inspect": ann.int_annotation(service, ann.TIMEOUT_TCP_INSPECT, 0),
+        "timeout_client_data": notes.timeout_client_data.get(50000),
+        "timeout_member_connect": notes.timeout_member_connect.get(5000),
+        "timeout_member_data": notes.timeout_member_data.get(50000),
+        "timeout_tcp_inspect": notes.timeout_tcp_inspect.get(0),
     }
 
 
-def _lb_method(service: Service) -> str:
-    method = annotation(service, ann.LB_METHOD)
-    allowed = ("", "ROUND_ROBIN", "LEAST_CONNECTIONS", "SOURCE_IP", "SOURCE_IP_PORT")
-    if method not in allowed:
-        raise LBAnnotationError(
-            f"annotation {ann.LB_METHOD}: {method!r} is not one of {', '.join(allowed[1:])}"
-        )
-    return method
-
-
-def _monitor(conf: ServiceConfig, service: Service, opts: LBOptions) -> None:
-    conf.enable_monitor = ann.bool_annotation(
-        service, ann.ENABLE_HEALTH_MONITOR, opts.create_monitor
-    )
+def _monitor(conf: ServiceConfig, service: Service, opts: LoadBalancerOpts) -> None:
+    notes = conf.annotations
+    conf.enable_monitor = notes.enable_health_monitor.get(opts.create_monitor)
     spec = _spec(service)
     hcnp = int(spec.get("healthCheckNodePort") or 0)
     if conf.enable_monitor and spec.get("externalTrafficPolicy") == "Local" and hcnp > 0:
         conf.health_check_node_port = hcnp
-    conf.monitor_delay = ann.int_annotation(
-        service, ann.HEALTH_MONITOR_DELAY, int(opts.monitor_delay)
-    )
-    conf.monitor_timeout = ann.int_annotation(
-        service, ann.HEALTH_MONITOR_TIMEOUT, int(opts.monitor_timeout)
-    )
-    conf.monitor_max_retries = ann.int_annotation(
-        service, ann.HEALTH_MONITOR_MAX_RETRIES, opts.monitor_max_retries
-    )
-    conf.monitor_max_retries_down = ann.int_annotation(
-        service, ann.HEALTH_MONITOR_MAX_RETRIES_DOWN, opts.monitor_max_retries_down
+    conf.monitor_delay = notes.health_monitor_delay.get(int(opts.monitor_delay))
+    conf.monitor_timeout = notes.health_monitor_timeout.get(int(opts.monitor_timeout))
+    conf.monitor_max_retries = notes.health_monitor_max_retries.get(opts.monitor_max_retries)
+    conf.monitor_max_retries_down = notes.health_monitor_max_retries_down.get(
+        opts.monitor_max_retries_down
     )
 
 
-def _client_ip(conf: ServiceConfig, service: Service) -> None:
+def _client_ip(conf: ServiceConfig) -> None:
     """``x-forwarded-for`` and ``proxy-protocol``, which exclude each other."""
-    keep_client_ip = ann.bool_annotation(service, ann.X_FORWARDED_FOR, False)
-    conf.proxy_protocol = ann.proxy_protocol(service)
+    keep_client_ip = conf.annotations.x_forwarded_for.get(False)
+    conf.proxy_protocol = conf.annotations.proxy_protocol.get(None)
     if conf.proxy_protocol is not None and keep_client_ip:
         raise LBAnnotationError(
             f"annotation {ann.PROXY_PROTOCOL} and {ann.X_FORWARDED_FOR} cannot be used together"
@@ -298,26 +316,27 @@ def _client_ip(conf: ServiceConfig, service: Service) -> None:
     conf.keep_client_ip = keep_client_ip
 
 
-def _features(conf: ServiceConfig, service: Service, opts: LBOptions, octavia: Octavia) -> None:
+def _features(
+    conf: ServiceConfig, service: Service, opts: LoadBalancerOpts, octavia: Octavia
+) -> None:
     """What depends on the Octavia version and provider (``IsOctaviaFeatureSupported``)."""
     key = service_key(service)
-    timeouts = _timeouts(service)
+    notes = conf.annotations
+    timeouts = _timeouts(notes)
     if octavia.supports("timeout"):
         conf.timeouts = timeouts
-    ranges = source_ranges(service, conf.ip_family)
+    ranges = source_ranges(service, notes, conf.ip_family)
     if octavia.supports("vip_acl") or (opts.lb_provider == "ovn" and opts.manage_security_groups):
         conf.allowed_cidrs = ranges
-    elif (service.get("spec") or {}).get("loadBalancerSourceRanges") or annotation(
-        service, ann.SOURCE_RANGES
-    ):
+    elif _spec(service).get("loadBalancerSourceRanges") or notes.source_ranges:
         log.warning(
             "LoadBalancerSourceRanges are ignored for Service %s because Octavia provider "
             "does not support it",
             key,
         )
     if octavia.supports("flavors"):
-        conf.flavor_id = annotation(service, ann.FLAVOR_ID, opts.flavor_id)
-    zone = annotation(service, ann.AVAILABILITY_ZONE, opts.availability_zone)
+        conf.flavor_id = _or(notes.flavor_id, opts.flavor_id)
+    zone = _or(notes.availability_zone, opts.availability_zone)
     if octavia.supports("availability_zones"):
         conf.availability_zone = zone
     elif zone:
@@ -326,14 +345,17 @@ def _features(conf: ServiceConfig, service: Service, opts: LBOptions, octavia: O
         )
 
 
-def _finish(conf: ServiceConfig, service: Service, opts: LBOptions, octavia: Octavia) -> None:
+def _finish(
+    conf: ServiceConfig, service: Service, opts: LoadBalancerOpts, octavia: Octavia
+) -> None:
     """Upstream ``makeSvcConf``."""
-    conf.conn_limit = ann.int_annotation(service, ann.CONN_LIMIT, -1)
-    conf.lb_id = annotation(service, ann.LB_ID)
-    conf.lb_method = _lb_method(service)
+    notes = conf.annotations
+    conf.conn_limit = notes.conn_limit.get(-1)
+    conf.lb_id = notes.lb_id
+    conf.lb_method = notes.lb_method.get("")
     conf.support_tags = octavia.supports("tags")
-    conf.node_selectors = ann.key_value_annotation(service, ann.NODE_SELECTOR, opts.node_selector)
-    _client_ip(conf, service)
+    conf.node_selectors = notes.node_selectors(opts.node_selector)
+    _client_ip(conf)
     _features(conf, service, opts, octavia)
-    conf.tls_container_ref = _tls_container_ref(service, opts)
+    conf.tls_container_ref = _tls_container_ref(notes, opts)
     _monitor(conf, service, opts)

@@ -6,8 +6,9 @@ One balancer per Service, ``kube_service_<cluster>_<namespace>_<name>`` (the leg
 ``a``+UID name is still found), tagged with that name, created fully populated in one POST
 and waited for. Ensure and update are read-compare-write: they read the balancer, its
 listeners, pools, members, monitors and floating IP, compare them with what the Service and
-the nodes ask for (:mod:`.svcconf`) and write only the difference, so an unchanged Service
-costs no mutating call and anything removed behind kccm's back is made again. The
+the nodes ask for (:mod:`.svcconf`, with the annotations read once by :mod:`.annotations`)
+and write only the difference, so an unchanged Service costs no mutating call and anything
+removed behind kccm's back is made again. The
 ``load-balancer-id`` and ``load-balancer-address`` annotations are written back through the
 :class:`~.servicepatch.ServicePatcher`, exactly when upstream writes them.
 
@@ -34,14 +35,25 @@ from kccm.cloudprovider import (
     NodeExclusion,
     Service,
 )
-from kccm.providers.openstack import lbannotations as ann
 from kccm.providers.openstack.api import OpenStackAPI
-from kccm.providers.openstack.floatingips import ensure_floating_ip
-from kccm.providers.openstack.lbcreate import create_load_balancer
-from kccm.providers.openstack.lbdelete import delete_for_service
-from kccm.providers.openstack.lbdescribe import balancer_view
-from kccm.providers.openstack.lblookup import by_id, by_name, find_for_service
-from kccm.providers.openstack.lbnames import (
+from kccm.providers.openstack.config_sections import LoadBalancerOpts, OpenStackConfig
+from kccm.providers.openstack.loadbalancer import annotations as ann
+from kccm.providers.openstack.loadbalancer.annotations import read_annotations
+from kccm.providers.openstack.loadbalancer.classes import Classes
+from kccm.providers.openstack.loadbalancer.create import create_load_balancer
+from kccm.providers.openstack.loadbalancer.delete import delete_for_service
+from kccm.providers.openstack.loadbalancer.describe import balancer_view
+from kccm.providers.openstack.loadbalancer.floatingips import ensure_floating_ip
+from kccm.providers.openstack.loadbalancer.listeners import (
+    check_listener_ports,
+    delete_service_listeners,
+    ensure_listener,
+    listener_key,
+    listener_map,
+)
+from kccm.providers.openstack.loadbalancer.lookup import by_id, by_name, find_for_service
+from kccm.providers.openstack.loadbalancer.monitors import ensure_monitor
+from kccm.providers.openstack.loadbalancer.names import (
     SERVICE_PREFIX,
     legacy_name,
     listener_name,
@@ -50,23 +62,17 @@ from kccm.providers.openstack.lbnames import (
     pool_name,
     service_key,
 )
-from kccm.providers.openstack.lbnodes import filter_nodes, node_exclusion
-from kccm.providers.openstack.lbopts import LBOptions, lb_options
-from kccm.providers.openstack.lbrename import has_old_cluster_name, rename_load_balancer
-from kccm.providers.openstack.listeners import (
-    check_listener_ports,
-    delete_service_listeners,
-    ensure_listener,
-    listener_key,
-    listener_map,
+from kccm.providers.openstack.loadbalancer.neutron import Neutron
+from kccm.providers.openstack.loadbalancer.nodes import filter_nodes, node_exclusion
+from kccm.providers.openstack.loadbalancer.octavia import ACTIVE, LB, Octavia
+from kccm.providers.openstack.loadbalancer.pools import ensure_pool
+from kccm.providers.openstack.loadbalancer.rename import has_old_cluster_name, rename_load_balancer
+from kccm.providers.openstack.loadbalancer.secgroups import (
+    ensure_security_group,
+    ensure_security_group_deleted,
 )
-from kccm.providers.openstack.monitors import ensure_monitor
-from kccm.providers.openstack.neutron import Neutron
-from kccm.providers.openstack.octavia import ACTIVE, LB, Octavia
-from kccm.providers.openstack.pools import ensure_pool
-from kccm.providers.openstack.secgroups import ensure_security_group, ensure_security_group_deleted
-from kccm.providers.openstack.servicepatch import ServicePatcher, annotation_patch
-from kccm.providers.openstack.svcconf import (
+from kccm.providers.openstack.loadbalancer.servicepatch import ServicePatcher, annotation_patch
+from kccm.providers.openstack.loadbalancer.svcconf import (
     ServiceConfig,
     config_for_delete,
     config_for_ensure,
@@ -97,11 +103,12 @@ class OctaviaLoadBalancers:
     def __init__(
         self,
         api: OpenStackAPI,
-        config: Any,
+        config: OpenStackConfig,
         clock: Clock = REAL_CLOCK,
         patcher: ServicePatcher | None = None,
     ) -> None:
-        self.opts: LBOptions = lb_options(config)
+        self.opts: LoadBalancerOpts = config.load_balancer
+        self.classes: Classes = config.load_balancer_classes
         self.octavia = Octavia(api, clock, self.opts.lb_provider)
         self.neutron = Neutron(api)
         self.patcher = patcher
@@ -118,13 +125,13 @@ class OctaviaLoadBalancers:
 
     def backend_node_exclusion(self, service: Service) -> NodeExclusion | None:
         """BackendNodeSelector: Nodes the node selector leaves out of the pools."""
-        return node_exclusion(service, self.opts.node_selector)
+        return node_exclusion(read_annotations(service), self.opts.node_selector)
 
     def get_load_balancer(
         self, cluster_name: str, service: Service
     ) -> tuple[LoadBalancerStatus | None, bool]:
         """Upstream ``GetLoadBalancer``: the VIP port's floating IP, else the VIP."""
-        lb = find_for_service(self.octavia, cluster_name, service)
+        lb = find_for_service(self.octavia, cluster_name, service, read_annotations(service).lb_id)
         if lb is None:
             return None, False
         port_id = str(lb.get("vip_port_id") or "")
@@ -136,8 +143,8 @@ class OctaviaLoadBalancers:
 
     def describe_load_balancer(self, cluster_name: str, service: Service) -> BalancerView | None:
         """kccm's optional describe (``kccm explain``): the balancer, its listeners and the
-        health of their members from Octavia's status tree (:mod:`.lbdescribe`)."""
-        lb = find_for_service(self.octavia, cluster_name, service)
+        health of their members from Octavia's status tree (:mod:`.describe`)."""
+        lb = find_for_service(self.octavia, cluster_name, service, read_annotations(service).lb_id)
         return None if lb is None else balancer_view(self.octavia, lb)
 
     # -- ensure ------------------------------------------------------------------------------
@@ -224,7 +231,9 @@ class OctaviaLoadBalancers:
     def _ensure(
         self, cluster: str, service: Service, nodes: Sequence[Node], written: dict[str, str]
     ) -> LoadBalancerStatus:
-        conf = config_for_ensure(service, nodes, self.opts, self.octavia, self.neutron)
+        conf = config_for_ensure(
+            service, nodes, self.opts, self.classes, self.octavia, self.neutron
+        )
         members = filter_nodes(nodes, conf.node_selectors)
         conf.lb_name = load_balancer_name(cluster, service)
         lb, owner, created = self._find_or_create(conf, cluster, service, members)
@@ -292,7 +301,7 @@ class OctaviaLoadBalancers:
 
     def _status(self, service: Service, conf: ServiceConfig, address: str) -> LoadBalancerStatus:
         """Upstream ``createLoadBalancerStatus``."""
-        hostname = ann.annotation(service, ann.HOSTNAME)
+        hostname = conf.annotations.hostname
         if hostname:
             return LoadBalancerStatus(ingress=[LoadBalancerIngress(hostname=hostname)])
         mode = "VIP"
@@ -310,10 +319,12 @@ class OctaviaLoadBalancers:
     ) -> None:
         """Upstream ``updateOctaviaLoadBalancer``: pools, members and monitors of the existing
         listeners (and the security group)."""
-        conf = config_for_update(service, nodes, self.opts, self.octavia, self.neutron)
+        conf = config_for_update(
+            service, nodes, self.opts, self.classes, self.octavia, self.neutron
+        )
         members = filter_nodes(nodes, conf.node_selectors)
         conf.lb_name = load_balancer_name(cluster_name, service)
-        lb = find_for_service(self.octavia, cluster_name, service)
+        lb = find_for_service(self.octavia, cluster_name, service, conf.lb_id)
         if lb is None:
             raise CloudProviderError(f"load balancer for Service {service_key(service)} not found")
         if lb.get("provisioning_status") != ACTIVE:
@@ -357,5 +368,5 @@ class OctaviaLoadBalancers:
         """Upstream ``EnsureLoadBalancerDeleted``."""
         conf = config_for_delete(service, self.opts, self.octavia)
         conf.lb_name = load_balancer_name(cluster_name, service)
-        lb = find_for_service(self.octavia, cluster_name, service)
+        lb = find_for_service(self.octavia, cluster_name, service, conf.lb_id)
         delete_for_service(self.octavia, self.neutron, lb, service, conf, self.opts.cascade_delete)

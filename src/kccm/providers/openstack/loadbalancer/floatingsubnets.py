@@ -16,9 +16,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from kccm.cloudprovider import Service
-from kccm.providers.openstack import lbannotations as ann
-from kccm.providers.openstack.lbopts import LBOptions
+from kccm.providers.openstack.config_sections import LoadBalancerOpts
+from kccm.providers.openstack.loadbalancer import annotations as ann
+from kccm.providers.openstack.loadbalancer.annotations import ServiceAnnotations
 
 __all__ = ["FloatingSubnetSpec", "tag_list"]
 
@@ -66,17 +66,13 @@ class FloatingSubnetSpec:
     subnet_tags: str = ""
 
     @classmethod
-    def from_annotations(cls, service: Service) -> FloatingSubnetSpec:
-        subnet_id = ann.annotation(service, ann.FLOATING_SUBNET_ID)
-        if subnet_id:
-            return cls(subnet_id=subnet_id)
-        return cls(
-            subnet=ann.annotation(service, ann.FLOATING_SUBNET),
-            subnet_tags=ann.annotation(service, ann.FLOATING_SUBNET_TAGS),
-        )
+    def from_annotations(cls, notes: ServiceAnnotations) -> FloatingSubnetSpec:
+        if notes.floating_subnet_id:
+            return cls(subnet_id=notes.floating_subnet_id)
+        return cls(subnet=notes.floating_subnet, subnet_tags=notes.floating_subnet_tags)
 
     @classmethod
-    def from_options(cls, opts: LBOptions) -> FloatingSubnetSpec:
+    def from_options(cls, opts: LoadBalancerOpts) -> FloatingSubnetSpec:
         if opts.floating_subnet_id:
             return cls(subnet_id=opts.floating_subnet_id)
         return cls(subnet=opts.floating_subnet, subnet_tags=opts.floating_subnet_tags)

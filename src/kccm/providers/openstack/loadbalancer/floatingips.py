@@ -23,11 +23,14 @@ import logging
 from typing import Any
 
 from kccm.cloudprovider import CloudProviderError, Service
-from kccm.providers.openstack import lbannotations as ann
 from kccm.providers.openstack.api import OpenStackError
-from kccm.providers.openstack.lbnames import FIP_DESCRIPTION_MARK, fip_description, service_key
-from kccm.providers.openstack.neutron import Neutron, Obj
-from kccm.providers.openstack.svcconf import ServiceConfig
+from kccm.providers.openstack.loadbalancer.names import (
+    FIP_DESCRIPTION_MARK,
+    fip_description,
+    service_key,
+)
+from kccm.providers.openstack.loadbalancer.neutron import Neutron, Obj
+from kccm.providers.openstack.loadbalancer.svcconf import ServiceConfig
 
 __all__ = ["delete_fip_if_created_by_provider", "ensure_floating_ip", "release_floating_ip"]
 
@@ -48,12 +51,12 @@ def delete_fip_if_created_by_provider(neutron: Neutron, fip: Obj) -> bool:
     return True
 
 
-def _internal(neutron: Neutron, service: Service, fip: Obj | None) -> None:
+def _internal(neutron: Neutron, conf: ServiceConfig, fip: Obj | None) -> None:
     """An internal owner Service: the floating IP goes (deleted if ours, else detached)."""
     if fip is None:
         return
     deleted = False
-    if not ann.bool_annotation(service, ann.KEEP_FLOATING_IP, False):
+    if not conf.annotations.keep_floating_ip.get(False):
         deleted = delete_fip_if_created_by_provider(neutron, fip)
     if not deleted:
         neutron.set_floating_ip_port(str(fip.get("id")), None)
@@ -125,7 +128,7 @@ def ensure_floating_ip(
     port_id = str(lb.get("vip_port_id") or "")
     fip = neutron.floating_ip_of_port(port_id) if port_id else None
     if conf.internal and owner:
-        _internal(neutron, service, fip)
+        _internal(neutron, conf, fip)
         return str(lb.get("vip_address", ""))
     if fip is None and not owner:
         raise CloudProviderError(
@@ -149,23 +152,15 @@ def ensure_floating_ip(
     return str(lb.get("vip_address", ""))
 
 
-def release_floating_ip(neutron: Neutron, service: Service, lb: Obj) -> None:
+def release_floating_ip(neutron: Neutron, conf: ServiceConfig, lb: Obj) -> None:
     """The floating IP part of upstream ``ensureLoadBalancerDeleted``: delete the VIP port's
     floating IP if a cloud provider made it, unless ``keep-floatingip`` (a floating IP the
     user brought stays, attached to nothing once the port is gone)."""
-    if annotation_keeps(service):
-        return
+    if conf.annotations.keep_floating_ip.lenient(False, refused=True):
+        return  # a bad value never fails a deletion: kept
     port_id = str(lb.get("vip_port_id") or "")
     if not port_id:
         return
     fip = neutron.floating_ip_of_port(port_id)
     if fip is not None:
         delete_fip_if_created_by_provider(neutron, fip)
-
-
-def annotation_keeps(service: Service) -> bool:
-    """``keep-floatingip``, leniently (deletion never fails on a bad value: kept)."""
-    try:
-        return ann.bool_annotation(service, ann.KEEP_FLOATING_IP, False)
-    except ann.LBAnnotationError:
-        return True

@@ -16,10 +16,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kccm.cloudprovider import Node
-from kccm.providers.openstack.lbnames import cut255
-from kccm.providers.openstack.lbnodes import node_address_for_lb, node_name
-from kccm.providers.openstack.octavia import LB, Octavia
-from kccm.providers.openstack.svcconf import ServiceConfig
+from kccm.providers.openstack.loadbalancer.names import cut255
+from kccm.providers.openstack.loadbalancer.nodes import node_address_for_lb, node_name
+from kccm.providers.openstack.loadbalancer.octavia import LB, Octavia
+from kccm.providers.openstack.loadbalancer.svcconf import ServiceConfig
 
 __all__ = ["build_members", "can_use_http_monitor", "ensure_members", "member_key"]
 
