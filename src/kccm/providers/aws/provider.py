@@ -6,11 +6,20 @@ import asyncio
 import logging
 from typing import Any, TextIO
 
-from kccm.cloudprovider import ControllerClientBuilder, InstancesV2, LoadBalancer, Routes
+from kccm.cloudprovider import (
+    ControllerClientBuilder,
+    InstanceDescriber,
+    InstanceMetadataLister,
+    InstancesV2,
+    Interface,
+    LoadBalancer,
+    LoadBalancerDescriber,
+    Routes,
+)
 from kccm.cloudprovider.apicalls import CloudAPICalls
 from kccm.providers.aws.annotations import ProbeMode
 from kccm.providers.aws.api import AWSAPI
-from kccm.providers.aws.balancers import service_load_balancers
+from kccm.providers.aws.balancers import ServiceLoadBalancers, service_load_balancers
 from kccm.providers.aws.config import AWSCloudConfig, CheckedAWSCloudConfig, load_aws_config
 from kccm.providers.aws.instances import EC2Instances
 from kccm.providers.aws.loadbalancer import NetworkLoadBalancers
@@ -73,13 +82,13 @@ class AWSCloud:
             self.tagging.cluster_id or "(none: every resource is the cluster's)",
         )
 
-    def load_balancer(self) -> LoadBalancer | None:
+    def load_balancer(self) -> ServiceLoadBalancers:
         return self._service_balancers
 
     def instances(self) -> None:
         return None
 
-    def instances_v2(self) -> InstancesV2 | None:
+    def instances_v2(self) -> EC2Instances:
         return self._instances
 
     def zones(self) -> None:
@@ -88,7 +97,7 @@ class AWSCloud:
     def clusters(self) -> None:
         return None
 
-    def routes(self) -> Routes | None:
+    def routes(self) -> VPCRoutes:
         return self._routes
 
     def provider_name(self) -> str:
@@ -108,3 +117,18 @@ def new_aws_cloud(config: TextIO | None) -> AWSCloud:
 
 
 new_aws_cloud.config_schema = CheckedAWSCloudConfig  # type: ignore[attr-defined]  # checked before start-up
+
+
+def _implements(
+    cloud: AWSCloud, balancers: ServiceLoadBalancers, instances: EC2Instances, routes: VPCRoutes
+) -> tuple[
+    Interface,
+    LoadBalancer,
+    LoadBalancerDescriber,
+    InstancesV2,
+    InstanceDescriber,
+    InstanceMetadataLister,
+    Routes,
+]:
+    """Never called: mypy checks here that each capability implements its Protocol."""
+    return (cloud, balancers, balancers, instances, instances, instances, routes)

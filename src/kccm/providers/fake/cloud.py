@@ -16,12 +16,15 @@ from kccm.cloudprovider import (
     Clusters,
     ControllerClientBuilder,
     ForeignProviderID,
+    InstanceDescriber,
     InstanceMetadata,
+    InstanceMetadataLister,
     InstanceNotFound,
     Instances,
     InstancesV2,
     Interface,
     LoadBalancer,
+    LoadBalancerDescriber,
     LoadBalancerIPMode,
     LoadBalancerStatus,
     Node,
@@ -242,22 +245,22 @@ class FakeCloud(FakeDescribing):
     def _capability(self, name: str) -> FakeCloud | None:
         return self if self._enabled[name] else None
 
-    def load_balancer(self) -> LoadBalancer | None:
+    def load_balancer(self) -> FakeCloud | None:
         return self._capability("load_balancer")
 
-    def instances(self) -> Instances | None:
+    def instances(self) -> FakeCloud | None:
         return self._capability("instances")
 
-    def instances_v2(self) -> InstancesV2 | None:
+    def instances_v2(self) -> FakeCloud | None:
         return self._capability("instances_v2")
 
-    def zones(self) -> Zones | None:
+    def zones(self) -> FakeCloud | None:
         return self._capability("zones")
 
-    def clusters(self) -> Clusters | None:
+    def clusters(self) -> FakeCloud | None:
         return self._capability("clusters")
 
-    def routes(self) -> Routes | None:
+    def routes(self) -> FakeCloud | None:
         return self._capability("routes")
 
     def provider_name(self) -> str:
@@ -562,11 +565,23 @@ class FakeCloud(FakeDescribing):
             return dict(self.volume_labels.get(name, {}))
 
 
-def _implements_every_interface(
+def _implements(
     cloud: FakeCloud,
-) -> tuple[Interface, LoadBalancer, Instances, InstancesV2, Zones, Clusters, Routes, PVLabeler]:
+) -> tuple[
+    Interface,
+    LoadBalancer,
+    LoadBalancerDescriber,
+    Instances,
+    InstancesV2,
+    InstanceDescriber,
+    InstanceMetadataLister,
+    Zones,
+    Clusters,
+    Routes,
+    PVLabeler,
+]:
     """Never called: mypy checks here that FakeCloud keeps implementing every interface."""
-    return (cloud, cloud, cloud, cloud, cloud, cloud, cloud, cloud)
+    return (cloud, cloud, cloud, cloud, cloud, cloud, cloud, cloud, cloud, cloud, cloud)
 
 
 def _raise_service_fault(service: Service) -> None:

@@ -35,9 +35,12 @@ from __future__ import annotations
 from typing import TextIO
 
 from kccm.cloudprovider import (
+    InstanceDescriber,
+    InstanceMetadataLister,
     InstancesV2,
     Interface,
     LoadBalancer,
+    LoadBalancerDescriber,
     Routes,
     Zones,
 )
@@ -103,22 +106,22 @@ class LocalCloud(LocalInstances, LocalLoadBalancers, LocalRoutes, LocalDescribin
         super().__init__(store, config)
         self._init_supervision(dataplane_starter, dataplane_probe, clock, dataplane_stopper)
 
-    def load_balancer(self) -> LoadBalancer | None:
+    def load_balancer(self) -> LocalCloud:
         return self
 
     def instances(self) -> None:
         return None
 
-    def instances_v2(self) -> InstancesV2 | None:
+    def instances_v2(self) -> LocalCloud:
         return self
 
-    def zones(self) -> Zones | None:
+    def zones(self) -> LocalCloud:
         return self
 
     def clusters(self) -> None:
         return None
 
-    def routes(self) -> Routes | None:
+    def routes(self) -> LocalCloud:
         return self
 
     def provider_name(self) -> str:
@@ -136,9 +139,20 @@ def new_local_cloud(config: TextIO | None) -> LocalCloud:
     return LocalCloud(store, parsed)
 
 
-def _implements(cloud: LocalCloud) -> tuple[Interface, LoadBalancer, InstancesV2, Zones, Routes]:
+def _implements(
+    cloud: LocalCloud,
+) -> tuple[
+    Interface,
+    LoadBalancer,
+    LoadBalancerDescriber,
+    InstancesV2,
+    InstanceDescriber,
+    InstanceMetadataLister,
+    Zones,
+    Routes,
+]:
     """Never called: mypy checks here that LocalCloud implements these interfaces."""
-    return (cloud, cloud, cloud, cloud, cloud)
+    return (cloud, cloud, cloud, cloud, cloud, cloud, cloud, cloud)
 
 
 new_local_cloud.config_schema = LocalCloudConfig  # type: ignore[attr-defined]

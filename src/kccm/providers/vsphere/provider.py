@@ -18,8 +18,11 @@ from kccm.cloudprovider import (
     CloudAPICalls,
     CloudProviderInitError,
     ControllerClientBuilder,
+    InstanceDescriber,
+    InstanceMetadataLister,
     Instances,
     InstancesV2,
+    Interface,
     Zones,
 )
 from kccm.providers.vsphere.config import load_vsphere_config
@@ -142,13 +145,13 @@ class VSphereCloud:
     def load_balancer(self) -> None:
         return None
 
-    def instances(self) -> Instances | None:
+    def instances(self) -> VSphereInstances:
         return self._instances
 
-    def instances_v2(self) -> InstancesV2 | None:
+    def instances_v2(self) -> VSphereInstances:
         return self._instances
 
-    def zones(self) -> Zones | None:
+    def zones(self) -> VSphereInstances:
         return self._instances
 
     def clusters(self) -> None:
@@ -173,3 +176,10 @@ def new_vsphere_cloud(
     cloud = VSphereCloud(load_vsphere_config(config, environ))
     cloud.verify(secret_based=False)
     return cloud
+
+
+def _implements(
+    cloud: VSphereCloud, instances: VSphereInstances
+) -> tuple[Interface, Instances, InstancesV2, InstanceDescriber, InstanceMetadataLister, Zones]:
+    """Never called: mypy checks here that each capability implements its Protocol."""
+    return (cloud, instances, instances, instances, instances, instances)
