@@ -18,12 +18,12 @@ from kccm.api.wellknown import (
     TAINT_TO_BE_DELETED_BY_CLUSTER_AUTOSCALER,
     TAINT_UNINITIALIZED,
 )
-from kccm.controllers.service_nodes import parse_go_bool
 from kccm.controllers.service_predicates import (
     UPSTREAM_CLASSES,
     LoadBalancerClasses,
     wants_load_balancer,
 )
+from kccm.util.gostrconv import parse_bool
 
 __all__ = [
     "CLASS_ANNOTATION",
@@ -121,7 +121,7 @@ def _exclusion(node: Mapping[str, Any]) -> str | None:
     if LABEL_EXCLUDE_FROM_EXTERNAL_LB in labels:
         value = str(labels[LABEL_EXCLUDE_FROM_EXTERNAL_LB])
         try:
-            if parse_go_bool(value):
+            if parse_bool(value):
                 return f"label {LABEL_EXCLUDE_FROM_EXTERNAL_LB}={value}"
         except ValueError:
             return f"label {LABEL_EXCLUDE_FROM_EXTERNAL_LB}={value!r} (not a bool: excludes)"

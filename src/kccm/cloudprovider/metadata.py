@@ -17,6 +17,7 @@ from kccm.cloudprovider.errors import InstanceNotFound, NotImplementedByProvider
 from kccm.cloudprovider.gate import Priority
 from kccm.cloudprovider.gated import GatedCloud
 from kccm.cloudprovider.helpers import InstancesUnsupported, make_provider_id
+from kccm.cloudprovider.nodes import node_name, node_provider_id
 from kccm.cloudprovider.types import InstanceMetadata
 
 __all__ = [
@@ -37,14 +38,6 @@ class InstanceMetadataError(Exception):
 
 class ProviderIDError(Exception):
     """The provider failed to return an instance ID (wraps the provider's error)."""
-
-
-def _name(node: Mapping[str, Any]) -> str:
-    return str((node.get("metadata") or {}).get("name", ""))
-
-
-def _provider_id(node: Mapping[str, Any]) -> str:
-    return str((node.get("spec") or {}).get("providerID") or "")
 
 
 async def get_instance_provider_id(cloud: GatedCloud, node_name: str, *, priority: Priority) -> str:
@@ -76,10 +69,10 @@ async def instance_metadata(
         return await _legacy_instance_metadata(cloud, node, priority)
     meta = await v2.instance_metadata(node, priority=priority)
     if meta is not None and not meta.provider_id:
-        provider_id = _provider_id(node)
+        provider_id = node_provider_id(node)
         if not provider_id:
             raise InstanceMetadataError(
-                f"cloud provider does not set node provider ID for node {_name(node)}"
+                f"cloud provider does not set node provider ID for node {node_name(node)}"
             )
         meta = replace(meta, provider_id=provider_id)
     return meta
@@ -96,13 +89,13 @@ async def instance_node_addresses(
     instances = cloud.instances()
     if instances is None:
         raise InstanceMetadataError("failed to get instances from cloud provider")
-    provider_id = _provider_id(node)
+    provider_id = node_provider_id(node)
     if provider_id:
         found = await instances.node_addresses_by_provider_id(
             provider_id, priority=Priority.PERIODIC
         )
     else:
-        found = await instances.node_addresses(_name(node), priority=Priority.PERIODIC)
+        found = await instances.node_addresses(node_name(node), priority=Priority.PERIODIC)
     return InstanceMetadata(node_addresses=found)
 
 
@@ -112,8 +105,8 @@ async def _legacy_instance_metadata(
     instances = cloud.instances()
     if instances is None:
         raise InstanceMetadataError("failed to get instances from cloud provider")
-    name = _name(node)
-    provider_id = _provider_id(node) or await _legacy_provider_id(cloud, name, priority)
+    name = node_name(node)
+    provider_id = node_provider_id(node) or await _legacy_provider_id(cloud, name, priority)
     addresses = await _by_id_or_name(
         lambda: instances.node_addresses_by_provider_id(provider_id, priority=priority),
         lambda: instances.node_addresses(name, priority=priority),

@@ -51,6 +51,7 @@ from kccm.api.wellknown import (
 from kccm.cloudprovider.gate import Priority
 from kccm.cloudprovider.gated import GatedCloud
 from kccm.cloudprovider.metadata import instance_metadata
+from kccm.cloudprovider.nodes import node_provider_id
 from kccm.cloudprovider.types import InstanceMetadata
 from kccm.controllers.base import CloudController, ControllerContext
 from kccm.controllers.node_state import NodeInitRecorder
@@ -269,7 +270,7 @@ class CloudNodeController(CloudController):
             raise SyncError(f"failed to get node modifiers from cloud provider: {err}") from err
         modifiers.append(_remove_cloud_taint)
         await self._write_initialized(cached, modifiers, meta)
-        self.sync_states.initialized(node_name, _provider_id_of(cached) or meta.provider_id)
+        self.sync_states.initialized(node_name, node_provider_id(cached) or meta.provider_id)
         self.recorder.event(
             _node_ref(cached, with_version=True),
             EVENT_TYPE_NORMAL,
@@ -396,10 +397,6 @@ class CloudNodeController(CloudController):
 
 
 # -- modifiers --------------------------------------------------------------------------------
-
-
-def _provider_id_of(node: Mapping[str, Any]) -> str:
-    return str((node.get("spec") or {}).get("providerID") or "")
 
 
 def _set_provider_id(provider_id: str) -> NodeModifier:

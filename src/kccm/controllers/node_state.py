@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kccm.api.wellknown import TAINT_UNINITIALIZED
+from kccm.cloudprovider.nodes import node_provider_id
 from kccm.cloudprovider.reasons import Reason
 from kccm.controllers.nodeutil import has_cloud_taint, node_name
 from kccm.controllers.syncstate import Kind, SyncStates
@@ -36,10 +37,6 @@ NODE: Kind = "node"
 ADDRESS_REFRESH = "cloud-node-controller/addresses"
 
 Node = Mapping[str, Any]
-
-
-def _provider_id(node: Node | None) -> str:
-    return str(((node or {}).get("spec") or {}).get("providerID") or "")
 
 
 def forget_on_delete(states: SyncStates, informer: Informer, *controllers: str) -> None:
@@ -86,7 +83,10 @@ class NodeInitRecorder:
     @staticmethod
     def _detail(node: Node | None, error: Exception | None) -> dict[str, Any]:
         tainted = node is not None and has_cloud_taint(node)
-        detail: dict[str, Any] = {"initialized": not tainted, "provider_id": _provider_id(node)}
+        detail: dict[str, Any] = {
+            "initialized": not tainted,
+            "provider_id": node_provider_id(node or {}),
+        }
         if error is not None:
             detail["initialized"] = False if tainted else detail["initialized"]
             detail["why"] = f"the last sync failed: {error}"
@@ -115,6 +115,6 @@ def record_address_refresh(
         detail={
             "last_address_refresh": at,
             "result": result if error is None else f"error: {error}",
-            "provider_id": _provider_id(node),
+            "provider_id": node_provider_id(node or {}),
         },
     )

@@ -32,6 +32,7 @@ from typing import Any, TypeVar
 
 from kccm.api.wellknown import TAINT_UNINITIALIZED
 from kccm.cloudprovider.metadata import ProviderIDError, get_instance_provider_id
+from kccm.cloudprovider.nodes import node_name
 from kccm.kube.errors import Conflict
 from kccm.kube.interface import KubeClient, Obj, PatchType
 from kccm.kube.resources import NODES
@@ -65,11 +66,6 @@ __all__ = [
 
 T = TypeVar("T")
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
-
-
-def node_name(node: Mapping[str, Any]) -> str:
-    """``metadata.name`` (``""`` when absent)."""
-    return str((node.get("metadata") or {}).get("name", ""))
 
 
 # -- retry on conflict ----------------------------------------------------------------------

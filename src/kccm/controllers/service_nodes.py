@@ -14,7 +14,8 @@ from kccm.api.wellknown import (
     LABEL_EXCLUDE_FROM_EXTERNAL_LB,
     TAINT_TO_BE_DELETED_BY_CLUSTER_AUTOSCALER,
 )
-from kccm.controllers.nodeutil import node_name
+from kccm.cloudprovider.nodes import node_name, node_provider_id
+from kccm.util.gostrconv import parse_bool
 
 __all__ = [
     "EMPTY_NODE_SET",
@@ -33,7 +34,6 @@ __all__ = [
     "node_not_deleted",
     "node_untainted",
     "nodes_sufficiently_equal",
-    "parse_go_bool",
     "respects_predicates",
     "should_sync_updated_node",
 ]
@@ -42,19 +42,6 @@ MAX_NODE_NAMES_TO_LOG = 20
 """Upstream ``maxNodeNamesToLog``: node names in an UpdateLoadBalancerFailed event."""
 
 NodePredicate = Callable[[Mapping[str, Any]], bool]
-
-
-_GO_TRUE = frozenset({"1", "t", "T", "TRUE", "true", "True"})
-_GO_FALSE = frozenset({"0", "f", "F", "FALSE", "false", "False"})
-
-
-def parse_go_bool(value: str) -> bool:
-    """Go's ``strconv.ParseBool``; raises ValueError for anything else (``""`` included)."""
-    if value in _GO_TRUE:
-        return True
-    if value in _GO_FALSE:
-        return False
-    raise ValueError(f'strconv.ParseBool: parsing "{value}": invalid syntax')
 
 
 def node_not_deleted(node: Mapping[str, Any]) -> bool:
@@ -69,7 +56,7 @@ def node_included(node: Mapping[str, Any]) -> bool:
     if LABEL_EXCLUDE_FROM_EXTERNAL_LB not in labels:
         return True
     try:
-        return not parse_go_bool(str(labels[LABEL_EXCLUDE_FROM_EXTERNAL_LB]))
+        return not parse_bool(str(labels[LABEL_EXCLUDE_FROM_EXTERNAL_LB]))
     except ValueError:
         return False
 
@@ -98,10 +85,6 @@ def filter_with_predicates(
     return [node for node in nodes if respects_predicates(node, *predicates)]
 
 
-def _provider_id(node: Mapping[str, Any]) -> str:
-    return str((node.get("spec") or {}).get("providerID") or "")
-
-
 NodeIdentity = tuple[str, tuple[tuple[str, str], ...]]
 """What a load balancer's backend is made of: the providerID and the addresses."""
 
@@ -115,7 +98,7 @@ def node_addresses(node: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
 def node_identity(node: Mapping[str, Any]) -> NodeIdentity:
     """A node as a backend: providerID and addresses (upstream's ``protoNode`` has only the
     providerID; kccm adds the addresses, see docs/behaviour.md)."""
-    return (_provider_id(node), node_addresses(node))
+    return (node_provider_id(node), node_addresses(node))
 
 
 def should_sync_updated_node(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
@@ -125,7 +108,7 @@ def should_sync_updated_node(old: Mapping[str, Any], new: Mapping[str, Any]) -> 
     Readiness, taints, other labels and deletion do not trigger a node sync."""
     if node_included(old) != node_included(new):
         return True
-    if _provider_id(old) != _provider_id(new):
+    if node_provider_id(old) != node_provider_id(new):
         return True
     return node_addresses(old) != node_addresses(new)
 

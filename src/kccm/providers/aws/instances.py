@@ -22,6 +22,7 @@ from kccm.cloudprovider import (
     NodeAddress,
     NodeName,
 )
+from kccm.cloudprovider.nodes import node_name, node_provider_id
 from kccm.providers.aws.api import AWSAPI
 from kccm.providers.aws.tags import ClusterTagging, parse_provider_id, provider_id
 from kccm.providers.aws.topology import InstanceTopologies
@@ -191,9 +192,9 @@ class EC2Instances:
     def _lookup(self, node: Node) -> Instance | None:
         """The node's instance: by providerID, else by name (one DescribeInstances either way;
         upstream describes the instance found by name a second time)."""
-        pid = str((node.get("spec") or {}).get("providerID", ""))
+        pid = node_provider_id(node)
         if not pid:
-            return self.by_node_name(str(node["metadata"]["name"]))
+            return self.by_node_name(node_name(node))
         try:
             ref = parse_provider_id(pid)
         except ValueError as err:
@@ -224,7 +225,7 @@ class EC2Instances:
 
     def instance_metadata(self, node: Node) -> InstanceMetadata:
         instance = self._lookup(node)
-        name = node["metadata"]["name"]
+        name = node_name(node)
         if instance is None or _state(instance) in GONE_STATES:
             raise InstanceNotFound(f"no EC2 instance for node {name!r}")
         if not self._tagging.owns(instance.get("Tags")):
@@ -237,7 +238,7 @@ class EC2Instances:
     def describe_instance(self, node: Node) -> InstanceView:
         """kccm's optional describe (``kccm explain node``): the node's instance as EC2 reports
         it now (one ``DescribeInstances``); a terminated or unknown one does not exist."""
-        given = str((node.get("spec") or {}).get("providerID", ""))
+        given = node_provider_id(node)
         try:
             instance = self._lookup(node)
         except InstanceNotFound:
@@ -266,7 +267,7 @@ class EC2Instances:
         controller applies them at initialisation only (its periodic refresh uses the
         addresses alone, so the listing path asks EC2 for nothing more)."""
         zone = str((instance.get("Placement") or {}).get("AvailabilityZone", ""))
-        given = str((node.get("spec") or {}).get("providerID", ""))
+        given = node_provider_id(node)
         instance_type = str(instance.get("InstanceType", ""))
         return InstanceMetadata(
             provider_id=given or provider_id(zone, str(instance["InstanceId"])),
@@ -297,7 +298,7 @@ class EC2Instances:
         wanted: dict[str, list[Node]] = {}
         for node in nodes:
             try:
-                ref = parse_provider_id(str((node.get("spec") or {}).get("providerID", "")))
+                ref = parse_provider_id(node_provider_id(node))
             except ValueError:
                 continue
             if ref is not None:
@@ -313,6 +314,6 @@ class EC2Instances:
             if _state(instance) in GONE_STATES:
                 continue
             for node in wanted.get(str(instance["InstanceId"]), ()):
-                name = str(node["metadata"]["name"])
+                name = node_name(node)
                 found[name] = self._metadata(node, instance, with_labels=False)
         return found

@@ -30,6 +30,7 @@ from kccm.cloudprovider import (
     Service,
     default_load_balancer_name,
 )
+from kccm.cloudprovider.nodes import node_provider_id
 from kccm.providers.aws.annotations import (
     INTERNAL,
     SUBNETS,
@@ -90,7 +91,7 @@ def target_instance_ids(nodes: Sequence[Node], labels: Mapping[str, str]) -> lis
     """Instance IDs of the nodes (with an aws providerID) that match the target labels."""
     ids = set()
     for node in nodes:
-        pid = str((node.get("spec") or {}).get("providerID", ""))
+        pid = node_provider_id(node)
         if not pid or not node_matches(node, labels):
             continue
         try:

@@ -41,6 +41,7 @@ from kccm.cloudprovider import (
     Zones,
     default_load_balancer_name,
 )
+from kccm.cloudprovider.nodes import node_name, node_provider_id
 from kccm.providers.fake.describe import FakeDescribing
 from kccm.providers.fake.faults import fault, service_fault
 from kccm.providers.fake.journal import BalancerJournal, replay_journal
@@ -54,7 +55,6 @@ from kccm.providers.fake.model import (
     FakeInstance,
     _Injected,
     _metadata,
-    _node_name,
     _node_names,
     _ports,
     _same_route,
@@ -467,13 +467,13 @@ class FakeCloud(FakeDescribing):
     # -- InstancesV2 -------------------------------------------------------------------------
 
     def _for_node(self, node: Node) -> FakeInstance:
-        provider_id = str(node.get("spec", {}).get("providerID", ""))
+        provider_id = node_provider_id(node)
         if provider_id:
             return self._by_provider_id(provider_id)
-        return self._by_name(str(node.get("metadata", {}).get("name", "")))
+        return self._by_name(node_name(node))
 
     async def instance_exists(self, node: Node) -> bool:
-        await self._enter("instance_exists", _node_name(node))
+        await self._enter("instance_exists", node_name(node))
         try:
             self._for_node(node)
         except InstanceNotFound:
@@ -481,11 +481,11 @@ class FakeCloud(FakeDescribing):
         return True
 
     async def instance_shutdown(self, node: Node) -> bool:
-        await self._enter("instance_shutdown", _node_name(node))
+        await self._enter("instance_shutdown", node_name(node))
         return self._for_node(node).shutdown
 
     async def instance_metadata(self, node: Node) -> InstanceMetadata | None:
-        await self._enter("instance_metadata", _node_name(node))
+        await self._enter("instance_metadata", node_name(node))
         return _metadata(self._for_node(node))
 
     async def list_instance_metadata(
@@ -499,7 +499,7 @@ class FakeCloud(FakeDescribing):
                 instance = self._for_node(node)
             except InstanceNotFound:
                 continue
-            found[_node_name(node)] = _metadata(instance)
+            found[node_name(node)] = _metadata(instance)
         return found
 
     # -- Zones -------------------------------------------------------------------------------

@@ -20,7 +20,8 @@ from kccm.cloudprovider import (
     TargetView,
     default_load_balancer_name,
 )
-from kccm.providers.fake.model import FakeBalancer, FakeInstance, _node_name, _service_key
+from kccm.cloudprovider.nodes import node_name, node_provider_id
+from kccm.providers.fake.model import FakeBalancer, FakeInstance, _service_key
 
 __all__ = ["FakeDescribing"]
 
@@ -84,11 +85,11 @@ class FakeDescribing:
 
     async def describe_instance(self, node: Node) -> InstanceView | None:
         """One read: the machine, its state (``running`` or ``shutdown``) and its facts."""
-        await self._enter("describe_instance", _node_name(node))
+        await self._enter("describe_instance", node_name(node))
         try:
             instance = self._for_node(node)
         except InstanceNotFound:
-            provider_id = str(node.get("spec", {}).get("providerID", ""))
+            provider_id = node_provider_id(node)
             return InstanceView(provider_id=provider_id, exists=False, state="")
         return InstanceView(
             provider_id=instance.provider_id,

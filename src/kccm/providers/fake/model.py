@@ -21,6 +21,7 @@ from kccm.cloudprovider import (
     Service,
     make_provider_id,
 )
+from kccm.cloudprovider.nodes import node_name
 
 __all__ = [
     "MAX_LATENCY",
@@ -119,10 +120,6 @@ def _same_route(a: Route, b: Route) -> bool:
     return a.destination_cidr == b.destination_cidr and a.target_node == b.target_node
 
 
-def _node_name(node: Node) -> str:
-    return str(node.get("metadata", {}).get("name", ""))
-
-
 def _metadata(instance: FakeInstance) -> InstanceMetadata:
     return InstanceMetadata(
         provider_id=instance.provider_id,
@@ -135,7 +132,7 @@ def _metadata(instance: FakeInstance) -> InstanceMetadata:
 
 
 def _node_names(nodes: Sequence[Node]) -> tuple[NodeName, ...]:
-    return tuple(_node_name(node) for node in nodes)
+    return tuple(node_name(node) for node in nodes)
 
 
 def _service_key(service: Service) -> str:

@@ -21,8 +21,8 @@ from kccm.cloudprovider import (
     TargetView,
     default_load_balancer_name,
 )
+from kccm.cloudprovider.nodes import node_name, node_provider_id
 from kccm.providers.local.base import own_provider_id
-from kccm.providers.local.desired import node_name_of, spec_of
 from kccm.providers.local.records import BackendHealth, LoadBalancerRecord
 from kccm.providers.local.supervision import DataplaneSupervision
 
@@ -55,14 +55,14 @@ class LocalDescribing(DataplaneSupervision):
 
     def describe_instance(self, node: Node) -> InstanceView | None:
         """One read: the node's instance row (its state: ``running`` or ``stopped``)."""
-        provider_id = str(spec_of(node).get("providerID", ""))
+        provider_id = node_provider_id(node)
         self._read("find_instance")
         if provider_id:
             instance = self.store.find_instance_by_provider_id(
-                own_provider_id(provider_id, node_name_of(node))
+                own_provider_id(provider_id, node_name(node))
             )
         else:
-            instance = self.store.find_instance(node_name_of(node))
+            instance = self.store.find_instance(node_name(node))
         if instance is None:
             return InstanceView(provider_id=provider_id, exists=False)
         return InstanceView(

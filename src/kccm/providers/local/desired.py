@@ -23,6 +23,7 @@ from kccm.cloudprovider import (
     Service,
     default_load_balancer_name,
 )
+from kccm.cloudprovider.nodes import node_name
 from kccm.providers.local.store import InstanceRecord, LoadBalancerRecord
 
 __all__ = [
@@ -39,7 +40,6 @@ __all__ = [
     "instance_metadata_of",
     "meta_of",
     "node_addresses_of",
-    "node_name_of",
     "retains_ip",
     "service_key_of",
     "spec_of",
@@ -90,10 +90,6 @@ def _annotation(service: Service, key: str) -> str:
 
 def retains_ip(service: Service) -> bool:
     return _annotation(service, ANNOTATION_RETAIN_IP).strip().lower() == "true"
-
-
-def node_name_of(node: Node) -> str:
-    return str(meta_of(node).get("name", ""))
 
 
 def node_addresses_of(node: Node) -> tuple[tuple[str, str], ...]:
@@ -153,7 +149,7 @@ def _check_servable(service: Service, port: Mapping[str, Any]) -> None:
 
 def backends_of(nodes: Sequence[Node]) -> tuple[dict[str, str], ...]:
     """Every node with an InternalIP, by name (nodes without one cannot be reached)."""
-    found = ((node_name_of(node), _internal_ip(node)) for node in nodes)
+    found = ((node_name(node), _internal_ip(node)) for node in nodes)
     return tuple({"node": name, "address": address} for name, address in sorted(found) if address)
 
 

@@ -11,11 +11,11 @@ from kccm.cloudprovider import (
     NodeName,
     Zone,
 )
+from kccm.cloudprovider.nodes import node_name, node_provider_id
 from kccm.providers.local.base import LocalBase, own_provider_id
 from kccm.providers.local.desired import (
     instance_metadata_of,
     node_addresses_of,
-    node_name_of,
     spec_of,
 )
 from kccm.providers.local.store import (
@@ -29,18 +29,18 @@ class LocalInstances(LocalBase):
     """InstancesV2 and Zones over the ``instances`` table (auto-adopt creates rows)."""
 
     def _find(self, node: Node) -> InstanceRecord | None:
-        provider_id = str(spec_of(node).get("providerID", ""))
+        provider_id = node_provider_id(node)
         if provider_id:
-            own = own_provider_id(provider_id, node_name_of(node))
+            own = own_provider_id(provider_id, node_name(node))
             self._read("find_instance")
             return self.store.find_instance_by_provider_id(own)
         self._read("find_instance")
-        return self.store.find_instance(node_name_of(node))
+        return self.store.find_instance(node_name(node))
 
     def _get(self, node: Node) -> InstanceRecord:
         found = self._find(node)
         if found is None:
-            raise InstanceNotFound(f"no local instance for node {node_name_of(node)!r}")
+            raise InstanceNotFound(f"no local instance for node {node_name(node)!r}")
         return found
 
     def _adopt(self, node: Node) -> InstanceRecord | None:
@@ -50,7 +50,7 @@ class LocalInstances(LocalBase):
         self._write("adopt_instance")
         return self.store.adopt_instance(
             InstanceRecord(
-                name=node_name_of(node),
+                name=node_name(node),
                 addresses=node_addresses_of(node),
                 instance_type=glob.instance_type,
                 zone=glob.zone,
@@ -68,7 +68,7 @@ class LocalInstances(LocalBase):
         instance = self._find(node) or self._adopt(node)
         if instance is None:
             raise InstanceNotFound(
-                f"no local instance for node {node_name_of(node)!r} "
+                f"no local instance for node {node_name(node)!r} "
                 "(add one with `kccm local instances add`, or set auto-adopt)"
             )
         return instance_metadata_of(instance)
@@ -82,12 +82,12 @@ class LocalInstances(LocalBase):
         by_provider_id = {i.provider_id: i for i in instances}
         found: dict[NodeName, InstanceMetadata] = {}
         for node in nodes:
-            provider_id = str(spec_of(node).get("providerID", ""))
+            provider_id = node_provider_id(node)
             instance = by_provider_id.get(provider_id) if provider_id else None
             if not provider_id:
-                instance = by_name.get(node_name_of(node))
+                instance = by_name.get(node_name(node))
             if instance is not None:
-                found[node_name_of(node)] = instance_metadata_of(instance)
+                found[node_name(node)] = instance_metadata_of(instance)
         return found
 
     def get_zone(self) -> Zone:

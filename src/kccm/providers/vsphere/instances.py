@@ -32,6 +32,7 @@ from kccm.cloudprovider import (
     NotImplementedByProvider,
     Zone,
 )
+from kccm.cloudprovider.nodes import node_name, node_provider_id
 from kccm.providers.vsphere.addresses import node_addresses
 from kccm.providers.vsphere.configtypes import VSphereConfig
 from kccm.providers.vsphere.credentials import CredentialError
@@ -169,11 +170,11 @@ class VSphereInstances:
     def _vm_of(self, node: Node) -> VMInfo | None:
         """The node's VM; ``None`` when its providerID matches no VM (InstanceNotFound when
         its name matches none)."""
-        pid = str((node.get("spec") or {}).get("providerID", ""))
+        pid = node_provider_id(node)
         if pid:
             self._check_provider_id(pid)
             return self.by_uuid(uuid_from_provider_id(pid))
-        return self.by_name(str(node["metadata"]["name"]))
+        return self.by_name(node_name(node))
 
     @staticmethod
     def _check_provider_id(pid: str) -> None:
@@ -217,11 +218,11 @@ class VSphereInstances:
     # -- InstancesV2 -----------------------------------------------------------------------------
 
     def instance_exists(self, node: Node) -> bool:
-        pid = str((node.get("spec") or {}).get("providerID", ""))
+        pid = node_provider_id(node)
         if pid:
             self._check_provider_id(pid)
             return self.instance_exists_by_provider_id(pid)
-        return self.by_name(str(node["metadata"]["name"])) is not None
+        return self.by_name(node_name(node)) is not None
 
     def instance_shutdown(self, node: Node) -> bool:
         vm = self._vm_of(node)
@@ -231,10 +232,10 @@ class VSphereInstances:
 
     def instance_metadata(self, node: Node) -> InstanceMetadata:
         vm = self._vm_of(node)
-        name = node["metadata"]["name"]
+        name = node_name(node)
         if vm is None:
             raise InstanceNotFound(f"VM not found for node {name!r}")
-        given = str((node.get("spec") or {}).get("providerID", ""))
+        given = node_provider_id(node)
         return self._metadata(vm, given, self._zone(vm))
 
     def describe_instance(self, node: Node) -> InstanceView:
@@ -242,7 +243,7 @@ class VSphereInstances:
         reports it (power state, guest, host name and NICs, from the inventory: no other
         request); a VM no vCenter has does not exist. vsphere has no load balancers, so this is
         all it describes."""
-        pid = str((node.get("spec") or {}).get("providerID", ""))
+        pid = node_provider_id(node)
         try:
             vm = self._vm_of(node)
         except InstanceNotFound:
@@ -268,8 +269,8 @@ class VSphereInstances:
             vc.inventory.snapshot(MISS_REFRESH_SECONDS)
         found: dict[str, tuple[VMInfo, str]] = {}
         for node in nodes:
-            name = str(node["metadata"]["name"])
-            pid = str((node.get("spec") or {}).get("providerID", ""))
+            name = node_name(node)
+            pid = node_provider_id(node)
             try:
                 vm = self._find_uuid(uuid_from_provider_id(pid)) if pid else self._find_name(name)
             except CloudProviderError:

@@ -19,7 +19,6 @@ from kccm.controllers.service_nodes import (
     STABLE_NODE_SET_PREDICATES,
     loggable_node_names,
     nodes_sufficiently_equal,
-    parse_go_bool,
     respects_predicates,
     should_sync_updated_node,
 )
@@ -122,12 +121,6 @@ def test_needs_cleanup(service: dict[str, Any], cleanup: bool) -> None:
 )
 def test_respects_predicates(candidate: dict[str, Any], eligible: bool) -> None:
     assert respects_predicates(candidate, *STABLE_NODE_SET_PREDICATES) is eligible
-
-
-def test_parse_go_bool_rejects_what_go_rejects() -> None:
-    for value in ("", "yes", "no", "tRuE", " true", "2"):
-        with pytest.raises(ValueError, match="invalid syntax"):
-            parse_go_bool(value)
 
 
 # -- Test_shouldSyncUpdatedNode -----------------------------------------------------------------
