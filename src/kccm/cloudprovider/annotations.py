@@ -3,7 +3,9 @@
 Values are read with Go's rules (:mod:`kccm.util.gostrconv`: ``strconv.ParseBool``,
 ``strconv.ParseInt(s, 10, 64)``, ``time.ParseDuration``), exactly as the upstream providers
 read them: no trimming, case-sensitive bool spellings. An absent annotation and an empty
-value both mean "not set" (a Go map lookup returns ``""`` for both) and give the default.
+value both mean "not set" (a Go map lookup returns ``""`` for both) and give the default;
+``empty_is_unset=False`` follows upstream code that tests only presence (``v, ok :=
+annotations[key]``): there an empty value is parsed, and so is invalid.
 
 A value that does not parse is handled in one of two ways, chosen per call with
 ``on_invalid`` (follow what the upstream provider does with that annotation):
@@ -20,6 +22,7 @@ A value that does not parse is handled in one of two ways, chosen per call with
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from enum import Enum
 from typing import Any, TypeVar
 
@@ -45,6 +48,7 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+D = TypeVar("D")
 AnnotationError = Callable[[str, str], InvalidServiceConfig]
 """Builds the refusal from (annotation key, message): InvalidServiceConfig or a subclass."""
 
@@ -71,30 +75,31 @@ def annotations_of(service: Mapping[str, Any]) -> Mapping[str, str]:
 def bool_annotation(
     annotations: Mapping[str, str],
     key: str,
-    default: bool,
+    default: D,
     *,
     on_invalid: OnInvalid,
+    empty_is_unset: bool = True,
     error: AnnotationError = InvalidServiceConfig,
-) -> bool:
+) -> bool | D:
     """Annotation ``key`` read with ``strconv.ParseBool``; ``default`` when not set."""
-    return _read(
-        annotations, key, default, parse_bool, BOOL_ACCEPTED, format_bool, on_invalid, error
-    )
+    how = _How(BOOL_ACCEPTED, on_invalid, empty_is_unset, error)
+    return _read(annotations, key, default, parse_bool, how)
 
 
 def int_annotation(
     annotations: Mapping[str, str],
     key: str,
-    default: int,
+    default: D,
     *,
     on_invalid: OnInvalid,
     minimum: int | None = None,
     maximum: int | None = None,
+    empty_is_unset: bool = True,
     error: AnnotationError = InvalidServiceConfig,
-) -> int:
+) -> int | D:
     """Annotation ``key`` read with ``strconv.ParseInt(v, 10, 64)``; ``default`` when not set.
     ``minimum``/``maximum`` (inclusive) make values outside them invalid too."""
-    accepted = INT_ACCEPTED + _range_text(minimum, maximum)
+    how = _How(INT_ACCEPTED + _range_text(minimum, maximum), on_invalid, empty_is_unset, error)
 
     def parse(text: str) -> int:
         value = parse_int(text)
@@ -102,29 +107,22 @@ def int_annotation(
             raise ValueError(f"{value} is out of range")
         return value
 
-    return _read(annotations, key, default, parse, accepted, str, on_invalid, error)
+    return _read(annotations, key, default, parse, how)
 
 
 def duration_annotation(
     annotations: Mapping[str, str],
     key: str,
-    default: float,
+    default: D,
     *,
     on_invalid: OnInvalid,
+    empty_is_unset: bool = True,
     error: AnnotationError = InvalidServiceConfig,
-) -> float:
+) -> float | D:
     """Annotation ``key`` read with ``time.ParseDuration``, in seconds; ``default`` when not
     set."""
-    return _read(
-        annotations,
-        key,
-        default,
-        parse_duration,
-        DURATION_ACCEPTED,
-        format_duration,
-        on_invalid,
-        error,
-    )
+    how = _How(DURATION_ACCEPTED, on_invalid, empty_is_unset, error)
+    return _read(annotations, key, default, parse_duration, how)
 
 
 def _range_text(minimum: int | None, maximum: int | None) -> str:
@@ -137,24 +135,38 @@ def _range_text(minimum: int | None, maximum: int | None) -> str:
     return ""
 
 
+@dataclass(frozen=True)
+class _How:
+    """What one call accepts and does with a value it cannot use."""
+
+    accepted: str
+    on_invalid: OnInvalid
+    empty_is_unset: bool
+    error: AnnotationError
+
+
+def _show(value: object) -> str:
+    """A default as Go prints it (``false``, ``10``, ``5m0s``); ``unset`` for None."""
+    if value is None:
+        return "unset"
+    if isinstance(value, bool):
+        return format_bool(value)
+    if isinstance(value, float):
+        return format_duration(value)
+    return str(value)
+
+
 def _read(
-    annotations: Mapping[str, str],
-    key: str,
-    default: T,
-    parse: Callable[[str], T],
-    accepted: str,
-    show: Callable[[T], str],
-    on_invalid: OnInvalid,
-    error: AnnotationError,
-) -> T:
-    text = str(annotations.get(key) or "")
-    if not text:
+    annotations: Mapping[str, str], key: str, default: D, parse: Callable[[str], T], how: _How
+) -> T | D:
+    if key not in annotations or (how.empty_is_unset and not annotations[key]):
         return default
+    text = str(annotations[key])
     try:
         return parse(text)
     except ValueError:
-        problem = f"annotation {key}: invalid value {go_quote(text)}: want {accepted}"
-    if on_invalid is OnInvalid.REFUSE:
-        raise error(key, problem)
-    warn_service(INVALID_ANNOTATION, f"{problem}; using the default {show(default)}")
+        problem = f"annotation {key}: invalid value {go_quote(text)}: want {how.accepted}"
+    if how.on_invalid is OnInvalid.REFUSE:
+        raise how.error(key, problem)
+    warn_service(INVALID_ANNOTATION, f"{problem}; using the default {_show(default)}")
     return default

@@ -142,3 +142,17 @@ def test_annotations_of_a_service() -> None:
 
 def test_warning_value_type() -> None:
     assert ServiceWarning("R", "m") == ServiceWarning("R", "m")
+
+
+def test_presence_tested_annotations_refuse_an_empty_value() -> None:
+    assert int_annotation({}, KEY, 2, on_invalid=OnInvalid.REFUSE, empty_is_unset=False) == 2
+    with pytest.raises(InvalidServiceConfig, match=f'annotation {KEY}: invalid value ""'):
+        int_annotation({KEY: ""}, KEY, 2, on_invalid=OnInvalid.REFUSE, empty_is_unset=False)
+
+
+def test_a_default_of_none_means_unset() -> None:
+    assert int_annotation({}, KEY, None, on_invalid=OnInvalid.REFUSE) is None
+    with collect_service_warnings() as warnings:
+        assert int_annotation({KEY: "x"}, KEY, None, on_invalid=OnInvalid.FALLBACK) is None
+    [warning] = list(warnings)
+    assert warning.message.endswith("; using the default unset")

@@ -23,6 +23,7 @@ from kccm.cloudprovider import (
     Service,
     default_load_balancer_name,
 )
+from kccm.cloudprovider.annotations import OnInvalid, annotations_of, bool_annotation
 from kccm.cloudprovider.nodes import node_name
 from kccm.providers.local.store import InstanceRecord, LoadBalancerRecord
 
@@ -89,7 +90,15 @@ def _annotation(service: Service, key: str) -> str:
 
 
 def retains_ip(service: Service) -> bool:
-    return _annotation(service, ANNOTATION_RETAIN_IP).strip().lower() == "true"
+    """``local.kccm.io/retain-ip`` (Go ``ParseBool``, default false); any other value fails
+    the call with the annotation named, so it never reads as "release" by accident."""
+    return bool_annotation(
+        annotations_of(service),
+        ANNOTATION_RETAIN_IP,
+        False,
+        on_invalid=OnInvalid.REFUSE,
+        error=LocalInvalidService,
+    )
 
 
 def node_addresses_of(node: Node) -> tuple[tuple[str, str], ...]:

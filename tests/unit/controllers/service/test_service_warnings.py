@@ -4,16 +4,22 @@ delete, before the controller's own Event for the call."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
-from service_harness import Harness, create_node, create_service, key, start
+from service_harness import Harness, create_node, create_service, key, lb_spec, start
 
 from kccm.api.wellknown import FINALIZER_LB_CLEANUP
 from kccm.cloudprovider.annotations import OnInvalid, annotations_of, bool_annotation
 from kccm.cloudprovider.servicewarnings import warn_service
 from kccm.controllers.service import ServiceSyncError
+from kccm.providers.local import LocalCloud
+from kccm.providers.local.config import load_local_config
+from kccm.providers.local.store import LocalStore
 
 ANNOTATION = "example.com/flag"
 
@@ -113,3 +119,28 @@ async def test_a_bad_annotation_is_a_warning_never_a_silent_ensure(
     message = h.events.recorded[1][2]
     assert ANNOTATION in message
     assert '"maybe"' in message
+
+
+async def test_local_retain_ip_maybe_is_a_warning_and_no_ensured_balancer(
+    harness: Harness, tmp_path: Path
+) -> None:
+    """The operator's slip (issue 36): ``local.kccm.io/retain-ip: "maybe"`` was read as false
+    and the Service got a Normal EnsuredLoadBalancer."""
+    h = harness
+    store = LocalStore(tmp_path / "state.db")
+    try:
+        h.cloud = LocalCloud(store, load_local_config(io.StringIO("")))  # type: ignore[assignment]
+        await create_node(h, "node-a")
+        spec = lb_spec()
+        spec["ports"][0]["nodePort"] = 30080
+        svc = await create_service(h, spec=spec)
+        svc["metadata"]["annotations"] = {"local.kccm.io/retain-ip": "maybe"}
+        controller = await start(h)
+        with contextlib.suppress(ServiceSyncError):
+            await controller.process_service_create_or_update(svc, key())
+    finally:
+        store.close()
+    assert h.events.reasons() == ["EnsuringLoadBalancer", "SyncLoadBalancerFailed"]
+    kind, _, message, *_ = h.events.recorded[-1]
+    assert kind == "Warning"
+    assert 'local.kccm.io/retain-ip: invalid value "maybe"' in message

@@ -11,7 +11,13 @@ from typing import Any
 
 import pytest
 
-from kccm.cloudprovider import CloudConfigError, ForeignProviderID, InstanceNotFound, Route
+from kccm.cloudprovider import (
+    CloudConfigError,
+    ForeignProviderID,
+    InstanceNotFound,
+    InvalidServiceConfig,
+    Route,
+)
 from kccm.cloudprovider.registry import default_registry
 from kccm.providers.local import LocalCloud, new_local_cloud
 from kccm.providers.local.config import (
@@ -408,6 +414,27 @@ def test_retain_ip_across_delete_and_recreate(
     cloud.ensure_load_balancer(CLUSTER, service("squatter", "s"), [])
     again = cloud.ensure_load_balancer(CLUSTER, service("web", "new"), []).ingress[0].ip
     assert (again == vip) is same_vip
+
+
+@pytest.mark.parametrize("annotation", ["1", "t", "TRUE", "True"])
+def test_retain_ip_reads_go_bool_spellings(cloud: LocalCloud, annotation: str) -> None:
+    old = service("web", "old", annotations={"local.kccm.io/retain-ip": annotation})
+    vip = cloud.ensure_load_balancer(CLUSTER, old, []).ingress[0].ip
+    cloud.ensure_load_balancer_deleted(CLUSTER, old)
+    cloud.ensure_load_balancer(CLUSTER, service("squatter", "s"), [])
+    assert cloud.ensure_load_balancer(CLUSTER, service("web", "new"), []).ingress[0].ip == vip
+
+
+@pytest.mark.parametrize("annotation", ["maybe", "yes", " true", "TRUE ", "tRUE"])
+def test_retain_ip_refuses_what_is_not_a_bool(cloud: LocalCloud, annotation: str) -> None:
+    bad = service(annotations={"local.kccm.io/retain-ip": annotation})
+    with pytest.raises(InvalidServiceConfig) as raised:
+        cloud.ensure_load_balancer(CLUSTER, bad, [])
+    assert raised.value.key == "local.kccm.io/retain-ip"
+    assert f'invalid value "{annotation}": want true or false' in str(raised.value)
+    assert cloud.store.list_ip_claims() == []
+    with pytest.raises(InvalidServiceConfig, match=r"local\.kccm\.io/retain-ip"):
+        cloud.ensure_load_balancer_deleted(CLUSTER, bad)
 
 
 def test_update_rewrites_backends(cloud: LocalCloud) -> None:
