@@ -103,6 +103,13 @@ class LoadBalancer(Protocol):
     ``nodes`` are the informer's slimmed Nodes: no ``status.capacity``, ``status.nodeInfo``
     or other kubelet bulk (the module docstring lists what they keep).
 
+    ``nodes`` is a tuple, and the service controller passes the *same tuple object* to every
+    ``ensure_load_balancer`` and ``update_load_balancer`` while no Node of the set changed; it
+    builds a new tuple when a Node joins or leaves the set or any of its Nodes is updated. A
+    provider may therefore remember what it derived from ``nodes`` by identity
+    (:class:`kccm.cloudprovider.backends.IdentityMemo`), once for every balancer, but only
+    for speed: other callers (tests, tools) may pass a list or a fresh tuple each time.
+
     A Service's boolean, integer and duration annotations are read with
     :mod:`kccm.cloudprovider.annotations` (Go's syntax). A value that cannot be used either
     fails the call with :class:`~kccm.cloudprovider.errors.InvalidServiceConfig` (a Warning

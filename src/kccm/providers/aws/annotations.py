@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kccm.cloudprovider import Service
+from kccm.cloudprovider.annotations import OnInvalid, int_annotation
 from kccm.providers.aws.nlboptions import (  # one-way: nlboptions imports nothing from here
     ACCESS_LOG_BUCKET,
     ACCESS_LOG_ENABLED,
@@ -31,6 +32,7 @@ from kccm.providers.aws.nlboptions import (  # one-way: nlboptions imports nothi
     NLBOptions,
     ServiceAnnotationError,
     TLSListener,
+    annotation_error,
     key_value_list,
     nlb_options,
     parse_bool,
@@ -182,25 +184,20 @@ HC_THRESHOLD_RANGE = (2, 10)
 def _int(
     annotations: Mapping[str, str], key: str, default: int, allowed: tuple[int, int] = (1, 2**31)
 ) -> int:
-    """An integer annotation within AWS's range (checked here, so a bad value is a Warning
-    naming the annotation instead of an AWS ValidationError after half an ensure)."""
-    raw = annotations.get(key)
-    if raw is None:
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ServiceAnnotationError(f"annotation {key}: {raw!r} is not an integer") from None
+    """Upstream ``parseInt32Annotation`` (a present annotation is parsed, an empty one too),
+    within AWS's range: checked here, so a bad value is a Warning naming the annotation
+    instead of an AWS ValidationError after half an ensure."""
     low, high = allowed
-    if not low <= value <= high:
-        raise ServiceAnnotationError(
-            f"annotation {key}: {raw!r} is out of AWS's range {low}-{high}"
-        )
-    return value
-
-
-def _bool(annotations: Mapping[str, str], key: str) -> bool:
-    return parse_bool(annotations, key)
+    return int_annotation(
+        annotations,
+        key,
+        default,
+        on_invalid=OnInvalid.REFUSE,
+        minimum=low,
+        maximum=high,
+        empty_is_unset=False,
+        error=annotation_error,
+    )
 
 
 @dataclass(frozen=True)
@@ -299,7 +296,7 @@ def load_balancer_spec(service: Service, probe: ProbeMode = ProbeMode()) -> Load
         name=str(meta.get("name", "")),
         mappings=_mappings(service, health_check(service, probe)),
         internal=internal_value not in ("", "false"),
-        cross_zone=_bool(annotations, CROSS_ZONE),
+        cross_zone=parse_bool(annotations, CROSS_ZONE),
         subnets=tuple(s.strip() for s in annotations.get(SUBNETS, "").split(",") if s.strip()),
         target_labels=key_value_list(annotations.get(TARGET_NODE_LABELS, "")),
         extra_tags=key_value_list(annotations.get(ADDITIONAL_TAGS, "")),

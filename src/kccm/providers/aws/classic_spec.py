@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from kccm.cloudprovider.annotations import OnInvalid, int_annotation
 from kccm.providers.aws.annotations import (
     ADDITIONAL_TAGS,
     ANNOTATION_PREFIX,
@@ -37,6 +38,8 @@ from kccm.providers.aws.nlboptions import (  # the annotations both kinds read
     SSL_CERT,
     SSL_POLICY,
     SSL_PORTS,
+    annotation_error,
+    parse_bool,
 )
 from kccm.providers.aws.sgrules import Rule, icmp_mtu, source_ranges
 
@@ -82,8 +85,6 @@ BACKEND_TO_FRONTEND = {"https": "https", "http": "https", "ssl": "ssl", "tcp": "
 """Upstream ``backendProtocolMapping``: the listener protocol for a TLS port."""
 KUBE_PROXY_HEALTH_PORT = 10256
 KUBE_PROXY_HEALTH_PATH = "/healthz"
-_TRUE = ("1", "t", "T", "TRUE", "true", "True")
-_FALSE = ("0", "f", "F", "FALSE", "false", "False")
 
 
 @dataclass(frozen=True)
@@ -227,24 +228,29 @@ def _annotations(service: Mapping[str, Any]) -> Mapping[str, str]:
     return (service.get("metadata") or {}).get("annotations") or {}
 
 
-def _go_bool(annotations: Mapping[str, str], key: str, default: bool) -> bool:
-    """Go's ``strconv.ParseBool`` on a non-empty annotation, as upstream parses them."""
-    raw = annotations.get(key, "")
-    if raw == "":
-        return default
-    if raw in _TRUE or raw in _FALSE:
-        return raw in _TRUE
-    raise ServiceAnnotationError(f"error parsing service annotation: {key}={raw}")
+def _int32(annotations: Mapping[str, str], key: str, default: int | None) -> int | None:
+    """Upstream ``strconv.ParseInt(v, 10, 32)`` of a non-empty annotation."""
+    return int_annotation(
+        annotations,
+        key,
+        default,
+        on_invalid=OnInvalid.REFUSE,
+        minimum=-(2**31),
+        maximum=2**31 - 1,
+        error=annotation_error,
+    )
 
 
-def _go_int(annotations: Mapping[str, str], key: str, default: int | None) -> int | None:
-    raw = annotations.get(key, "")
-    if raw == "":
-        return default
-    try:
-        return int(raw, 10)
-    except ValueError:
-        raise ServiceAnnotationError(f"error parsing service annotation: {key}={raw}") from None
+def _hc_int(annotations: Mapping[str, str], key: str, default: int) -> int:
+    """Upstream ``getExpectedHealthCheck``: a present annotation is parsed, an empty one too."""
+    return int_annotation(
+        annotations,
+        key,
+        default,
+        on_invalid=OnInvalid.REFUSE,
+        empty_is_unset=False,
+        error=annotation_error,
+    )
 
 
 def security_group_list(text: str) -> tuple[str, ...]:
@@ -333,18 +339,17 @@ def health_check(
     protocol = annotations.get(HC_PROTOCOL, protocol)
     port_text = annotations.get(HC_PORT, "traffic-port")
     if port_text != "traffic-port":
-        checked = _go_int(annotations, HC_PORT, None)
-        port = checked if checked is not None else port
+        port = _hc_int(annotations, HC_PORT, port)
     if protocol.upper() in ("HTTP", "HTTPS"):
         path = annotations.get(HC_PATH, "") or path or "/"
     else:
         path = ""
     check = ClassicHealthCheck(
         target=f"{protocol}:{port}{path}",
-        healthy=_go_int(annotations, HC_HEALTHY, 2) or 0,
-        unhealthy=_go_int(annotations, HC_UNHEALTHY, 6) or 0,
-        timeout=_go_int(annotations, HC_TIMEOUT, 5) or 0,
-        interval=_go_int(annotations, HC_INTERVAL, 10) or 0,
+        healthy=_hc_int(annotations, HC_HEALTHY, 2),
+        unhealthy=_hc_int(annotations, HC_UNHEALTHY, 6),
+        timeout=_hc_int(annotations, HC_TIMEOUT, 5),
+        interval=_hc_int(annotations, HC_INTERVAL, 10),
     )
     _validate(check)
     return check
@@ -371,14 +376,14 @@ def _validate(check: ClassicHealthCheck) -> None:
 def attributes(annotations: Mapping[str, str]) -> Attributes:
     """The attribute annotations, parsed as upstream parses them."""
     return Attributes(
-        access_log=_go_bool(annotations, ACCESS_LOG_ENABLED, False),
-        emit_interval=_go_int(annotations, ACCESS_LOG_INTERVAL, None),
+        access_log=parse_bool(annotations, ACCESS_LOG_ENABLED),
+        emit_interval=_int32(annotations, ACCESS_LOG_INTERVAL, None),
         bucket=annotations.get(ACCESS_LOG_BUCKET, ""),
         prefix=annotations.get(ACCESS_LOG_PREFIX, ""),
-        draining=_go_bool(annotations, DRAINING_ENABLED, False),
-        draining_timeout=_go_int(annotations, DRAINING_TIMEOUT, None),
-        idle_timeout=_go_int(annotations, IDLE_TIMEOUT, 60) or 0,
-        cross_zone=_go_bool(annotations, CROSS_ZONE, False),
+        draining=parse_bool(annotations, DRAINING_ENABLED),
+        draining_timeout=_int32(annotations, DRAINING_TIMEOUT, None),
+        idle_timeout=_int32(annotations, IDLE_TIMEOUT, 60) or 0,
+        cross_zone=parse_bool(annotations, CROSS_ZONE),
     )
 
 

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kccm.cloudprovider import InvalidServiceConfig
+from kccm.cloudprovider.annotations import OnInvalid, bool_annotation
 
 __all__ = [
     "NLBOptions",
@@ -83,14 +84,18 @@ def key_value_list(text: str) -> dict[str, str]:
     return result
 
 
+def annotation_error(key: str, message: str) -> ServiceAnnotationError:
+    """The refusal :mod:`kccm.cloudprovider.annotations` raises for an aws annotation."""
+    return ServiceAnnotationError(message, key)
+
+
 def parse_bool(annotations: Mapping[str, str], key: str) -> bool:
-    """Go's ``strconv.ParseBool`` spellings; anything else names the annotation."""
-    raw = annotations.get(key, "").strip()
-    if raw.lower() in ("", "false", "0", "f"):
-        return False
-    if raw.lower() in ("true", "1", "t"):
-        return True
-    raise ServiceAnnotationError(f"annotation {key}: {raw!r} is not a boolean")
+    """Upstream ``strconv.ParseBool`` of a non-empty annotation (false when unset); any other
+    value fails the call naming the annotation, as upstream's "error parsing service
+    annotation" does."""
+    return bool_annotation(
+        annotations, key, False, on_invalid=OnInvalid.REFUSE, error=annotation_error
+    )
 
 
 @dataclass(frozen=True)

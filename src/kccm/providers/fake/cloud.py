@@ -41,6 +41,7 @@ from kccm.cloudprovider import (
     Zones,
     default_load_balancer_name,
 )
+from kccm.cloudprovider.backends import IdentityMemo
 from kccm.cloudprovider.nodes import node_name, node_provider_id
 from kccm.providers.fake.describe import FakeDescribing
 from kccm.providers.fake.faults import fault, service_fault
@@ -100,8 +101,7 @@ class FakeCloud(FakeDescribing):
         self._instances: dict[NodeName, FakeInstance] = {}
         self._names_by_provider_id: dict[str, NodeName] = {}
         self._host_lists: dict[tuple[NodeName, ...], tuple[NodeName, ...]] = {}
-        self._last_nodes: tuple[Node, ...] = ()
-        self._last_hosts: tuple[NodeName, ...] = ()
+        self._hosts_by_nodes: IdentityMemo[Sequence[Node], tuple[NodeName, ...]] = IdentityMemo(1)
         self._journal: BalancerJournal | None = None
         self._balancers: dict[str, FakeBalancer] = {}
         self._target_health: dict[NodeName, tuple[TargetHealth, str]] = {}
@@ -347,15 +347,9 @@ class FakeCloud(FakeDescribing):
         """:meth:`_shared_hosts` of the nodes' names. The service controller hands every
         ensure of one node-set version the same tuple: its names are taken once, not once
         per balancer (5,000 names x 1,000 balancers). A list may change between calls."""
-        if isinstance(nodes, tuple):
-            with self._lock:
-                if nodes is self._last_nodes:
-                    return self._last_hosts
-        hosts = self._shared_hosts(_node_names(nodes))
-        if isinstance(nodes, tuple):
-            with self._lock:
-                self._last_nodes, self._last_hosts = nodes, hosts
-        return hosts
+        if not isinstance(nodes, tuple):
+            return self._shared_hosts(_node_names(nodes))
+        return self._hosts_by_nodes.get(nodes, lambda same: self._shared_hosts(_node_names(same)))
 
     def _shared_hosts(self, hosts: tuple[NodeName, ...]) -> tuple[NodeName, ...]:
         """The host names sorted, and the same tuple for the same host list: 1,000 balancers

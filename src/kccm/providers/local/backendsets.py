@@ -3,11 +3,11 @@ to the same nodes, so 3,000 balancers over 10,000 nodes share one list of 10,000
 
 - In the state file (schema version 2) a list is a ``backend_sets`` row, its id the SHA-256 of
   its canonical JSON (:func:`set_id`); each ``load_balancers`` row names its set.
-- In memory, :func:`canonical_text` and :func:`set_id` remember the last few lists by identity:
-  the provider hands every ensure of one node-set version the same tuple
-  (:class:`NodeBackends`) and the store hands every read of one set the same parsed tuple
-  (:class:`ParsedSets`), so comparing a balancer's backends with the desired ones is a string
-  comparison, not 10,000 dicts serialised twice per ensure.
+- In memory, :func:`canonical_text` and :func:`set_id` remember the last few lists by identity
+  (:class:`~kccm.cloudprovider.backends.IdentityMemo`): the provider hands every ensure of one
+  node-set version the same tuple (:class:`NodeBackends`) and the store hands every read of
+  one set the same parsed tuple (:class:`ParsedSets`), so comparing a balancer's backends
+  with the desired ones is a string comparison, not 10,000 dicts serialised twice per ensure.
 
 Each is made by one thread while the others asking for it wait: when the node set changes,
 the ten service workers all ensure with the new tuple at once, and each used to take its
@@ -23,7 +23,9 @@ import json
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Generic, TypeVar
+from typing import Any
+
+from kccm.cloudprovider.backends import IdentityMemo
 
 __all__ = [
     "Backends",
@@ -35,8 +37,6 @@ __all__ = [
 ]
 
 Backends = tuple[Mapping[str, Any], ...]
-K = TypeVar("K")
-V = TypeVar("V")
 REMEMBERED = 8
 """Distinct lists remembered (the node set rarely has more than one or two versions live)."""
 
@@ -46,30 +46,7 @@ def dumps(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
-class _ByIdentity(Generic[K, V]):
-    """The values of the last :data:`REMEMBERED` keys, found by identity (``is``), never by
-    equality; the keys are held, so an id is not reused while remembered. Thread-safe: a value
-    is made under the one lock, once, and every other caller waits for it, a caller asking
-    for another key too (``make`` must not ask this memo again)."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._entries: OrderedDict[int, tuple[K, V]] = OrderedDict()
-
-    def get(self, key: K, make: Callable[[K], V]) -> V:
-        with self._lock:
-            found = self._entries.get(id(key))
-            if found is not None and found[0] is key:
-                self._entries.move_to_end(id(key))
-                return found[1]
-            value = make(key)
-            self._entries[id(key)] = (key, value)
-            while len(self._entries) > REMEMBERED:
-                self._entries.popitem(last=False)
-        return value
-
-
-_TEXTS: _ByIdentity[Sequence[Mapping[str, Any]], tuple[str, str]] = _ByIdentity()
+_TEXTS: IdentityMemo[Sequence[Mapping[str, Any]], tuple[str, str]] = IdentityMemo(REMEMBERED)
 
 
 def _text_and_id(backends: Sequence[Mapping[str, Any]]) -> tuple[str, str]:
@@ -99,7 +76,7 @@ class NodeBackends:
 
     def __init__(self, backends_of: Callable[[Sequence[Any]], Backends]) -> None:
         self._backends_of = backends_of
-        self._memo: _ByIdentity[Sequence[Any], Backends] = _ByIdentity()
+        self._memo: IdentityMemo[Sequence[Any], Backends] = IdentityMemo(REMEMBERED)
 
     def __call__(self, nodes: Sequence[Any]) -> Backends:
         if not isinstance(nodes, tuple):

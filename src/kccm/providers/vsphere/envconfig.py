@@ -46,6 +46,7 @@ from kccm.providers.vsphere.configtypes import (
     VCenter,
     VSphereConfig,
 )
+from kccm.util.gostrconv import parse_bool
 
 __all__ = ["DEFAULT_SECRETS_DIRECTORY", "apply_environment"]
 
@@ -55,8 +56,6 @@ DEFAULT_SECRETS_DIRECTORY = "/etc/cloud/secrets"
 """Upstream ``DefaultSecretDirectory``."""
 _VC_PREFIX = "VSPHERE_VCENTER_"
 _GLOBAL_PORT = "VSPHERE_VCENTER_PORT"
-_TRUE = ("1", "t", "T", "TRUE", "true", "True")
-_FALSE = ("0", "f", "F", "FALSE", "false", "False")
 _NODES = {
     "internal_subnets": "VSPHERE_NODES_INTERNAL_NETWORK_SUBNET_CIDR",
     "external_subnets": "VSPHERE_NODES_EXTERNAL_NETWORK_SUBNET_CIDR",
@@ -97,7 +96,7 @@ class _Env:
     def flag(self, name: str) -> None:
         """``strconv.ParseBool`` check of a variable whose value nothing uses."""
         text = self.get(name)
-        if text and text not in _TRUE + _FALSE:
+        if text and not _is_go_bool(text):
             self.issues.append(f"{name}={text!r}: not a boolean (true, false, 1, 0, t, f)")
 
     def count(self, name: str) -> None:
@@ -265,3 +264,11 @@ def apply_environment(
     if env.issues:
         raise CloudConfigError(env.issues)
     return config
+
+
+def _is_go_bool(text: str) -> bool:
+    try:
+        parse_bool(text)
+    except ValueError:
+        return False
+    return True

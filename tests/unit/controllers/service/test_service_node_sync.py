@@ -250,3 +250,50 @@ async def test_a_deletion_waits_for_the_node_sync_updating_the_balancer(harness:
     assert h.cloud.balancers == {}
     assert await controller.stop(grace=1.0)
     await asyncio.wait_for(task, 5)
+
+
+# -- the same-object promise (cloudprovider.interface.LoadBalancer) ----------------------------
+
+
+def _record_node_lists(h: Harness) -> list[tuple[str, Any]]:
+    """Every ``nodes`` object the provider is given, by method."""
+    seen: list[tuple[str, Any]] = []
+    for method in ("ensure_load_balancer", "update_load_balancer"):
+        real = getattr(h.cloud, method)
+
+        async def recording(cluster: str, service: Any, nodes: Any, *, _m=method, _r=real) -> Any:
+            seen.append((_m, nodes))
+            return await _r(cluster, service, nodes)
+
+        setattr(h.cloud, method, recording)
+    return seen
+
+
+async def test_one_node_set_is_one_tuple_object_for_every_ensure_and_update(
+    harness: Harness,
+) -> None:
+    """Providers remember work per node list by identity (IdentityMemo): the controller must
+    hand every call the same tuple while the set is unchanged, and a new one once it changed."""
+    h = harness
+    await create_node(h, "a", provider_id="fake://a")
+    names = ["s1", "s2", "s3"]
+    for name in names:
+        await create_service(h, name)
+    seen = _record_node_lists(h)
+    controller = await start(h)
+    await ensure_all(h, controller, names)
+    first = seen[0][1]
+    assert isinstance(first, tuple)
+    assert [m for m, _ in seen] == ["ensure_load_balancer"] * 3
+    assert all(nodes is first for _, nodes in seen), "one node set, one tuple"
+
+    seen.clear()
+    await create_node(h, "b", provider_id="fake://b")
+    await h.settle()
+    assert await controller.sync_nodes() == set()
+    await controller.sync_service(key("s1"))
+    second = seen[0][1]
+    assert second is not first
+    assert len(second) == 2
+    assert [m for m, _ in seen] == ["update_load_balancer"] * 3 + ["ensure_load_balancer"]
+    assert all(nodes is second for _, nodes in seen), "the changed set, one new tuple"

@@ -190,6 +190,15 @@ def test_source_ranges_as_upstreams_service_helper(
         pytest.param({P + "connection-draining-enabled": "yes"}, "draining-enabled", id="bool"),
         pytest.param({P + "access-log-emit-interval": "x"}, "emit-interval", id="int"),
         pytest.param({P + "healthcheck-timeout": "1"}, "Timeout must be at least 2", id="hc"),
+        pytest.param(
+            {P + "healthcheck-timeout": ""}, 'timeout: invalid value ""', id="hc-present-empty"
+        ),
+        pytest.param({P + "healthcheck-port": ""}, 'port: invalid value ""', id="hc-port-empty"),
+        pytest.param(
+            {P + "connection-idle-timeout": "4294967296"},
+            "from -2147483648 to 2147483647",
+            id="int32-range",
+        ),
     ],
 )
 def test_malformed_annotations_are_named(annotations: dict[str, str], message: str) -> None:

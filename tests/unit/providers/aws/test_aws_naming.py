@@ -183,17 +183,17 @@ def test_health_checks_like_upstream(
         ),
         pytest.param(
             _service({P + "healthcheck-healthy-threshold": "11"}),
-            "'11' is out of AWS's range 2-10",
+            'invalid value "11": want a base-10 integer from 2 to 10',
             id="threshold-above-range",
         ),
         pytest.param(
             _service({P + "healthcheck-unhealthy-threshold": "1"}),
-            "'1' is out of AWS's range 2-10",
+            'invalid value "1": want a base-10 integer from 2 to 10',
             id="threshold-below-range",
         ),
         pytest.param(
             _service({P + "healthcheck-interval": "301"}),
-            "'301' is out of AWS's range 5-300",
+            'invalid value "301": want a base-10 integer from 5 to 300',
             id="interval-above-range",
         ),
         pytest.param(
@@ -218,7 +218,7 @@ def test_health_checks_like_upstream(
         ),
         pytest.param(
             _service({P + "healthcheck-interval": "often"}),
-            "'often' is not an integer",
+            'invalid value "often": want a base-10 integer',
             id="bad-interval",
         ),
         pytest.param(
@@ -231,8 +231,21 @@ def test_health_checks_like_upstream(
         ),
         pytest.param(
             _service({P + "cross-zone-load-balancing-enabled": "maybe"}),
-            "'maybe' is not a boolean",
+            'invalid value "maybe": want true or false',
             id="bad-boolean",
+        ),
+        *[
+            pytest.param(
+                _service({P + "cross-zone-load-balancing-enabled": value}),
+                f'invalid value "{value}": want true or false',
+                id=f"boolean-spelling-go-refuses-{value.strip()}",
+            )
+            for value in ("TrUe", " true", "yes")
+        ],
+        pytest.param(
+            _service({P + "healthcheck-interval": ""}),
+            'invalid value "": want a base-10 integer from 5 to 300',
+            id="present-but-empty-interval",
         ),
         pytest.param(_service(sessionAffinity="ClientIP"), "affinity", id="session-affinity"),
         pytest.param(_service(loadBalancerIP="1.2.3.4"), "LoadBalancerIP", id="load-balancer-ip"),
