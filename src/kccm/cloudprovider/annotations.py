@@ -22,9 +22,8 @@ A value that does not parse is handled in one of two ways, chosen per call with
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from enum import Enum
-from typing import Any, TypeVar
+from typing import Any, Required, TypedDict, TypeVar, Unpack
 
 from kccm.cloudprovider.errors import InvalidServiceConfig
 from kccm.cloudprovider.servicewarnings import warn_service
@@ -41,6 +40,7 @@ __all__ = [
     "INVALID_ANNOTATION",
     "AnnotationError",
     "OnInvalid",
+    "ReadOptions",
     "annotations_of",
     "bool_annotation",
     "duration_annotation",
@@ -72,18 +72,22 @@ def annotations_of(service: Mapping[str, Any]) -> Mapping[str, str]:
     return (service.get("metadata") or {}).get("annotations") or {}
 
 
+class ReadOptions(TypedDict, total=False):
+    """The keyword arguments every reader takes."""
+
+    on_invalid: Required[OnInvalid]
+    """What a value that does not parse does."""
+    empty_is_unset: bool
+    """``""`` gives the default (True, the usual Go ``!= ""`` test) or is parsed (False)."""
+    error: AnnotationError
+    """Builds the refusal: InvalidServiceConfig (the default) or the provider's subclass."""
+
+
 def bool_annotation(
-    annotations: Mapping[str, str],
-    key: str,
-    default: D,
-    *,
-    on_invalid: OnInvalid,
-    empty_is_unset: bool = True,
-    error: AnnotationError = InvalidServiceConfig,
+    annotations: Mapping[str, str], key: str, default: D, **options: Unpack[ReadOptions]
 ) -> bool | D:
     """Annotation ``key`` read with ``strconv.ParseBool``; ``default`` when not set."""
-    how = _How(BOOL_ACCEPTED, on_invalid, empty_is_unset, error)
-    return _read(annotations, key, default, parse_bool, how)
+    return _read(annotations, key, default, parse_bool, BOOL_ACCEPTED, options)
 
 
 def int_annotation(
@@ -91,15 +95,12 @@ def int_annotation(
     key: str,
     default: D,
     *,
-    on_invalid: OnInvalid,
     minimum: int | None = None,
     maximum: int | None = None,
-    empty_is_unset: bool = True,
-    error: AnnotationError = InvalidServiceConfig,
+    **options: Unpack[ReadOptions],
 ) -> int | D:
     """Annotation ``key`` read with ``strconv.ParseInt(v, 10, 64)``; ``default`` when not set.
     ``minimum``/``maximum`` (inclusive) make values outside them invalid too."""
-    how = _How(INT_ACCEPTED + _range_text(minimum, maximum), on_invalid, empty_is_unset, error)
 
     def parse(text: str) -> int:
         value = parse_int(text)
@@ -107,22 +108,16 @@ def int_annotation(
             raise ValueError(f"{value} is out of range")
         return value
 
-    return _read(annotations, key, default, parse, how)
+    accepted = INT_ACCEPTED + _range_text(minimum, maximum)
+    return _read(annotations, key, default, parse, accepted, options)
 
 
 def duration_annotation(
-    annotations: Mapping[str, str],
-    key: str,
-    default: D,
-    *,
-    on_invalid: OnInvalid,
-    empty_is_unset: bool = True,
-    error: AnnotationError = InvalidServiceConfig,
+    annotations: Mapping[str, str], key: str, default: D, **options: Unpack[ReadOptions]
 ) -> float | D:
     """Annotation ``key`` read with ``time.ParseDuration``, in seconds; ``default`` when not
     set."""
-    how = _How(DURATION_ACCEPTED, on_invalid, empty_is_unset, error)
-    return _read(annotations, key, default, parse_duration, how)
+    return _read(annotations, key, default, parse_duration, DURATION_ACCEPTED, options)
 
 
 def _range_text(minimum: int | None, maximum: int | None) -> str:
@@ -133,16 +128,6 @@ def _range_text(minimum: int | None, maximum: int | None) -> str:
     if maximum is not None:
         return f" of at most {maximum}"
     return ""
-
-
-@dataclass(frozen=True)
-class _How:
-    """What one call accepts and does with a value it cannot use."""
-
-    accepted: str
-    on_invalid: OnInvalid
-    empty_is_unset: bool
-    error: AnnotationError
 
 
 def _show(value: object) -> str:
@@ -157,16 +142,21 @@ def _show(value: object) -> str:
 
 
 def _read(
-    annotations: Mapping[str, str], key: str, default: D, parse: Callable[[str], T], how: _How
+    annotations: Mapping[str, str],
+    key: str,
+    default: D,
+    parse: Callable[[str], T],
+    accepted: str,
+    options: ReadOptions,
 ) -> T | D:
-    if key not in annotations or (how.empty_is_unset and not annotations[key]):
+    if key not in annotations or (options.get("empty_is_unset", True) and not annotations[key]):
         return default
     text = str(annotations[key])
     try:
         return parse(text)
     except ValueError:
-        problem = f"annotation {key}: invalid value {go_quote(text)}: want {how.accepted}"
-    if how.on_invalid is OnInvalid.REFUSE:
-        raise how.error(key, problem)
+        problem = f"annotation {key}: invalid value {go_quote(text)}: want {accepted}"
+    if options["on_invalid"] is OnInvalid.REFUSE:
+        raise options.get("error", InvalidServiceConfig)(key, problem)
     warn_service(INVALID_ANNOTATION, f"{problem}; using the default {_show(default)}")
     return default

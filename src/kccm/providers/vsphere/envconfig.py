@@ -96,7 +96,9 @@ class _Env:
     def flag(self, name: str) -> None:
         """``strconv.ParseBool`` check of a variable whose value nothing uses."""
         text = self.get(name)
-        if text and not _is_go_bool(text):
+        try:
+            parse_bool(text or "false")
+        except ValueError:
             self.issues.append(f"{name}={text!r}: not a boolean (true, false, 1, 0, t, f)")
 
     def count(self, name: str) -> None:
@@ -264,11 +266,3 @@ def apply_environment(
     if env.issues:
         raise CloudConfigError(env.issues)
     return config
-
-
-def _is_go_bool(text: str) -> bool:
-    try:
-        parse_bool(text)
-    except ValueError:
-        return False
-    return True
