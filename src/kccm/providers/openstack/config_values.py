@@ -18,23 +18,14 @@ from __future__ import annotations
 
 import re
 
+from kccm.util.gostrconv import parse_duration
+
 __all__ = ["gcfg_bool", "gcfg_int", "gcfg_uint", "go_duration"]
 
 _TRUE = frozenset({"true", "yes", "on", "1"})
 _FALSE = frozenset({"false", "no", "off", "0"})
 _DEC = re.compile(r"[+-]?[0-9]+")
 _HEX = re.compile(r"([+-]?)0[xX]([0-9a-fA-F]+)")
-_DURATION_PART = re.compile(r"([0-9]*(?:\.[0-9]*)?)(ns|us|µs|μs|ms|s|m|h)")
-_UNIT_SECONDS = {
-    "ns": 1e-9,
-    "us": 1e-6,
-    "µs": 1e-6,
-    "μs": 1e-6,
-    "ms": 1e-3,
-    "s": 1.0,
-    "m": 60.0,
-    "h": 3600.0,
-}
 
 
 def gcfg_bool(text: str) -> bool:
@@ -67,21 +58,11 @@ def gcfg_uint(text: str) -> int:
 
 
 def go_duration(text: str) -> float:
-    """Go's ``time.ParseDuration`` as seconds: ``5s`` -> 5.0, ``1m30s`` -> 90.0."""
-    value = text.strip()
-    sign = -1.0 if value.startswith("-") else 1.0
-    body = value[1:] if value[:1] in ("+", "-") else value
-    if body == "0":
-        return 0.0
-    if not body:
-        raise ValueError("invalid duration (a number with a unit, e.g. 5s, 1m30s, 250ms)")
-    total, pos = 0.0, 0
-    while pos < len(body):
-        part = _DURATION_PART.match(body, pos)
-        if part is None or part.group(1) in ("", "."):
-            raise ValueError(
-                "invalid duration (a number with a unit: ns, us, ms, s, m or h; e.g. 5s, 1m30s)"
-            )
-        total += float(part.group(1)) * _UNIT_SECONDS[part.group(2)]
-        pos = part.end()
-    return sign * total
+    """Go's ``time.ParseDuration`` (:func:`kccm.util.gostrconv.parse_duration`) as seconds:
+    ``5s`` -> 5.0, ``1m30s`` -> 90.0; surrounding blanks are ignored."""
+    try:
+        return parse_duration(text.strip())
+    except ValueError as err:
+        raise ValueError(
+            "invalid duration (a number with a unit: ns, us, ms, s, m or h; e.g. 5s, 1m30s)"
+        ) from err

@@ -41,6 +41,8 @@ from kccm.cloudprovider import (
     InstanceView,
     Node,
     NodeName,
+    node_name,
+    node_provider_id,
 )
 from kccm.providers.openstack.addresses import node_addresses
 from kccm.providers.openstack.api import OpenStackAPI, OpenStackNotFound
@@ -99,14 +101,6 @@ def is_valid_label_value(value: str) -> bool:
 def sanitize_label(value: str) -> str:
     """``util.SanitizeLabel``."""
     return _UNSAFE_LABEL.sub("-", value).strip("-_.")[:63]
-
-
-def node_name(node: Node) -> str:
-    return str((node.get("metadata") or {}).get("name") or "")
-
-
-def node_provider_id(node: Node) -> str:
-    return str((node.get("spec") or {}).get("providerID") or "")
 
 
 class OpenStackInstances:

@@ -15,9 +15,9 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from kccm.cloudprovider import Node
+from kccm.cloudprovider import Node, node_name
 from kccm.providers.openstack.loadbalancer.names import cut255
-from kccm.providers.openstack.loadbalancer.nodes import node_address_for_lb, node_name
+from kccm.providers.openstack.loadbalancer.nodes import node_address_for_lb
 from kccm.providers.openstack.loadbalancer.octavia import LB, Octavia
 from kccm.providers.openstack.loadbalancer.svcconf import ServiceConfig
 

@@ -10,7 +10,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from kccm.cloudprovider import CloudProviderError, Node, NodeExclusion
+from kccm.cloudprovider import CloudProviderError, Node, NodeExclusion, node_name, node_provider_id
 from kccm.providers.openstack.loadbalancer import annotations as ann
 from kccm.providers.openstack.loadbalancer.annotations import ServiceAnnotations
 from kccm.providers.openstack.loadbalancer.neutron import Neutron
@@ -21,15 +21,10 @@ __all__ = [
     "ip_family_of",
     "node_address_for_lb",
     "node_exclusion",
-    "node_name",
     "subnet_id_for_lb",
 ]
 
 _PROVIDER_ID = re.compile(r"^openstack://([^/]*)/([^/]+)$")
-
-
-def node_name(node: Node) -> str:
-    return str((node.get("metadata") or {}).get("name", ""))
 
 
 def ip_family_of(address: str) -> str:
@@ -74,7 +69,7 @@ def subnet_id_for_lb(neutron: Neutron, node: Node, family: str) -> str:
     address = node_address_for_lb(node, family)
     if not address:
         raise CloudProviderError(f"no address found for node {node_name(node)}")
-    provider_id = str((node.get("spec") or {}).get("providerID", ""))
+    provider_id = node_provider_id(node)
     try:
         server_id = instance_id_from_provider_id(provider_id)
     except CloudProviderError as err:

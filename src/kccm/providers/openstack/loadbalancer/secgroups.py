@@ -20,7 +20,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from kccm.cloudprovider import Node, Service
+from kccm.cloudprovider import Node, Service, node_provider_id
 from kccm.providers.openstack.api import OpenStackConflict, OpenStackNotFound
 from kccm.providers.openstack.loadbalancer.names import (
     security_group_description,
@@ -162,9 +162,7 @@ def _apply_to_nodes(
 ) -> None:
     """Upstream ``applyNodeSecurityGroupIDForLB``."""
     for node in nodes:
-        server_id = instance_id_from_provider_id(
-            str((node.get("spec") or {}).get("providerID", ""))
-        )
+        server_id = instance_id_from_provider_id(node_provider_id(node))
         address = node_address_for_lb(node, conf.ip_family)
         if not address:
             continue
