@@ -20,6 +20,7 @@ caller can report them all at once.
 from __future__ import annotations
 
 import re
+import typing
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -167,7 +168,8 @@ class Section:
         self._fs = flagset
         self.name = name
 
-    def _add(self, flag: Flag) -> Flag:
+    def _add(self, flag: Flag, parses_to: object) -> Flag:
+        _check_field_type(flag, parses_to)
         flag.default = _copy(getattr(flag.target, flag.attr))
         self._fs.add(flag)
         return flag
@@ -175,52 +177,78 @@ class Section:
     def boolean(self, target: object, attr: str, name: str, usage: str) -> Flag:
         flag = Flag(name, "", parse_bool, target, attr, usage, self.name, is_bool=True)
         flag.show_default = lambda v: "true" if v else "false"
-        return self._add(flag)
+        return self._add(flag, bool)
 
     def string(self, target: object, attr: str, name: str, usage: str) -> Flag:
-        return self._add(Flag(name, "string", str, target, attr, usage, self.name))
+        return self._add(Flag(name, "string", str, target, attr, usage, self.name), str)
 
     def integer(
         self, target: object, attr: str, name: str, usage: str, *, type_name: str = "int32"
     ) -> Flag:
-        return self._add(Flag(name, type_name, parse_int, target, attr, usage, self.name))
+        return self._add(Flag(name, type_name, parse_int, target, attr, usage, self.name), int)
 
     def number(self, target: object, attr: str, name: str, usage: str) -> Flag:
         flag = Flag(name, "float32", parse_float, target, attr, usage, self.name)
         flag.show_default = _show_number
-        return self._add(flag)
+        return self._add(flag, float)
 
     def duration(self, target: object, attr: str, name: str, usage: str) -> Flag:
         flag = Flag(name, "duration", parse_duration, target, attr, usage, self.name)
         flag.show_default = format_duration
-        return self._add(flag)
+        return self._add(flag, float)
 
     def strings(self, target: object, attr: str, name: str, usage: str) -> Flag:
         flag = Flag(name, "strings", parse_string_slice, target, attr, usage, self.name)
         flag.merge, flag.show_default = "append", _show_slice
-        return self._add(flag)
+        return self._add(flag, list[str])
 
     def int_list(self, target: object, attr: str, name: str, usage: str) -> Flag:
         """pflag ``Int32Slice``: comma-separated integers; a repeated flag appends."""
         flag = Flag(name, "int32Slice", parse_int_list, target, attr, usage, self.name)
         flag.merge, flag.show_default = "append", _show_slice_any
-        return self._add(flag)
+        return self._add(flag, list[int])
 
     def repeated(self, target: object, attr: str, name: str, usage: str, *, type_name: str) -> Flag:
         """A flag whose every use adds one entry, commas included (``NamedCertKeyArray``)."""
         flag = Flag(name, type_name, lambda text: [text], target, attr, usage, self.name)
         flag.merge, flag.show_default = "append", _show_slice
-        return self._add(flag)
+        return self._add(flag, list[str])
 
     def map_bool(self, target: object, attr: str, name: str, usage: str) -> Flag:
         flag = Flag(name, "mapStringBool", parse_map_bool, target, attr, usage, self.name)
         flag.merge, flag.show_default = "update", _show_map
-        return self._add(flag)
+        return self._add(flag, dict[str, bool])
 
     def map_float(self, target: object, attr: str, name: str, usage: str) -> Flag:
         flag = Flag(name, "mapStringFloat", parse_map_float, target, attr, usage, self.name)
         flag.merge, flag.show_default = "update", _show_map
-        return self._add(flag)
+        return self._add(flag, dict[str, float])
+
+
+_FIELD_TYPES: dict[type, dict[str, Any]] = {}
+
+
+def _check_field_type(flag: Flag, parses_to: object) -> None:
+    """A flag binds only to a field declared with the type its parser gives (checked when the
+    flag is bound, so a wrong ``Section`` method fails every command line, not one value)."""
+    owner = type(flag.target)
+    if owner not in _FIELD_TYPES:
+        _FIELD_TYPES[owner] = typing.get_type_hints(owner)
+    declared = _FIELD_TYPES[owner].get(flag.attr)
+    if declared == parses_to:
+        return
+    where = f"{owner.__name__}.{flag.attr}"
+    parser = f"--{flag.name}: its {flag.type_name or 'bool'} parser gives {_type_text(parses_to)}"
+    if declared is None:
+        raise TypeError(f"{parser}, but {where} is not a declared field")
+    raise TypeError(
+        f"{parser}, but {where} is declared {_type_text(declared)}: bind it with the Section "
+        f"method for {_type_text(declared)}, or change the field's type"
+    )
+
+
+def _type_text(kind: object) -> str:
+    return kind.__name__ if isinstance(kind, type) else str(kind)
 
 
 def _show_slice_any(value: list[Any]) -> str:

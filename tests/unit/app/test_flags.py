@@ -255,3 +255,62 @@ def test_help_and_markdown_show_defaults_like_pflag() -> None:
     markdown = render_markdown(fs, "# t")
     assert "| `--period` | duration | `5s` | a duration |" in markdown
     assert "| `--other` | bool | `false` | a bool, default false |" in markdown
+
+
+# -- binding: the parser's type is the field's ---------------------------------------------------
+
+
+@dataclass
+class Typed:
+    count: int = 0
+    ratio: float = 0.5
+    period: float = 5.0
+    label: str = ""
+    names: list[str] = field(default_factory=list)
+    ports: list[int] = field(default_factory=list)
+    undeclared = 3  # a class attribute, no field
+
+
+WRONG_BINDINGS = [
+    pytest.param("duration", "count", "duration parser gives float", "declared int",
+                 id="duration-to-int"),
+    pytest.param("integer", "ratio", "int32 parser gives int", "declared float",
+                 id="int-to-float"),
+    pytest.param("integer", "label", "int32 parser gives int", "declared str", id="int-to-str"),
+    pytest.param("string", "count", "string parser gives str", "declared int", id="str-to-int"),
+    pytest.param("boolean", "count", "bool parser gives bool", "declared int", id="bool-to-int"),
+    pytest.param("strings", "ports", "strings parser gives list[str]", "declared list[int]",
+                 id="strings-to-int-list"),
+    pytest.param("int_list", "names", "int32Slice parser gives list[int]",
+                 "declared list[str]", id="int-list-to-strings"),
+    pytest.param("number", "undeclared", "float32 parser gives float", "not a declared field",
+                 id="not-a-field"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("method", "attr", "parser", "declared"), WRONG_BINDINGS)
+def test_a_flag_bound_to_a_field_of_another_type_fails_at_bind_time(
+    method: str, attr: str, parser: str, declared: str
+) -> None:
+    section = FlagSet("test").section("generic")
+    with pytest.raises(TypeError) as raised:
+        getattr(section, method)(Typed(), attr, "the-flag", "usage")
+    message = str(raised.value)
+    assert message.startswith(f"--the-flag: its {parser}, but Typed.{attr} is {declared}")
+
+
+RIGHT_BINDINGS = [
+    pytest.param("integer", "count", id="int"),
+    pytest.param("number", "ratio", id="float"),
+    pytest.param("duration", "period", id="duration"),
+    pytest.param("string", "label", id="str"),
+    pytest.param("strings", "names", id="strings"),
+    pytest.param("int_list", "ports", id="int-list"),
+]
+
+
+@pytest.mark.parametrize(("method", "attr"), RIGHT_BINDINGS)
+def test_a_flag_binds_to_a_field_of_its_type(method: str, attr: str) -> None:
+    fs = FlagSet("test")
+    getattr(fs.section("generic"), method)(Typed(), attr, "the-flag", "usage")
+    assert fs.flags["the-flag"].attr == attr
