@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
+from kccm.kube import http11
 from kccm.kube.client import MAX_RETRIES, KubeApiClient
 from kccm.kube.config import load_cluster_config
 from kccm.kube.errors import TooManyRequests, TransportError, Unauthorized
@@ -217,8 +218,19 @@ async def test_requests_caught_by_one_rotation_all_retry(
 
 
 async def test_a_request_cancelled_before_its_answer_leaves_no_connection_behind(
-    serve: Callable[[Handler], Awaitable[str]],
+    serve: Callable[[Handler], Awaitable[str]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """The lean pool (kccm.kube.http11) closes the connection of a request cancelled while it
+    waits for its answer: the connection is watched itself (every one the pool opens is
+    recorded), not the pool's bookkeeping, and the next request gets a connection of its own."""
+    opened: list[http11._Connection] = []
+
+    class Recorded(http11._Connection):
+        def connection_made(self, transport: asyncio.BaseTransport) -> None:
+            super().connection_made(transport)
+            opened.append(self)
+
+    monkeypatch.setattr(http11, "_Connection", Recorded)
     answer = asyncio.Event()
     arrived = asyncio.Event()
 
@@ -235,10 +247,14 @@ async def test_a_request_cancelled_before_its_answer_leaves_no_connection_behind
         pending.cancel()
         with pytest.raises(asyncio.CancelledError):
             await pending
-        answer.set()  # the abandoned request completes aside and is closed
+        [abandoned] = opened
+        assert abandoned.transport is not None
+        assert abandoned.transport.is_closing(), "the cancelled request's connection is open"
+        answer.set()  # the abandoned request's answer goes nowhere
         assert (await client.get(CONFIG_MAPS, "x", namespace="default")) == CM
-        connector = client._transport._http().connector
-        assert connector is not None
-        assert not connector._acquired, "no connection is held by the abandoned request"
+        assert len(opened) == 2, "the next request did not reuse the abandoned connection"
+        kept = opened[1].transport
+        assert kept is not None
+        assert not kept.is_closing(), "a completed request keeps its connection"
     finally:
         await client.close()
