@@ -53,11 +53,7 @@ from kccm.cloudprovider.types import LoadBalancerStatus
 from kccm.controllers.base import CloudController, ControllerContext
 from kccm.controllers.service_hosts import BalancerTurns, service_ref, update_hosts
 from kccm.controllers.service_metrics import ServiceControllerMetrics
-from kccm.controllers.service_nodes import (
-    BackendNodeSet,
-    NodeSetSnapshot,
-    should_sync_updated_node,
-)
+from kccm.controllers.service_nodes import BackendNodeSet, NodeSetSnapshot, should_sync_updated_node
 from kccm.controllers.service_patches import (
     LEGACY_ANNOTATIONS,
     finalizer_patch,
