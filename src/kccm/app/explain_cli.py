@@ -176,7 +176,27 @@ def _config(args: ExplainArgs) -> ClusterConfig:
     return with_endpoint(config, args.endpoint.rstrip("/"), ca_file=ca, insecure=args.insecure)
 
 
-async def _leader_pod(kube: KubeApiClient, args: ExplainArgs) -> str:
+@dataclass(frozen=True)
+class _Leader:
+    """The Lease's holder, reached through the pod named after its host name."""
+
+    identity: str
+    namespace: str
+
+    @property
+    def pod(self) -> str:
+        return self.identity.rsplit("_", 1)[0]
+
+    def not_a_pod(self) -> str:
+        return (
+            f"the leader {json.dumps(self.identity)} is not a pod in namespace {self.namespace} "
+            f"(no pod {json.dumps(self.pod)}): kccm runs outside the cluster there (a systemd "
+            "unit, `kccm dev up`), out of the pod proxy's reach; ask it directly with "
+            "--endpoint https://HOST:PORT"
+        )
+
+
+async def _leader(kube: KubeApiClient, args: ExplainArgs) -> _Leader:
     where = f"{args.namespace}/{args.lease_name}"
     try:
         lease = await kube.get(LEASES, args.lease_name, namespace=args.namespace)
@@ -190,7 +210,7 @@ async def _leader_pod(kube: KubeApiClient, args: ExplainArgs) -> str:
     holder = str((lease.get("spec") or {}).get("holderIdentity") or "")
     if not holder:
         raise ExplainError(f"the Lease {where} has no holder: no kccm leads right now")
-    return holder.rsplit("_", 1)[0]
+    return _Leader(holder, args.namespace)
 
 
 def _forbidden(exc: ApiError, path: str, *, forwarded: bool = True) -> str:
@@ -215,11 +235,11 @@ async def _ask(args: ExplainArgs) -> dict[str, Any]:
         if args.endpoint:
             answer = await _get(kube, args.path, args.path)
         else:
-            pod = await _leader_pod(kube, args)
-            base = f"/api/v1/namespaces/{args.namespace}/pods/https:{pod}:{args.port}/proxy"
+            leader = await _leader(kube, args)
+            base = f"/api/v1/namespaces/{args.namespace}/pods/https:{leader.pod}:{args.port}/proxy"
             token = await kube.bearer_token()
             headers = {FORWARDED_TOKEN: f"Bearer {token}"} if token else None
-            answer = await _get(kube, base + args.path, args.path, headers, proxied=True)
+            answer = await _get(kube, base + args.path, args.path, headers, proxied=leader)
     finally:
         await kube.close()
     if answer.get("kind") == "service" and answer.get("handled") is False:
@@ -251,7 +271,7 @@ async def _get(
     path: str,
     headers: dict[str, str] | None = None,
     *,
-    proxied: bool = False,
+    proxied: _Leader | None = None,
 ) -> dict[str, Any]:
     try:
         return dict(await kube.get_raw(url_path, headers=headers))
@@ -265,10 +285,22 @@ async def _get(
     except Unauthorized as exc:
         raise ExplainError(f"unauthorized: your credentials were refused for {path}") from exc
     except NotFound as exc:
-        body = exc.status or {}
-        raise ExplainError(str(body.get("error") or body.get("message") or exc)) from exc
+        if proxied and (exc.status.get("details") or {}).get("kind") == "pods":
+            raise ExplainError(proxied.not_a_pod()) from exc  # the apiserver's, not kccm's
+        raise ExplainError(_not_found(exc)) from exc
     except KubeError as exc:
         raise ExplainError(f"the leader kccm is unreachable: {exc}") from exc
+
+
+def _not_found(exc: NotFound) -> str:
+    """kccm's own answer (``{"error": ...}``, which the client keeps as the message) or the
+    apiserver's Status message."""
+    message = str(exc.status.get("message") or exc)
+    try:
+        answer = json.loads(message)
+    except ValueError:
+        return message
+    return str(answer.get("error") or message) if isinstance(answer, dict) else message
 
 
 def run_explain(

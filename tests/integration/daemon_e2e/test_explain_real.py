@@ -416,13 +416,20 @@ async def test_the_cli_finds_the_leader_through_the_lease_and_the_pod_proxy(
     machine's address: the CLI reads the Lease and goes through the apiserver's pod proxy.
     The apiserver drops the caller's Authorization header there; the CLI forwards a bearer
     token in X-Kccm-Authorization, which kccm reviews like any other. A client-certificate
-    user cannot be forwarded: told to use --endpoint."""
+    user cannot be forwarded: told to use --endpoint. Before the pod exists (a leader outside
+    the cluster), the CLI says the leader is no pod there and points at --endpoint."""
     address = host_address()
     if address is None:
         pytest.skip("no non-loopback IPv4 address to proxy to")
     nodes = [kube_cleanup.add(NODES, unique_name("explain-node"))]
     daemon = cluster.start(cluster.cloud_config(nodes), f"--bind-address={address}")
     leader = await leading(daemon)
+    outside = await asyncio.to_thread(
+        explain_via_proxy, cluster.plane.admin_kubeconfig, daemon.port, "node", nodes[0]
+    )
+    assert outside.returncode == 1  # no pod yet: as a kccm run by systemd or `kccm dev up`
+    assert f'the leader "{leader}" is not a pod in namespace kube-system' in outside.stderr
+    assert "--endpoint" in outside.stderr
     pod = kube_cleanup.add(PODS, leader.rsplit("_", 1)[0], "kube-system")
     await kube.create(
         PODS,
