@@ -114,8 +114,19 @@ def lost_finalizer(
     new: Mapping[str, Any],
     classes: LoadBalancerClasses = UPSTREAM_CLASSES,
 ) -> bool:
-    """kccm: a Service we serve lost its cleanup finalizer (the previous owner released its
-    own balancer and removed the shared finalizer, as upstream does): sync to put it back."""
+    """kccm, only when it serves classes (``--load-balancer-class``): a Service we serve lost
+    its cleanup finalizer (the previous owner of a class switch released its own balancer and
+    removed the shared finalizer, as upstream does): sync to put it back.
+
+    Without the flag kccm is upstream (v0.36.3), which does not sync on a finalizer-only
+    change: ``needsUpdate`` (kubernetes/cloud-provider ``controllers/service/controller.go``
+    lines 557-617 at 4666611) compares spec fields, annotations and the UID, never finalizers,
+    and the ``UpdateFunc`` (lines 145-151) enqueues only on ``needsUpdate`` or ``needsCleanup``. A
+    finalizer a user strips stays off until the next sync for another reason, whose
+    ``syncLoadBalancerIfNeeded`` adds it before ensuring (lines 404-408); a Service deleted
+    meanwhile leaves its balancer (docs/behaviour.md, "Quirks: decisions")."""
+    if not classes.names:
+        return False
     return has_lb_finalizer(old) and not has_lb_finalizer(new) and wants_load_balancer(new, classes)
 
 

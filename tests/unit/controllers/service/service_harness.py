@@ -3,6 +3,7 @@ patches, the recording event broadcaster, the fake provider, and the builders th
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -109,8 +110,11 @@ class Harness:
         return 0.0 if value is None else value
 
 
-async def start(h: Harness, *, workers: int = 1) -> ServiceController:
-    """Build the controller and sync its informers with what the fake holds now."""
+async def start(
+    h: Harness, *, workers: int = 1, classes: Sequence[str] = ()
+) -> ServiceController:
+    """Build the controller (serving ``classes`` besides the class-less Services, as
+    ``--load-balancer-class``) and sync its informers with what the fake holds now."""
     context = ControllerContext(
         kube=h.kube,
         informers=h.factory,
@@ -119,7 +123,9 @@ async def start(h: Harness, *, workers: int = 1) -> ServiceController:
         registry=h.registry,
         clock=h.clock,
     )
-    options = ServiceControllerOptions(concurrent_service_syncs=workers)
+    options = ServiceControllerOptions(
+        concurrent_service_syncs=workers, load_balancer_classes=list(classes)
+    )
     controller = build(context, options)
     assert controller is not None
     h.controller = controller

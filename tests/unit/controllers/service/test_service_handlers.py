@@ -76,6 +76,30 @@ async def test_service_update_handler_enqueues_on_needs_update_without_an_event(
     assert h.events.recorded == []
 
 
+@pytest.mark.parametrize(
+    ("classes", "synced"),
+    [
+        pytest.param((), 0, id="default-is-upstream-no-sync"),
+        pytest.param(("a.example.com/lb",), 1, id="serving-a-class-puts-it-back"),
+    ],
+)
+async def test_a_stripped_finalizer_is_put_back_only_when_serving_classes(
+    harness: Harness, classes: tuple[str, ...], synced: int
+) -> None:
+    """A user removes the cleanup finalizer of an ensured Service: upstream's needsUpdate
+    ignores finalizers, so without --load-balancer-class nothing syncs (docs/behaviour.md,
+    "Quirks: decisions"); a kccm serving classes syncs to put it back (a class switch)."""
+    h = harness
+    controller = await start(h, classes=classes)
+    await create_service(h, "lb")
+    await h.settle()
+    await ensure_all(h, controller, ["lb"])
+    assert (await h.service("lb"))["metadata"]["finalizers"] == [FINALIZER_LB_CLEANUP]
+    await h.kube.patch(SERVICES, "lb", {"metadata": {"finalizers": None}}, namespace=NS)
+    await h.settle()
+    assert len(controller.service_queue) == synced
+
+
 async def test_node_handlers_enqueue_add_delete_and_relevant_updates(harness: Harness) -> None:
     h = harness
     controller = await start(h)

@@ -116,6 +116,20 @@ def test_may_hold_released_balancer(
             False,
             id="not-ours-lost-finalizer",
         ),
+        pytest.param(
+            UPSTREAM_CLASSES,
+            with_meta(CLASSLESS, finalizers=FIN),
+            CLASSLESS,
+            False,
+            id="default-classless-lost-finalizer-is-upstream",
+        ),
+        pytest.param(
+            WITH_A,
+            with_meta(CLASSLESS, finalizers=FIN),
+            CLASSLESS,
+            True,
+            id="with-a-classless-lost-finalizer",
+        ),
         pytest.param(WITH_A, CLASS_A, with_meta(CLASS_A, finalizers=FIN), False, id="gained"),
         pytest.param(
             WITH_A,
