@@ -110,9 +110,7 @@ class Harness:
         return 0.0 if value is None else value
 
 
-async def start(
-    h: Harness, *, workers: int = 1, classes: Sequence[str] = ()
-) -> ServiceController:
+async def start(h: Harness, *, workers: int = 1, classes: Sequence[str] = ()) -> ServiceController:
     """Build the controller (serving ``classes`` besides the class-less Services, as
     ``--load-balancer-class``) and sync its informers with what the fake holds now."""
     context = ControllerContext(
