@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: help venv wheelhouse controlplane helm vcsim octavia-api occm upstream-ccm test-vsphere lint format typecheck unit integration test test-aws demo clean test-py313 flake-hunt flags-doc
+.PHONY: help venv wheelhouse controlplane helm vcsim octavia-api occm upstream-ccm test-vsphere lint format typecheck unit integration test test-aws demo clean test-py313 flake-hunt flags-doc walkthroughs
 
 help:
 	@echo "make demo          the local provider end to end: control plane, 3 nodes, kccm, a LoadBalancer"
@@ -21,6 +21,7 @@ help:
 	@echo "make test-aws      the aws provider's tests (unit, conformance, daemon e2e) against moto"
 	@echo "make flake-hunt    the integration layer 5 times in random order (hack/flake-hunt.sh)"
 	@echo "make flags-doc     regenerate docs/flags.md from the flag definitions"
+	@echo "make walkthroughs  DEVELOPMENT.md's three walk-throughs done literally in a scratch copy (slow)"
 	@echo "make lint | format | typecheck | unit | integration | wheelhouse"
 
 $(STAMP): pyproject.toml
@@ -149,3 +150,8 @@ clean:
 
 flags-doc: venv  ## regenerate docs/flags.md from the flag definitions
 	$(PY) -m kccm --print-flags-markdown > docs/flags.md
+
+# DEVELOPMENT.md's walk-throughs (add a controller, a setting, a provider method) followed
+# literally in a scratch copy, each step left out once (hack/walkthroughs; several minutes).
+walkthroughs: venv
+	$(PY) hack/walkthroughs

@@ -197,9 +197,9 @@ STEPS = (
                     ),
                     insert_before(
                         TABLE,
-                        "\n\nclass RunnableController(Protocol):",
-                        "\n    dry_run: dryrun.DryRunControllerOptions = field(\n"
-                        "        default_factory=dryrun.DryRunControllerOptions\n    )",
+                        "\n\n\nclass RunnableController(Protocol):",
+                        "\n    dry_run: dryrun.DryRunControllerOptions = "
+                        "field(default_factory=dryrun.DryRunControllerOptions)",
                     ),
                     insert_before(
                         TABLE,
@@ -297,8 +297,14 @@ STEPS = (
                 chain(
                     replace(
                         DEFAULTS,
-                        'ALL_ON = {"cloud-node-controller",',
-                        'ALL_ON = {"dry-run-controller", "cloud-node-controller",',
+                        'ALL_ON = {"cloud-node-controller", "cloud-node-lifecycle-controller", '
+                        '"service-lb-controller"}',
+                        "ALL_ON = {\n"
+                        '    "dry-run-controller",\n'
+                        '    "cloud-node-controller",\n'
+                        '    "cloud-node-lifecycle-controller",\n'
+                        '    "service-lb-controller",\n'
+                        "}",
                     ),
                     insert_after(
                         DEFAULTS,
