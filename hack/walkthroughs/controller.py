@@ -10,6 +10,7 @@ from __future__ import annotations
 from engine import (
     Part,
     Step,
+    Variant,
     WalkThrough,
     chain,
     insert_after,
@@ -378,8 +379,8 @@ WALKTHROUGH = WalkThrough(
         ),
     ),
     variants=(
-        ("the flag group built with its own default object", OWN_OBJECT, (REACH,)),
-        (
+        Variant("the flag group built with its own default object", OWN_OBJECT, (REACH,)),
+        Variant(
             "the flag group never made a KccmOptions field",
             NOT_A_FIELD,
             (pytest("tests/unit/app/options/test_options_groups_wired.py"),),

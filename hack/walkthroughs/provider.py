@@ -13,6 +13,7 @@ from engine import (
     Check,
     Part,
     Step,
+    Variant,
     WalkThrough,
     chain,
     insert_before,
@@ -121,8 +122,8 @@ NO_MARKER = replace(
 UNBOUND = chain(
     replace(
         "src/kccm/providers/openstack/provider.py",
-        "    Interface,\n    LoadBalancer,\n    LoadBalancerDescriber,\n",
-        "    Interface,\n    LoadBalancerDescriber,\n",
+        ") -> tuple[\n    Interface,\n    LoadBalancer,\n",
+        ") -> tuple[\n    Interface,\n",
     ),
     replace(
         "src/kccm/providers/openstack/provider.py",
@@ -140,8 +141,8 @@ WALKTHROUGH = WalkThrough(
         pytest("tests/unit/cloudprovider", "tests/unit/test_provider_guide_types.py"),
     ),
     variants=(
-        ("the declaration without @provider_call", NO_MARKER, (PROVIDER_CALLS,)),
-        (
+        Variant("the declaration without @provider_call", NO_MARKER, (PROVIDER_CALLS,)),
+        Variant(
             "openstack's _implements() without its LoadBalancer binding",
             UNBOUND,
             (pytest("tests/unit/providers/test_capability_shapes.py"),),
