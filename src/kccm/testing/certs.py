@@ -19,7 +19,9 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-__all__ = ["CertificateAuthority", "KeyPair", "generate_key_pem"]
+from kccm.emulators.process import ServingTls
+
+__all__ = ["CertificateAuthority", "KeyPair", "emulator_tls", "generate_key_pem"]
 
 _VALIDITY = dt.timedelta(days=7)
 
@@ -141,3 +143,13 @@ class CertificateAuthority:
     def client(self, user: str, groups: tuple[str, ...] = ()) -> KeyPair:
         """A client certificate: CN is the user name, O entries are the groups."""
         return self._issue(_name(user, groups), ExtendedKeyUsageOID.CLIENT_AUTH)
+
+
+def emulator_tls(
+    hosts: tuple[str, ...] = ("localhost", "127.0.0.1"), ca_name: str = "kccm-emulator-ca"
+) -> ServingTls:
+    """A throw-away CA and its serving certificate for ``hosts``, for an HTTPS emulator
+    (``openstack_emulator(tls=emulator_tls())``)."""
+    authority = CertificateAuthority(ca_name)
+    pair = authority.serving(hosts)
+    return ServingTls(ca_pem=authority.cert_pem, cert_pem=pair.cert_pem, key_pem=pair.key_pem)

@@ -15,7 +15,9 @@ Fixtures:
 - ``kube_cleanup`` (async): register cluster-scoped objects (Nodes, ...) to delete afterwards.
 - ``controller_runs`` (async): open :class:`~kccm.testing.controllers.ControllerRun` s (a
   controller context on the control plane, its controllers stopped at the test's end).
-- ``vcsim`` (module): a vCenter simulator (:mod:`kccm.testing.vcsim`).
+- ``vcsim`` (module): a vCenter simulator (:mod:`kccm.emulators.vsphere.vcsim`): 1
+  datacenter, 1 cluster of 3 hosts, 2 VMs per pool; skipped (or failed, as above) without
+  the binary, which ``make vcsim`` builds.
 
 Tests that use either are marked ``integration`` automatically.
 
@@ -42,6 +44,7 @@ from typing import Any, NoReturn
 import pytest
 
 from kccm.cloudprovider.interface import Interface
+from kccm.emulators.vsphere.vcsim import Vcsim, VcsimError, start_vcsim
 from kccm.kube.client import KubeApiClient
 from kccm.kube.config import load_cluster_config
 from kccm.kube.errors import NotFound
@@ -49,7 +52,6 @@ from kccm.kube.resources import NAMESPACES, SERVICES, Resource
 from kccm.testing import leaks
 from kccm.testing.controllers import ControllerRun, controller_run, delete_until_gone
 from kccm.testing.controlplane import ControlPlane, ControlPlaneError, find_binaries
-from kccm.testing.vcsim import vcsim  # noqa: F401 - the fixture, registered by this plugin
 
 __all__ = ["KubeCleanup", "OpenControllerRun", "require_control_plane", "unique_name"]
 
@@ -152,6 +154,24 @@ def _unavailable(reason: str) -> NoReturn:
     if require_control_plane():
         pytest.fail(f"{REQUIRE_ENV}=1 but the control plane is unavailable: {reason}")
     pytest.skip(f"control plane unavailable: {reason}")
+
+
+def start_vcsim_or_skip(**shape: Any) -> Vcsim:
+    """:func:`~kccm.emulators.vsphere.vcsim.start_vcsim`, or the test skipped (failed with
+    ``KCCM_REQUIRE_CONTROL_PLANE=1``: ``make test`` builds vcsim) when it cannot start."""
+    try:
+        return start_vcsim(**shape)
+    except VcsimError as exc:
+        if require_control_plane():
+            pytest.fail(f"{REQUIRE_ENV}=1 but vcsim is unavailable: {exc}")
+        pytest.skip(f"vcsim unavailable: {exc}")
+
+
+@pytest.fixture(scope="module")
+def vcsim() -> Iterator[Vcsim]:
+    """One vcsim per test module (1 datacenter, 1 cluster of 3 hosts, 2 VMs)."""
+    with start_vcsim_or_skip() as sim:
+        yield sim
 
 
 def _running_plane(*, controller_manager: bool) -> Iterator[ControlPlane]:

@@ -6,8 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from aws_moto import World, node_for
-
+from kccm.emulators.aws import World, node_for
 from kccm.providers.aws import AWSCloud
 
 

@@ -1,4 +1,4 @@
-"""Fixtures of the aws provider's unit tests: one moto server per session (per xdist worker),
+"""Fixtures of the aws provider's unit tests: one moto emulator per session (per xdist worker),
 emptied after every test, and a fresh VPC world (its own cluster ID) per test."""
 
 from __future__ import annotations
@@ -8,17 +8,19 @@ from collections.abc import Iterator
 
 import botocore.session
 import pytest
-from aws_moto import World, build_world, moto_server, reset_moto, shared_loader
 
+from kccm.emulators.aws import World, build_world, moto_emulator, reset_moto, shared_loader
 from kccm.providers.aws import AWSCloud
 from kccm.providers.aws.config import load_aws_config
 
 
 @pytest.fixture(scope="session")
 def moto_server_url() -> Iterator[str]:
-    with moto_server() as url:
-        reset_moto(url)  # moto's state is per process: empty it of earlier modules' worlds
-        yield url
+    """moto's EC2 of a region, made anew after each reset, would otherwise load ~1300 default
+    AMIs (a volume and a snapshot each) that no test uses; the worlds' instances name an AMI
+    moto need not know."""
+    with moto_emulator(default_amis=False) as moto:
+        yield moto.url
 
 
 @pytest.fixture
@@ -31,18 +33,10 @@ def moto_url(moto_server_url: str) -> Iterator[str]:
 
 
 @pytest.fixture(autouse=True)
-def _no_default_amis(monkeypatch: pytest.MonkeyPatch) -> None:
-    """moto's EC2 of a region, made anew after each reset (twice: the reset itself makes it
-    again before dropping it), would otherwise load ~1300 default AMIs (a volume and a
-    snapshot each) that no test uses; the worlds' instances name an AMI moto need not know."""
-    monkeypatch.setenv("MOTO_EC2_LOAD_DEFAULT_AMIS", "false")
-
-
-@pytest.fixture(autouse=True)
 def _shared_botocore_loader(monkeypatch: pytest.MonkeyPatch) -> None:
     """Each AWSCloud still makes its own boto3 session and clients, as in production; the
     service models botocore reads from its data files are parsed once per process rather than
-    once per session (see :func:`aws_moto.shared_loader`)."""
+    once per session (see :func:`kccm.emulators.aws.clients.shared_loader`)."""
     monkeypatch.setattr(botocore.session, "create_loader", shared_loader)
 
 

@@ -8,8 +8,10 @@ from typing import Any
 import botocore.exceptions
 import pytest
 from aws_lb import lb_of, nodes, writes
-from aws_moto import World, clients
-from aws_sg_moto import (
+
+from kccm.cloudprovider import default_load_balancer_name
+from kccm.emulators.aws import World, clients
+from kccm.emulators.aws.readback import (
     certificate,
     classic_names,
     classic_state,
@@ -18,8 +20,6 @@ from aws_sg_moto import (
     group_rules,
     node_security_group,
 )
-
-from kccm.cloudprovider import default_load_balancer_name
 from kccm.providers.aws import AWSCloud
 from kccm.providers.aws.annotations import ServiceAnnotationError
 from kccm.providers.aws.config import load_aws_config

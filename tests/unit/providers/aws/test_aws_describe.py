@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 from aws_lb import lb_of, nodes
-from aws_moto import World, clients, node_for
 
 from kccm.cloudprovider import InstanceDescriber, as_instance_describer
+from kccm.emulators.aws import World, clients, node_for
 from kccm.providers.aws import AWSCloud
 
 P = "service.beta.kubernetes.io/aws-load-balancer-"

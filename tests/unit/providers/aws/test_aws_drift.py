@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 from aws_lb import lb_of, nodes
-from aws_moto import World, clients
 from test_aws_loadbalancer import P, service, state
 
 from kccm.cloudprovider import CloudProviderError, default_load_balancer_name
+from kccm.emulators.aws import World, clients
 from kccm.providers.aws import AWSCloud
 
 Drift = Callable[[Any, dict[str, Any]], None]

@@ -11,7 +11,6 @@ from typing import Any
 
 import pytest
 from aws_lb import lb_of, nodes
-from aws_moto import FaultProxy, World
 
 from kccm.cloudprovider import (
     PermissionDenied,
@@ -21,6 +20,7 @@ from kccm.cloudprovider import (
     as_backend_node_selector,
     classify,
 )
+from kccm.emulators.aws import FaultProxy, World
 from kccm.providers.aws import AWSCloud
 from kccm.providers.aws.annotations import ServiceAnnotationError, load_balancer_spec
 from kccm.providers.aws.api import (

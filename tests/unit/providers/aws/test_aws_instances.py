@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from aws_moto import REGION, World, add_instances, clients, node_for
 
 from kccm.cloudprovider import CloudProviderError, InstanceNotFound, NodeAddress
+from kccm.emulators.aws import REGION, World, add_instances, clients, node_for
 from kccm.providers.aws import AWSCloud
 from kccm.providers.aws.instances import LABEL_ZONE_ID, node_addresses
 

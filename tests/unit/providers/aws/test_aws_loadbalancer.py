@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 from aws_lb import lb_of, nodes
-from aws_moto import World, clients, leftovers
 
 from kccm.cloudprovider import CloudProviderError, ImplementedElsewhere, default_load_balancer_name
+from kccm.emulators.aws import World, clients, leftovers
 from kccm.providers.aws import AWSCloud
 from kccm.providers.aws.annotations import ServiceAnnotationError
 

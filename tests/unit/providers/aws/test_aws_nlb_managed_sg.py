@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 from aws_lb import lb_of, nodes, writes
-from aws_moto import World, clients
-from aws_sg_moto import group_named, group_rules, node_security_group
 from test_aws_nlb_security import nlb_service
 
 from kccm.cloudprovider import CloudConfigError, default_load_balancer_name
+from kccm.emulators.aws import World, clients
+from kccm.emulators.aws.readback import group_named, group_rules, node_security_group
 from kccm.providers.aws import AWSCloud
 from kccm.providers.aws.annotations import ServiceAnnotationError
 from kccm.providers.aws.api import AWSAPIError

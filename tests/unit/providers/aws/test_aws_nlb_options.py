@@ -8,10 +8,10 @@ from typing import Any
 import boto3
 import pytest
 from aws_lb import lb_of, nodes
-from aws_moto import CREDENTIALS, REGION, World, clients
 from test_aws_loadbalancer import P, service
 
 from kccm.cloudprovider import default_load_balancer_name
+from kccm.emulators.aws import CREDENTIALS, REGION, World, clients
 from kccm.providers.aws import AWSCloud
 from kccm.providers.aws.annotations import ServiceAnnotationError
 

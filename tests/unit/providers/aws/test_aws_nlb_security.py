@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 from aws_lb import lb_of, nodes
-from aws_moto import World, clients
-from aws_sg_moto import group_rules, node_security_group
 
 from kccm.cloudprovider import CloudProviderError, default_load_balancer_name
+from kccm.emulators.aws import World, clients
+from kccm.emulators.aws.readback import group_rules, node_security_group
 from kccm.providers.aws import AWSCloud
 from kccm.providers.aws.config import load_aws_config
 

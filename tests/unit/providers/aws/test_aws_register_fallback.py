@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 from aws_lb import nodes
-from aws_moto import World, clients
 from test_aws_loadbalancer import service, state
 
 from kccm.cloudprovider import CloudProviderError
+from kccm.emulators.aws import World, clients
 from kccm.providers.aws import AWSCloud
 from kccm.providers.aws.api import AWSAPIError
 

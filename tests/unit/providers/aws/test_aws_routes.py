@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from aws_moto import World, clients
 
 from kccm.cloudprovider import CloudProviderError, Route
+from kccm.emulators.aws import World, clients
 from kccm.providers.aws import AWSCloud
 from kccm.providers.aws.config import load_aws_config
 

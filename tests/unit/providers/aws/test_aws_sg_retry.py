@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 from aws_lb import lb_of, nodes
-from aws_moto import World, clients
-from aws_sg_moto import elb_client
 from test_aws_classic import service as classic_service
 from test_aws_nlb_security import nlb_service
 
 from kccm.cloudprovider import CloudProviderError, RetryError, default_load_balancer_name
+from kccm.emulators.aws import World, clients
+from kccm.emulators.aws.readback import elb_client
 from kccm.providers.aws import AWSCloud
 from kccm.providers.aws.api import AWSAPIError
 from kccm.providers.aws.config import load_aws_config

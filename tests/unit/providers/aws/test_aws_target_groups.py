@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 from aws_lb import lb_of
-from aws_moto import World, clients, node_for
 from test_aws_loadbalancer import service, state
 
 from kccm.cloudprovider import CloudProviderError
+from kccm.emulators.aws import World, clients, node_for
 from kccm.providers.aws import AWSCloud
 
 

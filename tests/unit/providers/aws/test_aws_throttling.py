@@ -7,11 +7,11 @@ import logging
 from collections.abc import Iterator
 
 import pytest
-from aws_moto import FaultProxy, World, every_nth, node_for
 from prometheus_client import CollectorRegistry
 
 from kccm.cloudprovider import Throttled
 from kccm.cloudprovider.gate import CallGate
+from kccm.emulators.aws import FaultProxy, World, every_nth, node_for
 from kccm.providers.aws import AWSCloud
 from kccm.providers.aws.config import load_aws_config
 from kccm.util.clock import FakeClock

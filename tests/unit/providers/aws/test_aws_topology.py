@@ -8,10 +8,17 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
-from aws_html_fault import html_500
-from aws_moto import World, add_instances, clients, network_nodes_of, node_for, topology_fault
 
 from kccm.cloudprovider import CloudProviderError, Throttled
+from kccm.emulators.aws import (
+    World,
+    add_instances,
+    clients,
+    html_500,
+    network_nodes_of,
+    node_for,
+    topology_fault,
+)
 from kccm.providers.aws import AWSCloud
 from kccm.providers.aws.config import load_aws_config
 from kccm.providers.aws.instances import LABEL_ZONE_ID
@@ -169,7 +176,7 @@ def test_errors_back_off_or_fail_as_upstream(
     remembered as unsupported)."""
     [instance_id, other] = _started(world, instance_type, 2)
     v2 = _v2(cloud)
-    with topology_fault(code):
+    with topology_fault(world.url, code):
         if outcome == "initialised":
             meta = v2.instance_metadata(node_for(world, instance_id))
             assert _layers(dict(meta.additional_labels)) == []
@@ -198,7 +205,7 @@ def test_a_non_aws_error_is_a_topology_failure_like_any_other(
     escape as botocore's ResponseParserError and fail the whole metadata call."""
     [instance_id] = _started(world, instance_type)
     v2 = _v2(cloud)
-    with html_500():
+    with html_500(world.url):
         if outcome == "initialised":
             meta = v2.instance_metadata(node_for(world, instance_id))
             assert _layers(dict(meta.additional_labels)) == []
@@ -213,7 +220,7 @@ def test_an_unsupported_region_is_asked_again_after_a_day(cloud: AWSCloud, world
     v2 = _v2(cloud)
     v2.topologies = InstanceTopologies(cloud.api, clock=clock)
     [first, second] = _started(world, GPU, 2)
-    with topology_fault("UnsupportedOperation"):
+    with topology_fault(world.url, "UnsupportedOperation"):
         v2.instance_metadata(node_for(world, first))
     asyncio.run(clock.advance(CACHE_TTL - 1))
     _, made = _topology_calls(cloud, lambda: v2.instance_metadata(node_for(world, second)))

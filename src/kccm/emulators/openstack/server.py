@@ -1,0 +1,122 @@
+"""Run the emulator: ``python -m kccm.emulators.openstack [--port P] [--lb-active-delay S]
+[--token-ttl S] [--cert-file F --key-file K]`` (HTTPS with that certificate; port 0, the
+default, lets the kernel choose one).
+
+It prints one JSON line on stdout once it listens (``{"url": ..., "pid": ...}``), which
+:mod:`kccm.emulators.openstack.launcher` waits for, and stops on SIGTERM or SIGINT.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import socket
+import ssl
+import sys
+from collections.abc import Sequence
+
+from aiohttp import web
+
+from kccm.emulators.openstack.app import build_app
+from kccm.emulators.openstack.seed import seed_world
+from kccm.emulators.openstack.world import World
+
+__all__ = ["main", "parse_args", "serve"]
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m kccm.emulators.openstack",
+        description="kccm's OpenStack emulator (Keystone, Nova, Neutron, Octavia) on one port",
+    )
+    parser.add_argument("--port", type=int, default=0, help="0 (the default): any free port")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument(
+        "--lb-active-delay",
+        type=float,
+        default=0.05,
+        help="seconds an Octavia object stays PENDING_* (default 0.05)",
+    )
+    parser.add_argument(
+        "--token-ttl",
+        type=float,
+        default=3600.0,
+        help="seconds a Keystone token lives (default 3600)",
+    )
+    parser.add_argument("--cert-file", default="", help="serve HTTPS with this certificate")
+    parser.add_argument("--key-file", default="", help="the certificate's private key")
+    parser.add_argument(
+        "--parent-pid", type=int, default=0, help="stop when this process is gone (the launcher's)"
+    )
+    return parser.parse_args(argv)
+
+
+async def _watch_parent(pid: int, stop: asyncio.Event) -> None:
+    """Stop once ``pid`` is gone (checked every second), so an emulator never outlives the
+    test process that started it, whichever thread started it."""
+    while pid and not stop.is_set():
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            stop.set()
+            return
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), 1.0)
+
+
+def _tls(args: argparse.Namespace) -> ssl.SSLContext | None:
+    if not args.cert_file:
+        return None
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(args.cert_file, args.key_file or None)
+    return context
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """A socket bound to ``host``:``port`` (0: a port the kernel chooses), held from now on."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(128)
+    sock.setblocking(False)
+    return sock
+
+
+async def serve(args: argparse.Namespace) -> None:
+    sock = _listen(args.host, args.port)
+    host = f"[{args.host}]" if ":" in args.host else args.host
+    context = _tls(args)
+    scheme = "https" if context else "http"
+    world = seed_world(
+        World(
+            base_url=f"{scheme}://{host}:{sock.getsockname()[1]}",
+            lb_active_delay=args.lb_active_delay,
+            token_ttl=args.token_ttl,
+        )
+    )
+    runner = web.AppRunner(build_app(world), access_log=None)
+    await runner.setup()
+    site = web.SockSite(runner, sock, ssl_context=context)
+    await site.start()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    sys.stdout.write(json.dumps({"url": world.base_url, "pid": os.getpid()}) + "\n")
+    sys.stdout.flush()
+    watcher = asyncio.create_task(_watch_parent(args.parent_pid, stop))
+    try:
+        await stop.wait()
+    finally:
+        watcher.cancel()
+        await runner.cleanup()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    asyncio.run(serve(parse_args(argv)))
+    return 0

@@ -1,0 +1,63 @@
+"""kccm.emulators.process: the ready line of vcsim and the OpenStack emulator."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from kccm.emulators.process import read_ready, stop_process
+
+
+class Unready(RuntimeError):
+    pass
+
+
+def _child(code: str) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+
+
+def _read(process: subprocess.Popen[str], timeout: float = 30.0) -> dict[str, object]:
+    try:
+        return read_ready(process, timeout=timeout, name="the child", error=Unready)
+    finally:
+        assert process.stdout is not None
+        process.stdout.close()
+
+
+def test_the_first_line_is_the_ready_object() -> None:
+    code = 'import time; print(\'{"url": "http://127.0.0.1:1"}\', flush=True); time.sleep(600)'
+    child = _child(code)
+    try:
+        assert _read(child) == {"url": "http://127.0.0.1:1"}
+        assert child.poll() is None  # left running
+    finally:
+        child.kill()
+        child.wait()
+
+
+def test_a_child_that_exits_first_is_killed_and_named_with_its_status() -> None:
+    child = _child("raise SystemExit(3)")
+    with pytest.raises(Unready, match=r"^the child exited \(3\) before it listened$"):
+        _read(child)
+
+
+def test_a_child_that_never_writes_is_killed_after_the_timeout() -> None:
+    child = _child("import time; time.sleep(600)")
+    with pytest.raises(Unready, match=r"^the child did not start within 0.2s$"):
+        _read(child, timeout=0.2)
+    assert child.returncode is not None  # killed and reaped
+
+
+def test_stop_terminates_then_kills_a_child_that_ignores_the_signal() -> None:
+    polite = _child("import time; print('{}', flush=True); time.sleep(600)")
+    stop_process(polite)
+    assert polite.returncode == -15  # SIGTERM sufficed
+    assert polite.stdout is not None
+    assert polite.stdout.closed
+    code = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN)"
+    stubborn = _child(f"{code}; print('{{}}', flush=True); time.sleep(600)")
+    assert read_ready(stubborn, timeout=30, name="it", error=Unready) == {}  # handler set
+    stop_process(stubborn, grace=0.2)
+    assert stubborn.returncode == -9
