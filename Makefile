@@ -111,7 +111,8 @@ test:
 flake-hunt: venv wheelhouse controlplane helm vcsim occm octavia-api
 	@bash hack/flake-hunt.sh
 
-# The aws provider's whole suite: moto runs in-process as a real HTTP server (dev extra).
+# The aws provider's whole suite against moto (kccm.emulators.aws: moto's server in a process
+# of its own, dev extra).
 test-aws: venv controlplane
 	$(PY) -m pytest tests/unit/providers/aws tests/conformance/test_aws.py tests/integration/test_aws_*.py
 
@@ -140,7 +141,8 @@ $(STAMP313): pyproject.toml
 # (its transport and TLS), the call gate and provider contract, the clock, the conformance
 # kit for every provider, the kube contract against the real apiserver, and the demo.
 PY313_TESTS ?= tests/unit/runtime tests/unit/kube tests/unit/util tests/unit/cloudprovider \
-	tests/unit/testing tests/conformance tests/integration/test_kube_contract.py \
+	tests/unit/testing tests/unit/emulators tests/conformance \
+	tests/integration/test_kube_contract.py \
 	tests/integration/test_demo.py
 test-py313: $(STAMP313) controlplane vcsim
 	$(VENV313)/bin/python -m pytest $(XDIST_INTEGRATION) $(PY313_TESTS)

@@ -21,7 +21,6 @@ import asyncio
 import os
 import time
 import uuid
-from pathlib import Path
 from typing import Any
 
 from kube_helpers import Completion, bounded, delete_quietly, untainted  # bench/ on sys.path
@@ -32,6 +31,7 @@ from kccm.cloudprovider.gated import GatedCloud
 from kccm.controllers import node as node_controller
 from kccm.controllers.base import ControllerContext
 from kccm.controllers.node import NodeControllerOptions
+from kccm.emulators import aws as support
 from kccm.kube.client import KubeApiClient
 from kccm.kube.config import load_cluster_config
 from kccm.kube.resources import NODES
@@ -40,13 +40,8 @@ from kccm.providers.aws.config import load_aws_config
 from kccm.runtime.events import EventBroadcaster
 from kccm.runtime.informers import SharedInformerFactory
 from kccm.testing.controlplane import ControlPlane
-from kccm.testing.modules import load_module
 
-ROOT = Path(__file__).resolve().parents[1]
 UNINIT = "node.cloudprovider.kubernetes.io/uninitialized"
-
-
-support = load_module("aws_moto", ROOT / "tests" / "unit" / "providers" / "aws" / "aws_moto.py")
 
 
 def run_instances(world: Any, count: int) -> None:
@@ -155,7 +150,7 @@ def main() -> None:
     os.environ.pop("AWS_PROFILE", None)
     run = uuid.uuid4().hex[:8]
     with (
-        support.moto_server() as url,
+        support.moto_emulator() as moto,
         ControlPlane(
             extra_apiserver_args=(
                 "--max-requests-inflight=1000",
@@ -163,7 +158,7 @@ def main() -> None:
             )
         ) as plane,
     ):
-        world = support.build_world(url, f"bench{run}", instances=0)
+        world = support.build_world(moto.url, f"bench{run}", instances=0)
         started = time.perf_counter()
         run_instances(world, args.nodes)
         print(f"moto: {args.nodes} instances in {time.perf_counter() - started:.1f} s", flush=True)

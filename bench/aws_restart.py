@@ -19,22 +19,16 @@ import os
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Any
 
 import boto3
 
 from kccm.cloudprovider import default_load_balancer_name
 from kccm.cloudprovider.apicalls import APICallCounts
+from kccm.emulators import aws as support
 from kccm.providers.aws import AWSCloud
 from kccm.providers.aws.annotations import TYPE
 from kccm.providers.aws.config import load_aws_config
-from kccm.testing.modules import load_module
-
-ROOT = Path(__file__).resolve().parents[1]
-
-
-support = load_module("aws_moto", ROOT / "tests" / "unit" / "providers" / "aws" / "aws_moto.py")
 
 
 def service(i: int, kind: str) -> dict[str, Any]:
@@ -108,7 +102,8 @@ def main() -> None:
     args = parser.parse_args()
     os.environ.update(support.CREDENTIALS)
     os.environ.pop("AWS_PROFILE", None)
-    with support.moto_server() as url:
+    with support.moto_emulator() as moto:
+        url = moto.url
         world = support.build_world(url, f"bench{uuid.uuid4().hex[:6]}", instances=args.nodes)
         nodes = [support.node_for(world, i) for i in world.instances]
         services = [service(i, args.kind) for i in range(args.services)]

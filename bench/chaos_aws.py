@@ -14,14 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kccm.emulators import aws as support
 from kccm.kube.interface import Obj
 from kccm.testing.chaos.leadership import Mutation
 from kccm.testing.chaos.world import Balancer
 from kccm.testing.kubelet import kubelet_node
-from kccm.testing.modules import load_module
-
-ROOT = Path(__file__).resolve().parents[1]
-support = load_module("aws_moto", ROOT / "tests" / "unit" / "providers" / "aws" / "aws_moto.py")
 
 IDLE_TIMEOUT = "service.beta.kubernetes.io/aws-load-balancer-connection-idle-timeout"
 SERVICE_NAME_TAG = "kubernetes.io/service-name"
@@ -50,7 +47,7 @@ class AwsWorld:
     @classmethod
     def start(cls, tmp: Path, run: str) -> AwsWorld:
         stack = contextlib.ExitStack()
-        url = stack.enter_context(support.moto_server())
+        url = stack.enter_context(support.moto_emulator()).url
         world = support.build_world(url, run, INSTANCES, 20 + secrets.randbelow(200))
         ledger: list[Any] = []
         proxy = support.FaultProxy(url, support.every_nth(11), ledger=ledger).start()

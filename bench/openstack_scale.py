@@ -4,7 +4,7 @@ load balancers restarted without a write.
 Usage: .venv/bin/python bench/openstack_scale.py [--nodes 1000] [--services 100] [--lb-nodes 3]
            [--refresh-every 30] [--quick] [--json out.json]
 
-Starts its own etcd + kube-apiserver and the OpenStack emulator (``kccm.testing.openstack`` as a
+Starts its own etcd + kube-apiserver and the OpenStack emulator (``kccm.emulators.openstack`` as a
 subprocess) with a tenant network ``nodes`` (one subnet of --nodes-cidr, made through Neutron:
 the default ``private`` /24 holds 253 servers) holding --nodes ACTIVE servers, and --lb-nodes
 servers on ``private`` (routed to the public network, so floating IPs reach its ports). It
@@ -64,12 +64,12 @@ from kube_helpers import (  # bench/ is on sys.path when run as a script
 from metrics_text import cloud_calls, metric_sum
 from scale import Daemon, launch_daemon
 
+from kccm.emulators.openstack.launcher import Emulator, start_emulator
 from kccm.kube.client import KubeApiClient
 from kccm.kube.config import load_cluster_config
 from kccm.kube.resources import NAMESPACES, NODES, SERVICES
 from kccm.testing.controlplane import ControlPlane
 from kccm.testing.kubelet import kubelet_node as shared_kubelet_node
-from kccm.testing.openstack.launcher import Emulator, start_emulator
 from kccm.testing.ports import free_port
 
 UNINIT = "node.cloudprovider.kubernetes.io/uninitialized"

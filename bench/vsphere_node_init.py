@@ -26,6 +26,7 @@ from typing import Any
 
 from kube_helpers import Completion, bounded  # bench/ on path
 
+from kccm.emulators.vsphere.vcsim import Vcsim, start_vcsim
 from kccm.kube.client import KubeApiClient
 from kccm.kube.config import load_cluster_config
 from kccm.kube.resources import NODES
@@ -33,7 +34,6 @@ from kccm.providers.vsphere import VSphereCloud
 from kccm.providers.vsphere.config import load_vsphere_config
 from kccm.testing.controlplane import ControlPlane
 from kccm.testing.ports import free_port
-from kccm.testing.vcsim import Vcsim, start_vcsim
 
 ZONE, REGION = "k8s-zone", "k8s-region"
 UNINITIALIZED = "node.cloudprovider.kubernetes.io/uninitialized"

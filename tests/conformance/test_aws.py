@@ -5,35 +5,30 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import botocore.session
 import pytest
 
 from kccm.cloudprovider import Interface, Node, Service, default_load_balancer_name
+from kccm.emulators import aws as support
 from kccm.providers.aws import AWSCloud
 from kccm.providers.aws.annotations import TYPE
 from kccm.providers.aws.balancers import is_nlb
 from kccm.providers.aws.config import load_aws_config
 from kccm.testing.conformance import CloudProviderConformance, make_service
-from kccm.testing.modules import load_module
-
-AWS_TESTS = Path(__file__).resolve().parents[1] / "unit" / "providers" / "aws"
-support = load_module("aws_moto", AWS_TESTS / "aws_moto.py")
-moto_leaks = load_module("moto_leaks", AWS_TESTS / "moto_leaks.py")
 
 
 @pytest.fixture(scope="module")
 def moto_world() -> Iterator[Any]:
-    with support.moto_server() as url, moto_leaks.no_leaked_balancers(url):
-        yield support.build_world(url, f"conf{uuid.uuid4().hex[:6]}", instances=3)
+    with support.moto_emulator() as moto, support.no_leaked_balancers(moto.url):
+        yield support.build_world(moto.url, f"conf{uuid.uuid4().hex[:6]}", instances=3)
 
 
 @pytest.fixture(autouse=True)
 def _shared_botocore_loader(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every AWSCloud still makes its own boto3 session and clients; botocore's service models
-    are parsed once per process, not per session (``aws_moto.shared_loader``)."""
+    are parsed once per process, not per session (``kccm.emulators.aws.clients.shared_loader``)."""
     monkeypatch.setattr(botocore.session, "create_loader", support.shared_loader)
 
 

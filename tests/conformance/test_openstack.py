@@ -1,5 +1,5 @@
 """The openstack provider passes the conformance kit against the OpenStack emulator
-(``kccm.testing.openstack``: Keystone, Nova, Neutron and Octavia as a real HTTP server).
+(``kccm.emulators.openstack``: Keystone, Nova, Neutron and Octavia as a real HTTP server).
 
 One emulator per module with three servers on the ``private`` network; the Nodes are those
 servers as kubelet and kccm make them. The tamper changes and deletes balancers through the
@@ -20,11 +20,11 @@ from typing import Any
 import pytest
 
 from kccm.cloudprovider import Interface, Node, Service
+from kccm.emulators.openstack.launcher import Emulator, openstack_emulator
 from kccm.providers.openstack import OpenStackCloud, new_openstack_cloud
 from kccm.providers.openstack.loadbalancer.names import load_balancer_name
 from kccm.testing.conformance import CloudProviderConformance, make_service
 from kccm.testing.modules import load_module
-from kccm.testing.openstack.launcher import Emulator, openstack_emulator
 
 operator = load_module(
     "openstack_operator",

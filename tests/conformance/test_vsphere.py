@@ -7,9 +7,9 @@ from collections.abc import Iterator
 import pytest
 
 from kccm.cloudprovider import Node
+from kccm.emulators.vsphere.vcsim import Vcsim
 from kccm.providers.vsphere import VSphereCloud, new_vsphere_cloud
 from kccm.testing.conformance import CloudProviderConformance, make_node
-from kccm.testing.vcsim import Vcsim
 
 
 class TestVSphereCloud(CloudProviderConformance):

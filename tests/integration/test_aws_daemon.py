@@ -24,6 +24,7 @@ from typing import Any
 
 import pytest
 
+from kccm.emulators import aws as support
 from kccm.kube.client import KubeApiClient
 from kccm.kube.errors import NotFound
 from kccm.kube.interface import Obj, PatchType
@@ -39,19 +40,12 @@ from kccm.testing.controlplane import ControlPlane
 from kccm.testing.daemon import SA_GROUPS, SA_USER, Daemons, apply_rbac
 from kccm.testing.kubelet import kubelet_node
 from kccm.testing.kubelet import ready_condition as _ready
-from kccm.testing.modules import load_module
 from kccm.testing.pytest_plugin import KubeCleanup
 
 ROOT = Path(__file__).resolve().parents[2]
 NODES_WANTED = int(os.environ.get("KCCM_AWS_E2E_NODES", "6"))
 SERVICES_WANTED = int(os.environ.get("KCCM_AWS_E2E_SERVICES", "3"))
 BUDGET = 60.0 + 3.0 * NODES_WANTED + 6.0 * SERVICES_WANTED
-
-
-support = load_module("aws_moto", ROOT / "tests" / "unit" / "providers" / "aws" / "aws_moto.py")
-moto_leaks = load_module(
-    "moto_leaks", ROOT / "tests" / "unit" / "providers" / "aws" / "moto_leaks.py"
-)
 
 
 eventually = functools.partial(shared_eventually, within=BUDGET, interval=0.5)
@@ -117,8 +111,8 @@ async def release_services(kube: KubeApiClient) -> None:
 
 @pytest.fixture
 def moto_url() -> Iterator[str]:
-    with support.moto_server() as url, moto_leaks.no_leaked_balancers(url):
-        yield url
+    with support.moto_emulator() as moto, support.no_leaked_balancers(moto.url):
+        yield moto.url
 
 
 _RANDOM = random.SystemRandom()  # pytest-randomly re-seeds `random` alike before each test

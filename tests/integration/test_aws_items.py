@@ -2,7 +2,7 @@
 real apiserver, moto behind the fault proxy): the zone-id label, a Node whose instance EC2 does
 not know is deleted, TLS listeners from annotations, changes AWS cannot make reported as a
 Warning naming the annotation, an unknown region refused at start; network topology labels
-(moto taught DescribeInstanceTopology, aws_moto.py)."""
+(moto taught DescribeInstanceTopology, kccm.emulators.aws.topology)."""
 
 from __future__ import annotations
 

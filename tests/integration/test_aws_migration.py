@@ -22,6 +22,8 @@ import pytest
 from test_aws_daemon import release_services
 
 from kccm.cloudprovider import default_load_balancer_name
+from kccm.emulators import aws as support
+from kccm.emulators.aws import readback as sg_support
 from kccm.kube.client import KubeApiClient
 from kccm.kube.interface import Obj
 from kccm.kube.resources import EVENTS, NODES, SERVICES
@@ -33,15 +35,11 @@ from kccm.testing.modules import load_module
 from kccm.testing.pytest_plugin import KubeCleanup
 
 ROOT = Path(__file__).resolve().parents[2]
-AWS_TESTS = ROOT / "tests" / "unit" / "providers" / "aws"
 FINALIZER = "service.kubernetes.io/load-balancer-cleanup"
 TYPE = "service.beta.kubernetes.io/aws-load-balancer-type"
 BUDGET = 90.0
 
 
-support = load_module("aws_moto", AWS_TESTS / "aws_moto.py")
-sg_support = load_module("aws_sg_moto", AWS_TESTS / "aws_sg_moto.py")
-moto_leaks = load_module("moto_leaks", AWS_TESTS / "moto_leaks.py")
 layout = load_module("aws_upstream_layout", Path(__file__).parent / "aws_upstream_layout.py")
 
 
@@ -52,8 +50,8 @@ eventually = functools.partial(shared_eventually, within=BUDGET, interval=0.5)
 
 @pytest.fixture
 def moto_url() -> Iterator[str]:
-    with support.moto_server() as url, moto_leaks.no_leaked_balancers(url):
-        yield url
+    with support.moto_emulator() as moto, support.no_leaked_balancers(moto.url):
+        yield moto.url
 
 
 @pytest.fixture

@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 
 from test_aws_daemon import (  # the daemon module's environment (fixtures included)
-    ROOT,
     Env,
     _all_initialised,
     env,
@@ -21,23 +20,19 @@ from test_aws_daemon import (  # the daemon module's environment (fixtures inclu
 
 from kccm.kube.client import KubeApiClient
 from kccm.kube.resources import NODES
-from kccm.testing.modules import load_module
 from kccm.testing.pytest_plugin import KubeCleanup
 
 __all__ = ["env", "moto_url"]  # fixtures re-exported for this module
 
 ZONE_ID = "topology.k8s.aws/zone-id"
 LAYER = "topology.k8s.aws/network-node-layer-"
-faults = load_module(
-    "aws_html_fault", ROOT / "tests" / "unit" / "providers" / "aws" / "aws_html_fault.py"
-)
 
 
 async def test_an_html_500_for_the_topology_does_not_keep_nodes_tainted(
     env: Env, kube: KubeApiClient, kube_cleanup: KubeCleanup
 ) -> None:
     names = [kube_cleanup.add(NODES, dns) for dns in env.world.instances.values()]
-    with faults.html_500("describe_instance_topology"):
+    with support.html_500(env.world.url, "describe_instance_topology"):
         log = env.start()
         for i, name in enumerate(names):
             await kube.create(NODES, kubelet_node(name, f"10.244.{i}.0/24"))

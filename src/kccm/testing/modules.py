@@ -1,6 +1,6 @@
 """Import a support file of the tests by its path: the tests directories are not packages, yet
-integration tests, conformance tests and benchmarks share e.g. ``tests/unit/providers/aws/
-aws_moto.py`` (moto server, VPC world) and ``tests/unit/deploy_support.py``."""
+integration tests, conformance tests and benchmarks share e.g. ``tests/unit/deploy_support.py``
+or a bench's module. (The emulators are a package: :mod:`kccm.emulators`.)"""
 
 from __future__ import annotations
 

@@ -279,7 +279,7 @@ class CloudReader:
 
     @classmethod
     def of(cls, emulator: Any) -> CloudReader:
-        """A reader of a running :class:`~kccm.testing.openstack.launcher.Emulator`."""
+        """A reader of a running :class:`~kccm.emulators.openstack.launcher.Emulator`."""
         return cls(emulator.base_url, emulator.ca_file)
 
     def _open(self, request: urllib.request.Request) -> Any:

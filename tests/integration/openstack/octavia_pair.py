@@ -1,5 +1,5 @@
 """Two Octavia APIs side by side: the real one (octavia from PyPI, hack/openstack/octavia-api.sh)
-and kccm's emulator (kccm.testing.openstack). A sequence of calls runs on each; their
+and kccm's emulator (kccm.emulators.openstack). A sequence of calls runs on each; their
 transcripts, normalised, must be equal.
 
 - :class:`RealOctavia`: ``octavia-api.sh serve`` on a free loopback port (SQLite, noauth, the
@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from kccm.testing.openstack.launcher import EmulatorAdmin
+from kccm.emulators.openstack.launcher import EmulatorAdmin
 from kccm.testing.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 
 from openstack_operator import BalancerView, Operator
 
+from kccm.emulators.openstack.launcher import Emulator
 from kccm.kube.client import KubeApiClient
 from kccm.kube.interface import Obj
 from kccm.kube.resources import NODES, SERVICES
@@ -20,7 +21,6 @@ from kccm.testing.controllers import eventually as shared_eventually
 from kccm.testing.controlplane import ControlPlane
 from kccm.testing.daemon import SA_GROUPS, SA_USER, Daemon, DaemonExited, Daemons
 from kccm.testing.kubelet import ready_condition
-from kccm.testing.openstack.launcher import Emulator
 
 ROOT = Path(__file__).resolve().parents[3]
 CLUSTER = "kccm-os-e2e"

@@ -1,4 +1,4 @@
-"""An operator's hands on the OpenStack emulator (``kccm.testing.openstack``), for the
+"""An operator's hands on the OpenStack emulator (``kccm.emulators.openstack``), for the
 conformance kit's tamper and the daemon end-to-end test.
 
 It is deliberately not the provider's code: a keystoneauth1 Session (the library under the
@@ -20,7 +20,7 @@ from keystoneauth1 import exceptions as ksa_exc
 from keystoneauth1 import session as ksa_session
 from keystoneauth1.identity import v3
 
-from kccm.testing.openstack.launcher import Emulator
+from kccm.emulators.openstack.launcher import Emulator
 
 __all__ = ["BalancerView", "ListenerView", "Operator"]
 

@@ -17,7 +17,8 @@ import pytest
 from openstack import exceptions as sdk_exc
 from openstack.connection import Connection
 
-from kccm.testing.openstack import Emulator, openstack_emulator
+from kccm.emulators.openstack import Emulator, openstack_emulator
+from kccm.testing.certs import emulator_tls
 
 pytestmark = [
     # openstacksdk warns about its own future removals on connect and on some calls
@@ -120,7 +121,7 @@ def test_auth_methods(emu: Emulator, auth: dict[str, Any]) -> None:
 
 
 def test_https_with_the_emulators_ca() -> None:
-    with openstack_emulator(tls=True) as secure:
+    with openstack_emulator(tls=emulator_tls()) as secure:
         connection = connect(secure, cacert=secure.ca_file)
         try:
             assert [n.name for n in connection.network.networks(name="private")] == ["private"]

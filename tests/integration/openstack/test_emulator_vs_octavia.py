@@ -3,7 +3,7 @@ shown honest").
 
 The real API is octavia from PyPI (``make octavia-api``: hack/openstack/octavia-api.sh) on
 SQLite, noauth, the amphora provider with no-op drivers; the emulator is
-``kccm.testing.openstack``. Each row is a sequence of the requests the provider makes (the
+``kccm.emulators.openstack``. Each row is a sequence of the requests the provider makes (the
 shapes OCCM v1.36.0 sends through gophercloud: pkg/openstack/loadbalancer.go
 ``createFullyPopulatedOctaviaLoadBalancer``, ``ensureOctaviaListener``, ``ensureOctaviaPool``
 with the batch member update, ``ensureOctaviaHealthMonitor``, ``GetLoadbalancerByName``,
@@ -14,7 +14,7 @@ same point: the real API's driver-agent status update (serve.py ``/_kccm/settle`
 emulator's ``/_emu/settle`` (its own timer is set beyond the test).
 
 A difference is fixed in the emulator, never allowed for here: each one the comparison found
-is cited where the emulator now answers as Octavia does (kccm.testing.openstack.octavia_wsme
+is cited where the emulator now answers as Octavia does (kccm.emulators.openstack.octavia_wsme
 and the comments that name this test).
 
 Without the installed API the test is skipped, or fails under KCCM_REQUIRE_CONTROL_PLANE=1.
@@ -41,7 +41,7 @@ from octavia_pair import (
 )
 from octavia_sequences import SEQUENCES
 
-from kccm.testing.openstack.launcher import Emulator, openstack_emulator
+from kccm.emulators.openstack.launcher import Emulator, openstack_emulator
 from kccm.testing.pytest_plugin import require_control_plane
 
 LB_ACTIVE_DELAY = 86400.0

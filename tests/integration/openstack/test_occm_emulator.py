@@ -37,14 +37,15 @@ from occm_support import (
     routes_made,
 )
 
+from kccm.emulators.openstack.launcher import Emulator, openstack_emulator
 from kccm.kube.client import KubeApiClient
 from kccm.kube.interface import Obj
 from kccm.kube.resources import NODES, SERVICES
+from kccm.testing.certs import emulator_tls
 from kccm.testing.controllers import delete_until_gone, initialised_nodes
 from kccm.testing.controllers import eventually as shared_eventually
 from kccm.testing.controlplane import ControlPlane
 from kccm.testing.kubelet import UNINITIALIZED_TAINT, kubelet_node
-from kccm.testing.openstack.launcher import Emulator, openstack_emulator
 from kccm.testing.pytest_plugin import KubeCleanup, unique_name
 
 BUDGET = 120.0
@@ -60,7 +61,9 @@ def emulator(request: pytest.FixtureRequest) -> Iterator[Emulator]:
     """The emulator (HTTPS with its throw-away CA as ``[Global] ca-file`` when the indirect
     parameter is true)."""
     require_occm()  # skip (or fail under KCCM_REQUIRE_CONTROL_PLANE=1) before starting anything
-    with openstack_emulator(tls=bool(getattr(request, "param", False))) as emu:
+    with openstack_emulator(
+        tls=emulator_tls() if getattr(request, "param", False) else None
+    ) as emu:
         yield emu
 
 

@@ -38,6 +38,7 @@ from occm_support import (
     routes_made,
 )
 
+from kccm.emulators.openstack.launcher import Emulator, openstack_emulator
 from kccm.kube.client import KubeApiClient
 from kccm.kube.interface import Obj
 from kccm.kube.resources import NODES, SERVICES
@@ -46,7 +47,6 @@ from kccm.testing.controllers import eventually as shared_eventually
 from kccm.testing.controlplane import ControlPlane
 from kccm.testing.daemon import Daemon, DaemonExited, Daemons
 from kccm.testing.kubelet import kubelet_node
-from kccm.testing.openstack.launcher import Emulator, openstack_emulator
 from kccm.testing.pytest_plugin import KubeCleanup, unique_name
 
 BUDGET = 120.0

@@ -1,5 +1,5 @@
 """The kccm daemon with ``--cloud-provider=openstack`` on the real apiserver and the OpenStack
-emulator (``kccm.testing.openstack``), faults injected along the way.
+emulator (``kccm.emulators.openstack``), faults injected along the way.
 
 One emulator and one daemon for the module (``--cluster-name=kccm-os-e2e``, routes on
 ``router1`` for the pod CIDRs in ``--cluster-cidr``), with two servers whose Nodes (podCIDRs
@@ -51,6 +51,7 @@ from openstack_daemon_support import (
 )
 from openstack_operator import BalancerView, Operator
 
+from kccm.emulators.openstack.launcher import openstack_emulator
 from kccm.kube.client import KubeApiClient
 from kccm.kube.config import load_cluster_config
 from kccm.kube.interface import Obj, PatchType
@@ -59,7 +60,6 @@ from kccm.testing.controllers import delete_until_gone, initialised_nodes
 from kccm.testing.controlplane import ControlPlane
 from kccm.testing.daemon import apply_rbac
 from kccm.testing.kubelet import kubelet_node
-from kccm.testing.openstack.launcher import openstack_emulator
 from kccm.testing.pytest_plugin import KubeCleanup
 
 

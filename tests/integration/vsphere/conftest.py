@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import pytest
 from vsphere_admin import VCAdmin
 
-from kccm.testing.vcsim import Vcsim
+from kccm.emulators.vsphere.vcsim import Vcsim
 
 
 @pytest.fixture(scope="module")

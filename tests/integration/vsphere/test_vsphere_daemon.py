@@ -30,6 +30,8 @@ import pytest
 from pyVmomi import vim
 from vsphere_admin import VCAdmin, start_daemon, start_or_skip
 
+from kccm.emulators.vsphere.sessionmanager import FakeSessionManager
+from kccm.emulators.vsphere.vcsim import Vcsim
 from kccm.kube.client import KubeApiClient
 from kccm.kube.resources import (
     NODES,
@@ -43,8 +45,6 @@ from kccm.testing.daemon import Daemons, apply_rbac
 from kccm.testing.kubelet import kubelet_node
 from kccm.testing.kubelet import ready_condition as ready
 from kccm.testing.pytest_plugin import KubeCleanup, unique_name
-from kccm.testing.sessionmanager import FakeSessionManager
-from kccm.testing.vcsim import Vcsim
 
 ROOT = Path(__file__).resolve().parents[3]
 SHUTDOWN = "node.cloudprovider.kubernetes.io/shutdown"

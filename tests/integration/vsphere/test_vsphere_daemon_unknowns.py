@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 from vsphere_admin import VCAdmin, start_daemon, start_or_skip
 
+from kccm.emulators.vsphere.vcsim import Vcsim
 from kccm.kube.client import KubeApiClient
 from kccm.kube.resources import EVENTS, NODES, SECRETS
 from kccm.testing.controllers import absent, initialised_nodes
@@ -30,7 +31,6 @@ from kccm.testing.controlplane import ControlPlane
 from kccm.testing.daemon import Daemons, apply_rbac
 from kccm.testing.kubelet import kubelet_node, ready_condition
 from kccm.testing.pytest_plugin import KubeCleanup, unique_name
-from kccm.testing.vcsim import Vcsim
 
 ROOT = Path(__file__).resolve().parents[3]
 eventually = functools.partial(shared_eventually, within=90.0, interval=0.25)

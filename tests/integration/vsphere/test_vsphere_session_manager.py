@@ -16,12 +16,12 @@ import pytest
 from vsphere_admin import VCAdmin
 
 from kccm.cloudprovider import CloudAPICalls, CloudProviderInitError
+from kccm.emulators.vsphere.sessionmanager import FakeSessionManager
+from kccm.emulators.vsphere.vcsim import Vcsim
 from kccm.providers.vsphere import VSphereCloud
 from kccm.providers.vsphere.config import load_vsphere_config
 from kccm.providers.vsphere.credentials import CredentialStore
 from kccm.providers.vsphere.session import TagClient
-from kccm.testing.sessionmanager import FakeSessionManager
-from kccm.testing.vcsim import Vcsim
 
 BEARER = "sm-bearer-token"
 

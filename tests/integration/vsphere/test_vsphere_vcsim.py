@@ -19,10 +19,10 @@ from pyVmomi import vim
 from vsphere_admin import VCAdmin, start_or_skip
 
 from kccm.cloudprovider import CloudProviderError, CloudProviderInitError, InstanceNotFound
+from kccm.emulators.vsphere.vcsim import Vcsim
 from kccm.providers.vsphere import VSphereCloud, new_vsphere_cloud
 from kccm.providers.vsphere.config import load_vsphere_config
 from kccm.testing.ports import free_port
-from kccm.testing.vcsim import Vcsim
 
 LABELS = ("k8s-zone", "k8s-region")
 

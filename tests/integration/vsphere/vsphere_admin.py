@@ -12,9 +12,10 @@ from typing import Any
 from pyVim.connect import Disconnect, SmartConnect
 from pyVmomi import vim
 
+from kccm.emulators.vsphere.vcsim import Vcsim
 from kccm.testing.controlplane import ControlPlane
 from kccm.testing.daemon import SA_GROUPS, SA_USER, Daemons
-from kccm.testing.vcsim import Vcsim, VcsimError, _unavailable, start_vcsim
+from kccm.testing.pytest_plugin import start_vcsim_or_skip
 
 
 class VCAdmin:
@@ -85,10 +86,7 @@ class VCAdmin:
 
 
 def start_or_skip(**kwargs: Any) -> Vcsim:
-    try:
-        return start_vcsim(**kwargs)
-    except VcsimError as exc:
-        _unavailable(str(exc))
+    return start_vcsim_or_skip(**kwargs)
 
 
 def start_daemon(

@@ -12,9 +12,10 @@ from typing import Any
 import pytest
 from emu_api import LB, NET, NOVA, Api
 
-from kccm.testing.controllers import eventually
 from kccm.emulators.openstack import EmulatorError, openstack_emulator
 from kccm.emulators.openstack.admin import add_server
+from kccm.testing.certs import emulator_tls
+from kccm.testing.controllers import eventually
 
 
 async def fault(api: Api, **spec: Any) -> dict[str, Any]:
@@ -246,8 +247,8 @@ async def test_timers_settle_on_the_servers_loop(api: Api) -> None:
     assert await eventually(active, interval=0.01)
 
 
-def test_launcher_serves_https_with_a_ca_of_its_own() -> None:
-    with openstack_emulator(tls=True) as emu:
+def test_launcher_serves_https_with_the_given_certificate() -> None:
+    with openstack_emulator(tls=emulator_tls()) as emu:
         assert emu.base_url.startswith("https://127.0.0.1:")
         assert emu.config["auth_url"] == emu.auth_url
         assert f"ca-file = {emu.ca_file}" in emu.cloud_conf()

@@ -200,8 +200,8 @@ def test_ports_dropped_together_leave_exactly_the_new_listeners(
     cloud: AWSCloud, world: World, node_group: str
 ) -> None:
     """Two ports removed in one DeleteLoadBalancerListeners call (as upstream sends them),
-    against moto taught AWS's answer (aws_moto_elb.delete_listeners_by_port); a third ensure
-    finds nothing to change."""
+    against moto taught AWS's answer (kccm.emulators.aws.teachings.delete_listeners_by_port);
+    a third ensure finds nothing to change."""
     svc = service(((80, 30080), (85, 30085), (86, 30086)))
     lb = lb_of(cloud)
     lb.ensure_load_balancer("k", svc, nodes(world))

@@ -1,5 +1,6 @@
 """Network topology labels from DescribeInstanceTopology (upstream ``topology.go`` and
-``instances_v2.go`` ``getAdditionalLabels``), against moto taught the call (aws_moto.py)."""
+``instances_v2.go`` ``getAdditionalLabels``), against moto taught the call
+(kccm.emulators.aws.topology)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Fixtures of the openstack provider's unit tests: one OpenStack emulator per test module
-(``kccm.testing.openstack``, a real HTTP server in a subprocess), and per test a ``world``
+(``kccm.emulators.openstack``, a real HTTP server in a subprocess), and per test a ``world``
 that removes the servers the test added, clears its faults and checks that nothing was left
 behind (routes, ports, ...)."""
 
@@ -20,7 +20,7 @@ Sections = Mapping[str, Mapping[str, str | None]]
 @pytest.fixture(scope="module")
 def emulator() -> Iterator[Any]:
     """The module's emulator (Keystone, Nova, Neutron, Octavia on one loopback port)."""
-    launcher = pytest.importorskip("kccm.testing.openstack.launcher")
+    launcher = pytest.importorskip("kccm.emulators.openstack.launcher")
     with launcher.openstack_emulator() as emu:
         yield emu
 

@@ -12,12 +12,12 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from kccm.emulators.openstack.launcher import Emulator, start_emulator
 from kccm.providers.openstack.api import OpenStackAPI
 from kccm.providers.openstack.config import load_openstack_config
 from kccm.providers.openstack.loadbalancer import annotations as ann
 from kccm.providers.openstack.loadbalancer.balancers import OctaviaLoadBalancers
 from kccm.providers.openstack.loadbalancer.names import load_balancer_name
-from kccm.testing.openstack.launcher import Emulator, start_emulator
 
 CLUSTER = "kubernetes"
 SCALE = 0.02

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from kccm.emulators.vsphere.sessionmanager import FakeSessionManager
 from kccm.providers.vsphere import sharedsession
 from kccm.providers.vsphere.credentials import CredentialError
 from kccm.providers.vsphere.sharedsession import (
@@ -19,7 +20,6 @@ from kccm.providers.vsphere.sharedsession import (
     get_shared_token,
     safe_url,
 )
-from kccm.testing.sessionmanager import FakeSessionManager
 
 
 @pytest.fixture
