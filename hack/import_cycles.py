@@ -30,7 +30,12 @@ def imports_of(path: Path, name: str, known: set[str]) -> set[str]:
             if node.level:
                 anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
                 base = ".".join([*anchor, base] if base else anchor)
-            targets = [base] + [f"{base}.{alias.name}" for alias in node.names]
+            # ``from package import module`` imports the module (the package's __init__ has
+            # run already); ``from module import name`` imports the module itself
+            targets = [
+                f"{base}.{alias.name}" if f"{base}.{alias.name}" in known else base
+                for alias in node.names
+            ]
         else:
             continue
         found |= {target for target in targets if target in known}
