@@ -40,6 +40,7 @@ from kccm.providers.aws.nlboptions import (  # the annotations both kinds read
     SSL_PORTS,
     annotation_error,
     parse_bool,
+    upstream_parse_error,
 )
 from kccm.providers.aws.sgrules import Rule, icmp_mtu, source_ranges
 
@@ -229,7 +230,8 @@ def _annotations(service: Mapping[str, Any]) -> Mapping[str, str]:
 
 
 def _int32(annotations: Mapping[str, str], key: str, default: int | None) -> int | None:
-    """Upstream ``strconv.ParseInt(v, 10, 32)`` of a non-empty annotation."""
+    """Upstream ``strconv.ParseInt(v, 10, 32)`` of a non-empty annotation (aws.go
+    ``EnsureLoadBalancer`` at 63ec440c, lines 2586-2650), refused in upstream's words."""
     return int_annotation(
         annotations,
         key,
@@ -237,7 +239,7 @@ def _int32(annotations: Mapping[str, str], key: str, default: int | None) -> int
         on_invalid=OnInvalid.REFUSE,
         minimum=-(2**31),
         maximum=2**31 - 1,
-        error=annotation_error,
+        error=upstream_parse_error(annotations),
     )
 
 

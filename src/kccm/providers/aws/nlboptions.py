@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kccm.cloudprovider import InvalidServiceConfig
-from kccm.cloudprovider.annotations import OnInvalid, bool_annotation
+from kccm.cloudprovider.annotations import AnnotationError, OnInvalid, bool_annotation
 
 __all__ = [
     "NLBOptions",
@@ -89,12 +89,29 @@ def annotation_error(key: str, message: str) -> ServiceAnnotationError:
     return ServiceAnnotationError(message, key)
 
 
+def upstream_parse_error(annotations: Mapping[str, str]) -> AnnotationError:
+    """Upstream's refusal of an attribute annotation it cannot parse, word for word:
+    ``fmt.Errorf("error parsing service annotation: %s=%s", key, value)`` (aws.go
+    ``EnsureLoadBalancer``, aws_loadbalancer.go ``ensureLoadBalancerv2``)."""
+
+    def error(key: str, _problem: str) -> ServiceAnnotationError:
+        return ServiceAnnotationError(
+            f"error parsing service annotation: {key}={annotations[key]}", key
+        )
+
+    return error
+
+
 def parse_bool(annotations: Mapping[str, str], key: str) -> bool:
     """Upstream ``strconv.ParseBool`` of a non-empty annotation (false when unset); any other
     value fails the call naming the annotation, as upstream's "error parsing service
     annotation" does."""
     return bool_annotation(
-        annotations, key, False, on_invalid=OnInvalid.REFUSE, error=annotation_error
+        annotations,
+        key,
+        False,
+        on_invalid=OnInvalid.REFUSE,
+        error=upstream_parse_error(annotations),
     )
 
 

@@ -196,7 +196,7 @@ def test_source_ranges_as_upstreams_service_helper(
         pytest.param({P + "healthcheck-port": ""}, 'port: invalid value ""', id="hc-port-empty"),
         pytest.param(
             {P + "connection-idle-timeout": "4294967296"},
-            "from -2147483648 to 2147483647",
+            f"error parsing service annotation: {P}connection-idle-timeout=4294967296",
             id="int32-range",
         ),
     ],

@@ -231,13 +231,13 @@ def test_health_checks_like_upstream(
         ),
         pytest.param(
             _service({P + "cross-zone-load-balancing-enabled": "maybe"}),
-            'invalid value "maybe": want true or false',
+            f"error parsing service annotation: {P}cross-zone-load-balancing-enabled=maybe",
             id="bad-boolean",
         ),
         *[
             pytest.param(
                 _service({P + "cross-zone-load-balancing-enabled": value}),
-                f'invalid value "{value}": want true or false',
+                f"error parsing service annotation: {P}cross-zone-load-balancing-enabled={value}",
                 id=f"boolean-spelling-go-refuses-{value.strip()}",
             )
             for value in ("TrUe", " true", "yes")
