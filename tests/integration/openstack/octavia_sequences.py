@@ -424,6 +424,22 @@ SEQUENCES = [
         [
             CREATE_LB,
             Settle(),
+            # two Services joining a shared balancer, each sending the list it read plus its
+            # own tag: the second PUT is refused while the first is pending, and the same
+            # list sent again once ACTIVE replaces the first writer's (no compare-and-swap)
+            Call("PUT", LB + "/{lb}", {"loadbalancer": {"tags": [NAME, "kube_service_g1"]}}),
+            Call("PUT", LB + "/{lb}", {"loadbalancer": {"tags": [NAME, "kube_service_g2"]}}),
+            Settle(),
+            Call("PUT", LB + "/{lb}", {"loadbalancer": {"tags": [NAME, "kube_service_g2"]}}),
+            Settle(),
+            GET_LB,
+        ],
+        id="tags-last-put-wins",
+    ),
+    pytest.param(
+        [
+            CREATE_LB,
+            Settle(),
             CREATE_LISTENER,
             Settle(),
             Call(

@@ -32,10 +32,6 @@ SAFETY_NET = 60.0
 """Seconds a stopped sync waits for the other before the test fails (never reached when the
 interleaving is possible; it only turns a deadlock into a failure)."""
 
-pytestmark = pytest.mark.xfail(
-    strict=True, reason="issue 40 item 1: the shared-balancer race, reproduced before its fix"
-)
-
 LB_PATH = re.compile(r"/loadbalancers/[0-9a-f-]{36}$")
 
 
@@ -225,6 +221,7 @@ def test_two_guests_joining_at_once_are_both_counted(
             for role, svc in guests.items()
         }
     )
+    assert balancers.locks.held() == []
     refused = {role for role, r in results.items() if isinstance(r, Exception)}
     members = [g for role, g in guests.items() if role not in refused]
     try:

@@ -10,7 +10,9 @@ the nodes ask for (:mod:`.svcconf`, with the annotations read once by :mod:`.ann
 and write only the difference, so an unchanged Service costs no mutating call and anything
 removed behind kccm's back is made again. The
 ``load-balancer-id`` and ``load-balancer-address`` annotations are written back through the
-:class:`~.servicepatch.ServicePatcher`, exactly when upstream writes them.
+:class:`~.servicepatch.ServicePatcher`, exactly when upstream writes them. An ensure or a
+delete holds its balancer's lock (:mod:`.locks`) from the read its decisions rest on to its
+last write, so Services sharing a balancer take turns.
 
 Differences from upstream (docs/providers/openstack.md): a balancer in ``PENDING_*`` is
 waited for instead of failing the sync; a bad annotation value fails the sync naming it
@@ -24,6 +26,7 @@ from __future__ import annotations
 import ipaddress
 import logging
 from collections.abc import Mapping, Sequence
+from contextlib import ExitStack
 from typing import Any
 
 from kccm.cloudprovider import (
@@ -51,6 +54,7 @@ from kccm.providers.openstack.loadbalancer.listeners import (
     listener_key,
     listener_map,
 )
+from kccm.providers.openstack.loadbalancer.locks import BalancerLocks
 from kccm.providers.openstack.loadbalancer.lookup import by_id, by_name, find_for_service
 from kccm.providers.openstack.loadbalancer.monitors import ensure_monitor
 from kccm.providers.openstack.loadbalancer.names import (
@@ -112,6 +116,8 @@ class OctaviaLoadBalancers:
         self.octavia = Octavia(api, clock, self.opts.lb_provider)
         self.neutron = Neutron(api)
         self.patcher = patcher
+        self.locks = BalancerLocks()
+        """Ensures and deletes of one balancer take turns (:mod:`.locks`)."""
 
     def set_service_patcher(self, patcher: ServicePatcher | None) -> None:
         """Where the ``load-balancer-id``/``-address`` annotations go (``initialize``)."""
@@ -228,6 +234,15 @@ class OctaviaLoadBalancers:
             True,
         )
 
+    def _turn(self, turn: ExitStack, locked: str, lb: LB | None) -> LB | None:
+        """``lb`` as read while holding its lock: as found when ``locked`` (the lock held
+        before the lookup, the ``load-balancer-id``) is its ID, else read again once its
+        lock is held (``None``: it went meanwhile)."""
+        if lb is None or str(lb["id"]) == locked:
+            return lb
+        turn.enter_context(self.locks.hold(str(lb["id"])))
+        return by_id(self.octavia, str(lb["id"]))
+
     def _ensure(
         self, cluster: str, service: Service, nodes: Sequence[Node], written: dict[str, str]
     ) -> LoadBalancerStatus:
@@ -236,7 +251,27 @@ class OctaviaLoadBalancers:
         )
         members = filter_nodes(nodes, conf.node_selectors)
         conf.lb_name = load_balancer_name(cluster, service)
-        lb, owner, created = self._find_or_create(conf, cluster, service, members)
+        with ExitStack() as turn:
+            if conf.lb_id:
+                turn.enter_context(self.locks.hold(conf.lb_id))
+            found, owner, created = self._find_or_create(conf, cluster, service, members)
+            lb = found if created else self._turn(turn, conf.lb_id, found)
+            if lb is None:
+                raise CloudProviderError(f"load balancer {found['id']} went away; trying again")
+            return self._ensure_found(lb, owner, created, cluster, service, members, conf, written)
+
+    def _ensure_found(
+        self,
+        lb: LB,
+        owner: bool,
+        created: bool,
+        cluster: str,
+        service: Service,
+        members: Sequence[Node],
+        conf: ServiceConfig,
+        written: dict[str, str],
+    ) -> LoadBalancerStatus:
+        """The rest of upstream ``ensureOctaviaLoadBalancer``, holding the balancer's lock."""
         written[ann.LB_ID] = str(lb["id"])
         if lb.get("provisioning_status") != ACTIVE:
             lb = self.octavia.wait_active(str(lb["id"]))
@@ -253,10 +288,8 @@ class OctaviaLoadBalancers:
         else:
             address = ensure_floating_ip(self.neutron, cluster, service, lb, conf, owner)
         written[ann.ADDRESS] = address
-        if conf.support_tags and conf.lb_name not in (lb.get("tags") or ()):
-            self.octavia.update_load_balancer(
-                str(lb["id"]), {"tags": [*(lb.get("tags") or ()), conf.lb_name]}
-            )
+        if conf.support_tags:
+            self.octavia.update_tags(lb, lambda tags: with_tag(tags, conf.lb_name))
         status = self._status(service, conf, address)
         if self.opts.manage_security_groups:
             ensure_security_group(
@@ -368,5 +401,16 @@ class OctaviaLoadBalancers:
         """Upstream ``EnsureLoadBalancerDeleted``."""
         conf = config_for_delete(service, self.opts, self.octavia)
         conf.lb_name = load_balancer_name(cluster_name, service)
-        lb = find_for_service(self.octavia, cluster_name, service, conf.lb_id)
-        delete_for_service(self.octavia, self.neutron, lb, service, conf, self.opts.cascade_delete)
+        with ExitStack() as turn:
+            if conf.lb_id:
+                turn.enter_context(self.locks.hold(conf.lb_id))
+            found = find_for_service(self.octavia, cluster_name, service, conf.lb_id)
+            lb = self._turn(turn, conf.lb_id, found)
+            delete_for_service(
+                self.octavia, self.neutron, lb, service, conf, self.opts.cascade_delete
+            )
+
+
+def with_tag(tags: list[str], name: str) -> list[str] | None:
+    """Upstream's "add LB name to load balancer tags" (``None``: it is there already)."""
+    return None if name in tags else [*tags, name]

@@ -96,5 +96,12 @@ def delete_for_service(
         release_floating_ip(neutron, conf, lb)
     delete_load_balancer(octavia, lb, service, conf, whole, cascade)
     if not whole and tagged:
-        remaining = [t for t in tags if t != conf.lb_name] or [""]
-        octavia.update_load_balancer(str(lb["id"]), {"tags": remaining})
+        octavia.update_tags(lb, lambda now: without_tag(now, conf.lb_name))
+
+
+def without_tag(tags: list[str], name: str) -> list[str] | None:
+    """The tag list without ``name`` (``[""]`` for none left: an empty list would not
+    change the tags); ``None`` when ``name`` is not there."""
+    if name not in tags:
+        return None
+    return [t for t in tags if t != name] or [""]

@@ -10,7 +10,9 @@ version discovery (upstream ``pkg/util/openstack/loadbalancer.go`` v1.36.0).
 - A write answered ``409 Conflict`` (the balancer is immutable: ``PENDING_*``, someone else
   is changing it) waits for ``ACTIVE`` and is sent again, up to :data:`CONFLICT_RETRIES`
   times. Upstream fails the sync instead and lets the service controller retry it later;
-  waiting is the same outcome without a failed sync and its Warning event.
+  waiting is the same outcome without a failed sync and its Warning event. A tag list
+  (:meth:`Octavia.update_tags`) is made again from the balancer read then, as the change
+  that held the balancer may have been to its tags (Octavia replaces the list whole).
 - :meth:`Octavia.supports` is ``IsOctaviaFeatureSupported``: the last entry of the version
   discovery document (``GET <endpoint>/``) is the current API version, read once.
 
@@ -149,9 +151,12 @@ class Octavia:
         *,
         wait: bool = True,
         params: Mapping[str, Any] | None = None,
+        rebuild: Callable[[LB], Any] | None = None,
     ) -> Any:
-        """A mutating request on balancer ``lb_id``: 409 -> wait for ACTIVE and send again;
-        afterwards wait for ACTIVE (upstream's helpers all do)."""
+        """A mutating request on balancer ``lb_id``: 409 -> wait for ACTIVE and send again
+        (the body ``rebuild`` makes of the balancer then read, when given: ``None`` means
+        nothing is left to send); afterwards wait for ACTIVE (upstream's helpers all do)."""
+        result = None
         for attempt in range(CONFLICT_RETRIES + 1):
             try:
                 result = self.api.request(
@@ -164,7 +169,11 @@ class Octavia:
                 log.info(
                     "%s on load balancer %s: 409 (%s); waiting for ACTIVE", operation, lb_id, err
                 )
-                self.wait_active(lb_id)
+                fresh = self.wait_active(lb_id)
+                if rebuild is not None:
+                    body = rebuild(fresh)
+                    if body is None:
+                        break
             except OpenStackNotFound:
                 if method != "DELETE":
                     raise
@@ -285,6 +294,34 @@ class Octavia:
             {"loadbalancer": changes},
             "update_loadbalancer",
             wait=False,
+        )
+        return self.wait_active(lb_id)
+
+    def update_tags(self, lb: LB, edit: Callable[[list[str]], list[str] | None], **also: Any) -> LB:
+        """Upstream ``UpdateLoadBalancerTags`` as a read-modify-write: ``edit`` makes the new
+        list from ``lb``'s (``None``: no change, and no request unless ``also`` has changes
+        sent with it). A ``PUT`` refused with 409 (someone else is changing the balancer,
+        maybe its tags) is edited again from the balancer read once it is ``ACTIVE``, never
+        sent again with the list read before. Returns the balancer as it then is."""
+        lb_id = str(lb["id"])
+
+        def body(current: LB) -> dict[str, Any] | None:
+            tags = edit(list(current.get("tags") or ()))
+            changes = dict(also) if tags is None else {**also, "tags": tags}
+            return {"loadbalancer": changes} if changes else None
+
+        first = body(lb)
+        if first is None:
+            return lb
+        log.info("Updating load balancer %s: %s", lb_id, first["loadbalancer"])
+        self._write(
+            lb_id,
+            "PUT",
+            f"/loadbalancers/{lb_id}",
+            first,
+            "update_loadbalancer",
+            wait=False,
+            rebuild=body,
         )
         return self.wait_active(lb_id)
 

@@ -78,5 +78,4 @@ def rename_load_balancer(octavia: Octavia, lb: LB, lb_name: str, cluster: str) -
             "tags": _retag(list(listener.get("tags") or ()), cluster),
         }
         octavia.update_listener(lb_id, str(listener["id"]), changes)
-    tags = _retag(list(lb.get("tags") or ()), cluster)
-    return octavia.update_load_balancer(lb_id, {"name": lb_name, "tags": tags})
+    return octavia.update_tags(lb, lambda tags: _retag(tags, cluster), name=lb_name)
