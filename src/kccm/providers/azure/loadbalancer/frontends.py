@@ -1,0 +1,129 @@
+"""A Service's frontend: its public IP (made or adopted first) or its place in a subnet
+(cloud-provider-azure v1.36.5 ``azure_loadbalancer.go`` ``reconcileFrontendIPConfigs``'
+``addNewFIPOfService``, ``reconcilePublicIPs``/``reconcilePublicIP``)."""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+from collections.abc import Sequence
+
+from kccm.cloudprovider import InvalidServiceConfig, Service
+from kccm.providers.azure.loadbalancer.annotations import ServiceAnnotations
+from kccm.providers.azure.loadbalancer.armapi import ArmApi, read_modify_write
+from kccm.providers.azure.loadbalancer.lbrules import Json
+from kccm.providers.azure.loadbalancer.names import LBSettings, frontend_name
+from kccm.providers.azure.loadbalancer.pips import (
+    choose_pip_name,
+    desired_pip,
+    release_plan,
+    service_ipv4,
+)
+
+__all__ = ["PublicIPs", "internal_frontend", "public_frontend", "release_public_ips"]
+
+log = logging.getLogger(__name__)
+
+
+class PublicIPs:
+    """The public IPs of one resource group, listed once per call."""
+
+    def __init__(self, arm: ArmApi, settings: LBSettings, ann: ServiceAnnotations) -> None:
+        self.arm = arm
+        self.settings = settings
+        self.group = ann.pip_resource_group or settings.resource_group
+        self._listed: list[Json] | None = None
+
+    def all(self) -> list[Json]:
+        if self._listed is None:
+            self._listed = self.arm.list(self.settings.pips_path(self.group))
+        return self._listed
+
+    def find(self, name: str) -> Json | None:
+        return next((p for p in self.all() if str(p.get("name", "")).lower() == name.lower()), None)
+
+    def path(self, name: str) -> str:
+        return self.settings.pip_path(self.group, name)
+
+
+def public_frontend(
+    pips: PublicIPs, cluster: str, service: Service, ann: ServiceAnnotations
+) -> tuple[Json, Json]:
+    """The Service's public IP, made or brought to what it should be (``ensurePublicIPExists``),
+    and the frontend naming it."""
+    settings = pips.settings
+    name, must_exist = choose_pip_name(settings, cluster, service, ann, pips.all())
+    path = pips.path(name)
+
+    def change(current: Json | None) -> Json | None:
+        body, changed = desired_pip(settings, cluster, service, ann, name, current, must_exist)
+        return body if changed else None
+
+    pip, _ = read_modify_write(pips.arm, path, change, known=pips.find(name))
+    if pip is None:
+        raise InvalidServiceConfig("", f"public IP {name} not found")
+    if not (pip.get("properties") or {}).get("ipAddress"):
+        pip = pips.arm.get(path) or pip
+    frontend = {
+        "name": frontend_name(service, None),
+        "properties": {"publicIPAddress": {"id": pip.get("id") or path}},
+    }
+    return frontend, pip
+
+
+def release_public_ips(
+    pips: PublicIPs, cluster: str, service: Service, ann: ServiceAnnotations, *, want_lb: bool
+) -> int:
+    """``reconcilePublicIP``: untag or delete the Service's public IPs it no longer wants
+    (none but the wanted one while it has a public balancer); the number of calls made."""
+    wanted = ""
+    if want_lb and not ann.internal:
+        wanted = choose_pip_name(pips.settings, cluster, service, ann, pips.all())[0]
+    deletes, updates = release_plan(
+        service, ann, pips.all(), cluster, want_lb=want_lb, wanted_name=wanted
+    )
+    for pip in updates:
+        pips.arm.put(pips.path(str(pip["name"])), pip, if_match=pip.get("etag"))
+    for pip in deletes:
+        log.info("azure: deleting public IP %s of %s", pip.get("name"), pips.group)
+        pips.arm.delete(pips.path(str(pip["name"])))
+    return len(updates) + len(deletes)
+
+
+def _in_subnet(address: str, subnet: Json) -> bool:
+    """``ipInSubnet``."""
+    props = subnet.get("properties") or {}
+    prefixes = [props.get("addressPrefix"), *(props.get("addressPrefixes") or ())]
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return False
+    for prefix in prefixes:
+        if prefix and ip in ipaddress.ip_network(str(prefix), strict=False):
+            return True
+    return False
+
+
+def _ingress(service: Service) -> Sequence[str]:
+    status = ((service.get("status") or {}).get("loadBalancer") or {}).get("ingress") or ()
+    return [str(item.get("ip")) for item in status if item.get("ip")]
+
+
+def internal_frontend(
+    arm: ArmApi, settings: LBSettings, service: Service, ann: ServiceAnnotations
+) -> Json:
+    """The frontend in the Service's subnet: the loadBalancerIP, else the address the Service
+    has now if it lies in the subnet, else one ARM picks."""
+    subnet_name = ann.internal_subnet or settings.subnet_name
+    subnet = arm.get(settings.subnet_path(subnet_name))
+    if subnet is None:
+        raise InvalidServiceConfig("", f"failed to get subnet: {settings.vnet_name}/{subnet_name}")
+    props: Json = {"subnet": {"id": subnet.get("id") or settings.subnet_path(subnet_name)}}
+    address = service_ipv4(service, ann)
+    if not address:
+        address = next((ip for ip in _ingress(service) if _in_subnet(ip, subnet)), "")
+    if address:
+        props.update(privateIPAllocationMethod="Static", privateIPAddress=address)
+    else:
+        props["privateIPAllocationMethod"] = "Dynamic"
+    return {"name": frontend_name(service, ann.internal_subnet), "properties": props}

@@ -1,0 +1,221 @@
+"""The azure balancer against an in-memory ARM: what an ensure makes (named as upstream
+names it), that an unchanged ensure writes nothing, that changes and drift are repaired, and
+that a delete leaves nothing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from azlb_fake_arm import COMPUTE, NET, FakeArm, seed_network, seed_vm, seed_vmss, service, settings
+
+from kccm.cloudprovider import InvalidServiceConfig
+from kccm.providers.azure.loadbalancer import AzureLoadBalancers
+
+CLUSTER = "kubernetes"
+LB = f"{NET}/loadBalancers/kubernetes"
+ILB = f"{NET}/loadBalancers/kubernetes-internal"
+NSG = f"{NET}/networkSecurityGroups/nsg"
+BASE = "a6f1b2c3d00004000800000000000000"
+PIP = f"{NET}/publicIPAddresses/kubernetes-{BASE}"
+POOL = f"{LB}/backendAddressPools/kubernetes"
+
+
+@pytest.fixture
+def arm() -> FakeArm:
+    fake = FakeArm()
+    seed_network(fake)
+    return fake
+
+
+@pytest.fixture
+def nodes(arm: FakeArm) -> list[dict[str, Any]]:
+    return [seed_vm(arm, "vm-0", "10.0.1.4"), seed_vm(arm, "vm-1", "10.0.1.5")]
+
+
+def _lbs(arm: FakeArm, **changes: Any) -> AzureLoadBalancers:
+    return AzureLoadBalancers(arm, settings(**changes))
+
+
+def _names(body: dict[str, Any], key: str) -> list[str]:
+    return [item["name"] for item in body["properties"].get(key) or ()]
+
+
+def _nic_pools(arm: FakeArm, vm: str) -> list[str]:
+    nic = arm.resource(f"{NET}/networkInterfaces/{vm}-nic")
+    config = nic["properties"]["ipConfigurations"][0]["properties"]
+    return [p["id"] for p in config.get("loadBalancerBackendAddressPools") or ()]
+
+
+def _nsg_rules(arm: FakeArm) -> dict[str, dict[str, Any]]:
+    rules = arm.resource(NSG)["properties"]["securityRules"]
+    return {rule["name"]: rule["properties"] for rule in rules}
+
+
+def test_create_makes_what_upstream_makes(arm: FakeArm, nodes: list[dict[str, Any]]) -> None:
+    status = _lbs(arm).ensure_load_balancer(CLUSTER, service(), nodes)
+    pip = arm.resource(PIP)
+    assert [i.ip for i in status.ingress] == [pip["properties"]["ipAddress"]]
+    assert pip["tags"] == {"k8s-azure-service": "default/web", "k8s-azure-cluster-name": CLUSTER}
+    assert pip["sku"] == {"name": "Standard"}
+    lb = arm.resource(LB)
+    assert lb["sku"] == {"name": "Standard"}
+    assert _names(lb, "frontendIPConfigurations") == [BASE]
+    assert _names(lb, "backendAddressPools") == [CLUSTER]
+    assert _names(lb, "probes") == [f"{BASE}-TCP-80"]
+    assert _names(lb, "loadBalancingRules") == [f"{BASE}-TCP-80"]
+    rule = lb["properties"]["loadBalancingRules"][0]["properties"]
+    assert rule["enableFloatingIP"] is True
+    assert rule["enableTcpReset"] is True
+    assert rule["idleTimeoutInMinutes"] == 4
+    assert rule["frontendPort"] == 80
+    assert rule["probe"]["id"] == f"{LB}/probes/{BASE}-TCP-80"
+    probe = lb["properties"]["probes"][0]["properties"]
+    assert probe == {"port": 30080, "protocol": "Tcp", "intervalInSeconds": 5, "probeThreshold": 2}
+    assert _nic_pools(arm, "vm-0") == [POOL]
+    assert _nic_pools(arm, "vm-1") == [POOL]
+    rules = _nsg_rules(arm)
+    name = "k8s-azure-lb_allow_IPv4_d39272f7f57ed937951650d93992ad77"
+    assert list(rules) == [name]
+    assert rules[name]["sourceAddressPrefix"] == "Internet"
+    assert rules[name]["destinationAddressPrefix"] == pip["properties"]["ipAddress"]
+    assert rules[name]["destinationPortRanges"] == ["80"]
+    assert rules[name]["priority"] == 500
+
+
+def test_unchanged_ensure_writes_nothing(arm: FakeArm, nodes: list[dict[str, Any]]) -> None:
+    lbs = _lbs(arm)
+    first = lbs.ensure_load_balancer(CLUSTER, service(), nodes)
+    arm.calls.clear()
+    again = lbs.ensure_load_balancer(CLUSTER, service(), nodes)
+    assert again == first
+    assert arm.mutating() == []
+
+
+def test_port_change_replaces_rule_probe_and_nsg_rule(
+    arm: FakeArm, nodes: list[dict[str, Any]]
+) -> None:
+    lbs = _lbs(arm)
+    lbs.ensure_load_balancer(CLUSTER, service(), nodes)
+    lbs.ensure_load_balancer(CLUSTER, service(ports=(("TCP", 8080, 30081),)), nodes)
+    lb = arm.resource(LB)
+    assert _names(lb, "loadBalancingRules") == [f"{BASE}-TCP-8080"]
+    assert _names(lb, "probes") == [f"{BASE}-TCP-8080"]
+    rules = _nsg_rules(arm)
+    assert [r["destinationPortRanges"] for r in rules.values()] == [["8080"]]
+
+
+def test_nodes_join_and_leave_the_pool(arm: FakeArm, nodes: list[dict[str, Any]]) -> None:
+    lbs = _lbs(arm)
+    lbs.ensure_load_balancer(CLUSTER, service(), nodes[:1])
+    assert _nic_pools(arm, "vm-0") == [POOL]
+    assert _nic_pools(arm, "vm-1") == []
+    lbs.update_load_balancer(CLUSTER, service(), nodes)
+    assert _nic_pools(arm, "vm-1") == [POOL]
+    lbs.update_load_balancer(CLUSTER, service(), nodes[1:])
+    assert _nic_pools(arm, "vm-0") == []
+    assert _nic_pools(arm, "vm-1") == [POOL]
+
+
+def test_scale_set_vms_join_through_the_model(arm: FakeArm) -> None:
+    vmss_nodes = seed_vmss(arm, "pool1", 2)
+    _lbs(arm, vm_type="vmss").ensure_load_balancer(CLUSTER, service(), vmss_nodes)
+    scale_set = arm.resource(f"{COMPUTE}/virtualMachineScaleSets/pool1")
+    nic = scale_set["properties"]["virtualMachineProfile"]["networkProfile"]
+    config = nic["networkInterfaceConfigurations"][0]["properties"]["ipConfigurations"][0]
+    assert config["properties"]["loadBalancerBackendAddressPools"] == [{"id": POOL}]
+    lb = arm.resource(LB)
+    members = lb["properties"]["backendAddressPools"][0]["properties"]["backendIPConfigurations"]
+    assert len(members) == 2
+
+
+def test_source_ranges_make_their_own_rule_and_deny_all(
+    arm: FakeArm, nodes: list[dict[str, Any]]
+) -> None:
+    deny = {"service.beta.kubernetes.io/azure-deny-all-except-load-balancer-source-ranges": "true"}
+    svc = service(annotations=deny, loadBalancerSourceRanges=["10.0.0.0/8"])
+    _lbs(arm).ensure_load_balancer(CLUSTER, svc, nodes)
+    rules = _nsg_rules(arm)
+    allow = "k8s-azure-lb_allow_IPv4_2e80b3cfd2a6a84924746e76e404cce0"
+    assert sorted(rules) == sorted([allow, "k8s-azure-lb_deny-all_IPv4"])
+    assert rules[allow]["sourceAddressPrefix"] == "10.0.0.0/8"
+    assert rules["k8s-azure-lb_deny-all_IPv4"]["priority"] == 4095
+
+
+def test_internal_service_uses_the_internal_balancer(
+    arm: FakeArm, nodes: list[dict[str, Any]]
+) -> None:
+    internal = {"service.beta.kubernetes.io/azure-load-balancer-internal": "true"}
+    lbs = _lbs(arm)
+    lbs.ensure_load_balancer(CLUSTER, service(), nodes)
+    status = lbs.ensure_load_balancer(CLUSTER, service(annotations=internal), nodes)
+    ilb = arm.resource(ILB)
+    fip = ilb["properties"]["frontendIPConfigurations"][0]["properties"]
+    assert [i.ip for i in status.ingress] == [fip["privateIPAddress"]]
+    assert fip["subnet"]["id"].endswith("/subnets/nodes")
+    assert LB.lower() not in arm.store
+    assert PIP.lower() not in arm.store
+
+
+def test_local_policy_probes_the_health_check_node_port(
+    arm: FakeArm, nodes: list[dict[str, Any]]
+) -> None:
+    svc = service(externalTrafficPolicy="Local", healthCheckNodePort=32000)
+    _lbs(arm).ensure_load_balancer(CLUSTER, svc, nodes)
+    probe = arm.resource(LB)["properties"]["probes"][0]
+    assert probe["name"] == f"{BASE}-TCP-32000"
+    assert probe["properties"]["protocol"] == "Http"
+    assert probe["properties"]["requestPath"] == "/healthz"
+
+
+def test_delete_leaves_nothing(arm: FakeArm, nodes: list[dict[str, Any]]) -> None:
+    lbs = _lbs(arm)
+    lbs.ensure_load_balancer(CLUSTER, service(), nodes)
+    lbs.ensure_load_balancer_deleted(CLUSTER, service())
+    assert LB.lower() not in arm.store
+    assert PIP.lower() not in arm.store
+    assert _nsg_rules(arm) == {}
+    assert _nic_pools(arm, "vm-0") == []
+    assert _nic_pools(arm, "vm-1") == []
+    assert lbs.get_load_balancer(CLUSTER, service()) == (None, False)
+
+
+def test_drift_is_repaired(arm: FakeArm, nodes: list[dict[str, Any]]) -> None:
+    lbs = _lbs(arm)
+    lbs.ensure_load_balancer(CLUSTER, service(), nodes)
+    lb = arm.resource(LB)
+    lb["properties"]["loadBalancingRules"][0]["properties"]["frontendPort"] = 81
+    arm.put(LB, lb, if_match=None)
+    lbs.ensure_load_balancer(CLUSTER, service(), nodes)
+    assert (
+        arm.resource(LB)["properties"]["loadBalancingRules"][0]["properties"]["frontendPort"] == 80
+    )
+
+
+def test_upstreams_objects_are_adopted_without_writes(
+    arm: FakeArm, nodes: list[dict[str, Any]]
+) -> None:
+    lbs = _lbs(arm)
+    lbs.ensure_load_balancer(CLUSTER, service(), nodes)
+    address = arm.resource(PIP)["properties"]["ipAddress"]
+    adopter = _lbs(arm)
+    arm.calls.clear()
+    status = adopter.ensure_load_balancer(CLUSTER, service(), nodes)
+    assert [i.ip for i in status.ingress] == [address]
+    assert arm.mutating() == []
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        "service.beta.kubernetes.io/azure-pls-create",
+        "service.beta.kubernetes.io/azure-load-balancer-configurations",
+        "service.beta.kubernetes.io/azure-pip-prefix-id",
+    ],
+)
+def test_refused_annotation_fails_naming_it(
+    arm: FakeArm, nodes: list[dict[str, Any]], key: str
+) -> None:
+    with pytest.raises(InvalidServiceConfig, match=key):
+        _lbs(arm).ensure_load_balancer(CLUSTER, service(annotations={key: "x"}), nodes)
+    assert arm.mutating() == []
