@@ -43,6 +43,7 @@ __all__ = [
     "ReadOptions",
     "annotations_of",
     "bool_annotation",
+    "choice_annotation",
     "duration_annotation",
     "int_annotation",
 ]
@@ -118,6 +119,27 @@ def duration_annotation(
     """Annotation ``key`` read with ``time.ParseDuration``, in seconds; ``default`` when not
     set."""
     return _read(annotations, key, default, parse_duration, DURATION_ACCEPTED, options)
+
+
+def choice_annotation(
+    annotations: Mapping[str, str],
+    key: str,
+    default: D,
+    choices: Mapping[str, T],
+    **options: Unpack[ReadOptions],
+) -> T | D:
+    """Annotation ``key`` read as exactly one of ``choices``' spellings (case-sensitive, no
+    trimming), giving that spelling's value; ``default`` when not set. For upstream code that
+    compares the text itself, such as OCCM's ``getBoolFromServiceAnnotation`` (only ``true``
+    and ``false``) or its proxy-protocol ``switch``."""
+
+    def parse(text: str) -> T:
+        if text not in choices:
+            raise ValueError(text)
+        return choices[text]
+
+    accepted = "one of " + ", ".join(choices)
+    return _read(annotations, key, default, parse, accepted, options)
 
 
 def _range_text(minimum: int | None, maximum: int | None) -> str:

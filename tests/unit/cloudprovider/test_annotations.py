@@ -11,6 +11,7 @@ from kccm.cloudprovider.annotations import (
     OnInvalid,
     annotations_of,
     bool_annotation,
+    choice_annotation,
     duration_annotation,
     int_annotation,
 )
@@ -156,3 +157,30 @@ def test_a_default_of_none_means_unset() -> None:
         assert int_annotation({KEY: "x"}, KEY, None, on_invalid=OnInvalid.FALLBACK) is None
     [warning] = list(warnings)
     assert warning.message.endswith("; using the default unset")
+
+
+CHOICES = {"true": True, "false": False}
+
+
+@pytest.mark.parametrize(
+    ("value", "want", "warned"),
+    [
+        pytest.param("true", True, False, id="true"),
+        pytest.param("false", False, False, id="false"),
+        pytest.param("True", None, True, id="other-case-is-invalid"),
+        pytest.param("1", None, True, id="parsebool-spelling-is-invalid"),
+        pytest.param("", None, True, id="empty-is-invalid-when-presence-tested"),
+    ],
+)
+def test_choice_reads_exact_spellings_only(value: str, want: bool | None, warned: bool) -> None:
+    with collect_service_warnings() as warnings:
+        got = choice_annotation(
+            {KEY: value}, KEY, None, CHOICES, on_invalid=OnInvalid.FALLBACK, empty_is_unset=False
+        )
+    assert got is want
+    assert [w.message for w in warnings] == (
+        [f'annotation {KEY}: invalid value "{value}": want one of true, false; using the default '
+         "unset"]
+        if warned
+        else []
+    )

@@ -126,7 +126,7 @@ def test_the_emulators_refusals_fail_the_ensure_with_the_kind(
 @pytest.mark.parametrize(
     ("annotations", "key"),
     [
-        pytest.param({LB + "timeout-client-data": "long"}, LB + "timeout-client-data", id="int"),
+        pytest.param({LB + "class": "nope"}, LB + "class", id="unknown-class"),
         pytest.param({LB + "lb-method": "RANDOM"}, LB + "lb-method", id="choice"),
     ],
 )

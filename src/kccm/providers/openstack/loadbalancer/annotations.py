@@ -7,23 +7,29 @@ Names are upstream's (``pkg/openstack/loadbalancer.go`` v1.36.0, the ``ServiceAn
 constants; documented in docs/openstack-cloud-controller-manager/
 expose-applications-using-loadbalancer-type-service.md).
 
-One deliberate difference: upstream's ``getBoolFromServiceAnnotation`` and
-``getIntFromServiceAnnotation`` fall back to the default on a value they cannot parse (a log
-line nobody reads). kccm refuses the Service instead, with an error that names the
-annotation and the value (:class:`LBAnnotationError`), so a typo never silently changes a
-balancer. A value that cannot be read is kept as its error (:class:`Parsed`) and raised where
-the balancer code uses it, so the order in which the checks fail is upstream's, and the lenient
-deletion path can take a default instead.
+Each value is parsed exactly as upstream parses it, and a value upstream cannot parse gives
+upstream's default: booleans are only ``true`` and ``false`` (``getBoolFromServiceAnnotation``
+compares the text; ``True``, ``1`` or ``yes`` give the default), integers are
+``strconv.Atoi`` (``getIntFromServiceAnnotation``), proxy-protocol is ``true``, ``v1``,
+``v2`` or ``false`` (``getProxyProtocolFromServiceAnnotation``: anything else is off). Where
+upstream falls back silently (a log line), kccm falls back the same way and says so with a
+``Warning`` Event (reason ``InvalidAnnotation``) naming the annotation, its value and the
+value used (:mod:`kccm.cloudprovider.annotations`, ``OnInvalid.FALLBACK``). A value is read
+where the balancer code uses it (:meth:`Parsed.get`), since only there is the default known
+(a ``[LoadBalancer]`` option for some). The one value kccm refuses is an ``lb-method``
+Octavia does not know: upstream sends it and Octavia answers 400 at the pool; kccm refuses it
+before any write (:class:`LBAnnotationError`).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar, cast
 
 from kccm.cloudprovider import InvalidServiceConfig, Service
+from kccm.cloudprovider.annotations import OnInvalid, choice_annotation, int_annotation
 
 __all__ = [
     "ADDRESS",
@@ -48,8 +54,10 @@ __all__ = [
     "MEMBER_SUBNET_ID",
     "NETWORK_ID",
     "NODE_SELECTOR",
+    "OCCM_BOOLS",
     "PORT_ID",
     "PROXY_PROTOCOL",
+    "PROXY_VERSIONS",
     "SOURCE_RANGES",
     "SUBNET_ID",
     "TIMEOUT_CLIENT_DATA",
@@ -60,6 +68,7 @@ __all__ = [
     "X_FORWARDED_FOR",
     "LBAnnotationError",
     "Parsed",
+    "Reader",
     "ServiceAnnotations",
     "read_annotations",
 ]
@@ -117,25 +126,28 @@ class LBAnnotationError(InvalidServiceConfig):
 
 
 T = TypeVar("T")
+Reader = Callable[[Mapping[str, str], str, Any], Any]
+"""Reads annotation ``key`` of the mapping with the given default (upstream's rule)."""
 
 
 @dataclass(frozen=True)
 class Parsed(Generic[T]):
-    """One annotation as read: absent, a value, or the error its text is."""
+    """One annotation as found (``text`` None: absent), read with upstream's rule on use."""
 
-    present: bool = False
-    value: T | None = None
-    error: LBAnnotationError | None = None
+    key: str = ""
+    text: str | None = None
+    read: Reader | None = None
+
+    @property
+    def present(self) -> bool:
+        return self.text is not None
 
     def get(self, default: T) -> T:
-        """The value (``default`` when the annotation is absent); a refused text raises."""
-        if self.error is not None:
-            raise self.error
-        return cast(T, self.value) if self.present else default
-
-    def lenient(self, default: T, refused: T) -> T:
-        """As :meth:`get`, but ``refused`` instead of raising (a Service being deleted)."""
-        return refused if self.error is not None else self.get(default)
+        """The value as upstream reads it; ``default`` when absent or (with a Warning Event)
+        when upstream cannot parse it; an ``lb-method`` Octavia refuses raises."""
+        if self.text is None or self.read is None:
+            return default
+        return cast(T, self.read({self.key: self.text}, self.key, default))
 
 
 @dataclass(frozen=True)
@@ -191,45 +203,56 @@ class ServiceAnnotations:
         return result
 
 
-def _parsed(values: Mapping[str, str], key: str, parse: Any) -> Any:
-    if key not in values:
-        return Parsed()
-    try:
-        return Parsed(True, parse(key, values[key]))
-    except LBAnnotationError as err:
-        return Parsed(error=err)
+def _parsed(values: Mapping[str, str], key: str, read: Reader) -> Any:
+    return Parsed(key, values.get(key), read)
 
 
-def _bool(key: str, value: str) -> bool:
-    """Upstream ``getBoolFromServiceAnnotation``: exactly ``true`` or ``false`` (upstream logs
-    anything else and uses the default; kccm refuses it)."""
-    if value in ("true", "false"):
-        return value == "true"
-    raise LBAnnotationError(f"annotation {key}: {value!r} is not a boolean (true or false)")
+OCCM_BOOLS = {"true": True, "false": False}
+"""``getBoolFromServiceAnnotation``: a ``switch`` on exactly these two texts."""
+PROXY_VERSIONS: dict[str, str | None] = {
+    "true": "PROXY",
+    "v1": "PROXY",
+    "v2": "PROXYV2",
+    "false": None,
+}
+"""``getProxyProtocolFromServiceAnnotation``: these texts; anything else is off (``nil``)."""
 
 
-def _int(key: str, value: str) -> int:
-    """Upstream ``getIntFromServiceAnnotation`` (``strconv.Atoi``): a decimal integer (upstream
-    uses the default for anything else; kccm refuses it)."""
-    text = value[1:] if value[:1] in "+-" else value
-    if not text or not text.isascii() or not text.isdigit():
-        raise LBAnnotationError(f"annotation {key}: {value!r} is not an integer")
-    return int(value)
+def _bool(values: Mapping[str, str], key: str, default: bool) -> bool:
+    """Upstream ``getBoolFromServiceAnnotation``: ``true`` or ``false``; anything else (an
+    empty value too: it tests presence) is the default."""
+    return choice_annotation(
+        values, key, default, OCCM_BOOLS, on_invalid=OnInvalid.FALLBACK, empty_is_unset=False
+    )
 
 
-def _proxy(key: str, value: str) -> str | None:
+def _int(values: Mapping[str, str], key: str, default: int) -> int:
+    """Upstream ``getIntFromServiceAnnotation``: ``strconv.Atoi`` (a sign, decimal digits, 64
+    bits); anything else (an empty value too) is the default."""
+    return int_annotation(values, key, default, on_invalid=OnInvalid.FALLBACK, empty_is_unset=False)
+
+
+def _proxy(values: Mapping[str, str], key: str, default: str | None) -> str | None:
     """Upstream ``getProxyProtocolFromServiceAnnotation``: ``PROXY`` for ``true``/``v1``,
-    ``PROXYV2`` for ``v2``, ``None`` for ``false``; anything else is an error."""
-    versions = {"true": "PROXY", "v1": "PROXY", "v2": "PROXYV2", "false": None}
-    if value not in versions:
-        raise LBAnnotationError(f"annotation {key}: {value!r} is not one of true, v1, v2, false")
-    return versions[value]
+    ``PROXYV2`` for ``v2``, off for ``false`` and for anything else (upstream's default,
+    ``"false"``, is what the warning names)."""
+    spelling = choice_annotation(
+        values,
+        key,
+        "false",
+        {text: text for text in PROXY_VERSIONS},
+        on_invalid=OnInvalid.FALLBACK,
+        empty_is_unset=False,
+    )
+    return PROXY_VERSIONS[spelling]
 
 
 _LB_METHODS = ("ROUND_ROBIN", "LEAST_CONNECTIONS", "SOURCE_IP", "SOURCE_IP_PORT")
 
 
-def _lb_method(key: str, value: str) -> str:
+def _lb_method(values: Mapping[str, str], key: str, default: str) -> str:
+    """Upstream passes the text to Octavia, which refuses a method it does not know (400)."""
+    value = values[key]
     if value and value not in _LB_METHODS:
         raise LBAnnotationError(
             f"annotation {key}: {value!r} is not one of {', '.join(_LB_METHODS)}"

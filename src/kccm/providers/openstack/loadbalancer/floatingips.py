@@ -156,8 +156,8 @@ def release_floating_ip(neutron: Neutron, conf: ServiceConfig, lb: Obj) -> None:
     """The floating IP part of upstream ``ensureLoadBalancerDeleted``: delete the VIP port's
     floating IP if a cloud provider made it, unless ``keep-floatingip`` (a floating IP the
     user brought stays, attached to nothing once the port is gone)."""
-    if conf.annotations.keep_floating_ip.lenient(False, refused=True):
-        return  # a bad value never fails a deletion: kept
+    if conf.annotations.keep_floating_ip.get(False):
+        return  # a value upstream cannot parse is false there too: deleted
     port_id = str(lb.get("vip_port_id") or "")
     if not port_id:
         return

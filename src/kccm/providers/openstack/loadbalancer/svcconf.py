@@ -5,9 +5,9 @@
 
 Precedence is upstream's: annotation, then the ``[LoadBalancerClass]`` named by
 ``loadbalancer.openstack.org/class``, then ``[LoadBalancer]``; for the floating network the
-class comes first. The annotations come parsed (:mod:`.annotations`); a bad value raises its
-:class:`~.annotations.LBAnnotationError` where upstream reads it, so the first problem upstream
-would meet is the one reported.
+class comes first. The annotations come from :mod:`.annotations`, each read where upstream
+reads it (a value upstream cannot parse gives its default, with a Warning Event), so the
+first problem upstream would meet is the one reported.
 """
 
 from __future__ import annotations
@@ -152,10 +152,11 @@ def _network_id(notes: ServiceAnnotations, opts: LoadBalancerOpts, classes: Clas
 
 
 def _internal(notes: ServiceAnnotations, opts: LoadBalancerOpts) -> bool:
+    """Upstream ``checkService``: ``internal-lb`` forces it (the annotation is only logged
+    there, so kccm does not read it either); else the annotation, default ``internal-lb``."""
     if opts.internal_lb:
-        notes.internal.get(False)  # still refuse a bad value
         return True
-    return notes.internal.get(False)
+    return notes.internal.get(opts.internal_lb)
 
 
 def _floating(
@@ -270,13 +271,13 @@ def config_for_update(
 
 
 def config_for_delete(service: Service, opts: LoadBalancerOpts, octavia: Octavia) -> ServiceConfig:
-    """Upstream ``checkServiceDelete`` (lenient: a Service going away is never refused)."""
+    """Upstream ``checkServiceDelete`` (nothing read here can refuse a deletion)."""
     notes = read_annotations(service)
     conf = ServiceConfig(annotations=notes)
     conf.lb_id = notes.lb_id
     conf.support_tags = octavia.supports("tags")
-    conf.keep_client_ip = notes.x_forwarded_for.lenient(False, refused=False)
-    conf.proxy_protocol = notes.proxy_protocol.lenient(None, refused=None)
+    conf.keep_client_ip = notes.x_forwarded_for.get(False)
+    conf.proxy_protocol = notes.proxy_protocol.get(None)
     conf.tls_container_ref = _or(notes.tls_container_ref, opts.default_tls_container_ref)
     return conf
 
