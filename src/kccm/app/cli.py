@@ -39,6 +39,7 @@ Usage:
   kccm dev up [--check]      a dev cluster: etcd, kube-apiserver, kube-controller-manager
   kccm local --help          the local provider's state: instances, load balancers, VIPs
   kccm explain service NAMESPACE/NAME | node NAME   what the leader knows (why pending?)
+  kccm explain openstack-annotations [NAMESPACE]    before leaving OCCM: annotations read otherwise
 """
 MARKDOWN_INTRO = """\
 # kccm flags

@@ -1,4 +1,6 @@
-"""``kccm explain service NAMESPACE/NAME | node NAME``: ask the leader kccm what it knows.
+"""``kccm explain service NAMESPACE/NAME | node NAME``: ask the leader kccm what it knows;
+``kccm explain openstack-annotations [NAMESPACE]``: before switching from OCCM, what kccm would
+read differently on the cluster's Services (:mod:`kccm.app.explain_preflight`, no kccm needed).
 
 The leader is found through the Lease (``holderIdentity`` is ``<hostname>_<uuid>`` and a pod's
 hostname is its name) and reached through the apiserver's pod proxy
@@ -21,6 +23,12 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from kccm.app.explain import EXPLAIN_PATH
+from kccm.app.explain_preflight import (
+    PREFLIGHT_KIND,
+    PreflightError,
+    ask_preflight,
+    render_preflight,
+)
 from kccm.app.explain_rules import class_owners
 from kccm.app.explain_text import render
 from kccm.kube.client import KubeApiClient
@@ -40,6 +48,9 @@ and why it failed, the eligible nodes, the balancer as the cloud sees it, the ca
 Usage:
   kccm explain service NAMESPACE/NAME [flags]
   kccm explain node NAME [flags]
+  kccm explain openstack-annotations [NAMESPACE] [flags]
+      before switching from OCCM v1.36.0: the LoadBalancer Services' annotations kccm reads
+      differently (or that OCCM did not use either); needs only "list services", no kccm
 
 Flags:
   -o, --output string                 text or json (default "text")
@@ -64,7 +75,7 @@ _VALUED = {
     "--port": "port",
 }
 _BOOLS = {"--insecure-skip-tls-verify": "insecure", "-h": "help", "--help": "help"}
-KINDS = ("service", "node")
+KINDS = ("service", "node", PREFLIGHT_KIND)
 
 
 class UsageError(Exception):
@@ -136,7 +147,11 @@ def _check(args: ExplainArgs, positional: list[str]) -> None:
     kind, names = positional[0], positional[1:]
     if kind not in KINDS:
         raise UsageError(f'unknown command "{kind}" for "{COMMAND}"')
-    if len(names) != 1:
+    if kind == PREFLIGHT_KIND:
+        if len(names) > 1:
+            raise UsageError(f'"{COMMAND} {kind}" accepts at most 1 arg(s), received {len(names)}')
+        names = names or [""]  # every namespace
+    elif len(names) != 1:
         raise UsageError(f'"{COMMAND} {kind}" accepts 1 arg(s), received {len(names)}')
     target = names[0]
     if kind == "service" and (target.count("/") != 1 or "" in target.split("/")):
@@ -303,6 +318,12 @@ def _not_found(exc: NotFound) -> str:
     return str(answer.get("error") or message) if isinstance(answer, dict) else message
 
 
+async def _answer(args: ExplainArgs) -> dict[str, Any]:
+    if args.kind == PREFLIGHT_KIND:
+        return await ask_preflight(_config(replace(args, endpoint="")), args.target)
+    return await _ask(args)
+
+
 def run_explain(
     argv: Sequence[str], *, stdout: TextIO | None = None, stderr: TextIO | None = None
 ) -> int:
@@ -316,12 +337,14 @@ def run_explain(
         print(EXPLAIN_USAGE, end="", file=out)
         return 0
     try:
-        answer = asyncio.run(_ask(args))
-    except ExplainError as exc:
+        answer = asyncio.run(_answer(args))
+    except (ExplainError, PreflightError) as exc:
         print(f"Error: {exc}", file=err)
         return 1
     if args.output == "json":
         print(json.dumps(answer, indent=2, sort_keys=True), file=out)
+    elif args.kind == PREFLIGHT_KIND:
+        print(render_preflight(answer), file=out)
     else:
         print(render(answer), file=out)
     return 0

@@ -156,6 +156,11 @@ def test_class_owners(leases: list[dict[str, Any]], serving: dict[str, str], non
         pytest.param(["node", "a", "--bogus"], "unknown flag: --bogus", id="unknown-flag"),
         pytest.param(["node", "a", "-o", "yaml"], "text or json", id="unknown-output"),
         pytest.param(["node", "a", "--kubeconfig"], "flag needs an argument", id="flag-value"),
+        pytest.param(
+            ["openstack-annotations", "a", "b"],
+            "accepts at most 1 arg(s), received 2",
+            id="preflight-one-namespace",
+        ),
     ],
 )
 def test_arguments_are_refused_by_name_with_exit_2(argv: list[str], error: str) -> None:
@@ -171,6 +176,18 @@ def test_flags_in_either_form_and_the_help() -> None:
     out = io.StringIO()
     assert run_explain(["--help"], stdout=out) == 0
     assert "kccm explain service NAMESPACE/NAME" in out.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("argv", "namespace"),
+    [
+        pytest.param(["openstack-annotations"], "", id="every-namespace"),
+        pytest.param(["openstack-annotations", "shop", "-o", "json"], "shop", id="one-namespace"),
+    ],
+)
+def test_the_preflight_takes_an_optional_namespace(argv: list[str], namespace: str) -> None:
+    args = parse(argv)
+    assert (args.kind, args.target) == ("openstack-annotations", namespace)
 
 
 def test_explain_is_a_sub_command_not_the_daemon(capsys: pytest.CaptureFixture[str]) -> None:

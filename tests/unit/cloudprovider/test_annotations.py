@@ -178,9 +178,7 @@ def test_choice_reads_exact_spellings_only(value: str, want: bool | None, warned
             {KEY: value}, KEY, None, CHOICES, on_invalid=OnInvalid.FALLBACK, empty_is_unset=False
         )
     assert got is want
+    wanted = f'annotation {KEY}: invalid value "{value}": want one of true, false'
     assert [w.message for w in warnings] == (
-        [f'annotation {KEY}: invalid value "{value}": want one of true, false; using the default '
-         "unset"]
-        if warned
-        else []
+        [f"{wanted}; using the default unset"] if warned else []
     )

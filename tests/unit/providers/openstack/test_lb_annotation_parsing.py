@@ -79,18 +79,15 @@ PROXY_SPELLINGS = [
     ("", None, True),
 ]
 
-ROWS = (
-    [
-        pytest.param(field, key, text, want, GET_BOOL, id=f"{field}-{text!r}")
-        for field, key in BOOLS.items()
-        for text, want in BOOL_SPELLINGS
-    ]
-    + [
-        pytest.param(field, key, text, want, GET_INT, id=f"{field}-{text!r}")
-        for field, key in INTS.items()
-        for text, want in INT_SPELLINGS
-    ]
-)
+ROWS = [
+    pytest.param(field, key, text, want, GET_BOOL, id=f"{field}-{text!r}")
+    for field, key in BOOLS.items()
+    for text, want in BOOL_SPELLINGS
+] + [
+    pytest.param(field, key, text, want, GET_INT, id=f"{field}-{text!r}")
+    for field, key in INTS.items()
+    for text, want in INT_SPELLINGS
+]
 
 
 def _default(upstream: str) -> Any:

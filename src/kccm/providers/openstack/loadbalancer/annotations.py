@@ -51,6 +51,7 @@ __all__ = [
     "KEEP_FLOATING_IP",
     "LB_ID",
     "LB_METHOD",
+    "LB_METHODS",
     "MEMBER_SUBNET_ID",
     "NETWORK_ID",
     "NODE_SELECTOR",
@@ -247,15 +248,15 @@ def _proxy(values: Mapping[str, str], key: str, default: str | None) -> str | No
     return PROXY_VERSIONS[spelling]
 
 
-_LB_METHODS = ("ROUND_ROBIN", "LEAST_CONNECTIONS", "SOURCE_IP", "SOURCE_IP_PORT")
+LB_METHODS = ("ROUND_ROBIN", "LEAST_CONNECTIONS", "SOURCE_IP", "SOURCE_IP_PORT")
 
 
 def _lb_method(values: Mapping[str, str], key: str, default: str) -> str:
     """Upstream passes the text to Octavia, which refuses a method it does not know (400)."""
     value = values[key]
-    if value and value not in _LB_METHODS:
+    if value and value not in LB_METHODS:
         raise LBAnnotationError(
-            f"annotation {key}: {value!r} is not one of {', '.join(_LB_METHODS)}"
+            f"annotation {key}: {value!r} is not one of {', '.join(LB_METHODS)}"
         )
     return value
 
