@@ -113,6 +113,7 @@ def lb_settings(config: AzureConfig) -> LBSettings:
         exclude_master_from_standard_lb=True if exclude is None else exclude,
         disable_outbound_snat=bool(config.disable_outbound_snat),
         tags=config.tags,
+        tags_map=dict(config.tags_map or {}),
         system_tags=config.system_tags,
         network_subscription_id=config.network_resource_subscription_id,
     )

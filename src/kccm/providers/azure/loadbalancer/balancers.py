@@ -23,12 +23,16 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 from kccm.cloudprovider import (
+    InvalidServiceConfig,
     LoadBalancerIngress,
     LoadBalancerStatus,
     Node,
     Service,
+    StillProvisioning,
     default_load_balancer_name,
 )
+from kccm.cloudprovider.servicewarnings import warn_service
+from kccm.providers.azure.loadbalancer import annotations as A
 from kccm.providers.azure.loadbalancer.annotations import ServiceAnnotations, read_annotations
 from kccm.providers.azure.loadbalancer.armapi import (
     ATTEMPTS,
@@ -103,7 +107,7 @@ class AzureLoadBalancers:
         pips = PublicIPs(self.arm, self.settings, ann)
         try:
             name = choose_pip_name(self.settings, cluster_name, service, ann, pips.all())[0]
-        except ValueError:
+        except InvalidServiceConfig:
             return None, False
         return (None, True) if pips.find(name) is not None else (None, False)
 
@@ -139,6 +143,12 @@ class AzureLoadBalancers:
         self, cluster_name: str, service: Service, nodes: Sequence[Node]
     ) -> LoadBalancerStatus:
         ann = read_annotations(service)
+        if ann.text(A.LB_MODE) is not None and self.settings.standard:
+            warn_service(
+                "IgnoredAnnotation",
+                f"single standard load balancer doesn't work with annotation {A.LB_MODE}, "
+                "would ignore it",
+            )
         internal = ann.internal
         lb_name = self._lb_name(cluster_name, internal)
         pips = PublicIPs(self.arm, self.settings, ann)
@@ -153,7 +163,7 @@ class AzureLoadBalancers:
                 lb = self.arm.get(self.settings.lb_path(lb_name)) or lb
         status = self._status(lb, service, ann, internal)
         if status is None:
-            raise LookupError(f"no address yet for {service.get('metadata', {}).get('name')}")
+            raise StillProvisioning(f"load balancer {lb_name}: the frontend has no address yet")
         addresses = [item.ip for item in status.ingress]
         dsts = node_addresses(nodes) if ann.disable_floating_ip else addresses
         with self._locked(self.settings.nsg_path()):

@@ -185,7 +185,7 @@ def remove_service(lb: Json, service: Service) -> bool:
 
 def ensure_tags(lb: Json, settings: LBSettings) -> bool:
     """``ensureLoadBalancerTagged``: the config's ``tags`` on the balancer."""
-    wanted = parse_tags(settings.tags)
+    wanted = parse_tags(settings.tags, settings.tags_map)
     if not wanted:
         return False
     tags, changed = reconcile_tags(dict(lb.get("tags") or {}), wanted, settings.system_tags)

@@ -11,7 +11,8 @@ characters (``cloudprovider.DefaultLoadBalancerName``); its frontend is ``base``
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from kccm.cloudprovider import Service, default_load_balancer_name
 
@@ -50,6 +51,7 @@ class LBSettings:
     exclude_master_from_standard_lb: bool = True
     disable_outbound_snat: bool = False
     tags: str = ""
+    tags_map: Mapping[str, str] = field(default_factory=dict)
     system_tags: str = ""
     network_subscription_id: str = ""
 

@@ -128,7 +128,7 @@ def _bind(pip: Json, name: str) -> bool:
 def _wanted_tags(settings: LBSettings, ann: ServiceAnnotations, pip: Json) -> dict[str, str]:
     """``ensurePIPTagged``: the config's tags, the annotation's over them, and the
     cluster, service and DNS tags the public IP has."""
-    wanted = parse_tags(settings.tags)
+    wanted = parse_tags(settings.tags, settings.tags_map)
     for key, value in parse_tags(ann.pip_tags or "").items():
         same = find_key(wanted, key)
         wanted[same if same is not None else key] = value

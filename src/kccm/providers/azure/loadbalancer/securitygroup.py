@@ -82,7 +82,7 @@ def reconcile_security_group(
         if control is not None and not ann.disable_nsg_rule:
             control.patch(helper, list(dsts))
         group, changed = helper.result()
-        wanted = parse_tags(settings.tags)
+        wanted = parse_tags(settings.tags, settings.tags_map)
         if wanted:
             tags, retagged = reconcile_tags(
                 dict(group.get("tags") or {}), wanted, settings.system_tags

@@ -219,3 +219,73 @@ def test_refused_annotation_fails_naming_it(
     with pytest.raises(InvalidServiceConfig, match=key):
         _lbs(arm).ensure_load_balancer(CLUSTER, service(annotations={key: "x"}), nodes)
     assert arm.mutating() == []
+
+
+OTHER = "99999999-0000-4000-8000-000000000009"
+
+
+def test_deleting_one_service_keeps_the_others(arm: FakeArm, nodes: list[dict[str, Any]]) -> None:
+    lbs = _lbs(arm)
+    lbs.ensure_load_balancer(CLUSTER, service(), nodes)
+    other = service(uid=OTHER, name="api", ports=(("TCP", 443, 30443),))
+    kept = lbs.ensure_load_balancer(CLUSTER, other, nodes)
+    lbs.ensure_load_balancer_deleted(CLUSTER, service())
+    lb = arm.resource(LB)
+    assert _names(lb, "frontendIPConfigurations") == ["a99999999000040008000000000000000"[:32]]
+    assert _nic_pools(arm, "vm-0") == [POOL]
+    rules = _nsg_rules(arm)
+    assert [r["destinationAddressPrefix"] for r in rules.values()] == [kept.ingress[0].ip]
+    assert lbs.get_load_balancer(CLUSTER, other) == (kept, True)
+
+
+def test_a_users_public_ip_is_used_and_left_alone(
+    arm: FakeArm, nodes: list[dict[str, Any]]
+) -> None:
+    mine = f"{NET}/publicIPAddresses/my-ip"
+    arm.seed(
+        mine,
+        {
+            "location": "westus",
+            "sku": {"name": "Standard"},
+            "tags": {"owner": "me"},
+            "properties": {
+                "ipAddress": "20.1.2.3",
+                "publicIPAddressVersion": "IPv4",
+                "publicIPAllocationMethod": "Static",
+            },
+        },
+    )
+    svc = service(annotations={"service.beta.kubernetes.io/azure-pip-name": "my-ip"})
+    lbs = _lbs(arm)
+    status = lbs.ensure_load_balancer(CLUSTER, svc, nodes)
+    assert [i.ip for i in status.ingress] == ["20.1.2.3"]
+    assert ("PUT", mine) not in arm.calls
+    lbs.ensure_load_balancer_deleted(CLUSTER, svc)
+    assert arm.resource(mine)["tags"] == {"owner": "me"}
+    assert LB.lower() not in arm.store
+
+
+def test_basic_sku(arm: FakeArm, nodes: list[dict[str, Any]]) -> None:
+    _lbs(arm, load_balancer_sku="basic").ensure_load_balancer(CLUSTER, service(), nodes)
+    assert arm.resource(LB)["sku"] == {"name": "Basic"}
+    assert "sku" not in arm.resource(PIP)
+    rule = arm.resource(LB)["properties"]["loadBalancingRules"][0]["properties"]
+    assert "enableTcpReset" not in rule
+
+
+def test_dns_label_and_pip_tags(arm: FakeArm, nodes: list[dict[str, Any]]) -> None:
+    svc = service(
+        annotations={
+            "service.beta.kubernetes.io/azure-dns-label-name": "web",
+            "service.beta.kubernetes.io/azure-pip-tags": "team=a",
+        }
+    )
+    lbs = _lbs(arm)
+    lbs.ensure_load_balancer(CLUSTER, svc, nodes)
+    pip = arm.resource(PIP)
+    assert pip["properties"]["dnsSettings"] == {"domainNameLabel": "web"}
+    assert pip["tags"]["k8s-azure-dns-label-service"] == "default/web"
+    assert pip["tags"]["team"] == "a"
+    arm.calls.clear()
+    lbs.ensure_load_balancer(CLUSTER, svc, nodes)
+    assert arm.mutating() == []
