@@ -12,10 +12,8 @@ finished) or is waiting for the provider's lock on that balancer (the lock's deb
 
 from __future__ import annotations
 
-import logging
 import re
-import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,11 +24,9 @@ from kccm.cloudprovider import CloudProviderError
 from kccm.providers.openstack.api import OpenStackConflict
 from kccm.providers.openstack.loadbalancer.balancers import OctaviaLoadBalancers
 from kccm.providers.openstack.loadbalancer.names import load_balancer_name
+from kccm.testing.interleave import Interleaving, Stop
 
 LOCKS_LOGGER = "kccm.providers.openstack.loadbalancer.locks"
-SAFETY_NET = 60.0
-"""Seconds a stopped sync waits for the other before the test fails (never reached when the
-interleaving is possible; it only turns a deadlock into a failure)."""
 
 LB_PATH = re.compile(r"/loadbalancers/[0-9a-f-]{36}$")
 
@@ -55,114 +51,24 @@ class ByService:
         return {**svc, "metadata": {**svc["metadata"], "annotations": values}}
 
 
-@dataclass(frozen=True)
-class Stop:
-    """Sync ``role`` stops before its first ``method`` on the balancer (``tags``: a ``PUT``
-    carrying tags; ``read``: after its first ``GET``) until one of ``until`` is reached
-    (``<role>:read``, ``<role>:done``, ``<role>:waits``)."""
+def watch(order: Interleaving, balancers: OctaviaLoadBalancers) -> None:
+    """Points of ``balancers``' Octavia requests on a balancer: ``read`` after a ``GET``
+    (and a stop there), ``tags`` before a ``PUT`` carrying tags, the method before others."""
+    api = balancers.octavia.api
+    send = api.request
 
-    role: str
-    method: str
-    until: tuple[str, ...]
+    def request(service_type: str, method: str, path: str, **kw: Any) -> Any:
+        on_lb = service_type == "load-balancer" and bool(LB_PATH.search(path))
+        if on_lb:
+            body = (kw.get("json") or {}).get("loadbalancer") or {}
+            order.before("tags" if method == "PUT" and "tags" in body else method)
+        answer = send(service_type, method, path, **kw)
+        if on_lb and method == "GET":
+            order.mark("read")
+            order.before("read")
+        return answer
 
-
-class Interleaving:
-    """The points reached by the syncs, and the stops that wait for them."""
-
-    def __init__(self, stops: tuple[Stop, ...]) -> None:
-        self.stops = {s.role: s for s in stops}
-        self.reached: set[str] = set()
-        self.stopped: set[str] = set()
-        self.cond = threading.Condition()
-        self.local = threading.local()
-
-    @property
-    def role(self) -> str:
-        return str(getattr(self.local, "role", ""))
-
-    def mark(self, point: str) -> None:
-        if not self.role:
-            return
-        with self.cond:
-            self.reached.add(f"{self.role}:{point}")
-            self.cond.notify_all()
-
-    def maybe_stop(self, method: str, body: Any) -> None:
-        stop = self.stops.get(self.role)
-        is_tags = method == "PUT" and "tags" in ((body or {}).get("loadbalancer") or {})
-        if stop is None or self.role in self.stopped:
-            return
-        if stop.method != ("tags" if is_tags else method):
-            return
-        self.stopped.add(self.role)
-        with self.cond:
-            met = self.cond.wait_for(lambda: self.reached & set(stop.until), SAFETY_NET)
-        assert met, f"{self.role} waited in vain for one of {stop.until}"
-
-    def hook(self, balancers: OctaviaLoadBalancers) -> None:
-        """Watch ``balancers``' Octavia requests and its lock's waits."""
-        api = balancers.octavia.api
-        send = api.request
-
-        def request(service: str, method: str, path: str, **kw: Any) -> Any:
-            if service == "load-balancer" and LB_PATH.search(path):
-                self.maybe_stop(method, kw.get("json"))
-            answer = send(service, method, path, **kw)
-            if service == "load-balancer" and method == "GET" and LB_PATH.search(path):
-                self.mark("read")
-                self.maybe_stop("read", None)
-            return answer
-
-        api.request = request  # type: ignore[method-assign]
-
-    def run(self, syncs: Mapping[str, Callable[[], Any]]) -> dict[str, Any]:
-        """Each sync in its own thread; what each returned or raised."""
-        results: dict[str, Any] = {}
-
-        def body(role: str, sync: Callable[[], Any]) -> None:
-            self.local.role = role
-            try:
-                results[role] = sync()
-            except Exception as err:  # the test looks at it
-                results[role] = err
-            finally:
-                self.mark("done")
-
-        threads = [threading.Thread(target=body, args=item) for item in syncs.items()]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join(SAFETY_NET * 2)
-        assert not any(t.is_alive() for t in threads), "a sync never finished"
-        return results
-
-
-class _LockWaits(logging.Handler):
-    def __init__(self, order: Interleaving) -> None:
-        super().__init__(logging.DEBUG)
-        self.order = order
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.order.mark("waits")
-
-
-@pytest.fixture
-def order_log() -> Iterator[Callable[[Interleaving], None]]:
-    """Lets an Interleaving see the provider's lock waits (logged at DEBUG)."""
-    logger = logging.getLogger(LOCKS_LOGGER)
-    handlers: list[logging.Handler] = []
-    level = logger.level
-    logger.setLevel(logging.DEBUG)
-
-    def attach(order: Interleaving) -> None:
-        handler = _LockWaits(order)
-        handlers.append(handler)
-        logger.addHandler(handler)
-
-    yield attach
-    for handler in handlers:
-        logger.removeHandler(handler)
-    logger.setLevel(level)
+    api.request = request  # type: ignore[method-assign]
 
 
 def _provider(world: LBWorld, patcher: ByService, **lb: str) -> OctaviaLoadBalancers:
@@ -200,7 +106,7 @@ JOINS = [
 
 @pytest.mark.parametrize(("max_shared", "joined"), JOINS)
 def test_two_guests_joining_at_once_are_both_counted(
-    world: LBWorld, order_log: Callable[[Interleaving], None], max_shared: str, joined: int
+    world: LBWorld, max_shared: str, joined: int
 ) -> None:
     patcher = ByService()
     balancers = _provider(world, patcher, **{"max-shared-lb": max_shared})
@@ -213,14 +119,14 @@ def test_two_guests_joining_at_once_are_both_counted(
     order = Interleaving(
         (Stop("g1", "tags", ("g2:read", "g2:waits")), Stop("g2", "tags", ("g1:read", "g1:waits")))
     )
-    order.hook(balancers)
-    order_log(order)
-    results = order.run(
-        {
-            role: lambda svc=svc: balancers.ensure_load_balancer(CLUSTER, svc, world.nodes)
-            for role, svc in guests.items()
-        }
-    )
+    watch(order, balancers)
+    with order.lock_log(LOCKS_LOGGER):
+        results = order.run(
+            {
+                role: lambda svc=svc: balancers.ensure_load_balancer(CLUSTER, svc, world.nodes)
+                for role, svc in guests.items()
+            }
+        )
     assert balancers.locks.held() == []
     refused = {role for role, r in results.items() if isinstance(r, Exception)}
     members = [g for role, g in guests.items() if role not in refused]
@@ -244,7 +150,7 @@ def _guest_listener_alive(balancers: OctaviaLoadBalancers, port: int) -> bool:
 
 
 def test_owner_deleted_while_a_guest_joins_leaves_the_guest_a_balancer(
-    world: LBWorld, order_log: Callable[[Interleaving], None]
+    world: LBWorld,
 ) -> None:
     patcher = ByService()
     balancers = _provider(world, patcher, **{"max-shared-lb": "3"})
@@ -258,14 +164,14 @@ def test_owner_deleted_while_a_guest_joins_leaves_the_guest_a_balancer(
             Stop("owner", "read", ("guest:done", "guest:waits")),
         )
     )
-    order.hook(balancers)
-    order_log(order)
-    results = order.run(
-        {
-            "owner": lambda: balancers.ensure_load_balancer_deleted(CLUSTER, owner),
-            "guest": lambda: balancers.ensure_load_balancer(CLUSTER, guest, world.nodes),
-        }
-    )
+    watch(order, balancers)
+    with order.lock_log(LOCKS_LOGGER):
+        results = order.run(
+            {
+                "owner": lambda: balancers.ensure_load_balancer_deleted(CLUSTER, owner),
+                "guest": lambda: balancers.ensure_load_balancer(CLUSTER, guest, world.nodes),
+            }
+        )
     try:
         assert results["owner"] is None
         assert not isinstance(results["guest"], Exception), results["guest"]
