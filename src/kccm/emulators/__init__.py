@@ -1,8 +1,9 @@
 """The clouds kccm's providers are tested against: one emulator per cloud, one shape.
 
 ``kccm.emulators.openstack`` (Keystone, Nova, Neutron, Octavia on one aiohttp port),
-``kccm.emulators.vsphere`` (govmomi's vcsim, built from ``hack/vcsim`` by ``make vcsim``) and
-``kccm.emulators.aws`` (moto's server with kccm's teachings). Each runs as a child process
+``kccm.emulators.vsphere`` (govmomi's vcsim, built from ``hack/vcsim`` by ``make vcsim``),
+``kccm.emulators.aws`` (moto's server with kccm's teachings) and ``kccm.emulators.azure``
+(ADFS sign-in, ARM Compute and Network, IMDS on aiohttp). Each runs as a child process
 on a port of its own (:mod:`kccm.emulators.process`: ``python -m kccm.emulators.<cloud>``, or
 the built binary), is awaited until it says it listens, and offers a :class:`CloudEmulator`:
 its URL, the calls it answered, per-call faults, a leak check and a stop.

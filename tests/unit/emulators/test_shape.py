@@ -17,6 +17,7 @@ import pytest
 import kccm.emulators
 from kccm.emulators import CloudEmulator
 from kccm.emulators.aws import MotoEmulator, start_moto
+from kccm.emulators.azure import AzureEmulator, start_azure
 from kccm.emulators.openstack import Emulator, start_emulator
 from kccm.emulators.process import EmulatorProcess
 from kccm.emulators.vsphere import Vcsim, VcsimError, start_vcsim
@@ -25,6 +26,7 @@ REPO = Path(__file__).resolve().parents[3]
 
 EMULATORS: dict[str, tuple[type[Any], Callable[[], Any]]] = {
     "aws": (MotoEmulator, start_moto),
+    "azure": (AzureEmulator, start_azure),
     "openstack": (Emulator, start_emulator),
     "vsphere": (Vcsim, start_vcsim),
 }

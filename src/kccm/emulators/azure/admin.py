@@ -1,0 +1,216 @@
+"""The emulator's own test API under ``/_emu/`` (no token; never logged, never faulted):
+
+- ``GET /_emu/config``; ``PATCH /_emu/config`` sets ``lro_delay``, ``page_size``,
+  ``token_ttl``, ``zones`` and ``extra_api_versions``; ``POST /_emu/clients`` registers a
+  client (``client_id``, ``secret``, ``federated_subjects``); ``POST /_emu/resource-groups``;
+- ``POST /_emu/vms`` and ``POST /_emu/vmss`` seed (see :mod:`kccm.emulators.azure.seed`);
+  ``PUT /_emu/power`` (``id``, ``state``); ``POST /_emu/delete-vm`` (``id``); ``PUT
+  /_emu/imds`` (``id``: the VM the metadata service answers for);
+- ``GET /_emu/resource?id=`` (a resource as ARM renders it, without a logged call);
+- ``GET /_emu/requests?since=N``, ``GET /_emu/seq``; ``GET|POST|DELETE /_emu/faults``;
+  ``POST /_emu/expire-tokens``; ``POST /_emu/settle`` (pending operations complete now);
+  ``GET /_emu/state`` (what a test may have left behind).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from aiohttp import web
+
+from kccm.emulators.azure import seed
+from kccm.emulators.azure.addresses import ip_configurations
+from kccm.emulators.azure.errors import ArmError
+from kccm.emulators.azure.faults import add_fault
+from kccm.emulators.azure.rest import WORLD, json_body, reply
+from kccm.emulators.azure.store import render, settle_all
+from kccm.emulators.azure.world import DEFAULTS, World
+
+__all__ = ["config", "routes", "state"]
+
+routes = web.RouteTableDef()
+
+STATE_TYPES = {
+    "loadBalancers": "Microsoft.Network/loadBalancers",
+    "publicIPAddresses": "Microsoft.Network/publicIPAddresses",
+    "networkInterfaces": "Microsoft.Network/networkInterfaces",
+    "networkSecurityGroups": "Microsoft.Network/networkSecurityGroups",
+    "routeTables": "Microsoft.Network/routeTables",
+    "virtualNetworks": "Microsoft.Network/virtualNetworks",
+    "virtualMachines": "Microsoft.Compute/virtualMachines",
+    "availabilitySets": "Microsoft.Compute/availabilitySets",
+    "virtualMachineScaleSets": "Microsoft.Compute/virtualMachineScaleSets",
+    "scaleSetInstances": "Microsoft.Compute/virtualMachineScaleSets/virtualMachines",
+}
+
+
+def config(world: World) -> dict[str, Any]:
+    return {
+        **DEFAULTS,
+        "base_url": world.base_url,
+        "imds_url": world.imds_url,
+        "subscription": world.subscription,
+        "location": world.location,
+        "zones": list(world.zones),
+        "lro_delay": world.lro_delay,
+        "page_size": world.page_size,
+        "token_ttl": world.token_ttl,
+        "extra_api_versions": sorted(world.extra_api_versions),
+    }
+
+
+@routes.get("/_emu/config")
+async def get_config(request: web.Request) -> web.Response:
+    return reply(config(request.app[WORLD]))
+
+
+@routes.patch("/_emu/config")
+async def set_config(request: web.Request) -> web.Response:
+    world, body = request.app[WORLD], await json_body(request)
+    if "lro_delay" in body:
+        world.lro_delay = float(body["lro_delay"])
+    if "page_size" in body:
+        world.page_size = max(1, int(body["page_size"]))
+    if "token_ttl" in body:
+        world.token_ttl = float(body["token_ttl"])
+    if "zones" in body:
+        world.zones = [str(z) for z in body["zones"]]
+    if "extra_api_versions" in body:
+        world.extra_api_versions = {str(v) for v in body["extra_api_versions"]}
+    return reply(config(world))
+
+
+@routes.post("/_emu/clients")
+async def post_client(request: web.Request) -> web.Response:
+    world, body = request.app[WORLD], await json_body(request)
+    client_id = str(body["client_id"])
+    world.clients[client_id] = str(body.get("secret", ""))
+    if body.get("federated_subjects"):
+        world.federated_subjects[client_id] = {str(s) for s in body["federated_subjects"]}
+    return reply({"client_id": client_id}, 201)
+
+
+@routes.post("/_emu/resource-groups")
+async def post_group(request: web.Request) -> web.Response:
+    world, body = request.app[WORLD], await json_body(request)
+    world.add_group(str(body["name"]))
+    return reply({"name": body["name"]}, 201)
+
+
+@routes.post("/_emu/vms")
+async def post_vm(request: web.Request) -> web.Response:
+    return reply(seed.add_vm(request.app[WORLD], await json_body(request)), 201)
+
+
+@routes.post("/_emu/vmss")
+async def post_vmss(request: web.Request) -> web.Response:
+    return reply(seed.add_vmss(request.app[WORLD], await json_body(request)), 201)
+
+
+@routes.put("/_emu/power")
+async def put_power(request: web.Request) -> web.Response:
+    body = await json_body(request)
+    return reply(seed.set_power(request.app[WORLD], str(body["id"]), str(body["state"])))
+
+
+@routes.post("/_emu/delete-vm")
+async def post_delete_vm(request: web.Request) -> web.Response:
+    body = await json_body(request)
+    seed.delete_vm(request.app[WORLD], str(body["id"]))
+    return web.Response(status=204)
+
+
+@routes.put("/_emu/imds")
+async def put_imds(request: web.Request) -> web.Response:
+    world, body = request.app[WORLD], await json_body(request)
+    if world.get(str(body["id"])) is None:
+        raise ArmError(404, "ResourceNotFound", f"No VM {body['id']}.")
+    world.imds_vm = str(body["id"])
+    return reply({"id": world.imds_vm})
+
+
+@routes.get("/_emu/resource")
+async def get_resource(request: web.Request) -> web.Response:
+    world = request.app[WORLD]
+    found = world.get(request.query.get("id", ""))
+    if found is None:
+        raise ArmError(404, "ResourceNotFound", f"No resource {request.query.get('id')}.")
+    return reply(render(world, found, True))
+
+
+@routes.get("/_emu/requests")
+async def get_requests(request: web.Request) -> web.Response:
+    since = int(request.query.get("since", "0"))
+    return reply([entry for entry in request.app[WORLD].requests if entry["seq"] > since])
+
+
+@routes.get("/_emu/seq")
+async def get_seq(request: web.Request) -> web.Response:
+    return reply({"seq": request.app[WORLD].seq})
+
+
+@routes.get("/_emu/faults")
+async def get_faults(request: web.Request) -> web.Response:
+    return reply([dataclasses.asdict(f) for f in request.app[WORLD].faults])
+
+
+@routes.post("/_emu/faults")
+async def post_fault(request: web.Request) -> web.Response:
+    fault = add_fault(request.app[WORLD], await json_body(request))
+    return reply(dataclasses.asdict(fault), 201)
+
+
+@routes.delete("/_emu/faults")
+async def clear_faults(request: web.Request) -> web.Response:
+    request.app[WORLD].faults.clear()
+    return web.Response(status=204)
+
+
+@routes.post("/_emu/expire-tokens")
+async def expire_tokens(request: web.Request) -> web.Response:
+    return reply({"expired": request.app[WORLD].expire_tokens()})
+
+
+@routes.post("/_emu/settle")
+async def post_settle(request: web.Request) -> web.Response:
+    return reply({"settled": settle_all(request.app[WORLD])})
+
+
+def _children(world: World, type_: str, prop: str) -> list[str]:
+    return sorted(
+        f"{obj['name']}/{item['name']}"
+        for obj in world.of_type(type_)
+        for item in obj["properties"].get(prop) or []
+    )
+
+
+def state(world: World) -> dict[str, list[str]]:
+    """What tests make and must remove: every resource by type, and the parts a provider
+    changes inside seeded ones (security rules, routes, subnets, pool memberships)."""
+    found = {
+        label: sorted(str(o["id"]) for o in world.of_type(type_))
+        for label, type_ in STATE_TYPES.items()
+    }
+    found["securityRules"] = _children(world, STATE_TYPES["networkSecurityGroups"], "securityRules")
+    found["routes"] = sorted(
+        f"{rt['name']}/{r['name']}: {r['properties'].get('addressPrefix')} -> "
+        f"{r['properties'].get('nextHopIpAddress', r['properties'].get('nextHopType'))}"
+        for rt in world.of_type(STATE_TYPES["routeTables"])
+        for r in rt["properties"].get("routes") or []
+    )
+    found["subnets"] = _children(world, STATE_TYPES["virtualNetworks"], "subnets")
+    found["poolMembers"] = sorted(
+        f"{ipc_id} -> {pool['id']}"
+        for ipc_id, props in ip_configurations(world)
+        for pool in props.get("loadBalancerBackendAddressPools") or []
+    )
+    found["pendingOperations"] = sorted(
+        op.id for op in world.operations.values() if op.status == "InProgress"
+    )
+    return found
+
+
+@routes.get("/_emu/state")
+async def get_state(request: web.Request) -> web.Response:
+    return reply(state(request.app[WORLD]))

@@ -1,0 +1,253 @@
+"""Start the Azure emulator as a subprocess and steer it.
+
+``with azure_emulator(tls=emulator_tls()) as emu:`` runs ``python -m kccm.emulators.azure`` on
+loopback ports of its own choosing (see :mod:`kccm.emulators.process`) and yields an
+:class:`AzureEmulator`: ``emu.url`` (ARM, and sign-in at ``{url}/adfs``), ``emu.imds_url``,
+``emu.ca_file``, ``emu.cloud_files(dir)`` for upstream's ``azure.json`` and environment file,
+and ``emu.admin`` (:class:`AzureAdmin`) for seeding, power states, faults, the request log and
+leak checks.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import ssl
+import tempfile
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kccm.emulators import CloudEmulator, leaked
+from kccm.emulators.azure.cloudfiles import CloudFiles, write_cloud_files
+from kccm.emulators.process import EmulatorProcess, ServingTls, child_env, python_module, spawn
+
+__all__ = ["AzureAdmin", "AzureEmulator", "AzureEmulatorError", "azure_emulator", "start_azure"]
+
+
+class AzureEmulatorError(RuntimeError):
+    """The emulator could not be started or steered."""
+
+
+@dataclass
+class AzureAdmin:
+    """The ``/_emu`` test API of a running emulator (blocking calls)."""
+
+    base_url: str
+    ca_file: str = ""
+
+    def _call(self, method: str, path: str, body: Any = None) -> Any:
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(self.base_url + path, data=data, method=method)
+        request.add_header("Content-Type", "application/json")
+        context = ssl.create_default_context(cafile=self.ca_file) if self.ca_file else None
+        try:
+            with urllib.request.urlopen(request, timeout=30, context=context) as response:
+                payload = response.read()
+        except urllib.error.HTTPError as exc:
+            raise AzureEmulatorError(f"{method} {path}: {exc.code} {exc.read().decode()}") from exc
+        return json.loads(payload) if payload else None
+
+    # -- the world ------------------------------------------------------------------------
+
+    def config(self) -> dict[str, Any]:
+        """Ids, names and credentials of the default world, and the settings."""
+        return dict(self._call("GET", "/_emu/config"))
+
+    def set_config(self, **values: Any) -> dict[str, Any]:
+        """Change ``lro_delay``, ``page_size``, ``token_ttl``, ``zones`` or
+        ``extra_api_versions`` of the running server."""
+        return dict(self._call("PATCH", "/_emu/config", values))
+
+    def add_client(
+        self, client_id: str, secret: str = "", federated_subjects: Iterable[str] = ()
+    ) -> None:
+        body = {
+            "client_id": client_id,
+            "secret": secret,
+            "federated_subjects": list(federated_subjects),
+        }
+        self._call("POST", "/_emu/clients", body)
+
+    def add_resource_group(self, name: str) -> None:
+        self._call("POST", "/_emu/resource-groups", {"name": name})
+
+    def add_vm(self, name: str, **spec: Any) -> dict[str, Any]:
+        """A VM with its NIC (see :func:`kccm.emulators.azure.seed.add_vm` for ``spec``)."""
+        return dict(self._call("POST", "/_emu/vms", {"name": name, **spec}))
+
+    def add_vmss(self, name: str, **spec: Any) -> dict[str, Any]:
+        """A scale set with its instances (``instances`` in the answer)."""
+        return dict(self._call("POST", "/_emu/vmss", {"name": name, **spec}))
+
+    def set_power(self, vm_id: str, state: str) -> dict[str, Any]:
+        """``running``, ``stopped``, ``deallocated`` (or a transition) for a VM or instance."""
+        return dict(self._call("PUT", "/_emu/power", {"id": vm_id, "state": state}))
+
+    def delete_vm(self, vm_id: str) -> None:
+        self._call("POST", "/_emu/delete-vm", {"id": vm_id})
+
+    def set_imds_vm(self, vm_id: str) -> None:
+        self._call("PUT", "/_emu/imds", {"id": vm_id})
+
+    def resource(self, resource_id: str) -> dict[str, Any]:
+        """The resource as ARM renders it (instance view included), not logged."""
+        query = urllib.parse.urlencode({"id": resource_id})
+        return dict(self._call("GET", f"/_emu/resource?{query}"))
+
+    # -- observation --------------------------------------------------------------------------
+
+    def requests(self, since: int = 0) -> list[dict[str, Any]]:
+        """Calls after ``since``: ``{seq, service, method, path, query, api_version, op,
+        status}``."""
+        return list(self._call("GET", f"/_emu/requests?since={since}"))
+
+    def last_seq(self) -> int:
+        return int(self._call("GET", "/_emu/seq")["seq"])
+
+    def mutating(self, since: int = 0) -> list[dict[str, Any]]:
+        """The ARM writes after ``since`` (every ARM call but GET)."""
+        return [r for r in self.requests(since) if r["service"] == "arm" and r["method"] != "GET"]
+
+    def state(self) -> dict[str, list[str]]:
+        return {k: list(v) for k, v in self._call("GET", "/_emu/state").items()}
+
+    def assert_clean(self, baseline: Mapping[str, Iterable[str]]) -> None:
+        left = leaked(self.state(), baseline)
+        if left:
+            raise AssertionError(f"Azure emulator left with: {left}")
+
+    # -- faults -------------------------------------------------------------------------------
+
+    def fault(
+        self, path_regex: str, *, method: str = "*", kind: str = "error", **spec: Any
+    ) -> dict[str, Any]:
+        """Answer the next ``times`` (default 1; 0 = all) calls of ``method`` whose path
+        ``path_regex`` is found in with a fault (see :mod:`kccm.emulators.azure.faults`:
+        ``kind`` error/throttle/precondition/expire_token/latency; ``status``, ``code``,
+        ``message``, ``retry_after``, ``latency``, ``headers``)."""
+        body = {"path_regex": path_regex, "method": method, "kind": kind, **spec}
+        return dict(self._call("POST", "/_emu/faults", body))
+
+    def faults(self) -> list[dict[str, Any]]:
+        return list(self._call("GET", "/_emu/faults"))
+
+    def clear_faults(self) -> None:
+        self._call("DELETE", "/_emu/faults")
+
+    def settle(self) -> int:
+        """Every pending operation completes now; how many did."""
+        return int(self._call("POST", "/_emu/settle")["settled"])
+
+    def expire_tokens(self) -> int:
+        return int(self._call("POST", "/_emu/expire-tokens")["expired"])
+
+
+@dataclass(eq=False)
+class AzureEmulator(EmulatorProcess):
+    """A running emulator process."""
+
+    base_url: str
+    imds_url: str
+    ca_file: str = ""  # the CA of the HTTPS ARM port ("" for HTTP)
+    admin: AzureAdmin = field(init=False)
+    _config: dict[str, Any] = field(init=False, default_factory=dict)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.admin = AzureAdmin(self.base_url, self.ca_file)
+
+    @property
+    def url(self) -> str:
+        return self.base_url
+
+    @property
+    def config(self) -> dict[str, Any]:
+        if not self._config:
+            self._config = self.admin.config()
+        return self._config
+
+    def cloud_files(self, directory: str | os.PathLike[str], **overrides: Any) -> CloudFiles:
+        """Upstream's ``azure.json`` (``overrides`` win; None drops a key) and environment
+        file written into ``directory``, and the environment to run a client with."""
+        return write_cloud_files(Path(directory), self.config, self.ca_file, **overrides)
+
+    # -- the shape every emulator shares (kccm.emulators.CloudEmulator) ---------------------
+
+    def call_counts(self) -> dict[str, int]:
+        """Logged calls per ``"<service> <METHOD> <path>"``."""
+        found = Counter(f"{r['service']} {r['method']} {r['path']}" for r in self.admin.requests())
+        return dict(found)
+
+    def clear_faults(self) -> None:
+        self.admin.clear_faults()
+
+    def state(self) -> dict[str, list[str]]:
+        return self.admin.state()
+
+    def assert_clean(self, baseline: Mapping[str, Iterable[str]]) -> None:
+        self.admin.assert_clean(baseline)
+
+    def cleanup(self) -> None:
+        if self.ca_file:
+            shutil.rmtree(Path(self.ca_file).parent, ignore_errors=True)
+
+
+def _implements(emulator: AzureEmulator) -> CloudEmulator:
+    """Never called: mypy checks that :class:`AzureEmulator` has the shape."""
+    return emulator
+
+
+def start_azure(
+    *,
+    lro_delay: float = 0.0,
+    page_size: int = 100,
+    token_ttl: float = 3600.0,
+    host: str = "127.0.0.1",
+    log_path: str | os.PathLike[str] | None = None,
+    tls: ServingTls | None = None,
+) -> AzureEmulator:
+    """The emulator on ports of ``host`` it chooses; ARM over HTTPS with ``tls``'s
+    certificate (e.g. :func:`kccm.testing.certs.emulator_tls`) when given."""
+    args = python_module(
+        "kccm.emulators.azure",
+        *("--port", "0", "--imds-port", "0", "--host", host),
+        *("--lro-delay", str(lro_delay), "--page-size", str(page_size)),
+        *("--token-ttl", str(token_ttl)),
+    )
+    ca_file = ""
+    if tls is not None:
+        directory = Path(tempfile.mkdtemp(prefix="kccm-azure-emulator-"))
+        ca_file, cert_file, key_file = tls.write(directory)
+        args += ["--cert-file", cert_file, "--key-file", key_file]
+    process, ready = spawn(
+        args,
+        name="the Azure emulator",
+        error=AzureEmulatorError,
+        log_path=log_path,
+        env=child_env(),
+    )
+    return AzureEmulator(
+        process=process,
+        base_url=str(ready["url"]),
+        imds_url=str(ready["imds_url"]),
+        ca_file=ca_file,
+    )
+
+
+@contextlib.contextmanager
+def azure_emulator(**opts: Any) -> Iterator[AzureEmulator]:
+    """A running emulator for the block (``opts``: ``lro_delay``, ``page_size``,
+    ``token_ttl``, ``host``, ``log_path``, ``tls``)."""
+    emulator = start_azure(**opts)
+    try:
+        yield emulator
+    finally:
+        emulator.stop()

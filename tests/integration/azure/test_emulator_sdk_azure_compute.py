@@ -1,0 +1,120 @@
+"""The Azure SDK for Python (azure-identity, azure-mgmt-compute) drives the emulator's sign-in
+and Microsoft.Compute through every call kind the provider makes: VMs with their instance
+view (one GET, lists per resource group in pages), scale sets, their instances and NICs,
+instance and scale-set updates for pool membership, power states as the emulator's admin
+sets them, and ARM's errors parsed into the SDK's exceptions."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from azure.core.exceptions import ResourceNotFoundError
+from azure.mgmt.compute import ComputeManagementClient
+from azure_sdk_support import compute_client, credential, leaves_nothing
+
+from kccm.emulators.azure import AzureEmulator, azure_emulator
+from kccm.testing.certs import emulator_tls
+
+
+@pytest.fixture(scope="module")
+def emu() -> Iterator[AzureEmulator]:
+    with azure_emulator(tls=emulator_tls()) as emulator:
+        yield emulator
+
+
+@pytest.fixture(scope="module")
+def compute(emu: AzureEmulator) -> Iterator[ComputeManagementClient]:
+    with compute_client(emu) as client:
+        yield client
+
+
+@pytest.fixture(autouse=True)
+def clean(emu: AzureEmulator) -> Iterator[None]:
+    yield from leaves_nothing(emu)
+
+
+@pytest.fixture
+def nodes(emu: AzureEmulator) -> Iterator[list[dict[str, Any]]]:
+    made = [
+        emu.admin.add_vm("node-a", availability_set="as-sdk", public_ip=True, fault_domain=1),
+        emu.admin.add_vm("node-b", availability_set="as-sdk", power_state="deallocated"),
+        emu.admin.add_vm("node-c", zone="2", power_state="stopped"),
+    ]
+    yield made
+    for vm in made:
+        emu.admin.delete_vm(vm["id"])
+
+
+def power(view: Any) -> str:
+    return next(s.code for s in view.statuses if s.code.startswith("PowerState/"))
+
+
+def test_the_credential_signs_in_at_the_adfs_endpoint(emu: AzureEmulator) -> None:
+    token = credential(emu).get_token(f"{emu.url}/.default")
+    assert token.token
+    assert token.expires_on > 0
+    signed = [r for r in emu.admin.requests() if r["service"] == "adfs"]
+    assert {(r["method"], r["path"].rstrip("/")) for r in signed} >= {
+        ("GET", "/adfs/.well-known/openid-configuration"),
+        ("POST", "/adfs/oauth2/token"),
+    }
+
+
+@pytest.mark.parametrize(
+    ("name", "state", "fault_domain", "zones"),
+    [
+        pytest.param("node-a", "PowerState/running", 1, None, id="running-in-availability-set"),
+        pytest.param("node-b", "PowerState/deallocated", 0, None, id="deallocated"),
+        pytest.param("node-c", "PowerState/stopped", 0, ["2"], id="stopped-in-zone"),
+    ],
+)
+def test_a_vm_with_its_instance_view(
+    compute: ComputeManagementClient,
+    nodes: list[dict[str, Any]],
+    name: str,
+    state: str,
+    fault_domain: int,
+    zones: list[str] | None,
+) -> None:
+    vm = compute.virtual_machines.get("kccm-rg", name, expand="instanceView")
+    assert power(vm.instance_view) == state
+    assert vm.instance_view.platform_fault_domain == fault_domain
+    assert vm.zones == zones
+    assert vm.hardware_profile.vm_size == "Standard_D2s_v3"
+    assert vm.network_profile.network_interfaces[0].id.endswith(f"/{name}-nic")
+
+
+def test_vms_are_listed_in_pages(
+    emu: AzureEmulator, compute: ComputeManagementClient, nodes: list[dict[str, Any]]
+) -> None:
+    emu.admin.set_config(page_size=2)
+    since = emu.admin.last_seq()
+    names = [vm.name for vm in compute.virtual_machines.list("kccm-rg")]
+    assert names == ["node-a", "node-b", "node-c"]
+    lists = [
+        r for r in emu.admin.requests(since) if r["op"] == "GET Microsoft.Compute/virtualMachines"
+    ]
+    assert len(lists) == 2
+    assert "skiptoken" in lists[1]["query"]
+    assert {r["api_version"] for r in lists} == {"2026-04-01"}
+
+
+def test_power_changes_show_in_the_instance_view(
+    emu: AzureEmulator, compute: ComputeManagementClient, nodes: list[dict[str, Any]]
+) -> None:
+    emu.admin.set_power(nodes[0]["id"], "deallocated")
+    view = compute.virtual_machines.instance_view("kccm-rg", "node-a")
+    assert power(view) == "PowerState/deallocated"
+    compute.virtual_machines.begin_start("kccm-rg", "node-a").result()
+    assert (
+        power(compute.virtual_machines.instance_view("kccm-rg", "node-a")) == "PowerState/running"
+    )
+
+
+def test_a_missing_vm_is_resource_not_found(compute: ComputeManagementClient) -> None:
+    with pytest.raises(ResourceNotFoundError) as caught:
+        compute.virtual_machines.get("kccm-rg", "nope")
+    assert caught.value.error is not None
+    assert caught.value.error.code == "ResourceNotFound"

@@ -1,0 +1,114 @@
+"""Sign-in (ADFS) and ARM's bearer-token check."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import pytest
+from azure_api import NET, Api, secret_form
+
+from kccm.emulators.azure.world import DEFAULTS
+
+
+def jwt(header: dict[str, str], claims: dict[str, str]) -> str:
+    def part(value: dict[str, str]) -> str:
+        return base64.urlsafe_b64encode(json.dumps(value).encode()).rstrip(b"=").decode()
+
+    return f"{part(header)}.{part(claims)}.c2ln"
+
+
+def assertion_form(assertion: str) -> dict[str, str]:
+    form = secret_form()
+    del form["client_secret"]
+    form["client_assertion"] = assertion
+    form["client_assertion_type"] = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
+    return form
+
+
+CLIENT = DEFAULTS["client_id"]
+
+
+async def test_the_openid_configuration_names_the_token_endpoint(api: Api) -> None:
+    async with api.client.get("/adfs/.well-known/openid-configuration") as response:
+        body = await response.json()
+    assert response.status == 200
+    assert body["token_endpoint"] == f"{api.world.base_url}/adfs/oauth2/token/"
+    assert body["issuer"] == f"{api.world.base_url}/adfs"
+
+
+@pytest.mark.parametrize(
+    ("form", "status", "source"),
+    [
+        pytest.param(secret_form(), 200, "secret", id="client-secret"),
+        pytest.param(secret_form("wrong"), 401, "", id="wrong-secret"),
+        pytest.param(
+            assertion_form(jwt({"alg": "RS256", "x5t": "abc"}, {"iss": CLIENT, "sub": CLIENT})),
+            200,
+            "certificate",
+            id="certificate-assertion",
+        ),
+        pytest.param(
+            assertion_form(jwt({"alg": "RS256", "x5t": "abc"}, {"iss": "x", "sub": "x"})),
+            401,
+            "",
+            id="certificate-of-another-client",
+        ),
+        pytest.param(
+            assertion_form(jwt({"alg": "RS256", "kid": "k"}, {"sub": "system:sa:kccm"})),
+            200,
+            "federated",
+            id="federated-token",
+        ),
+        pytest.param(assertion_form("not-a-jwt"), 401, "", id="malformed-assertion"),
+        pytest.param({**secret_form(), "client_id": "nobody"}, 401, "", id="unknown-client"),
+        pytest.param({**secret_form(), "grant_type": "password"}, 400, "", id="wrong-grant"),
+    ],
+)
+async def test_sign_in(api: Api, form: dict[str, str], status: int, source: str) -> None:
+    found, body = await api.sign_in(form)
+    assert found == status, body
+    if status == 200:
+        assert body["token_type"] == "Bearer"
+        assert body["expires_in"] == 3600
+        assert api.world.tokens[body["access_token"]].source == source
+    else:
+        assert body["error"]
+        assert body["error_description"]
+
+
+async def test_a_federated_subject_must_be_registered_when_any_is(api: Api) -> None:
+    api.world.federated_subjects[CLIENT] = {"system:serviceaccount:kube-system:ccm"}
+    wrong = assertion_form(jwt({"alg": "RS256"}, {"sub": "system:serviceaccount:x:y"}))
+    right = assertion_form(jwt({"alg": "RS256"}, {"sub": "system:serviceaccount:kube-system:ccm"}))
+    assert (await api.sign_in(wrong))[0] == 401
+    assert (await api.sign_in(right))[0] == 200
+
+
+@pytest.mark.parametrize(
+    ("token", "code"),
+    [
+        pytest.param("", "AuthenticationFailed", id="no-header"),
+        pytest.param("forged", "InvalidAuthenticationToken", id="unknown-token"),
+    ],
+)
+async def test_arm_refuses_a_call_without_a_live_token(api: Api, token: str, code: str) -> None:
+    answer = await api.call("GET", f"{NET}/loadBalancers", token=token)
+    assert answer.status == 401
+    assert answer.body["error"]["code"] == code
+    assert answer.headers["WWW-Authenticate"].startswith("Bearer authorization_uri=")
+
+
+async def test_a_token_expires_after_its_ttl(api: Api) -> None:
+    assert (await api.call("GET", f"{NET}/loadBalancers")).status == 200
+    api.clock.now += 3600
+    answer = await api.call("GET", f"{NET}/loadBalancers")
+    assert answer.status == 401
+    assert answer.body["error"]["code"] == "ExpiredAuthenticationToken"
+    assert "earlier than current UTC time" in answer.body["error"]["message"]
+
+
+async def test_expire_tokens_ends_every_live_token(api: Api) -> None:
+    assert api.world.expire_tokens() == 1
+    answer = await api.call("GET", f"{NET}/loadBalancers")
+    assert answer.body["error"]["code"] == "ExpiredAuthenticationToken"
