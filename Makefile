@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: help venv wheelhouse controlplane helm vcsim octavia-api occm upstream-ccm test-vsphere lint format typecheck unit integration test test-aws demo clean test-py313 flake-hunt flags-doc walkthroughs
+.PHONY: help venv wheelhouse controlplane helm vcsim octavia-api occm azure-upstream upstream-ccm test-vsphere lint format typecheck unit integration test test-aws demo clean test-py313 flake-hunt flags-doc walkthroughs
 
 help:
 	@echo "make demo          the local provider end to end: control plane, 3 nodes, kccm, a LoadBalancer"
@@ -15,6 +15,7 @@ help:
 	@echo "make vcsim         build vcsim (govmomi's vCenter simulator) from Go modules (cached)"
 	@echo "make octavia-api   install the real Octavia API (octavia from PyPI, own venv, cached)"
 	@echo "make occm          build upstream's openstack-cloud-controller-manager from Go modules (cached)"
+	@echo "make azure-upstream build upstream's Azure cloud-controller-manager + cloud-node-manager (cached)"
 	@echo "make upstream-ccm  build upstream's cloud-controller-manager (k8s.io/cloud-provider + its fake; bench only)"
 	@echo "make test-vsphere  the vsphere provider's tests (unit, conformance, vcsim + apiserver)"
 	@echo "make test-py313    unit + conformance tests and the demo on Python 3.13 (in .venv313)"
@@ -77,6 +78,11 @@ octavia-api:
 occm:
 	@bash hack/openstack/build-occm.sh
 
+# Upstream's Azure cloud-controller-manager and cloud-node-manager (hack/azure: a wrapper module,
+# see build.sh): tests/integration/azure runs them against kccm's Azure emulator.
+azure-upstream:
+	@bash hack/azure/build.sh
+
 # Upstream's cloud-controller-manager (hack/upstream-ccm: k8s.io/cloud-provider's framework with
 # its own fake cloud) for bench/node_init_vs_upstream.py. Bench-only: no test or CI target needs it.
 upstream-ccm:
@@ -100,7 +106,7 @@ UNIT_MARKERS ?=
 unit: venv
 	$(PY) -m pytest $(XDIST_UNIT) $(if $(UNIT_MARKERS),-m "$(UNIT_MARKERS)") tests/unit
 
-integration: venv wheelhouse controlplane helm vcsim occm octavia-api
+integration: venv wheelhouse controlplane helm vcsim occm azure-upstream octavia-api
 	$(PY) -m pytest $(XDIST_INTEGRATION) tests/conformance tests/integration
 
 # Everything, timed step by step: the Go builds compile in the background while lint, types
@@ -108,7 +114,7 @@ integration: venv wheelhouse controlplane helm vcsim occm octavia-api
 test:
 	@bash hack/test.sh
 
-flake-hunt: venv wheelhouse controlplane helm vcsim occm octavia-api
+flake-hunt: venv wheelhouse controlplane helm vcsim occm azure-upstream octavia-api
 	@bash hack/flake-hunt.sh
 
 # The aws provider's whole suite against moto (kccm.emulators.aws: moto's server in a process

@@ -3,7 +3,8 @@
 # integration tests on the real control plane, each step timed.
 #
 # The Go builds (etcd + kube-apiserver, kube-controller-manager + kubectl, helm, vcsim, upstream's
-# openstack-cloud-controller-manager; cached after the first run), and with them the real
+# openstack-cloud-controller-manager, upstream's Azure cloud-controller-manager +
+# cloud-node-manager; cached after the first run), and with them the real
 # Octavia API's venv (hack/openstack/octavia-api.sh), run in the background while the steps that
 # need none of them run (venv, lint, types, the unit layer); the conformance and integration
 # layers wait for them.
@@ -33,7 +34,7 @@ go_log=$(mktemp)
 (
   began=$(date +%s)
   # niced: the steps beside it (the unit layer) keep their share of the two cores
-  nice -n 10 $MAKE controlplane helm vcsim occm octavia-api 2>&1 | sed -u 's/^/[go builds] /'
+  nice -n 10 $MAKE controlplane helm vcsim occm azure-upstream octavia-api 2>&1 | sed -u 's/^/[go builds] /'
   rc=${PIPESTATUS[0]}
   echo "$rc $(($(date +%s) - began))" >"$go_log"
   exit "$rc"
