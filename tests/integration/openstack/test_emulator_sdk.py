@@ -369,3 +369,43 @@ def test_injected_faults_reach_the_sdk(emu: Emulator, conn: Connection) -> None:
     with pytest.raises(sdk_exc.ConflictException, match="is immutable and cannot be updated"):
         list(conn.load_balancer.load_balancers())
     assert list(conn.load_balancer.load_balancers()) == []
+
+
+def test_key_manager_secrets_and_containers(emu: Emulator, conn: Connection) -> None:
+    """Barbican as a TLS listener's reference needs it: a certificate secret, a container
+    holding it, both read back by UUID (as OCCM's ``checkService``) and listed. (A created
+    resource's ``id`` is its whole reference, as with Barbican itself: the UUID is
+    ``container_id``/``secret_id``.)"""
+    keys = conn.key_manager
+    secret = keys.create_secret(
+        name="kccm-sdk-cert", payload="PEM", payload_content_type="text/plain"
+    )
+    try:
+        container = keys.create_container(
+            name="kccm-sdk-tls",
+            type="certificate",
+            secret_refs=[{"name": "certificate", "secret_ref": secret.secret_ref}],
+        )
+        try:
+            found = keys.get_container(container.container_id)
+            assert (found.type, found.status, found.secret_refs) == (
+                "certificate",
+                "ACTIVE",
+                [{"name": "certificate", "secret_ref": secret.secret_ref}],
+            )
+            assert found.container_ref == container.container_ref
+            assert [c.container_id for c in keys.containers()] == [container.container_id]
+            fetched = keys.get_secret(secret.secret_id)
+            assert (fetched.name, fetched.payload, fetched.secret_type) == (
+                "kccm-sdk-cert",
+                "PEM",
+                "opaque",
+            )
+            assert [s.secret_id for s in keys.secrets()] == [secret.secret_id]
+        finally:
+            keys.delete_container(container.container_id)
+        with pytest.raises(sdk_exc.NotFoundException, match="No Container found"):
+            keys.get_container(container.container_id)
+    finally:
+        keys.delete_secret(secret.secret_id)
+    assert list(keys.secrets()) == []

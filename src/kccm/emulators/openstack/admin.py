@@ -226,6 +226,8 @@ def state(world: World) -> dict[str, list[Any]]:
         "pools": sorted(world.pools),
         "members": sorted(world.members),
         "healthmonitors": sorted(world.healthmonitors),
+        "secrets": sorted(world.secrets),
+        "containers": sorted(world.containers),
         "floatingips": sorted(set(world.floatingips) - server_fips),
         "security_groups": sorted(set(world.security_groups) - default_sgs),
         "security_group_rules": sorted(

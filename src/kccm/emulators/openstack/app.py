@@ -14,6 +14,7 @@ from aiohttp import web
 
 from kccm.emulators.openstack import (
     admin,
+    barbican,
     faults,
     keystone,
     neutron,
@@ -97,7 +98,17 @@ def build_app(world: World) -> web.Application:
         client_max_size=16 * 1024 * 1024,
     )
     app[WORLD] = world
-    modules = (admin, keystone, nova, neutron, neutron_l3, neutron_nets, octavia, octavia_children)
+    modules = (
+        admin,
+        keystone,
+        nova,
+        neutron,
+        neutron_l3,
+        neutron_nets,
+        octavia,
+        octavia_children,
+        barbican,
+    )
     for module in modules:
         app.router.add_routes(module.routes)
 

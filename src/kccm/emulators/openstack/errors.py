@@ -9,6 +9,7 @@
   "message", "detail"}}``, type being the exception's class name (``PortNotFound``).
 - Octavia (wsmeext/pecan + octavia/common/exceptions.py ``APIException``): ``{"faultcode":
   "Client", "faultstring", "debuginfo": null}`` (``"Server"`` for 5xx).
+- Barbican (pecan's ``abort``): ``{"code", "title", "description"}``.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from aiohttp import web
 __all__ = [
     "NOVA_KEYS",
     "EmuError",
+    "barbican_error",
     "error_body",
     "error_response",
     "keystone_error",
@@ -100,6 +102,13 @@ def octavia_error(status: int, message: str) -> dict[str, Any]:
     }
 
 
+BARBICAN_TITLES = {400: "Bad Request", 403: "Forbidden", 404: "Not Found", 409: "Conflict"}
+
+
+def barbican_error(status: int, message: str) -> dict[str, Any]:
+    return {"code": status, "title": BARBICAN_TITLES.get(status, "Error"), "description": message}
+
+
 def error_body(service: str, status: int, message: str, kind: str = "") -> dict[str, Any]:
     """The body ``service`` answers an error with; 401s are keystonemiddleware's on every
     service but Octavia's noauth-free paths (they are keystonemiddleware's there too)."""
@@ -111,6 +120,8 @@ def error_body(service: str, status: int, message: str, kind: str = "") -> dict[
         return neutron_error(status, message, kind)
     if service == "load-balancer":
         return octavia_error(status, message)
+    if service == "key-manager":
+        return barbican_error(status, message)
     return keystone_error(status, message)
 
 

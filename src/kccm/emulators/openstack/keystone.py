@@ -29,6 +29,7 @@ CATALOG = (
     ("compute", "nova", "/compute/v2.1"),
     ("network", "neutron", "/network"),
     ("load-balancer", "octavia", "/load-balancer"),
+    ("key-manager", "barbican", "/key-manager"),
 )
 ROLES = (("member", "9fe2ff9ee4384b1894a90878d3e92bab"), ("reader", "a4a5d3f3d1ab4c2d8b1c0e0b"))
 

@@ -38,6 +38,7 @@ SERVICES = {
     "compute": "compute",
     "network": "network",
     "load-balancer": "load-balancer",
+    "key-manager": "key-manager",
     "_emu": "admin",
 }
 # Unauthenticated paths (version documents), per service: the path below the prefix.
@@ -46,6 +47,7 @@ OPEN_PATHS = {
     "compute": {"", "/", "/v2.1", "/v2.1/"},
     "network": {"", "/", "/v2.0", "/v2.0/"},
     "load-balancer": {"", "/", "/v2", "/v2/", "/v2.0", "/v2.0/"},
+    "key-manager": {"", "/", "/v1", "/v1/"},
 }
 
 

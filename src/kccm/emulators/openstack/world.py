@@ -105,6 +105,8 @@ class World:
     pools: dict[str, Obj] = field(default_factory=dict)
     members: dict[str, Obj] = field(default_factory=dict)
     healthmonitors: dict[str, Obj] = field(default_factory=dict)
+    secrets: dict[str, Obj] = field(default_factory=dict)  # Barbican
+    containers: dict[str, Obj] = field(default_factory=dict)
     requests: list[Obj] = field(default_factory=list)
     faults: list[Fault] = field(default_factory=list)
     fault_seq: int = 0

@@ -119,7 +119,7 @@ async def test_token_issue(
     assert found["user"]["name"] == ("kccm-trustee" if "OS-TRUST:trust" in found else "demo")
     assert found["expires_at"].endswith("Z")
     services = {entry["type"]: entry for entry in found["catalog"]}
-    assert set(services) == {"identity", "compute", "network", "load-balancer"}
+    assert set(services) == {"identity", "compute", "network", "load-balancer", "key-manager"}
     for entry in services.values():
         assert {e["interface"] for e in entry["endpoints"]} == {"public", "internal", "admin"}
         assert {e["region_id"] for e in entry["endpoints"]} == {"RegionOne"}

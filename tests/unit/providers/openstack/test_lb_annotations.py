@@ -46,12 +46,6 @@ BAD = [
         {},
         ann.SOURCE_RANGES,
     ),
-    (
-        "tls-barbican",
-        {ann.TLS_CONTAINER_REF: "https://kms/v1/containers/x"},
-        {},
-        ann.TLS_CONTAINER_REF,
-    ),
     ("subnet-regexp-bad", {ann.FLOATING_SUBNET: "~(("}, {}, "invalid subnet regexp"),
 ]
 

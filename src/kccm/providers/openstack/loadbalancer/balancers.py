@@ -17,8 +17,7 @@ last write, so Services sharing a balancer take turns.
 Differences from upstream (docs/providers/openstack.md): a balancer in ``PENDING_*`` is
 waited for instead of failing the sync; a bad annotation value fails the sync naming it
 instead of falling back to the default; a ``load-balancer-id`` whose balancer is gone is
-looked up by name (and made again) instead of failing for ever; Barbican TLS containers are
-not supported.
+looked up by name (and made again) instead of failing for ever.
 """
 
 from __future__ import annotations
@@ -47,6 +46,7 @@ from kccm.providers.openstack.loadbalancer.create import create_load_balancer
 from kccm.providers.openstack.loadbalancer.delete import delete_for_service
 from kccm.providers.openstack.loadbalancer.describe import balancer_view
 from kccm.providers.openstack.loadbalancer.floatingips import ensure_floating_ip
+from kccm.providers.openstack.loadbalancer.keymanager import KeyManager
 from kccm.providers.openstack.loadbalancer.listeners import (
     check_listener_ports,
     delete_service_listeners,
@@ -115,6 +115,7 @@ class OctaviaLoadBalancers:
         self.classes: Classes = config.load_balancer_classes
         self.octavia = Octavia(api, clock, self.opts.lb_provider)
         self.neutron = Neutron(api)
+        self.keymanager = KeyManager(api, self.opts.container_store)
         self.patcher = patcher
         self.locks = BalancerLocks()
         """Ensures and deletes of one balancer take turns (:mod:`.locks`)."""
@@ -247,7 +248,7 @@ class OctaviaLoadBalancers:
         self, cluster: str, service: Service, nodes: Sequence[Node], written: dict[str, str]
     ) -> LoadBalancerStatus:
         conf = config_for_ensure(
-            service, nodes, self.opts, self.classes, self.octavia, self.neutron
+            service, nodes, self.opts, self.classes, self.octavia, self.neutron, self.keymanager
         )
         members = filter_nodes(nodes, conf.node_selectors)
         conf.lb_name = load_balancer_name(cluster, service)

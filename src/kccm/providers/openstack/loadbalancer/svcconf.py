@@ -28,6 +28,7 @@ from kccm.providers.openstack.loadbalancer.annotations import (
 )
 from kccm.providers.openstack.loadbalancer.classes import Classes, class_floating_spec, lb_class
 from kccm.providers.openstack.loadbalancer.floatingsubnets import FloatingSubnetSpec
+from kccm.providers.openstack.loadbalancer.keymanager import KeyManager
 from kccm.providers.openstack.loadbalancer.names import service_key
 from kccm.providers.openstack.loadbalancer.neutron import Neutron
 from kccm.providers.openstack.loadbalancer.nodes import subnet_id_for_lb
@@ -116,15 +117,9 @@ def _ip_family(service: Service) -> str:
 
 
 def _tls_container_ref(notes: ServiceAnnotations, opts: LoadBalancerOpts) -> str:
-    ref = _or(notes.tls_container_ref, opts.default_tls_container_ref)
-    if ref and opts.container_store != "external":
-        # Upstream: "failed to create a TLS Terminated loadbalancer because openstack
-        # keymanager client is not initialized" — kccm has no Barbican client.
-        raise LBAnnotationError(
-            f"annotation {ann.TLS_CONTAINER_REF}: TLS termination with a Barbican container "
-            "store is not supported by kccm (set [LoadBalancer] container-store=external)"
-        )
-    return ref
+    """The annotation, else ``[LoadBalancer] default-tls-container-ref`` (checked in Barbican
+    on ensure only: :mod:`.keymanager`)."""
+    return _or(notes.tls_container_ref, opts.default_tls_container_ref)
 
 
 def _class_setting(notes: ServiceAnnotations, classes: Classes, name: str) -> str:
@@ -213,6 +208,7 @@ def config_for_ensure(
     classes: Classes,
     octavia: Octavia,
     neutron: Neutron,
+    keymanager: KeyManager | None = None,
 ) -> ServiceConfig:
     """Upstream ``checkService`` + ``makeSvcConf``."""
     key = service_key(service)
@@ -224,6 +220,8 @@ def config_for_ensure(
     conf = ServiceConfig(annotations=notes, ip_family=_ip_family(service))
     conf.internal = _internal(notes, opts)
     conf.tls_container_ref = _tls_container_ref(notes, opts)
+    if keymanager is not None:
+        keymanager.check_ref(conf.tls_container_ref, key)
     conf.lb_class = lb_class(notes.class_name, classes)  # unknown: an error whatever is set
     conf.network_id = _network_id(notes, opts, classes)
     conf.subnet_id = _subnet_id(notes, opts, classes)
@@ -278,7 +276,7 @@ def config_for_delete(service: Service, opts: LoadBalancerOpts, octavia: Octavia
     conf.support_tags = octavia.supports("tags")
     conf.keep_client_ip = notes.x_forwarded_for.get(False)
     conf.proxy_protocol = notes.proxy_protocol.get(None)
-    conf.tls_container_ref = _or(notes.tls_container_ref, opts.default_tls_container_ref)
+    conf.tls_container_ref = _tls_container_ref(notes, opts)
     return conf
 
 
