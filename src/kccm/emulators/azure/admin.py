@@ -5,7 +5,8 @@
   client (``client_id``, ``secret``, ``federated_subjects``); ``POST /_emu/resource-groups``;
 - ``POST /_emu/vms`` and ``POST /_emu/vmss`` seed (see :mod:`kccm.emulators.azure.seed`);
   ``PUT /_emu/power`` (``id``, ``state``); ``POST /_emu/delete-vm`` (``id``); ``PUT
-  /_emu/imds`` (``id``: the VM the metadata service answers for);
+  /_emu/imds`` (``id``: the VM the metadata service answers for); ``POST
+  /_emu/imds-listeners`` (``id``: a metadata service of that VM's own, on a new port);
 - ``GET /_emu/resource?id=`` (a resource as ARM renders it, without a logged call);
 - ``GET /_emu/requests?since=N``, ``GET /_emu/seq``; ``GET|POST|DELETE /_emu/faults``;
   ``POST /_emu/expire-tokens``; ``POST /_emu/settle`` (pending operations complete now);
@@ -15,6 +16,8 @@
 from __future__ import annotations
 
 import dataclasses
+import socket
+import urllib.parse
 from typing import Any
 
 from aiohttp import web
@@ -23,13 +26,15 @@ from kccm.emulators.azure import seed
 from kccm.emulators.azure.addresses import ip_configurations
 from kccm.emulators.azure.errors import ArmError
 from kccm.emulators.azure.faults import add_fault
+from kccm.emulators.azure.imds import build_imds_app
 from kccm.emulators.azure.rest import WORLD, json_body, reply
 from kccm.emulators.azure.store import render, settle_all
 from kccm.emulators.azure.world import DEFAULTS, World
 
-__all__ = ["config", "routes", "state"]
+__all__ = ["IMDS_LISTENERS", "config", "routes", "state"]
 
 routes = web.RouteTableDef()
+IMDS_LISTENERS = web.AppKey("imds_listeners", list[web.AppRunner])
 
 STATE_TYPES = {
     "loadBalancers": "Microsoft.Network/loadBalancers",
@@ -128,6 +133,26 @@ async def put_imds(request: web.Request) -> web.Response:
         raise ArmError(404, "ResourceNotFound", f"No VM {body['id']}.")
     world.imds_vm = str(body["id"])
     return reply({"id": world.imds_vm})
+
+
+@routes.post("/_emu/imds-listeners")
+async def post_imds_listener(request: web.Request) -> web.Response:
+    """A metadata service of its own for one VM, on a new plain-HTTP port: its URL."""
+    world, body = request.app[WORLD], await json_body(request)
+    vm_id = str(body["id"])
+    if world.get(vm_id) is None:
+        raise ArmError(404, "ResourceNotFound", f"No VM {vm_id}.")
+    host = urllib.parse.urlsplit(world.imds_url).hostname or "127.0.0.1"
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+    sock.bind((host, 0))
+    sock.listen(128)
+    sock.setblocking(False)
+    runner = web.AppRunner(build_imds_app(world, vm_id), access_log=None)
+    await runner.setup()
+    await web.SockSite(runner, sock).start()
+    request.app[IMDS_LISTENERS].append(runner)
+    shown = f"[{host}]" if ":" in host else host
+    return reply({"url": f"http://{shown}:{sock.getsockname()[1]}", "id": vm_id}, 201)
 
 
 @routes.get("/_emu/resource")

@@ -74,6 +74,13 @@ def build_app(world: World) -> web.Application:
         client_max_size=16 * 1024 * 1024,
     )
     app[WORLD] = world
+    app[admin.IMDS_LISTENERS] = []
     for table in (adfs.routes, admin.routes, routes, arm.routes):
         app.router.add_routes(table)
+
+    async def stop_listeners(app: web.Application) -> None:
+        for runner in app[admin.IMDS_LISTENERS]:
+            await runner.cleanup()
+
+    app.on_cleanup.append(stop_listeners)
     return app

@@ -2,7 +2,10 @@
 ``169.254.169.254`` is): ``/metadata/instance``, ``/metadata/loadbalancer`` and
 ``/metadata/identity/oauth2/token`` (managed identity), each refusing a call without the
 ``Metadata: true`` header or an ``api-version`` as IMDS does. It answers for one VM or
-scale-set instance, the one a test chose (``/_emu/imds`` on the ARM port); shapes as
+scale-set instance: the one a test chose (``PUT /_emu/imds`` on the ARM port), or on a
+listener of its own per VM (``POST /_emu/imds-listeners``), as one IMDS per node is. A client
+pointed at it as an HTTP proxy (Go's default transport with ``HTTP_PROXY``, upstream's way to
+169.254.169.254) sends absolute-form targets, routed on their path. Shapes as
 cloud-provider-azure v1.36.5 ``pkg/provider/azure_instance_metadata.go`` reads them.
 """
 
@@ -21,6 +24,7 @@ from kccm.emulators.azure.world import Obj, World
 __all__ = ["build_imds_app", "instance_metadata", "loadbalancer_metadata"]
 
 routes = web.RouteTableDef()
+IMDS_VM = web.AppKey("imds_vm", str)
 VMSS_VM_TYPE = "Microsoft.Compute/virtualMachineScaleSets/virtualMachines"
 
 
@@ -36,8 +40,11 @@ def _refused(request: web.Request) -> web.Response | None:
     return None
 
 
-def _vm(world: World) -> Obj | None:
-    return world.get(world.imds_vm) if world.imds_vm else None
+def _vm(request: web.Request) -> Obj | None:
+    """The VM this listener answers for: its own, or the one the test chose last."""
+    world = request.app[WORLD]
+    chosen = request.app[IMDS_VM] or world.imds_vm
+    return world.get(chosen) if chosen else None
 
 
 def _nics(world: World, vm: Obj) -> list[Obj]:
@@ -141,7 +148,7 @@ def loadbalancer_metadata(world: World, vm: Obj) -> dict[str, Any]:
 async def get_instance(request: web.Request) -> web.Response:
     world = request.app[WORLD]
     refused = _refused(request)
-    vm = _vm(world)
+    vm = _vm(request)
     if refused is not None or vm is None:
         return refused or _bad("Not found. No virtual machine is chosen.", 404)
     return reply(instance_metadata(world, vm))
@@ -151,7 +158,7 @@ async def get_instance(request: web.Request) -> web.Response:
 async def get_loadbalancer(request: web.Request) -> web.Response:
     world = request.app[WORLD]
     refused = _refused(request)
-    vm = _vm(world)
+    vm = _vm(request)
     if refused is not None or vm is None:
         return refused or _bad("Not found. No virtual machine is chosen.", 404)
     return reply(loadbalancer_metadata(world, vm))
@@ -189,9 +196,11 @@ async def get_identity_token(request: web.Request) -> web.Response:
     )
 
 
-def build_imds_app(world: World) -> web.Application:
-    """The metadata service's application (its calls are logged as service ``imds``)."""
+def build_imds_app(world: World, vm_id: str = "") -> web.Application:
+    """The metadata service's application, for ``vm_id`` or (without one) the VM the test
+    chose (its calls are logged as service ``imds``)."""
     app = web.Application(middlewares=[log_middleware])
     app[WORLD] = world
+    app[IMDS_VM] = vm_id
     app.router.add_routes(routes)
     return app

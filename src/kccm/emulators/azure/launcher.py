@@ -95,7 +95,12 @@ class AzureAdmin:
         self._call("POST", "/_emu/delete-vm", {"id": vm_id})
 
     def set_imds_vm(self, vm_id: str) -> None:
+        """The VM the shared metadata service (``imds_url``) answers for."""
         self._call("PUT", "/_emu/imds", {"id": vm_id})
+
+    def imds_for(self, vm_id: str) -> str:
+        """The URL of a metadata service of the VM's own (a new port, one per node)."""
+        return str(self._call("POST", "/_emu/imds-listeners", {"id": vm_id})["url"])
 
     def resource(self, resource_id: str) -> dict[str, Any]:
         """The resource as ARM renders it (instance view included), not logged."""

@@ -37,6 +37,7 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 API_VERSIONS: dict[str, frozenset[str]] = {
     "microsoft.compute": frozenset(
         {
+            "2017-12-01",
             "2019-03-01",
             "2019-07-01",
             "2020-06-01",
