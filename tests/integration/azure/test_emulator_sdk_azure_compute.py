@@ -118,3 +118,38 @@ def test_a_missing_vm_is_resource_not_found(compute: ComputeManagementClient) ->
         compute.virtual_machines.get("kccm-rg", "nope")
     assert caught.value.error is not None
     assert caught.value.error.code == "ResourceNotFound"
+
+
+@pytest.fixture
+def pool(emu: AzureEmulator) -> Iterator[dict[str, Any]]:
+    made = emu.admin.add_vmss("pool-sdk", capacity=2, zones=["1", "2"])
+    yield made
+    emu.admin.delete_vm(made["id"])  # the scale set, with its instances
+
+
+def test_scale_set_instances_and_their_nics(
+    emu: AzureEmulator, compute: ComputeManagementClient, pool: dict[str, Any]
+) -> None:
+    from azure_sdk_support import network_client
+
+    vms = list(
+        compute.virtual_machine_scale_set_vms.list("kccm-rg", "pool-sdk", expand="instanceView")
+    )
+    assert [(v.instance_id, v.zones) for v in vms] == [("0", ["1"]), ("1", ["2"])]
+    assert power(vms[0].instance_view) == "PowerState/running"
+    with network_client(emu) as network:
+        nics = list(
+            network.network_interfaces.list_virtual_machine_scale_set_vm_network_interfaces(
+                "kccm-rg", "pool-sdk", "1"
+            )
+        )
+        one = network.network_interfaces.get_virtual_machine_scale_set_network_interface(
+            "kccm-rg", "pool-sdk", "1", nics[0].name
+        )
+    assert (
+        one.ip_configurations[0].private_ip_address
+        == nics[0].ip_configurations[0].private_ip_address
+    )
+    assert one.virtual_machine.id == vms[1].id
+    versions = {r["api_version"] for r in emu.admin.requests() if "networkInterfaces" in r["path"]}
+    assert versions == {"2018-10-01"}

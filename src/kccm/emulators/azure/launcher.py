@@ -92,6 +92,7 @@ class AzureAdmin:
         return dict(self._call("PUT", "/_emu/power", {"id": vm_id, "state": state}))
 
     def delete_vm(self, vm_id: str) -> None:
+        """A seeded VM (with its NIC and public IP), scale-set instance or scale set gone."""
         self._call("POST", "/_emu/delete-vm", {"id": vm_id})
 
     def set_imds_vm(self, vm_id: str) -> None:
@@ -110,7 +111,7 @@ class AzureAdmin:
     # -- observation --------------------------------------------------------------------------
 
     def requests(self, since: int = 0) -> list[dict[str, Any]]:
-        """Calls after ``since``: ``{seq, service, method, path, query, api_version, op,
+        """Calls after ``since``: ``{seq, service, method, path, query, api_version, op, at,
         status}``."""
         return list(self._call("GET", f"/_emu/requests?since={since}"))
 

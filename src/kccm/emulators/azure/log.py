@@ -1,5 +1,6 @@
 """The request log: every call but the emulator's own ``/_emu`` API, with its service
-(``adfs``, ``arm``, ``imds``), method, path, query, ``api-version``, the operation it is (the
+(``adfs``, ``arm``, ``imds``), method, path, query, ``api-version``, its time (``at``, on
+the server's clock), the operation it is (the
 path's resource types without names: ``GET Microsoft.Network/loadBalancers/{}``, where ``{}``
 stands for a name) and the status answered. ARM's answers carry the
 ``x-ms-ratelimit-remaining-subscription-*`` headers as ARM's do (a throttling fault sets
@@ -55,6 +56,7 @@ def _entry(request: web.Request, service: str) -> dict[str, Any]:
         "query": request.query_string,
         "api_version": request.query.get("api-version", ""),
         "op": operation_of(request.method, request.path) if service == "arm" else "",
+        "at": world.clock(),
         "status": 0,
     }
     world.requests.append(entry)

@@ -189,9 +189,12 @@ def add_vmss(world: World, spec: dict[str, Any]) -> Obj:
     }
 
 
-def _vm(world: World, vm_id: str) -> Obj:
+VMSS_TYPE = "Microsoft.Compute/virtualMachineScaleSets"
+
+
+def _vm(world: World, vm_id: str, *types: str) -> Obj:
     vm = world.get(vm_id)
-    if vm is None or vm["type"] not in (compute.VM_TYPE, compute.VMSS_VM_TYPE):
+    if vm is None or vm["type"] not in (compute.VM_TYPE, compute.VMSS_VM_TYPE, *types):
         raise ArmError(404, "ResourceNotFound", f"No VM or scale-set instance {vm_id}.")
     return vm
 
@@ -205,9 +208,14 @@ def set_power(world: World, vm_id: str, state: str) -> Obj:
 
 
 def delete_vm(world: World, vm_id: str) -> None:
-    """The VM gone with what was seeded with it (a scale-set instance: its set one smaller)."""
-    vm = _vm(world, vm_id)
+    """The VM gone with what was seeded with it (a scale-set instance: its set one smaller; a
+    scale set: with its instances)."""
+    vm = _vm(world, vm_id, VMSS_TYPE)
     world.drop(vm["id"])
+    if vm["type"] == VMSS_TYPE:
+        for instance in compute.instances_of(world, vm):
+            world.drop(instance["id"])
+        return
     if vm["type"] == compute.VMSS_VM_TYPE:
         compute.vmss_vm_deleted(world, vm)
         return
