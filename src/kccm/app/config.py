@@ -123,6 +123,8 @@ class ManagerConfig:
 
     cloud_provider: str
     cloud_config: str = ""
+    user_agent: tuple[str, ...] = ()
+    """``--user-agent``: extra User-Agent components for the provider's cloud client."""
     kubeconfig: str = ""
     master: str = ""
     kube_api_qps: float = DEFAULT_KUBE_API_QPS

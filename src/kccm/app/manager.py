@@ -35,6 +35,7 @@ from kccm.cloudprovider.gate import Budget, CallGate, GateConfig
 from kccm.cloudprovider.gated import GatedCloud
 from kccm.cloudprovider.interface import Interface
 from kccm.cloudprovider.registry import init_cloud_provider
+from kccm.cloudprovider.useragent import set_extra_user_agent
 from kccm.controllers import route, service
 from kccm.controllers.base import ControllerContext
 from kccm.controllers.syncstate import SyncStates
@@ -126,6 +127,7 @@ def init_provider(config: ManagerConfig) -> Interface:
     path = config.cloud_config or None
     if path is not None and not Path(path).is_file():
         raise ConfigurationError(f"--cloud-config: cannot read {path!r}: no such file")
+    set_extra_user_agent(config.user_agent)
     try:
         cloud = init_cloud_provider(config.cloud_provider, path)
     except (CloudProviderInitError, CloudConfigError, OSError) as exc:

@@ -12,6 +12,7 @@ produces the config (upstream ``CloudControllerManagerOptions.Config``).
 from kccm.app.config import ConfigurationError
 from kccm.app.options.authentication import AuthenticationOptions
 from kccm.app.options.authorization import AuthorizationOptions
+from kccm.app.options.cloudclient import CloudClientOptions
 from kccm.app.options.controllers import (
     controller_errors,
     is_controller_enabled,
@@ -38,6 +39,7 @@ __all__ = [
     "LOGGING_FORMATS",
     "AuthenticationOptions",
     "AuthorizationOptions",
+    "CloudClientOptions",
     "ConfigurationError",
     "DebuggingOptions",
     "FlagGroup",

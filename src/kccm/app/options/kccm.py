@@ -14,6 +14,7 @@ from kccm.app.config import (
 from kccm.app.flags import FlagSet
 from kccm.app.options.authentication import AuthenticationOptions
 from kccm.app.options.authorization import AuthorizationOptions
+from kccm.app.options.cloudclient import CloudClientOptions
 from kccm.app.options.debugging import DebuggingOptions
 from kccm.app.options.gate import GateOptions
 from kccm.app.options.generic import GenericOptions
@@ -62,6 +63,7 @@ class KccmOptions:
     misc: MiscOptions = field(init=False)
     logs: LogsOptions = field(init=False)
     gate: GateOptions = field(default_factory=GateOptions)
+    cloud_client: CloudClientOptions = field(default_factory=CloudClientOptions)
     global_: GlobalOptions = field(default_factory=GlobalOptions)
 
     def __post_init__(self) -> None:

@@ -67,6 +67,7 @@ from kccm.cloudprovider import (
     Throttled,
 )
 from kccm.cloudprovider.apicalls import CloudAPICalls
+from kccm.cloudprovider.useragent import user_agent
 from kccm.providers.openstack.config import GlobalOpts, OpenStackConfig
 
 __all__ = [
@@ -310,7 +311,7 @@ class OpenStackAPI:
             verify=_verify(glob),
             cert=cert,
             timeout=config.metadata.timeout,
-            user_agent=USER_AGENT,
+            user_agent=user_agent(USER_AGENT),
         )
         self._endpoints: dict[str, str] = {}
         self._lock = threading.Lock()

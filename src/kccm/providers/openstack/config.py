@@ -71,6 +71,7 @@ __all__ = [
     "OpenStackConfig",
     "RouteOpts",
     "load_openstack_config",
+    "startup_warnings",
     "unknown_keys",
 ]
 
@@ -113,18 +114,11 @@ def _is_bool(text: str) -> bool:
 
 def _check_global(glob: GlobalOpts, *, clouds_read: bool) -> list[str]:
     issues = []
-    if glob.tls_insecure and not _is_bool(glob.tls_insecure):
-        issues.append(
-            f"[Global] tls-insecure: {glob.tls_insecure!r} is not true or false "
-            "(OCCM would silently verify certificates)"
-        )
     if not glob.auth_url and (clouds_read or not glob.use_clouds):
         where = " (neither in cloud.conf nor in the clouds.yaml cloud)" if glob.use_clouds else ""
         issues.append(
             f"[Global] auth-url: is required{where} (or use-clouds = true with a clouds.yaml)"
         )
-    if bool(glob.cert_file) != bool(glob.key_file):
-        issues.append("[Global] cert-file and key-file: set both or neither")
     return issues
 
 
@@ -134,8 +128,6 @@ def _check_load_balancer(lb: LoadBalancerOpts) -> list[str]:
     issues = []
     if lb.lb_version not in ("", "v2"):
         issues.append(f"[LoadBalancer] lb-version: {lb.lb_version!r} is not supported (only v2)")
-    if lb.max_shared_lb < 1:
-        issues.append(f"[LoadBalancer] max-shared-lb: {lb.max_shared_lb} must be at least 1")
     return issues
 
 
@@ -148,14 +140,39 @@ def _issues(config: OpenStackConfig, *, clouds_read: bool = True) -> list[str]:
     )
 
 
-def _warnings(config: OpenStackConfig) -> None:
-    insecure = config.global_.tls_insecure
-    if insecure != "true" and _is_bool(insecure) and gcfg_bool(insecure):
-        log.warning(
-            "openstack: [Global] tls-insecure = %s: OCCM reads only 'true' as true, so "
-            "certificates are verified (write 'true' to turn verification off)",
-            insecure,
+def startup_warnings(config: OpenStackConfig) -> list[str]:
+    """Values OCCM v1.36.0 starts with although they do not do what they seem to: kccm starts
+    as OCCM does, and says so (docs/providers/openstack.md, "Start-up: odd values")."""
+    glob, lb = config.global_, config.load_balancer
+    found = []
+    if glob.tls_insecure not in ("", "true", "false"):
+        # client.go: InsecureSkipVerify = cfg.TLSInsecure == "true" (a plain string field)
+        seems = "true" if _is_bool(glob.tls_insecure) and gcfg_bool(glob.tls_insecure) else ""
+        found.append(
+            f"[Global] tls-insecure = {glob.tls_insecure}: only 'true' turns certificate "
+            "verification off (OCCM compares the text with 'true'), so certificates are "
+            + ("verified; write 'true' to turn verification off" if seems else "verified")
         )
+    if bool(glob.cert_file) != bool(glob.key_file):
+        # client.go: the key pair is loaded only when both are set
+        given, missing = ("cert-file", "key-file") if glob.cert_file else ("key-file", "cert-file")
+        found.append(
+            f"[Global] {given} is set without {missing}: no client certificate is sent "
+            "(OCCM loads the pair only when both are set)"
+        )
+    if lb.max_shared_lb < 1:
+        # loadbalancer.go: sharedCount+1 > MaxSharedLB refuses every Service that shares
+        found.append(
+            f"[LoadBalancer] max-shared-lb = {lb.max_shared_lb}: no Service can share a "
+            "balancer through loadbalancer.openstack.org/load-balancer-id (each is refused "
+            'with "already shared", as OCCM refuses it)'
+        )
+    return found
+
+
+def _warnings(config: OpenStackConfig) -> None:
+    for warning in startup_warnings(config):
+        log.warning("openstack: %s", warning)
     lb = config.load_balancer
     if lb.lb_provider not in SUPPORTED_LB_PROVIDERS:
         log.warning("openstack: unsupported [LoadBalancer] lb-provider %r", lb.lb_provider)

@@ -141,4 +141,5 @@ KCCM_OWN: dict[str, Any] = {
     "reuse-unchanged-load-balancers": True,
     "load-balancer-class": [],
     "load-balancer-class-only": False,
+    "user-agent": [],
 }

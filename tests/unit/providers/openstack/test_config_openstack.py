@@ -300,7 +300,6 @@ ERRORS = [
     ),
     ("bare-string", "\n[Route]\nrouter-id\n", 'key "router-id": needs a value'),
     ("lb-version", "\n[LoadBalancer]\nlb-version = v1\n", "lb-version: 'v1' is not supported"),
-    ("max-shared-lb-zero", "\n[LoadBalancer]\nmax-shared-lb = 0\n", "max-shared-lb: 0 must be"),
     (
         "search-order-element",
         "\n[Metadata]\nsearch-order = configDrive,cloudInit\n",
@@ -311,8 +310,6 @@ ERRORS = [
         "\n[Metadata]\nsearch-order = configDrive,metadataService,configDrive\n",
         "search-order: cannot contain more than 2 elements",
     ),
-    ("tls-insecure", "tls-insecure = maybe\n", "tls-insecure: 'maybe' is not true or false"),
-    ("cert-without-key", "cert-file = /c.pem\n", "cert-file and key-file: set both or neither"),
     ("syntax", "\n[LoadBalancer\n", "syntax error"),
 ]
 

@@ -64,3 +64,18 @@ def test_internal_service_cannot_share(world: LBWorld) -> None:
     with pytest.raises(CloudProviderError, match="internal Service cannot share"):
         balancers.ensure_load_balancer(CLUSTER, guest, world.nodes)
     balancers.ensure_load_balancer_deleted(CLUSTER, owner)
+
+
+def test_max_shared_lb_zero_refuses_every_guest_not_the_owner(world: LBWorld) -> None:
+    """``max-shared-lb = 0`` starts (as OCCM) and then refuses each Service naming another's
+    balancer: ``sharedCount+1 > MaxSharedLB`` (the owner is not counted against it)."""
+    balancers = world.balancers(**{"max-shared-lb": "0"})
+    owner = service("owner", ports=((80, 30080),))
+    balancers.ensure_load_balancer(CLUSTER, owner, world.nodes)
+    owner = world.with_written(owner)
+    lb = world.lb_named(owner)
+    balancers.ensure_load_balancer(CLUSTER, owner, world.nodes)
+    guest = service("guest", ports=((8080, 30081),), annotations={ann.LB_ID: lb["id"]})
+    with pytest.raises(CloudProviderError, match="already shared with 1 Services"):
+        balancers.ensure_load_balancer(CLUSTER, guest, world.nodes)
+    balancers.ensure_load_balancer_deleted(CLUSTER, owner)
