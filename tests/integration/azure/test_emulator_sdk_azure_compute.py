@@ -153,3 +153,51 @@ def test_scale_set_instances_and_their_nics(
     assert one.virtual_machine.id == vms[1].id
     versions = {r["api_version"] for r in emu.admin.requests() if "networkInterfaces" in r["path"]}
     assert versions == {"2018-10-01"}
+
+
+def test_a_vm_made_and_deleted_through_the_sdk(
+    emu: AzureEmulator, compute: ComputeManagementClient
+) -> None:
+    from azure.mgmt.compute import models as cm
+    from azure.mgmt.network import models as nm
+    from azure_sdk_support import network_client
+
+    emu.admin.set_config(lro_delay=0.2)
+    subnet = emu.admin.resource(
+        f"/subscriptions/{emu.config['subscription']}/resourceGroups/kccm-rg/providers/Microsoft.Network/virtualNetworks/kccm-vnet"
+    )["properties"]["subnets"][0]["id"]
+    with network_client(emu) as network:
+        nic = network.network_interfaces.begin_create_or_update(
+            "kccm-rg",
+            "made-nic",
+            nm.NetworkInterface(
+                location="eastus",
+                ip_configurations=[
+                    nm.NetworkInterfaceIPConfiguration(
+                        name="ipconfig1", subnet=nm.Subnet(id=subnet)
+                    )
+                ],
+            ),
+        ).result()
+        aset = compute.availability_sets.create_or_update(
+            "kccm-rg", "made-as", cm.AvailabilitySet(location="eastus")
+        )
+        vm = compute.virtual_machines.begin_create_or_update(
+            "kccm-rg",
+            "made-vm",
+            cm.VirtualMachine(
+                location="eastus",
+                hardware_profile=cm.HardwareProfile(vm_size="Standard_D4s_v3"),
+                availability_set=cm.SubResource(id=aset.id),
+                network_profile=cm.NetworkProfile(
+                    network_interfaces=[cm.NetworkInterfaceReference(id=nic.id, primary=True)]
+                ),
+            ),
+        ).result()
+        assert vm.provisioning_state == "Succeeded"
+        assert vm.vm_id
+        assert [a.name for a in compute.availability_sets.list("kccm-rg")] == ["made-as"]
+        assert compute.availability_sets.get("kccm-rg", "made-as").virtual_machines[0].id == vm.id
+        compute.virtual_machines.begin_delete("kccm-rg", "made-vm").result()
+        compute.availability_sets.delete("kccm-rg", "made-as")
+        network.network_interfaces.begin_delete("kccm-rg", "made-nic").result()

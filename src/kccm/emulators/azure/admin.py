@@ -210,9 +210,15 @@ def _children(world: World, type_: str, prop: str) -> list[str]:
     )
 
 
+def _network_configs(vmss: Any) -> list[Any]:
+    profile = vmss["properties"].get("virtualMachineProfile") or {}
+    return list((profile.get("networkProfile") or {}).get("networkInterfaceConfigurations") or [])
+
+
 def state(world: World) -> dict[str, list[str]]:
     """What tests make and must remove: every resource by type, and the parts a provider
-    changes inside seeded ones (security rules, routes, subnets, pool memberships)."""
+    changes inside seeded ones (security rules, routes, subnets, pool memberships of IP
+    configurations and of scale-set models), and operations still pending."""
     found = {
         label: sorted(str(o["id"]) for o in world.of_type(type_))
         for label, type_ in STATE_TYPES.items()
@@ -229,6 +235,13 @@ def state(world: World) -> dict[str, list[str]]:
         f"{ipc_id} -> {pool['id']}"
         for ipc_id, props in ip_configurations(world)
         for pool in props.get("loadBalancerBackendAddressPools") or []
+    )
+    found["scaleSetModelPools"] = sorted(
+        f"{vmss['id']} -> {pool['id']}"
+        for vmss in world.of_type(STATE_TYPES["virtualMachineScaleSets"])
+        for config in _network_configs(vmss)
+        for ipc in (config.get("properties") or {}).get("ipConfigurations") or []
+        for pool in (ipc.get("properties") or {}).get("loadBalancerBackendAddressPools") or []
     )
     found["pendingOperations"] = sorted(
         op.id for op in world.operations.values() if op.status == "InProgress"

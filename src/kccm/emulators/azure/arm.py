@@ -7,6 +7,7 @@ resources, the operations a long-running call hands out to poll, and below a res
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from aiohttp import web
@@ -236,11 +237,25 @@ def _list(request: web.Request, kind: Kind, group: str) -> web.Response:
     world = request.app[WORLD]
     expand = expand_instance_view(request)
     items = list(world.of_type(kind.full_type, world.groups[group.lower()]))
-    flt = request.query.get("$filter", "").replace(" ", "").lower()
-    if "virtualmachinescaleset/id'eq'notexists'" in flt:
-        items = [o for o in items if not o["properties"].get("virtualMachineScaleSet")]
+    items = _scale_set_filter(items, request.query.get("$filter", ""))
     items.sort(key=lambda o: str(o["name"]).lower())
     return reply(page(request, [render(world, o, expand) for o in items]))
+
+
+def _scale_set_filter(items: list[Obj], flt: str) -> list[Obj]:
+    """``'virtualMachineScaleSet/id' eq '<id>'`` (upstream's Flex lists; ``notexists``: the
+    VMs in no scale set); any other filter is not applied."""
+    match = re.fullmatch(r"\s*'virtualMachineScaleSet/id'\s+eq\s+'([^']*)'\s*", flt, re.IGNORECASE)
+    if match is None:
+        return items
+    wanted = match.group(1).lower()
+
+    def owner(obj: Obj) -> str:
+        return str((obj["properties"].get("virtualMachineScaleSet") or {}).get("id", "")).lower()
+
+    if wanted == "notexists":
+        return [o for o in items if not owner(o)]
+    return [o for o in items if owner(o) == wanted]
 
 
 async def _resource(
@@ -261,6 +276,10 @@ async def _resource(
             return reply(None, 204)
         check_preconditions(request, current, kind.compute)
         kind.check_delete(world, current)
+        if not kind.lro:
+            world.drop(current["id"])
+            kind.deleted(world, current)
+            return reply(None, 200)
         op = begin_delete(world, kind, current)
         return reply(None, 202, headers=lro_headers(world, op, api, location=True))
     raise ArmError(405, "MethodNotAllowed", f"Method '{request.method}' is not allowed here.")
@@ -277,6 +296,10 @@ async def _put(
             raise not_found(kind.full_type, name, world.groups[group.lower()])
         body = merge_patch(public(current), body)
     obj = build(world, kind, group, name, body, current)
+    if not kind.lro:
+        world.put(obj)
+        kind.finish(world, obj)
+        return reply(render(world, obj), headers={"ETag": str(obj["etag"])})
     op = begin_put(world, kind, obj, created=current is None)
     headers = {**lro_headers(world, op, api, location=False), "ETag": str(obj["etag"])}
     return reply(render(world, obj), 201 if current is None else 200, headers=headers)

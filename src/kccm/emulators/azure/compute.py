@@ -73,11 +73,12 @@ def prepare_vm(world: World, obj: Obj, old: Obj | None) -> None:
         )
     profile = props.setdefault("networkProfile", {})
     profile["networkInterfaces"] = _refs(world, profile.get("networkInterfaces"), obj["id"])
-    found = check_ref(world, props.get("availabilitySet"), str(obj["id"]))
-    if found is None:
-        props.pop("availabilitySet", None)
-    else:
-        props["availabilitySet"] = found
+    for key in ("availabilitySet", "virtualMachineScaleSet"):
+        found = check_ref(world, props.get(key), str(obj["id"]))
+        if found is None:
+            props.pop(key, None)
+        else:
+            props[key] = found
     props["vmId"] = old_props.get("vmId") or new_guid()
     props["timeCreated"] = old_props.get("timeCreated") or iso_at(world.clock())
     props.setdefault("osProfile", {}).setdefault("computerName", obj["name"])

@@ -41,6 +41,7 @@ class Kind:
     render: Render = _no_render
     check_delete: Hook = _no_hook
     deleted: Hook = _no_hook
+    lro: bool = True  # PUT and DELETE are long-running (availability sets' are not)
 
     @property
     def full_type(self) -> str:
@@ -122,6 +123,7 @@ _ALL = (
     Kind(
         COMPUTE,
         "availabilitySets",
+        lro=False,
         prepare=compute.prepare_availability_set,
         render=compute.render_availability_set,
     ),

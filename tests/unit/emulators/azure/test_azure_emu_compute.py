@@ -183,3 +183,63 @@ async def test_a_scale_set_put_grows_it(api: Api) -> None:
     vmss["sku"]["capacity"] = 3
     await api.ok("PUT", VMSS, vmss)
     assert len((await api.ok("GET", f"{VMSS}/virtualMachines"))["value"]) == 3
+
+
+@pytest.mark.parametrize(
+    ("wanted", "names"),
+    [
+        pytest.param("notexists", ["node-0"], id="in-no-scale-set"),
+        pytest.param("flex", ["flex-0"], id="in-the-flex-set"),
+    ],
+)
+async def test_vm_lists_filter_on_their_scale_set(api: Api, wanted: str, names: list[str]) -> None:
+    add_vm(api.world, {"name": "node-0"})
+    flex = await api.ok(
+        "PUT",
+        f"{COMPUTE}/virtualMachineScaleSets/flex",
+        {
+            "location": "eastus",
+            "sku": {"name": "Standard_D2s_v3", "capacity": 0},
+            "properties": {"orchestrationMode": "Flexible"},
+        },
+    )
+    nic = await api.ok("GET", f"{NET}/networkInterfaces/node-0-nic")
+    await api.ok(
+        "PUT",
+        f"{NET}/networkInterfaces/flex-0-nic",
+        {
+            "location": "eastus",
+            "properties": {
+                "ipConfigurations": [
+                    {
+                        "name": "ipconfig1",
+                        "properties": {
+                            "subnet": nic["properties"]["ipConfigurations"][0]["properties"][
+                                "subnet"
+                            ]
+                        },
+                    }
+                ]
+            },
+        },
+    )
+    await api.ok(
+        "PUT",
+        f"{COMPUTE}/virtualMachines/flex-0",
+        {
+            "location": "eastus",
+            "properties": {
+                "hardwareProfile": {"vmSize": "Standard_D2s_v3"},
+                "virtualMachineScaleSet": {"id": flex["id"]},
+                "networkProfile": {
+                    "networkInterfaces": [{"id": f"{NET}/networkInterfaces/flex-0-nic"}]
+                },
+            },
+        },
+    )
+    target = flex["id"] if wanted == "flex" else wanted
+    found = await api.ok(
+        "GET",
+        f"{COMPUTE}/virtualMachines?$expand=instanceView&$filter='virtualMachineScaleSet/id' eq '{target}'",
+    )
+    assert [v["name"] for v in found["value"]] == names
