@@ -238,8 +238,6 @@ async def test_vm_lists_filter_on_their_scale_set(api: Api, wanted: str, names: 
         },
     )
     target = flex["id"] if wanted == "flex" else wanted
-    found = await api.ok(
-        "GET",
-        f"{COMPUTE}/virtualMachines?$expand=instanceView&$filter='virtualMachineScaleSet/id' eq '{target}'",
-    )
+    query = f"$expand=instanceView&$filter='virtualMachineScaleSet/id' eq '{target}'"
+    found = await api.ok("GET", f"{COMPUTE}/virtualMachines?{query}")
     assert [v["name"] for v in found["value"]] == names
