@@ -23,7 +23,10 @@
 ``InstanceExists`` fails and the Node stays forever (cloud-provider-openstack#3114, open).
 
 ``list_instance_metadata`` answers a refresh tick for all Nodes with one paged
-``servers/detail`` listing and one ports listing.
+``servers/detail`` listing and one ports listing. Nova lists the servers of the token's project
+only, so a Node the listing leaves out (its server in another project, reached with admin
+credentials; or gone) is read on its own, as OCCM reads every Node (``GET /servers/{id}``, else
+by name, and its ports by ``device_id``); a gone one is left out.
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ from kccm.cloudprovider import (
     InstanceView,
     Node,
     NodeName,
+    Throttled,
     node_name,
     node_provider_id,
 )
@@ -305,6 +309,22 @@ class OpenStackInstances:
                 log.warning(
                     "openstack: metadata of node %s (server %s): %s", name, server["id"], err
                 )
+        result.update(self._one_by_one([n for n in nodes if node_name(n) not in matched]))
+        return result
+
+    def _one_by_one(self, nodes: Sequence[Node]) -> dict[NodeName, InstanceMetadata]:
+        """Nodes the project's listing left out, read as OCCM reads each Node; gone ones are
+        left out, a failure is logged (a rate limit ends the tick)."""
+        result: dict[NodeName, InstanceMetadata] = {}
+        for node in nodes:
+            try:
+                result[node_name(node)] = self.instance_metadata(node)
+            except InstanceNotFound:
+                continue
+            except Throttled:
+                raise
+            except CloudProviderError as err:
+                log.warning("openstack: metadata of node %s: %s", node_name(node), err)
         return result
 
     def _ports_by_device(self, server_ids: Sequence[str]) -> dict[str, list[dict[str, Any]]]:

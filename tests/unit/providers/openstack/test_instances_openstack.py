@@ -230,7 +230,35 @@ def test_list_instance_metadata_is_one_server_and_one_port_listing(
     assert [(c["method"], c["path"].rsplit("/", 2)[-2:]) for c in calls] == [
         ("GET", ["servers", "detail"]),
         ("GET", ["v2.0", "ports"]),
+        # the two Nodes the listing left out, read on their own as OCCM reads every Node
+        ("GET", ["servers", gone["id"]]),
+        ("GET", ["servers", "detail"]),
     ]
+
+
+def test_a_node_the_project_listing_leaves_out_is_read_on_its_own(
+    world: World, cloud: OpenStackCloud, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Nova lists the token's project's servers only: a Node whose server is in another
+    project (admin credentials) is read by its providerID, as OCCM reads every Node."""
+    here = world.server("project-here")
+    elsewhere = world.server("project-elsewhere")
+    original = cloud.api.paged
+
+    def project_only(service: str, path: str, key: str, params: Any = None, **kw: Any) -> Any:
+        for item in original(service, path, key, params, **kw):
+            if not (key == "servers" and item["id"] == elsewhere["id"]):
+                yield item
+
+    monkeypatch.setattr(cloud.api, "paged", project_only)
+    nodes = [
+        node("project-here", f"openstack:///{here['id']}"),
+        node("project-elsewhere", f"openstack:///{elsewhere['id']}"),
+    ]
+    found = v2(cloud).list_instance_metadata(nodes)
+    assert sorted(found) == ["project-elsewhere", "project-here"]
+    assert found["project-elsewhere"] == v2(cloud).instance_metadata(nodes[1])
+    assert found["project-elsewhere"].node_addresses
 
 
 def test_list_instance_metadata_follows_server_pages(
