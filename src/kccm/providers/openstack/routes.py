@@ -10,7 +10,9 @@
   lock, as upstream's ``sync.Mutex``).
 - With ``allowed-address-pairs``, the pod CIDR is added to (removed from) the
   ``allowed_address_pairs`` of the node's port: the port with the next hop as fixed IP on one
-  of the router's networks (``getPortByIP``), skipped when its port security is off.
+  of the router's networks (``getPortByIP``), skipped when its port security is off or the
+  port has no ``port_security_enabled`` field (no ``port-security`` extension: upstream's
+  ``PortSecurityEnabled`` is then false).
 - Every change is undone when a later step fails (upstream's ``caller`` unwinders, run in
   reverse order): a route whose port cannot be found or updated is removed again. kccm
   difference: a *deleted* route whose port no longer exists (its server is gone) stays
@@ -404,7 +406,7 @@ class NeutronRoutes:
                     cidr,
                 )
                 return
-            if port.get("port_security_enabled") is False:
+            if not port.get("port_security_enabled"):  # off, or absent: no extension
                 log.warning("openstack: skipping allowed_address_pair for port %s", port["id"])
                 return
             original = _pairs(port)

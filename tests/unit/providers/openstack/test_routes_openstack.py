@@ -338,3 +338,26 @@ def test_deleting_a_route_whose_server_is_gone_leaves_it_deleted(
     world.delete(server["id"])
     routes.delete_route("c", route_to(server))
     assert all(r["destination"] != CIDR for r in router_routes(cloud))
+
+
+def test_a_port_without_a_port_security_field_gets_no_pair(
+    world: World, cloud: OpenStackCloud, routes: NeutronRoutes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without Neutron's ``port-security`` extension a port has no ``port_security_enabled``;
+    OCCM's ``PortWithPortSecurity`` reads it as false and skips the pair: so does kccm."""
+    server = world.server("route-no-port-security")
+    found = routes._port_by_ip
+
+    def without_the_field(address: str) -> dict[str, Any]:
+        port = found(address)
+        port.pop("port_security_enabled", None)
+        return port
+
+    monkeypatch.setattr(routes, "_port_by_ip", without_the_field)
+    since = world.admin.last_seq()
+    routes.create_route("c", "uid", route_to(server))
+    assert {"destination": CIDR, "nexthop": fixed(server)} in router_routes(cloud)
+    assert pairs_of(cloud, server) == []
+    assert not [w for w in world.admin.mutating(since) if "/ports/" in w["path"]]
+    routes.delete_route("c", route_to(server))
+    assert all(r["destination"] != CIDR for r in router_routes(cloud))
