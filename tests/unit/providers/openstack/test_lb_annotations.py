@@ -232,3 +232,31 @@ def test_floating_subnet_tags(tags: str, params: dict[str, str]) -> None:
 def test_floating_subnet_names(pattern: str, names: list[str]) -> None:
     subnets = [{"name": n} for n in ("public-a", "public", "other")]
     assert [s["name"] for s in FloatingSubnetSpec(subnet=pattern).select(subnets)] == names
+
+
+@pytest.mark.parametrize(
+    ("internal", "wanted"),
+    [("true", "annotation"), ("false", "class")],
+    ids=["internal-annotation-wins", "external-class-wins"],
+)
+def test_vip_subnet_of_a_class_and_an_annotation(
+    world: LBWorld, internal: str, wanted: str
+) -> None:
+    """Upstream ``createOctaviaLoadBalancer`` reads the class through
+    ``svcConf.configClassName``, which ``checkService`` sets for external Services only."""
+    ids = world.ids
+    subnets = {"class": ids["private_subnet_id"], "annotation": ids["public_subnet_id"]}
+    balancers = world.balancers(
+        sections={'LoadBalancerClass "office"': {"subnet-id": subnets["class"]}},
+        **{"floating-network-id": ids["public_network_id"]},
+    )
+    svc = service(
+        annotations={
+            ann.CLASS: "office",
+            ann.SUBNET_ID: subnets["annotation"],
+            ann.INTERNAL: internal,
+        }
+    )
+    balancers.ensure_load_balancer(CLUSTER, svc, world.nodes)
+    assert world.lb_named(svc)["vip_subnet_id"] == subnets[wanted]
+    balancers.ensure_load_balancer_deleted(CLUSTER, world.with_written(svc))

@@ -3,8 +3,9 @@ annotation (upstream ``LBClass`` in ``pkg/openstack/openstack.go``; read in
 ``checkService``, ``getMemberSubnetID``, ``getSubnetID``, ``getNetworkID`` and
 ``createOctaviaLoadBalancer`` in ``loadbalancer.go`` v1.36.0).
 
-A class overrides the floating network and subnet of the annotations and ``[LoadBalancer]``;
-for the VIP and member subnets and the VIP network an annotation still wins. An unknown class
+A class overrides the floating network and subnet of the annotations and ``[LoadBalancer]``,
+and, for an external Service, the VIP subnet and network (``createOctaviaLoadBalancer``); for
+an internal Service's VIP and for the member subnet an annotation still wins. An unknown class
 is an error (upstream: ``invalid loadbalancer class "x"``).
 """
 

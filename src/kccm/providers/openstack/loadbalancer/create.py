@@ -2,8 +2,9 @@
 ``pkg/openstack/loadbalancer.go`` v1.36.0).
 
 The body names the balancer, describes the Service, carries its tag (Octavia >= 2.5), the
-provider, flavor and zone, and the VIP: ``port-id``, else the class's or configured subnet and
-network; ``spec.loadBalancerIP`` is the VIP address for internal and IPv6 Services. Unless
+provider, flavor and zone, and the VIP: ``port-id``, else (external Services) the class's
+subnet and network, else the configured ones (for internal Services the annotations win over
+the class, as upstream); ``spec.loadBalancerIP`` is the VIP address for internal and IPv6 Services. Unless
 ``provider-requires-serial-api-calls``, it is fully populated: each port's listener with its
 default pool, the members and the health monitor. Then it waits for ``ACTIVE``; a balancer
 that went to ``ERROR`` is deleted and the sync fails, to be retried.
@@ -40,7 +41,10 @@ def _vip(body: dict[str, Any], conf: ServiceConfig) -> None:
     if port_id:
         body["vip_port_id"] = port_id
         return
-    found = conf.lb_class
+    # Upstream reads the class here through svcConf.configClassName, which checkService sets
+    # for external Services only: an internal Service's VIP is getSubnetID/getNetworkID's
+    # (annotation, then class, then [LoadBalancer]), an external one's the class's first.
+    found = None if conf.internal else conf.lb_class
     subnet = found.subnet_id if found is not None and found.subnet_id else conf.subnet_id
     network = found.network_id if found is not None and found.network_id else conf.network_id
     if subnet:
