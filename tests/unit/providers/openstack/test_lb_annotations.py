@@ -260,3 +260,31 @@ def test_vip_subnet_of_a_class_and_an_annotation(
     balancers.ensure_load_balancer(CLUSTER, svc, world.nodes)
     assert world.lb_named(svc)["vip_subnet_id"] == subnets[wanted]
     balancers.ensure_load_balancer_deleted(CLUSTER, world.with_written(svc))
+
+
+GLOBS = [
+    # id, pattern, names it matches among GLOB_NAMES (upstream glob.Globexp + regexpNameMatcher)
+    ("alternatives", "public-{a,b}", ["public-a", "public-b"]),
+    ("negated-alternatives", "!public-{a,b}", ["public-c", "public", "public/x", "", "a.b", "{x}"]),
+    ("star-stops-at-slash", "public*", ["public-a", "public-b", "public-c", "public"]),
+    ("question-mark", "publi?", ["public"]),
+    ("class", "public-[ab]", ["public-a", "public-b"]),
+    ("dot-is-literal", "a.b", ["a.b"]),
+    ("double-brace-is-literal", "{{x}", ["{x}"]),
+    ("comma-outside-a-group", "public-a,public-b", []),
+    ("trailing-slash-star-star", "public/**", ["public/x"]),
+]
+GLOB_NAMES = ["public-a", "public-b", "public-c", "public", "public/x", "", "a.b", "{x}"]
+
+
+@pytest.mark.parametrize(("pattern", "names"), [g[1:] for g in GLOBS], ids=[g[0] for g in GLOBS])
+def test_floating_subnet_globs_as_godo(pattern: str, names: list[str]) -> None:
+    """kccm difference: a subnet without a name matches only a pattern that matches ``""``
+    (upstream's ``FindString(name) == name`` is true for it whatever the pattern)."""
+    subnets = [{"name": n} for n in GLOB_NAMES]
+    assert [s["name"] for s in FloatingSubnetSpec(subnet=pattern).select(subnets)] == names
+
+
+def test_a_glob_go_cannot_compile_is_refused() -> None:
+    with pytest.raises(LBAnnotationError, match="invalid subnet glob pattern 'public-{a'"):
+        FloatingSubnetSpec(subnet="public-{a").validate()

@@ -2,16 +2,18 @@
 ``pkg/openstack/loadbalancer_subnet_match.go`` v1.36.0: ``floatingSubnetSpec``,
 ``subnetNameMatcher``, ``tweakListOpts``, ``tagList``).
 
-A spec is a subnet ID, or a name pattern and/or tags: the pattern is a name, a glob, or a
-regular expression after ``~``, negated by a leading ``!``; tags are a comma-separated list,
+A spec is a subnet ID, or a name pattern and/or tags: the pattern is a name, a glob (upstream's
+``gopkg.in/godo.v2/glob.Globexp`` v2.0.9: ``*`` and ``?``, ``[...]``, ``{a,b}`` alternatives,
+``**/`` directories; :func:`glob_regexp`), or a regular expression after ``~``, negated by a
+leading ``!``; tags are a comma-separated list,
 any of which must be present, all of them after ``&``, negated by a leading ``!``. Tags are
 filtered by Neutron (``tags``, ``tags-any``, ``not-tags``, ``not-tags-any``), names here.
 """
 
 from __future__ import annotations
 
-import fnmatch
 import re
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -20,7 +22,7 @@ from kccm.providers.openstack.config_sections import LoadBalancerOpts
 from kccm.providers.openstack.loadbalancer import annotations as ann
 from kccm.providers.openstack.loadbalancer.annotations import ServiceAnnotations
 
-__all__ = ["FloatingSubnetSpec", "tag_list"]
+__all__ = ["FloatingSubnetSpec", "glob_regexp", "tag_list"]
 
 Matcher = Callable[[dict[str, Any]], bool]
 
@@ -32,6 +34,49 @@ def tag_list(tags: str) -> tuple[list[str], bool, bool]:
     every = tags.startswith("&")
     tags = tags[1:] if every else tags
     return [t for t in re.split(r"[\s,]+", tags) if t], negated, every
+
+
+_DIRECTORIES = r"(?:[.{}\w\-\ ]+\/)*"
+"""Globexp's ``zeroOrMoreDirectories``."""
+_ESCAPED = frozenset("\\$^+.()=!|")
+
+
+def _glob_piece(glob: str, i: int, in_group: bool) -> tuple[str, int, bool]:
+    """One step of ``Globexp``: the regexp text for ``glob[i:]``'s next element, how many
+    characters it took, whether a ``{...}`` group is open after it."""
+    char, rest = glob[i], glob[i:]
+    if char in _ESCAPED:
+        return "\\" + char, 1, in_group
+    if char == "/":
+        if rest.startswith("/**/"):
+            return "/" + _DIRECTORIES, 4, in_group
+        return ("/.*", 3, in_group) if rest == "/**" else ("/", 1, in_group)
+    if char == "?":
+        return ".", 1, in_group
+    if char == "{":
+        return ("\\{", 2, in_group) if rest.startswith("{{") else ("(", 1, True)
+    if char == "}":
+        return (")", 1, False) if in_group else ("}", 1, in_group)
+    if char == ",":
+        return ("|", 1, in_group) if in_group else ("\\,", 1, in_group)
+    if char == "*":
+        return (_DIRECTORIES, 3, in_group) if rest.startswith("**/") else ("[^/]*", 1, in_group)
+    return char, 1, in_group  # '[' and ']' too: a character class, as Go reads it
+
+
+def glob_regexp(glob: str) -> re.Pattern[str]:
+    """Upstream's ``glob.Globexp``: the glob as an anchored regular expression (``\\Z``:
+    Go's ``$`` without the multi-line flag; ASCII ``\\w``, as Go's). A pattern Go cannot
+    compile makes upstream panic (``MustCompile``); kccm raises ``re.error``."""
+    pieces, i, in_group = ["^"], 0, False
+    while i < len(glob):
+        piece, taken, in_group = _glob_piece(glob, i, in_group)
+        pieces.append(piece)
+        i += taken
+    pieces.append("\\Z")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)  # Python's nested-set notice on "[["
+        return re.compile("".join(pieces), re.ASCII)
 
 
 def _name_matcher(pattern: str) -> Matcher:
@@ -47,7 +92,10 @@ def _name_matcher(pattern: str) -> Matcher:
                 f"invalid subnet regexp pattern {pattern[1:]!r}: {err}"
             ) from err
     else:
-        regexp = re.compile(fnmatch.translate(pattern))
+        try:
+            regexp = glob_regexp(pattern)
+        except re.error as err:
+            raise ann.LBAnnotationError(f"invalid subnet glob pattern {pattern!r}: {err}") from err
 
     def match(subnet: dict[str, Any]) -> bool:
         name = str(subnet.get("name", ""))
