@@ -286,5 +286,5 @@ def test_floating_subnet_globs_as_godo(pattern: str, names: list[str]) -> None:
 
 
 def test_a_glob_go_cannot_compile_is_refused() -> None:
-    with pytest.raises(LBAnnotationError, match="invalid subnet glob pattern 'public-{a'"):
+    with pytest.raises(LBAnnotationError, match=r"invalid subnet glob pattern 'public-\{a'"):
         FloatingSubnetSpec(subnet="public-{a").validate()
