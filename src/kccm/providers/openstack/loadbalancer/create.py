@@ -6,8 +6,8 @@ provider, flavor and zone, and the VIP: ``port-id``, else (external Services) th
 subnet and network, else the configured ones (for internal Services the annotations win over
 the class, as upstream); ``spec.loadBalancerIP`` is the VIP address for internal and IPv6
 Services. Unless ``provider-requires-serial-api-calls``, it is fully populated: each port's
-listener with its default pool, the members and the health monitor. Then it waits for ``ACTIVE``; a balancer
-that went to ``ERROR`` is deleted and the sync fails, to be retried.
+listener with its default pool, the members and the health monitor. Then it waits for
+``ACTIVE``; a balancer that went to ``ERROR`` is deleted and the sync fails, to be retried.
 """
 
 from __future__ import annotations
