@@ -207,3 +207,18 @@ def test_an_unparsable_keep_floatingip_deletes_the_floating_ip(world: LBWorld) -
         balancers.ensure_load_balancer_deleted(CLUSTER, world.with_written(svc))
     assert [w.message.split(":")[0] for w in warnings] == [f"annotation {ann.KEEP_FLOATING_IP}"]
     assert fip["id"] not in world.emu.admin.state().get("floatingips", ())
+
+
+@pytest.mark.parametrize(
+    ("text", "wanted"),
+    [
+        pytest.param("role=edge, zone=", {"role": "edge", "zone": ""}, id="pairs"),
+        pytest.param("edge,,", {"edge": ""}, id="key-only-and-empty-items"),
+        pytest.param("a=b=c", {"a": "b=c"}, id="value-keeps-equals"),
+        pytest.param("=edge", {"": "edge"}, id="empty-key-kept"),  # matches no Node
+    ],
+)
+def test_node_selector_as_string_to_map(text: str, wanted: dict[str, str]) -> None:
+    """``getKeyValueFromServiceAnnotation`` + ``util.StringToMap``."""
+    notes = read_annotations(service(annotations={ann.NODE_SELECTOR: text}))
+    assert notes.node_selectors("") == wanted

@@ -16,6 +16,7 @@ from kccm.cloudprovider import LoadBalancerIngress
 from kccm.providers.openstack.loadbalancer.annotations import LBAnnotationError
 from kccm.providers.openstack.loadbalancer.floatingsubnets import FloatingSubnetSpec, tag_list
 from kccm.providers.openstack.loadbalancer.names import cluster_name_of, cut255, load_balancer_name
+from kccm.providers.openstack.loadbalancer.svcconf import parse_cidr_sloppy
 
 
 @pytest.fixture
@@ -43,6 +44,12 @@ BAD = [
     (
         "source-ranges-annotation-bad",
         {ann.SOURCE_RANGES: "10.0.0.1/8,bogus"},
+        {},
+        ann.SOURCE_RANGES,
+    ),
+    (
+        "source-ranges-bare-ip",  # OCCM: ParseCIDRSloppy refuses it (kccm read it as /32)
+        {ann.SOURCE_RANGES: "10.0.0.1"},
         {},
         ann.SOURCE_RANGES,
     ),
@@ -288,3 +295,30 @@ def test_floating_subnet_globs_as_godo(pattern: str, names: list[str]) -> None:
 def test_a_glob_go_cannot_compile_is_refused() -> None:
     with pytest.raises(LBAnnotationError, match=r"invalid subnet glob pattern 'public-\{a'"):
         FloatingSubnetSpec(subnet="public-{a").validate()
+
+
+CIDRS = [
+    # id, text, the network netutils.ParseCIDRSloppy gives (None: an error)
+    ("network", "10.0.0.0/8", "10.0.0.0/8"),
+    ("host-bits-dropped", "10.1.2.3/8", "10.0.0.0/8"),
+    ("leading-zeros-are-decimal", "010.001.002.000/24", "10.1.2.0/24"),
+    ("prefix-leading-zero", "10.0.0.0/08", "10.0.0.0/8"),
+    ("ipv6", "fd00::1/64", "fd00::/64"),
+    ("bare-ipv4", "10.0.0.1", None),
+    ("bare-ipv6", "fd00::1", None),
+    ("netmask", "10.0.0.0/255.0.0.0", None),
+    ("prefix-too-long", "10.0.0.0/33", None),
+    ("prefix-signed", "10.0.0.0/+8", None),
+    ("prefix-empty", "10.0.0.0/", None),
+    ("octet-too-big", "10.0.0.256/32", None),
+    ("ipv6-zone", "fe80::1%eth0/64", None),
+]
+
+
+@pytest.mark.parametrize(("text", "wanted"), [c[1:] for c in CIDRS], ids=[c[0] for c in CIDRS])
+def test_source_ranges_parse_as_parse_cidr_sloppy(text: str, wanted: str | None) -> None:
+    if wanted is None:
+        with pytest.raises(ValueError, match="invalid CIDR address"):
+            parse_cidr_sloppy(text)
+    else:
+        assert str(parse_cidr_sloppy(text)) == wanted

@@ -194,12 +194,12 @@ class ServiceAnnotations:
     def node_selectors(self, default: str) -> dict[str, str]:
         """Upstream ``getKeyValueFromServiceAnnotation`` + ``util.StringToMap`` on
         ``node-selector`` (else ``default``): ``k1=v1,k2=,k3`` (a key without ``=`` or with
-        an empty value matches on the key alone)."""
+        an empty value matches on the key alone; ``=v``, an empty key, matches no Node)."""
         text = (default if self.node_selector is None else self.node_selector).strip()
         result: dict[str, str] = {}
         for item in text.split(","):
-            name, _, value = item.strip().partition("=")
-            if name:
+            name, eq, value = item.strip().partition("=")
+            if name or eq:
                 result[name] = value
         return result
 

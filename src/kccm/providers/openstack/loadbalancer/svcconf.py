@@ -39,6 +39,7 @@ __all__ = [
     "config_for_delete",
     "config_for_ensure",
     "config_for_update",
+    "parse_cidr_sloppy",
     "source_ranges",
 ]
 
@@ -90,6 +91,33 @@ def _or(value: str | None, default: str) -> str:
     return default if value is None else value
 
 
+def _ipv4_sloppy(text: str) -> ipaddress.IPv4Address | None:
+    """The forked ``parseIPv4`` of ``k8s.io/utils/net``: four decimal fields up to 255,
+    leading zeros allowed (read as decimal)."""
+    fields = text.split(".")
+    if len(fields) != 4 or not all(f.isascii() and f.isdigit() for f in fields):
+        return None
+    if any(int(f) > 255 for f in fields):
+        return None
+    return ipaddress.IPv4Address(".".join(str(int(f)) for f in fields))
+
+
+def parse_cidr_sloppy(text: str) -> ipaddress.IPv4Network | ipaddress.IPv6Network:
+    """``netutils.ParseCIDRSloppy`` (what ``netsets.ParseIPNets`` applies): ``address/bits``
+    with a decimal prefix length; a bare address is refused, host bits are dropped."""
+    address, slash, bits = text.partition("/")
+    ip: ipaddress.IPv4Address | ipaddress.IPv6Address | None = _ipv4_sloppy(address)
+    if ip is None and ":" in address and "%" not in address:
+        try:
+            ip = ipaddress.IPv6Address(address)
+        except ValueError:
+            ip = None
+    width = 32 if isinstance(ip, ipaddress.IPv4Address) else 128
+    if not slash or ip is None or not (bits.isascii() and bits.isdigit()) or int(bits) > width:
+        raise ValueError(f"invalid CIDR address: {text}")
+    return ipaddress.ip_network((ip, int(bits)), strict=False)
+
+
 def source_ranges(service: Service, notes: ServiceAnnotations, family: str) -> list[str]:
     """Upstream ``GetLoadBalancerSourceRanges``: ``spec.loadBalancerSourceRanges``, else the
     ``load-balancer-source-ranges`` annotation, else everything (of the preferred family);
@@ -103,7 +131,7 @@ def source_ranges(service: Service, notes: ServiceAnnotations, family: str) -> l
             text = "::/0" if family == "IPv6" else "0.0.0.0/0"
         ranges = [r for r in text.replace(",", " ").split() if r]
     try:
-        nets = {str(ipaddress.ip_network(r.strip(), strict=False)) for r in ranges}
+        nets = {str(parse_cidr_sloppy(r.strip())) for r in ranges}
     except ValueError as err:
         raise LBAnnotationError(
             f"{origin}: {list(ranges)} is not a list of IP ranges ({err})"
