@@ -20,6 +20,10 @@
   route controller deletes it again, forever.
 - Route names are the destination CIDR; a route whose next hop belongs to no Node is a
   blackhole whose ``target_node`` is the next hop (``ListRoutes``).
+- kccm difference, deliberate: the route of a Node just deleted is usually still named after
+  it (the directory keeps what it learned until the next listing), so its pod CIDR leaves the
+  port's ``allowed_address_pairs`` with the route; OCCM's informer forgets the Node at once,
+  the route becomes a blackhole and the pair stays on a port that may outlive the Node.
 
 Next hops are named as OCCM names them, by the Node that has the address among its
 ``status.addresses`` (``getNodeNameByAddr`` over the Node informer): kccm's provider has no
