@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 from azure.identity import ClientSecretCredential
-from kccm.emulators.azure import AzureEmulator, azure_emulator
 
+from kccm.emulators.azure import AzureEmulator, azure_emulator
 from kccm.providers.azure.arm import ARMClient
 from kccm.providers.azure.config import load_azure_config
 from kccm.providers.azure.loadbalancer import AzureLoadBalancers
