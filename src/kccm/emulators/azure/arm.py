@@ -14,7 +14,7 @@ from aiohttp import web
 
 from kccm.emulators.azure import arm_sub
 from kccm.emulators.azure.errors import ArmError, group_not_found, not_found
-from kccm.emulators.azure.kinds import KINDS, Kind
+from kccm.emulators.azure.kinds import KINDS, Kind, kind_of_type
 from kccm.emulators.azure.rest import API_VERSIONS, WORLD, check_api_version, json_body, reply
 from kccm.emulators.azure.store import (
     begin_delete,
@@ -79,6 +79,7 @@ def provider_body(world: World, namespace: str, zones: list[str]) -> dict[str, A
     return {
         "id": f"/subscriptions/{world.subscription}/providers/{canonical}",
         "namespace": canonical,
+        "authorizations": [],
         "registrationState": "Registered",
         "registrationPolicy": "RegistrationRequired",
         "resourceTypes": types,
@@ -111,11 +112,47 @@ async def arm(request: web.Request) -> web.StreamResponse:
     if len(segs) < 2 or low[1] != world.subscription.lower():
         sub = segs[1] if len(segs) > 1 else ""
         raise ArmError(404, "SubscriptionNotFound", f"The subscription '{sub}' could not be found.")
-    if len(segs) >= 4 and low[2] == "providers":
+    if len(segs) >= 3 and low[2] == "providers":
         return await _subscription_level(request, segs)
+    if len(segs) == 4 and low[2] == "resourcegroups" and request.method in ("PUT", "DELETE"):
+        return await _group_write(request, segs[3])
     if len(segs) >= 4 and low[2] == "resourcegroups":
         return await _group_level(request, segs)
+    if len(segs) == 4 and low[2] == "operationresults":
+        _method(request, "GET")
+        return _group_deletion(request, segs[3])
     raise _no_route(request)
+
+
+async def _group_write(request: web.Request, group: str) -> web.Response:
+    """A resource group made (201, or 200 when it exists), or deleted with everything in it
+    (202 and a ``Location`` to poll, as ARM answers)."""
+    world = request.app[WORLD]
+    api = check_api_version(request, "Microsoft.Resources", "resourceGroups")
+    if request.method == "PUT":
+        body = await json_body(request)
+        existed = world.has_group(group)
+        world.add_group(group)
+        found = _group_body(world, group)
+        if body.get("tags"):
+            found["tags"] = body["tags"]
+        return reply(found, 200 if existed else 201)
+    if not world.has_group(group):
+        raise group_not_found(group)
+    prefix = world.group_prefix(world.groups[group.lower()]).lower() + "/"
+    for key in [k for k in world.resources if k.startswith(prefix)]:
+        gone = world.drop(key)
+        kind = kind_of_type(str((gone or {}).get("type", "")))
+        if gone is not None and kind is not None:
+            kind.deleted(world, gone)
+    del world.groups[group.lower()]
+    location = f"{world.base_url}/subscriptions/{world.subscription}/operationresults/"
+    return reply(None, 202, headers={"Location": f"{location}{group}?api-version={api}"})
+
+
+def _group_deletion(request: web.Request, token: str) -> web.Response:
+    """A resource group's deletion is done once it is asked after."""
+    return reply(None, 200)
 
 
 def _no_route(request: web.Request) -> ArmError:
@@ -138,7 +175,12 @@ def _method(request: web.Request, *allowed: str) -> None:
 async def _subscription_level(request: web.Request, segs: list[str]) -> web.StreamResponse:
     world = request.app[WORLD]
     low = [s.lower() for s in segs]
-    namespace = segs[3]
+    namespace = segs[3] if len(segs) > 3 else ""
+    if len(segs) == 3:
+        _method(request, "GET")
+        check_api_version(request, "Microsoft.Resources", "providers")
+        found = [provider_body(world, ns, world.zones) for ns in PROVIDER_TYPES]
+        return reply(page(request, found))
     if len(segs) == 4:
         _method(request, "GET")
         check_api_version(request, "Microsoft.Resources", "providers")
@@ -281,7 +323,8 @@ async def _resource(
             kind.deleted(world, current)
             return reply(None, 200)
         op = begin_delete(world, kind, current)
-        return reply(None, 202, headers=lro_headers(world, op, api, location=True))
+        headers = lro_headers(world, op, api, location=True)
+        return reply(None, 202, headers=headers)
     raise ArmError(405, "MethodNotAllowed", f"Method '{request.method}' is not allowed here.")
 
 
@@ -296,10 +339,13 @@ async def _put(
             raise not_found(kind.full_type, name, world.groups[group.lower()])
         body = merge_patch(public(current), body)
     obj = build(world, kind, group, name, body, current)
-    if not kind.lro:
+    if not kind.lro or kind.sync_put:
+        if kind.lro:
+            obj["properties"]["provisioningState"] = "Succeeded"
         world.put(obj)
         kind.finish(world, obj)
-        return reply(render(world, obj), headers={"ETag": str(obj["etag"])})
+        status = 201 if current is None and kind.lro else 200
+        return reply(render(world, obj), status, headers={"ETag": str(obj["etag"])})
     op = begin_put(world, kind, obj, created=current is None)
     headers = {**lro_headers(world, op, api, location=False), "ETag": str(obj["etag"])}
     return reply(render(world, obj), 201 if current is None else 200, headers=headers)

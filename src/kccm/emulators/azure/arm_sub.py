@@ -180,6 +180,13 @@ async def _vmss_sub(
         _only(request, "POST")
         return await _vmss_action(request, vmss, instances, low[0], api)
     if len(low) >= 2 and low[0] == "virtualmachines":
+        if not rest[1].isdigit():
+            raise ArmError(
+                400,
+                "InvalidParameter",
+                "Virtual Machine Scale Set VM instanceId must be a number.",
+                target="instanceId",
+            )
         vm = next((v for v in instances if v["instanceId"] == rest[1]), None)
         if vm is None:
             raise not_found(

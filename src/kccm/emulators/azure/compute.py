@@ -91,12 +91,25 @@ def instance_view(vm: Obj) -> Obj:
     power = str(vm.get("_power", "running"))
     provisioning = str(vm["properties"]["provisioningState"]).lower()
     computer = ((vm.get("properties") or {}).get("osProfile") or {}).get("computerName")
-    return {
+    view: Obj = {
         "computerName": computer or vm["name"],
         "osName": "ubuntu",
         "osVersion": "22.04",
         "platformUpdateDomain": int(vm.get("_update_domain", 0)),
         "platformFaultDomain": int(vm.get("_fault_domain", 0)),
+        "vmAgent": {
+            "vmAgentVersion": "2.7.41491.1149",
+            "statuses": [
+                {
+                    "code": "ProvisioningState/succeeded",
+                    "level": "Info",
+                    "displayStatus": "Ready",
+                    "message": "GuestAgent is running and processing the extensions.",
+                }
+            ],
+        },
+        "disks": [],
+        "hyperVGeneration": "V1",
         "statuses": [
             {
                 "code": f"ProvisioningState/{provisioning}",
@@ -106,6 +119,9 @@ def instance_view(vm: Obj) -> Obj:
             {"code": f"PowerState/{power}", "level": "Info", "displayStatus": POWER_STATES[power]},
         ],
     }
+    if vm.get("_placement_group"):
+        view["placementGroupId"] = vm["_placement_group"]
+    return view
 
 
 def render_vm(world: World, obj: Obj, expand: bool) -> None:
@@ -159,6 +175,7 @@ def prepare_vmss(world: World, obj: Obj, old: Obj | None) -> None:
     props.setdefault("overprovision", False)
     props.setdefault("singlePlacementGroup", True)
     props.setdefault("platformFaultDomainCount", 5)
+    props.setdefault("doNotRunExtensionsOnOverprovisionedVMs", False)
     props["uniqueId"] = old_props.get("uniqueId") or new_guid()
     props["timeCreated"] = old_props.get("timeCreated") or iso_at(world.clock())
     obj.setdefault("_next", 0)
@@ -204,6 +221,7 @@ def new_instance(world: World, vmss: Obj, index: int, **extra: object) -> Obj:
             },
             "provisioningState": "Succeeded",
             "hardwareProfile": {"vmSize": vmss["sku"]["name"]},
+            "resilientVMDeletionStatus": "Disabled",
             "vmId": new_guid(),
             "osProfile": {"computerName": f"{prefix}{_base36(index):0>6}"},
             "storageProfile": {"osDisk": {"osType": "Linux"}},
@@ -211,6 +229,7 @@ def new_instance(world: World, vmss: Obj, index: int, **extra: object) -> Obj:
         },
         "_power": "running",
         "_fault_domain": index % 5,
+        "_placement_group": vmss["properties"]["uniqueId"],
         "_nic_etag": world.network_etag(),
         "_mac": f"00-0D-3A-{index >> 16 & 255:02X}-{index >> 8 & 255:02X}-{index & 255:02X}",
         **extra,

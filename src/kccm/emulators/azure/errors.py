@@ -30,8 +30,10 @@ class ArmError(Exception):
         *,
         details: list[dict[str, Any]] | None = None,
         headers: dict[str, str] | None = None,
+        target: str = "",
     ) -> None:
         super().__init__(message)
+        self.target = target
         self.status = status
         self.code = code
         self.message = message
@@ -40,6 +42,8 @@ class ArmError(Exception):
 
     def body(self) -> dict[str, Any]:
         error: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.target:
+            error["target"] = self.target
         if self.details:
             error["details"] = self.details
         return {"error": error}

@@ -42,6 +42,7 @@ class Kind:
     check_delete: Hook = _no_hook
     deleted: Hook = _no_hook
     lro: bool = True  # PUT and DELETE are long-running (availability sets' are not)
+    sync_put: bool = False  # a PUT completes at once, no operation to poll (NICs')
 
     @property
     def full_type(self) -> str:
@@ -91,6 +92,7 @@ _ALL = (
         NETWORK,
         "networkInterfaces",
         children=("ipConfigurations",),
+        sync_put=True,
         prepare=network.prepare_nic,
         render=network.render_nic,
         check_delete=network.check_delete_nic,

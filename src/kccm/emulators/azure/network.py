@@ -40,6 +40,16 @@ PIP_TYPE = "Microsoft.Network/publicIPAddresses"
 NIC_TYPE = "Microsoft.Network/networkInterfaces"
 LB_TYPE = "Microsoft.Network/loadBalancers"
 VM_TYPE = "Microsoft.Compute/virtualMachines"
+NIC_DEFAULTS: dict[str, Any] = {
+    "hostedWorkloads": [],
+    "tapConfigurations": [],
+    "disableTcpStateTracking": False,
+    "vnetEncryptionSupported": False,
+    "allowPort25Out": True,
+    "defaultOutboundConnectivityEnabled": False,
+    "auxiliaryMode": "None",
+    "auxiliarySku": "None",
+}
 
 
 def normalize_children(obj: Obj, prop: str) -> list[Obj]:
@@ -93,6 +103,7 @@ def prepare_public_ip(world: World, obj: Obj, old: Obj | None) -> None:
     )
     props.setdefault("idleTimeoutInMinutes", 4)
     props.setdefault("ipTags", [])
+    props.setdefault("ddosSettings", {"protectionMode": "VirtualNetworkInherited"})
     props.pop("ipConfiguration", None)
     props.pop("ipAddress", None)
     if old_props.get("ipAddress"):
@@ -218,6 +229,8 @@ def prepare_nic(world: World, obj: Obj, old: Obj | None) -> None:
     props.setdefault("enableIPForwarding", False)
     props.setdefault("dnsSettings", {"dnsServers": [], "appliedDnsServers": []})
     props.setdefault("nicType", "Standard")
+    for key, value in NIC_DEFAULTS.items():
+        props.setdefault(key, value)
     props["macAddress"] = _mac(obj)
     obj.setdefault("kind", "Regular")
 

@@ -128,6 +128,7 @@ def prepare_lb(world: World, obj: Obj, old: Obj | None) -> None:
             "outboundRules",
         ):
             pool["properties"].pop(key, None)
+        pool["properties"].setdefault("loadBalancerBackendAddresses", [])
     for probe in obj["properties"]["probes"]:
         probe["properties"].pop("loadBalancingRules", None)
         probe["properties"].setdefault("intervalInSeconds", 5)

@@ -175,6 +175,7 @@ def prepare_vnet(world: World, obj: Obj, old: Obj | None) -> None:
     obj["properties"].setdefault("addressSpace", {"addressPrefixes": []})
     obj["properties"].setdefault("virtualNetworkPeerings", [])
     obj["properties"].setdefault("enableDdosProtection", False)
+    obj["properties"].setdefault("privateEndpointVNetPolicies", "Disabled")
     for subnet in obj["properties"]["subnets"]:
         props = subnet["properties"]
         for key in ("networkSecurityGroup", "routeTable", "natGateway"):
