@@ -78,6 +78,7 @@ _ALL = (
         prepare=network_lb.prepare_lb,
         render=network_lb.render_lb,
         check_delete=network_lb.check_delete_lb,
+        deleted=network_lb.deleted_lb,
     ),
     Kind(
         NETWORK,

@@ -4,9 +4,10 @@ address), backend pools, probes and load-balancing rules inline, each with its o
 A rule's frontend, pool and probe must be the balancer's own (``InvalidResourceReference``);
 a frontend's public IP and subnet must exist. On read, a pool lists the IP configurations that
 joined it (``backendIPConfigurations``: NICs and scale-set instances), and frontends, pools and
-probes the rules that use them. A pool in use by a NIC or a scale set cannot be removed, nor
-its balancer deleted. Shapes: azure-rest-api-specs ``loadBalancer.json``, as recorded in
-cloud-provider-azure v1.36.5 ``pkg/azclient/loadbalancerclient/testdata``.
+probes the rules that use them. A pool in use by a NIC or a scale set cannot be removed by a
+PUT; a balancer whose pools a scale set uses cannot be deleted, while deleting one NICs use
+drops their references, as ARM does. Shapes: azure-rest-api-specs ``loadBalancer.json``, as
+recorded in cloud-provider-azure v1.36.5 ``pkg/azclient/loadbalancerclient/testdata``.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from kccm.emulators.azure.errors import ArmError, invalid_reference
 from kccm.emulators.azure.network import address_dynamic_ip, check_ref
 from kccm.emulators.azure.world import Obj, World
 
-__all__ = ["LB_CHILDREN", "check_delete_lb", "prepare_lb", "render_lb"]
+__all__ = ["LB_CHILDREN", "check_delete_lb", "deleted_lb", "prepare_lb", "render_lb"]
 
 LB_CHILDREN = (
     "frontendIPConfigurations",
@@ -28,6 +29,7 @@ LB_CHILDREN = (
     "outboundRules",
 )
 VMSS_TYPE = "Microsoft.Compute/virtualMachineScaleSets"
+NIC_TYPE = "Microsoft.Network/networkInterfaces"
 
 
 def _own(obj: Obj, prop: str) -> set[str]:
@@ -190,8 +192,29 @@ def _check_pools_kept(world: World, old: Obj, new: Obj) -> None:
 
 
 def check_delete_lb(world: World, obj: Obj) -> None:
+    """A balancer whose pools a scale set uses is not deleted (upstream parses the scale set
+    out of ARM's message, ``errutils.GetVMSSMetadataByRawError``); NICs do not hold it."""
     for pool, user in _pool_users(world, _own(obj, "backendAddressPools")).items():
-        raise _in_use_error(obj, pool, user)
+        if "/virtualmachinescalesets/" in user.lower():
+            raise _in_use_error(obj, pool, user)
+
+
+def deleted_lb(world: World, obj: Obj) -> None:
+    """ARM drops the NICs' references to a deleted balancer's pools (upstream's
+    ``cleanOrphanedLoadBalancer`` relies on it for availability sets)."""
+    prefix = str(obj["id"]).lower() + "/"
+    for nic in world.of_type(NIC_TYPE):
+        changed = False
+        for ipc in nic["properties"].get("ipConfigurations") or []:
+            pools = ipc["properties"].get("loadBalancerBackendAddressPools") or []
+            kept = [p for p in pools if not str(p.get("id", "")).lower().startswith(prefix)]
+            if len(kept) != len(pools):
+                ipc["properties"]["loadBalancerBackendAddressPools"] = kept
+                changed = True
+        if changed:
+            nic["etag"] = world.network_etag()
+            for child in nic["properties"]["ipConfigurations"]:
+                child["etag"] = nic["etag"]
 
 
 def render_lb(world: World, obj: Obj, expand: bool) -> None:

@@ -136,7 +136,6 @@ async def test_pool_members_and_rule_users_show_on_read(api: Api) -> None:
 @pytest.mark.parametrize(
     ("path", "code"),
     [
-        pytest.param(LB, "InUseBackendAddressPoolCannotBeDeleted", id="balancer-with-members"),
         pytest.param(f"{NET}/publicIPAddresses/a", "PublicIPAddressCannotBeDeleted", id="used-ip"),
         pytest.param(f"{NET}/virtualNetworks/kccm-vnet", "InUseSubnetCannotBeDeleted", id="vnet"),
     ],
@@ -222,3 +221,33 @@ async def test_a_virtual_appliance_route_needs_its_next_hop(api: Api) -> None:
     route = {"properties": {"addressPrefix": "10.244.0.0/24", "nextHopType": "VirtualAppliance"}}
     answer = await api.call("PUT", f"{NET}/routeTables/kccm-rt/routes/r", route)
     assert answer.body["error"]["code"] == "VirtualApplianceNextHopIpAddressMissing"
+
+
+async def test_a_balancer_deleted_under_its_nics_leaves_them_out_of_its_pool(api: Api) -> None:
+    made = await api.ok("PUT", f"{NET}/publicIPAddresses/a", pip())
+    await api.ok("PUT", LB, balancer(made["id"]))
+    pool = f"{LB}/backendAddressPools/kubernetes"
+    before = await api.ok("PUT", f"{NET}/networkInterfaces/n1", nic(pools=(pool,)))
+    assert (await api.call("DELETE", LB)).status == 202
+    after = await api.ok("GET", f"{NET}/networkInterfaces/n1")
+    assert (
+        after["properties"]["ipConfigurations"][0]["properties"]["loadBalancerBackendAddressPools"]
+        == []
+    )
+    assert after["etag"] != before["etag"]
+
+
+async def test_a_pool_in_use_is_not_removed_by_a_put(api: Api) -> None:
+    made = await api.ok("PUT", f"{NET}/publicIPAddresses/a", pip())
+    await api.ok("PUT", LB, balancer(made["id"]))
+    await api.ok(
+        "PUT", f"{NET}/networkInterfaces/n1", nic(pools=(f"{LB}/backendAddressPools/kubernetes",))
+    )
+    emptied = balancer(made["id"])
+    emptied["properties"]["backendAddressPools"] = []
+    emptied["properties"]["loadBalancingRules"] = []
+    answer = await api.call("PUT", LB, emptied)
+    assert (answer.status, answer.body["error"]["code"]) == (
+        400,
+        "InUseBackendAddressPoolCannotBeDeleted",
+    )
