@@ -55,7 +55,7 @@ from kccm.emulators.openstack.launcher import openstack_emulator
 from kccm.kube.client import KubeApiClient
 from kccm.kube.config import load_cluster_config
 from kccm.kube.interface import Obj, PatchType
-from kccm.kube.resources import NODES, SERVICES
+from kccm.kube.resources import EVENTS, NODES, SERVICES
 from kccm.testing.controllers import delete_until_gone, initialised_nodes
 from kccm.testing.controlplane import ControlPlane
 from kccm.testing.daemon import apply_rbac
@@ -388,6 +388,44 @@ async def test_load_balancer_service_variants(
             await world.until(lambda check=check: shows(world, kube, ns, name, check))
             if change:
                 await kube.patch(SERVICES, name, change, patch_type=PatchType.JSON, namespace=ns)
+    finally:
+        await delete_until_gone(kube, SERVICES, [name], ns)
+    await world.until(lambda: balancer_gone(world, ns, name))
+
+
+async def _invalid_annotation_events(kube: KubeApiClient, ns: str, name: str) -> list[str]:
+    events = await kube.list(EVENTS, namespace=ns)
+    return sorted(
+        str(e.get("message", ""))
+        for e in events.items
+        if e.get("reason") == "InvalidAnnotation"
+        and e.get("type") == "Warning"
+        and (e.get("involvedObject") or {}).get("name") == name
+    )
+
+
+async def test_a_value_occm_ignores_gives_its_default_and_a_warning(
+    settled: World, kube: KubeApiClient, kube_namespace: str
+) -> None:
+    """``internal: "True"`` and ``enable-health-monitor: "yes"``: OCCM's
+    ``getBoolFromServiceAnnotation`` reads neither and uses false; kccm makes the same
+    external, unmonitored balancer and records one Warning per value on the Service."""
+    world, ns, name = settled, kube_namespace, "occm-ignores"
+    values = {INTERNAL: "True", MONITOR: "yes"}
+    await kube.create(SERVICES, lb_service(name, 443, values), namespace=ns)
+
+    def external(view: BalancerView, svc: Obj, ip: str) -> bool:
+        (listener,) = view.listeners.values()
+        return view.floating_ip is not None and ip == view.floating_ip and listener.monitor is None
+
+    async def warned() -> list[str] | None:
+        found = await _invalid_annotation_events(kube, ns, name)
+        return found if all(any(key in m for m in found) for key in values) else None
+
+    try:
+        await world.until(lambda: shows(world, kube, ns, name, external))
+        messages = await world.until(warned)
+        assert any('"True"' in m and "using the default false" in m for m in messages)
     finally:
         await delete_until_gone(kube, SERVICES, [name], ns)
     await world.until(lambda: balancer_gone(world, ns, name))
