@@ -9,6 +9,7 @@ deletion frees its addresses with nothing to keep in step.
 from __future__ import annotations
 
 import ipaddress
+import socket
 from collections.abc import Iterator
 
 from kccm.emulators.azure.errors import ArmError
@@ -28,13 +29,22 @@ LB_TYPE = "Microsoft.Network/loadBalancers"
 VMSS_VM_TYPE = "Microsoft.Compute/virtualMachineScaleSets/virtualMachines"
 
 
-def subnet_prefix(world: World, subnet_id: str) -> str:
+def subnet_prefix(world: World, subnet_id: str, version: str = "IPv4") -> str:
+    """The subnet's prefix of the family (``IPv4``/``IPv6``; a dual-stack subnet lists both
+    in ``addressPrefixes``), or its first when it has none of that family."""
     subnet = resolve(world, subnet_id)
     if subnet is None:
         return ""
     props = subnet.get("properties") or {}
-    prefixes = props.get("addressPrefixes") or [props.get("addressPrefix", "")]
-    return str(prefixes[0]) if prefixes else ""
+    prefixes = [str(p) for p in props.get("addressPrefixes") or [props.get("addressPrefix", "")]]
+    wanted = 6 if version == "IPv6" else 4
+    for prefix in prefixes:
+        try:
+            if ipaddress.ip_network(prefix, strict=False).version == wanted:
+                return prefix
+        except ValueError:
+            continue
+    return prefixes[0] if prefixes else ""
 
 
 def vmss_instance_nics(world: World, vm: Obj) -> list[Obj]:
@@ -129,16 +139,28 @@ def _taken(world: World, subnet_id: str, skip: str) -> set[str]:
 
 
 def allocate_private_ip(
-    world: World, subnet_id: str, *, skip: str, also: set[str] | None = None
+    world: World,
+    subnet_id: str,
+    *,
+    skip: str,
+    also: set[str] | None = None,
+    version: str = "IPv4",
 ) -> str:
-    """The lowest free address of the subnet (none of ``also`` either)."""
-    prefix = subnet_prefix(world, subnet_id)
+    """The lowest free address of the subnet's prefix of the family (none of ``also``
+    either)."""
+    prefix = subnet_prefix(world, subnet_id, version)
     network = ipaddress.ip_network(prefix, strict=False)
-    taken = _taken(world, subnet_id, skip) | (also or set())
-    for offset in range(4, network.num_addresses - 1):
-        address = str(network.network_address + offset)
-        if address not in taken:
-            return address
+    family = socket.AF_INET6 if network.version == 6 else socket.AF_INET
+    taken = set()
+    for text in _taken(world, subnet_id, skip) | (also or set()):
+        try:
+            taken.add(int.from_bytes(socket.inet_pton(family, text), "big"))
+        except OSError:
+            continue
+    base = int(network.network_address)
+    for offset in range(4, min(network.num_addresses - 1, 1 << 20)):
+        if base + offset not in taken:
+            return str(network.network_address + offset)
     raise ArmError(
         400,
         "SubnetIsFull",
@@ -148,7 +170,8 @@ def allocate_private_ip(
 
 def check_private_ip(world: World, subnet_id: str, address: str, *, skip: str, owner: str) -> None:
     """ARM's 400 when a static address lies outside the subnet or is taken."""
-    prefix = subnet_prefix(world, subnet_id)
+    version = "IPv6" if ":" in address else "IPv4"
+    prefix = subnet_prefix(world, subnet_id, version)
     try:
         inside = ipaddress.ip_address(address) in ipaddress.ip_network(prefix, strict=False)
     except ValueError:

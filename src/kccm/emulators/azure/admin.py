@@ -3,7 +3,8 @@
 - ``GET /_emu/config``; ``PATCH /_emu/config`` sets ``lro_delay``, ``page_size``,
   ``token_ttl``, ``zones`` and ``extra_api_versions``; ``POST /_emu/clients`` registers a
   client (``client_id``, ``secret``, ``federated_subjects``); ``POST /_emu/resource-groups``;
-- ``POST /_emu/vms`` and ``POST /_emu/vmss`` seed (see :mod:`kccm.emulators.azure.seed`);
+- ``POST /_emu/vms`` (``/_emu/vms/bulk``: many) and ``POST /_emu/vmss`` seed (see
+  :mod:`kccm.emulators.azure.seed`);
   ``PUT /_emu/power`` (``id``, ``state``); ``POST /_emu/delete-vm`` (``id``); ``PUT
   /_emu/imds`` (``id``: the VM the metadata service answers for); ``POST
   /_emu/imds-listeners`` (``id``: a metadata service of that VM's own, on a new port);
@@ -106,6 +107,13 @@ async def post_group(request: web.Request) -> web.Response:
 @routes.post("/_emu/vms")
 async def post_vm(request: web.Request) -> web.Response:
     return reply(seed.add_vm(request.app[WORLD], await json_body(request)), 201)
+
+
+@routes.post("/_emu/vms/bulk")
+async def post_vms(request: web.Request) -> web.Response:
+    """Many VMs in one call (``{"vms": [spec, ...]}``): their ids."""
+    world, body = request.app[WORLD], await json_body(request)
+    return reply({"ids": [seed.add_vm(world, spec)["id"] for spec in body.get("vms") or []]}, 201)
 
 
 @routes.post("/_emu/vmss")

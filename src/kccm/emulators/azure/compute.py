@@ -183,7 +183,11 @@ def prepare_vmss(world: World, obj: Obj, old: Obj | None) -> None:
 
 def instances_of(world: World, vmss: Obj) -> list[Obj]:
     prefix = f"{str(vmss['id']).lower()}/virtualmachines/"
-    found = [vm for key, vm in world.resources.items() if key.startswith(prefix)]
+    found = [
+        vm
+        for key, vm in world.by_type.get(VMSS_VM_TYPE.lower(), {}).items()
+        if key.startswith(prefix)
+    ]
     return sorted(found, key=lambda vm: int(vm["instanceId"]))
 
 
@@ -195,8 +199,11 @@ def _address(world: World, vm: Obj) -> None:
         for ipc in (config.get("properties") or {}).get("ipConfigurations") or []:
             key = f"{config['name']}/{ipc['name']}".lower()
             subnet = ((ipc.get("properties") or {}).get("subnet") or {}).get("id", "")
+            version = (ipc.get("properties") or {}).get("privateIPAddressVersion", "IPv4")
             if key not in addresses and subnet:
-                addresses[key] = allocate_private_ip(world, subnet, skip=str(vm["id"]) + "/")
+                addresses[key] = allocate_private_ip(
+                    world, subnet, skip=str(vm["id"]) + "/", version=version
+                )
 
 
 def new_instance(world: World, vmss: Obj, index: int, **extra: object) -> Obj:

@@ -202,7 +202,9 @@ def _prepare_ip_config(
     elif subnet and (before.get("subnet") or {}).get("id", "").lower() == subnet.lower():
         props["privateIPAddress"] = before.get("privateIPAddress")
     elif subnet:
-        props["privateIPAddress"] = allocate_private_ip(world, subnet, skip=source, also=taken)
+        props["privateIPAddress"] = allocate_private_ip(
+            world, subnet, skip=source, also=taken, version=props["privateIPAddressVersion"]
+        )
     taken.add(str(props.get("privateIPAddress") or ""))
 
 

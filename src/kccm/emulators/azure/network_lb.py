@@ -68,7 +68,7 @@ def _prepare_frontend(world: World, lb: Obj, fe: Obj, old: dict[str, Obj], taken
         props["privateIPAddress"] = before["privateIPAddress"]
     else:
         props["privateIPAddress"] = allocate_private_ip(
-            world, subnet, skip=str(lb["id"]), also=taken
+            world, subnet, skip=str(lb["id"]), also=taken, version=props["privateIPAddressVersion"]
         )
     taken.add(str(props["privateIPAddress"]))
 

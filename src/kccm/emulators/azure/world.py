@@ -118,6 +118,7 @@ class World:
     federated_subjects: dict[str, set[str]] = field(default_factory=dict)
     groups: dict[str, str] = field(default_factory=dict)  # lower name -> name
     resources: dict[str, Obj] = field(default_factory=dict)  # lower id -> resource
+    by_type: dict[str, dict[str, Obj]] = field(default_factory=dict)  # lower type -> the same
     tokens: dict[str, Token] = field(default_factory=dict)
     operations: dict[str, Operation] = field(default_factory=dict)
     faults: list[Fault] = field(default_factory=list)
@@ -147,19 +148,23 @@ class World:
         return self.resources.get(resource_id.lower())
 
     def put(self, obj: Obj) -> Obj:
-        self.resources[str(obj["id"]).lower()] = obj
+        key = str(obj["id"]).lower()
+        self.resources[key] = obj
+        self.by_type.setdefault(str(obj["type"]).lower(), {})[key] = obj
         return obj
 
     def drop(self, resource_id: str) -> Obj | None:
-        return self.resources.pop(resource_id.lower(), None)
+        gone = self.resources.pop(resource_id.lower(), None)
+        if gone is not None:
+            self.by_type.get(str(gone["type"]).lower(), {}).pop(resource_id.lower(), None)
+        return gone
 
     def of_type(self, type_: str, group: str | None = None) -> Iterator[Obj]:
         """Every stored resource of ``type_`` (``Microsoft.Network/loadBalancers``), in
         ``group`` when given (both case-insensitive)."""
-        wanted = type_.lower()
         prefix = self.group_prefix(group).lower() + "/" if group else ""
-        for key, obj in self.resources.items():
-            if str(obj.get("type", "")).lower() == wanted and key.startswith(prefix):
+        for key, obj in list(self.by_type.get(type_.lower(), {}).items()):
+            if key.startswith(prefix):
                 yield obj
 
     def has_group(self, group: str) -> bool:

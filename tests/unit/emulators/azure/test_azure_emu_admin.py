@@ -102,3 +102,16 @@ def test_upstreams_files_point_at_the_emulator(tmp_path: Path) -> None:
         "SSL_CERT_FILE": "/ca.pem",
         "REQUESTS_CA_BUNDLE": "/ca.pem",
     }
+
+
+async def test_many_vms_are_seeded_in_one_call(api: Api) -> None:
+    specs = [{"name": f"node-{i}", "availability_set": "as1"} for i in range(3)]
+    made = await admin(api, "POST", "/_emu/vms/bulk", {"vms": specs})
+    assert isinstance(made, dict)
+    assert [i.rsplit("/", 1)[1] for i in made["ids"]] == [
+        "node-0",
+        "node-1",
+        "node-2",
+    ]
+    listed = await api.ok("GET", f"{COMPUTE}/virtualMachines")
+    assert len(listed["value"]) == 3

@@ -251,3 +251,26 @@ async def test_a_pool_in_use_is_not_removed_by_a_put(api: Api) -> None:
         400,
         "InUseBackendAddressPoolCannotBeDeleted",
     )
+
+
+async def test_a_dual_stack_nic_gets_an_address_of_each_family(api: Api) -> None:
+    vnet = await api.ok("GET", f"{NET}/virtualNetworks/kccm-vnet")
+    vnet["properties"]["addressSpace"]["addressPrefixes"].append("fd00:240::/48")
+    vnet["properties"]["subnets"].append(
+        {"name": "dual", "properties": {"addressPrefixes": ["10.241.0.0/24", "fd00:240::/64"]}}
+    )
+    vnet["properties"]["addressSpace"]["addressPrefixes"].append("10.241.0.0/16")
+    await api.ok("PUT", f"{NET}/virtualNetworks/kccm-vnet", vnet)
+    subnet = f"{NET}/virtualNetworks/kccm-vnet/subnets/dual"
+    configs = [
+        {"name": "v4", "properties": {"subnet": {"id": subnet}, "primary": True}},
+        {"name": "v6", "properties": {"subnet": {"id": subnet}, "privateIPAddressVersion": "IPv6"}},
+    ]
+    made = await api.ok(
+        "PUT",
+        f"{NET}/networkInterfaces/d",
+        {"location": "eastus", "properties": {"ipConfigurations": configs}},
+    )
+    found = [c["properties"]["privateIPAddress"] for c in made["properties"]["ipConfigurations"]]
+    assert found == ["10.241.0.4", "fd00:240::4"]
+    await api.ok("DELETE", f"{NET}/networkInterfaces/d")
