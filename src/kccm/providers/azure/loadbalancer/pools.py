@@ -35,6 +35,8 @@ _VMSS_VM = re.compile(
     re.IGNORECASE,
 )
 _CONTROL_PLANE = ("node-role.kubernetes.io/control-plane", "node-role.kubernetes.io/master")
+_EXTERNAL_RG = "kubernetes.azure.com/resource-group"
+_MANAGED = "kubernetes.azure.com/managed"
 
 
 def _control_plane(node: Node) -> bool:
@@ -43,6 +45,18 @@ def _control_plane(node: Node) -> bool:
     return any(key in labels for key in _CONTROL_PLANE) or labels.get("kubernetes.io/role") == (
         "master"
     )
+
+
+def _excluded(node: Node, resource_group: str) -> bool:
+    """``ShouldNodeExcludedFromLoadBalancer``'s labels (``updateNodeCaches``): a Node of
+    another resource group, one marked not managed by Azure, or excluded from balancers."""
+    labels = (node.get("metadata") or {}).get("labels") or {}
+    if "node.kubernetes.io/exclude-from-external-load-balancers" in labels:
+        return True
+    group = labels.get(_EXTERNAL_RG)
+    if group is not None and str(group).lower() != resource_group.lower():
+        return True
+    return str(labels.get(_MANAGED, "")).lower() == "false"
 
 
 def pool_member_ids(lb: Json, pool_name: str) -> list[str]:
@@ -145,7 +159,7 @@ class PoolMembers:
         owners: dict[str, tuple[str, str]] = {}
         for node in nodes:
             exclude = self.settings.standard and self.settings.exclude_master_from_standard_lb
-            if exclude and _control_plane(node):
+            if (exclude and _control_plane(node)) or _excluded(node, self.settings.resource_group):
                 continue
             provider_id = str((node.get("spec") or {}).get("providerID") or "")
             vmss = _VMSS_VM.match(provider_id)

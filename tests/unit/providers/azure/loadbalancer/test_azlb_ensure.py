@@ -289,3 +289,22 @@ def test_dns_label_and_pip_tags(arm: FakeArm, nodes: list[dict[str, Any]]) -> No
     arm.calls.clear()
     lbs.ensure_load_balancer(CLUSTER, svc, nodes)
     assert arm.mutating() == []
+
+
+@pytest.mark.parametrize(
+    "labels",
+    [
+        {"node-role.kubernetes.io/control-plane": ""},
+        {"kubernetes.azure.com/resource-group": "elsewhere"},
+        {"kubernetes.azure.com/managed": "false"},
+        {"node.kubernetes.io/exclude-from-external-load-balancers": ""},
+    ],
+    ids=["control-plane", "other-resource-group", "unmanaged", "exclude-label"],
+)
+def test_excluded_nodes_stay_out_of_the_pool(
+    arm: FakeArm, nodes: list[dict[str, Any]], labels: dict[str, str]
+) -> None:
+    nodes[1]["metadata"]["labels"] = labels
+    _lbs(arm).ensure_load_balancer(CLUSTER, service(), nodes)
+    assert _nic_pools(arm, "vm-0") == [POOL]
+    assert _nic_pools(arm, "vm-1") == []
