@@ -19,7 +19,7 @@ from __future__ import annotations
 import copy
 import logging
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 
 from kccm.cloudprovider import (
@@ -57,7 +57,7 @@ from kccm.providers.azure.loadbalancer.lbmerge import (
 from kccm.providers.azure.loadbalancer.lbrules import Json, expected_rules
 from kccm.providers.azure.loadbalancer.names import LBSettings
 from kccm.providers.azure.loadbalancer.pips import choose_pip_name
-from kccm.providers.azure.loadbalancer.pools import PoolMembers, pool_member_ids
+from kccm.providers.azure.loadbalancer.pools import PoolMembers, exclusion, pool_member_ids
 from kccm.providers.azure.loadbalancer.securitygroup import (
     node_addresses,
     reconcile_security_group,
@@ -86,6 +86,11 @@ class AzureLoadBalancers:
             yield
 
     # -- reads ------------------------------------------------------------------------------
+
+    def backend_node_exclusion(self, service: Service) -> Callable[[Node], str | None]:
+        """For ``kccm explain``: why a Node stays out of the pool (no cloud call)."""
+        settings = self.settings
+        return lambda node: exclusion(node, settings)
 
     def get_load_balancer_name(self, cluster_name: str, service: Service) -> str:
         """``GetLoadBalancerName``: ``cloudprovider.DefaultLoadBalancerName``."""

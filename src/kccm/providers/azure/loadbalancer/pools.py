@@ -22,7 +22,7 @@ from kccm.providers.azure.loadbalancer.armapi import ArmApi, read_modify_write
 from kccm.providers.azure.loadbalancer.lbrules import Json
 from kccm.providers.azure.loadbalancer.names import LBSettings
 
-__all__ = ["PoolMembers", "pool_member_ids"]
+__all__ = ["PoolMembers", "exclusion", "pool_member_ids"]
 
 _VM = re.compile(
     r"^azure://(/subscriptions/[^/]+/resourceGroups/[^/]+/providers/Microsoft\.Compute/"
@@ -47,16 +47,20 @@ def _control_plane(node: Node) -> bool:
     )
 
 
-def _excluded(node: Node, resource_group: str) -> bool:
-    """``ShouldNodeExcludedFromLoadBalancer``'s labels (``updateNodeCaches``): a Node of
-    another resource group, one marked not managed by Azure, or excluded from balancers."""
+def exclusion(node: Node, settings: LBSettings) -> str | None:
+    """Why upstream keeps ``node`` out of the pool (``ShouldNodeExcludedFromLoadBalancer``'s
+    labels, ``updateNodeCaches``, and ``excludeMasterFromStandardLB``), or None."""
     labels = (node.get("metadata") or {}).get("labels") or {}
     if "node.kubernetes.io/exclude-from-external-load-balancers" in labels:
-        return True
+        return "has label node.kubernetes.io/exclude-from-external-load-balancers"
     group = labels.get(_EXTERNAL_RG)
-    if group is not None and str(group).lower() != resource_group.lower():
-        return True
-    return str(labels.get(_MANAGED, "")).lower() == "false"
+    if group is not None and str(group).lower() != settings.resource_group.lower():
+        return f"label {_EXTERNAL_RG}={group} names another resource group"
+    if str(labels.get(_MANAGED, "")).lower() == "false":
+        return f"label {_MANAGED}=false"
+    if settings.standard and settings.exclude_master_from_standard_lb and _control_plane(node):
+        return "a control-plane Node (excludeMasterFromStandardLB)"
+    return None
 
 
 def pool_member_ids(lb: Json, pool_name: str) -> list[str]:
@@ -158,8 +162,7 @@ class PoolMembers:
         """Each wanted Node's member prefix -> (kind, resource ID)."""
         owners: dict[str, tuple[str, str]] = {}
         for node in nodes:
-            exclude = self.settings.standard and self.settings.exclude_master_from_standard_lb
-            if (exclude and _control_plane(node)) or _excluded(node, self.settings.resource_group):
+            if exclusion(node, self.settings) is not None:
                 continue
             provider_id = str((node.get("spec") or {}).get("providerID") or "")
             vmss = _VMSS_VM.match(provider_id)

@@ -308,3 +308,11 @@ def test_excluded_nodes_stay_out_of_the_pool(
     _lbs(arm).ensure_load_balancer(CLUSTER, service(), nodes)
     assert _nic_pools(arm, "vm-0") == [POOL]
     assert _nic_pools(arm, "vm-1") == []
+
+
+def test_explain_names_why_a_node_is_left_out(arm: FakeArm, nodes: list[dict[str, Any]]) -> None:
+    nodes[1]["metadata"]["labels"] = {"kubernetes.azure.com/managed": "false"}
+    why = _lbs(arm).backend_node_exclusion(service())
+    assert why(nodes[0]) is None
+    assert why(nodes[1]) == "label kubernetes.azure.com/managed=false"
+    assert arm.calls == []
