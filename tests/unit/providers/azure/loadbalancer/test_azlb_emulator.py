@@ -191,3 +191,25 @@ def test_scale_set_nodes(emu: AzureEmulator, lbs: AzureLoadBalancers) -> None:
     finally:
         lbs.arm.delete(str(made["id"]))
     emu.assert_clean(baseline)
+
+
+def test_a_412_on_the_shared_balancer_is_read_again(
+    emu: AzureEmulator, lbs: AzureLoadBalancers, nodes: list[Any]
+) -> None:
+    first = lbs.ensure_load_balancer(CLUSTER, _service(), nodes)
+    emu.admin.fault("/loadBalancers/kubernetes$", method="PUT", kind="precondition")
+    since = emu.admin.last_seq()
+    second = lbs.ensure_load_balancer(CLUSTER, _service(uid=OTHER, port=443), nodes)
+    answered = [
+        r["status"]
+        for r in emu.admin.requests(since)
+        if r["method"] == "PUT" and r["path"].endswith("/loadBalancers/kubernetes")
+    ]
+    assert answered == [412, *answered[1:]]
+    assert len(answered) >= 2
+    lb = _resource(emu, "loadBalancers", CLUSTER)
+    assert len(lb["properties"]["frontendIPConfigurations"]) == 2
+    assert lbs.get_load_balancer(CLUSTER, _service()) == (first, True)
+    assert lbs.get_load_balancer(CLUSTER, _service(uid=OTHER, port=443)) == (second, True)
+    for svc in (_service(), _service(uid=OTHER, port=443)):
+        lbs.ensure_load_balancer_deleted(CLUSTER, svc)
