@@ -34,6 +34,7 @@ from kccm.cloudprovider.errors import CloudConfigError, CloudProviderInitError
 from kccm.cloudprovider.gate import Budget, CallGate, GateConfig
 from kccm.cloudprovider.gated import GatedCloud
 from kccm.cloudprovider.interface import Interface
+from kccm.cloudprovider.providermetrics import register_provider_metrics
 from kccm.cloudprovider.registry import init_cloud_provider
 from kccm.cloudprovider.useragent import set_extra_user_agent
 from kccm.controllers import route, service
@@ -194,6 +195,7 @@ class Manager:
         cloud = init_provider(cfg)
         _log.info("cloud provider %r initialised", cloud.provider_name())
         register_api_call_metrics(cloud, self.registry)
+        register_provider_metrics(cloud, self.registry)
         check_cluster_id(cfg, cloud.has_cluster_id())
         check_route_settings(cfg, cloud.routes() is not None)
         kube = self._client("cloud-controller-manager")

@@ -36,7 +36,8 @@ Nova's ``403``/``413`` "Quota exceeded" without a ``Retry-After``) ->
 (the policy refuses the user); anything else -> :class:`OpenStackAPIError` (``status`` 0 for a
 transport failure). Every request goes
 through :meth:`OpenStackAPI.request` and is recorded in :attr:`OpenStackAPI.ledger` (``GET`` a
-read, anything else a write); Keystone's own token requests are not.
+read, anything else a write) and observed in OCCM's ``openstack_api_*`` metrics
+(:mod:`kccm.providers.openstack.metrics`); Keystone's own token requests are not.
 
 Credentials are never logged: keystoneauth's, requests' and urllib3's loggers are capped at
 INFO (their DEBUG output carries request bodies and headers), and secrets never enter kccm's
@@ -49,6 +50,7 @@ import logging
 import re
 import tempfile
 import threading
+import time
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -69,6 +71,7 @@ from kccm.cloudprovider import (
 from kccm.cloudprovider.apicalls import CloudAPICalls
 from kccm.cloudprovider.useragent import user_agent
 from kccm.providers.openstack.config import GlobalOpts, OpenStackConfig
+from kccm.providers.openstack.metrics import OpenStackMetrics
 
 __all__ = [
     "SERVICES",
@@ -304,6 +307,7 @@ class OpenStackAPI:
         self.interface = glob.endpoint_interface
         self.auth_url = keystone_v3_url(glob.auth_url)
         self.ledger = CloudAPICalls()
+        self.metrics = OpenStackMetrics()
         cert = (glob.cert_file, glob.key_file) if glob.cert_file and glob.key_file else None
         self.session = session or ksa_session.Session(
             auth=auth_plugin(glob),
@@ -431,6 +435,25 @@ class OpenStackAPI:
         ok: tuple[int, ...],
     ) -> Any:
         self.ledger.record(f"{service}:{op}", mutating=method.upper() != "GET")
+        start, failed = time.monotonic(), True
+        try:
+            answer = self._answer(service, method, url, json=json, params=params, op=op, ok=ok)
+            failed = False
+            return answer
+        finally:
+            self.metrics.observe_request(op, time.monotonic() - start, failed)
+
+    def _answer(
+        self,
+        service: str,
+        method: str,
+        url: str,
+        *,
+        json: Any,
+        params: Mapping[str, Any] | None,
+        op: str,
+        ok: tuple[int, ...],
+    ) -> Any:
         kwargs: dict[str, Any] = {"raise_exc": False, "connect_retries": 0}
         if json is not None:
             kwargs["json"] = json

@@ -20,6 +20,8 @@ import os
 from collections.abc import Mapping
 from typing import TextIO
 
+from prometheus_client import CollectorRegistry
+
 from kccm.cloudprovider import (
     CloudProviderError,
     ControllerClientBuilder,
@@ -166,6 +168,11 @@ class OpenStackCloud:
     def cloud_api_calls(self) -> CloudAPICalls:
         """Every OpenStack request the provider sent, as reads and writes."""
         return self.api.ledger
+
+    def register_metrics(self, registry: CollectorRegistry) -> None:
+        """OCCM's ``openstack_api_*`` and ``cloudprovider_openstack_reconcile_*`` metrics
+        (:mod:`kccm.providers.openstack.metrics`) on the daemon's ``/metrics``."""
+        self.api.metrics.register(registry)
 
 
 def new_openstack_cloud(config: TextIO | None) -> OpenStackCloud:

@@ -40,11 +40,13 @@ from kccm.cloudprovider import (
 from kccm.providers.openstack.api import OpenStackAPI
 from kccm.providers.openstack.config_sections import LoadBalancerOpts, OpenStackConfig
 from kccm.providers.openstack.loadbalancer import annotations as ann
+from kccm.providers.openstack.loadbalancer import events as ev
 from kccm.providers.openstack.loadbalancer.annotations import read_annotations
 from kccm.providers.openstack.loadbalancer.classes import Classes
 from kccm.providers.openstack.loadbalancer.create import create_load_balancer
 from kccm.providers.openstack.loadbalancer.delete import delete_for_service
 from kccm.providers.openstack.loadbalancer.describe import balancer_view
+from kccm.providers.openstack.loadbalancer.events import occm_event
 from kccm.providers.openstack.loadbalancer.floatingips import ensure_floating_ip
 from kccm.providers.openstack.loadbalancer.keymanager import KeyManager
 from kccm.providers.openstack.loadbalancer.listeners import (
@@ -116,6 +118,7 @@ class OctaviaLoadBalancers:
         self.octavia = Octavia(api, clock, self.opts.lb_provider)
         self.neutron = Neutron(api)
         self.keymanager = KeyManager(api, self.opts.container_store)
+        self.metrics = api.metrics
         self.patcher = patcher
         self.locks = BalancerLocks()
         """Ensures and deletes of one balancer take turns (:mod:`.locks`)."""
@@ -160,17 +163,20 @@ class OctaviaLoadBalancers:
         self, cluster_name: str, service: Service, nodes: Sequence[Node]
     ) -> LoadBalancerStatus:
         """Upstream ``EnsureLoadBalancer``; the annotations are patched even on failure."""
-        written: dict[str, str] = {}
-        try:
-            status = self._ensure(cluster_name, service, nodes, written)
-        except Exception:
+        with self.metrics.reconcile("loadbalancer_ensure"):
+            written: dict[str, str] = {}
             try:
-                self._patch(service, written)
-            except Exception as err:  # the ensure's own error is the one to report
-                log.warning("Service %s: annotations not written: %s", service_key(service), err)
-            raise
-        self._patch(service, written)
-        return status
+                status = self._ensure(cluster_name, service, nodes, written)
+            except Exception:
+                try:
+                    self._patch(service, written)
+                except Exception as err:  # the ensure's own error is the one to report
+                    log.warning(
+                        "Service %s: annotations not written: %s", service_key(service), err
+                    )
+                raise
+            self._patch(service, written)
+            return status
 
     def _patch(self, service: Service, written: Mapping[str, str]) -> None:
         changed = annotation_patch(service, written)
@@ -191,12 +197,10 @@ class OctaviaLoadBalancers:
             )
             return None, True
         if has_old_cluster_name(lb, cluster):
-            log.info(
-                "Loadbalancer %s has a name of %s with incorrect cluster-name component. "
-                "Renaming it to %s.",
-                lb["id"],
-                lb.get("name"),
-                conf.lb_name,
+            occm_event(
+                ev.RENAME,
+                f"Loadbalancer {lb['id']} has a name of {lb.get('name')} with incorrect "
+                f"cluster-name component. Renaming it to {conf.lb_name}.",
             )
             lb = rename_load_balancer(self.octavia, lb, conf.lb_name, cluster)
         owner = lb.get("name") == conf.lb_name
@@ -281,10 +285,10 @@ class OctaviaLoadBalancers:
             self._ensure_children(lb, listeners, owner, service, members, conf)
         address = str(lb.get("vip_address", ""))
         if _is_ipv6(address):
-            log.info(
-                "Floating IP not supported for IPv6 Service %s. Using IPv6 address instead %s.",
-                service_key(service),
-                address,
+            occm_event(
+                ev.FLOATING_IP_SKIPPED,
+                f"Floating IP not supported for IPv6 Service {service_key(service)}. Using IPv6 "
+                f"address instead {address}.",
             )
         else:
             address = ensure_floating_ip(self.neutron, cluster, service, lb, conf, owner)
@@ -351,8 +355,13 @@ class OctaviaLoadBalancers:
     def update_load_balancer(
         self, cluster_name: str, service: Service, nodes: Sequence[Node]
     ) -> None:
-        """Upstream ``updateOctaviaLoadBalancer``: pools, members and monitors of the existing
+        """Upstream ``UpdateLoadBalancer``: pools, members and monitors of the existing
         listeners (and the security group)."""
+        with self.metrics.reconcile("loadbalancer_update"):
+            self._update(cluster_name, service, nodes)
+
+    def _update(self, cluster_name: str, service: Service, nodes: Sequence[Node]) -> None:
+        """Upstream ``updateOctaviaLoadBalancer``."""
         conf = config_for_update(
             service, nodes, self.opts, self.classes, self.octavia, self.neutron
         )
@@ -400,6 +409,11 @@ class OctaviaLoadBalancers:
 
     def ensure_load_balancer_deleted(self, cluster_name: str, service: Service) -> None:
         """Upstream ``EnsureLoadBalancerDeleted``."""
+        with self.metrics.reconcile("loadbalancer_delete"):
+            self._delete(cluster_name, service)
+
+    def _delete(self, cluster_name: str, service: Service) -> None:
+        """Upstream ``ensureLoadBalancerDeleted``."""
         conf = config_for_delete(service, self.opts, self.octavia)
         conf.lb_name = load_balancer_name(cluster_name, service)
         with ExitStack() as turn:

@@ -24,6 +24,7 @@ from typing import Any
 
 from kccm.cloudprovider import CloudProviderError, Service
 from kccm.providers.openstack.api import OpenStackError
+from kccm.providers.openstack.loadbalancer.events import FORCED_INTERNAL, occm_event
 from kccm.providers.openstack.loadbalancer.names import (
     FIP_DESCRIPTION_MARK,
     fip_description,
@@ -142,10 +143,10 @@ def ensure_floating_ip(
         if conf.public_network_id:
             fip = _create(neutron, cluster, service, conf, port_id)
         else:
-            log.warning(
-                "Floating network configuration not provided for Service %s, forcing to ensure "
-                "an internal load balancer service",
-                service_key(service),
+            occm_event(
+                FORCED_INTERNAL,
+                f"Floating network configuration not provided for Service {service_key(service)}"
+                ", forcing to ensure an internal load balancer service",
             )
     if fip is not None:
         return str(fip.get("floating_ip_address", ""))

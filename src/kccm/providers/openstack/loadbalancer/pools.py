@@ -15,6 +15,7 @@ from typing import Any
 
 from kccm.cloudprovider import Node, Service
 from kccm.providers.openstack.api import OpenStackError
+from kccm.providers.openstack.loadbalancer.events import LB_METHOD_UNKNOWN, occm_event
 from kccm.providers.openstack.loadbalancer.members import ensure_members
 from kccm.providers.openstack.loadbalancer.octavia import LB, Octavia
 from kccm.providers.openstack.loadbalancer.svcconf import ServiceConfig
@@ -53,7 +54,8 @@ def _fix_method(octavia: Octavia, lb_id: str, pool: LB, method: str) -> None:
     try:
         octavia.update_pool(lb_id, str(pool["id"]), {"lb_algorithm": method})
     except OpenStackError as err:
-        log.error("Error updating LB method for LoadBalancer: %s (pool %s)", err, pool.get("id"))
+        log.error("Error updating LB method of pool %s: %s", pool.get("id"), err)
+        occm_event(LB_METHOD_UNKNOWN, f"Error updating LB method for LoadBalancer: {err}")
     else:
         pool["lb_algorithm"] = method
 

@@ -21,12 +21,14 @@ from typing import Any
 from kccm.cloudprovider import CloudProviderError, Node, Service, Throttled
 from kccm.providers.openstack.config_sections import LBClassOpts, LoadBalancerOpts
 from kccm.providers.openstack.loadbalancer import annotations as ann
+from kccm.providers.openstack.loadbalancer import events as ev
 from kccm.providers.openstack.loadbalancer.annotations import (
     LBAnnotationError,
     ServiceAnnotations,
     read_annotations,
 )
 from kccm.providers.openstack.loadbalancer.classes import Classes, class_floating_spec, lb_class
+from kccm.providers.openstack.loadbalancer.events import occm_event
 from kccm.providers.openstack.loadbalancer.floatingsubnets import FloatingSubnetSpec
 from kccm.providers.openstack.loadbalancer.keymanager import KeyManager
 from kccm.providers.openstack.loadbalancer.names import service_key
@@ -198,7 +200,11 @@ def _floating(
     if not network_id:
         network_id = neutron.floating_network_id()
         if not network_id:
-            log.warning("Failed to find floating-network-id for Service %s", service_key(service))
+            occm_event(
+                ev.EXTERNAL_NETWORK_SEARCH_FAILED,
+                f"Failed to find floating-network-id for Service {service_key(service)}: "
+                "failed to find object",
+            )
     if not spec.configured():
         spec = FloatingSubnetSpec.from_annotations(notes)
         if not spec.configured():
@@ -356,10 +362,10 @@ def _features(
     if octavia.supports("vip_acl") or (opts.lb_provider == "ovn" and opts.manage_security_groups):
         conf.allowed_cidrs = ranges
     elif _spec(service).get("loadBalancerSourceRanges") or notes.source_ranges:
-        log.warning(
-            "LoadBalancerSourceRanges are ignored for Service %s because Octavia provider "
+        occm_event(
+            ev.SOURCE_RANGES_IGNORED,
+            f"LoadBalancerSourceRanges are ignored for Service {key} because Octavia provider "
             "does not support it",
-            key,
         )
     if octavia.supports("flavors"):
         conf.flavor_id = _or(notes.flavor_id, opts.flavor_id)
@@ -367,8 +373,10 @@ def _features(
     if octavia.supports("availability_zones"):
         conf.availability_zone = zone
     elif zone:
-        log.warning(
-            "LoadBalancer Availability Zones aren't supported (Octavia < 2.14) for Service %s", key
+        occm_event(
+            ev.AZ_IGNORED,
+            "LoadBalancer Availability Zones aren't supported. Please, upgrade Octavia API to "
+            f"version 2.14 or later (Ussuri release) to use them for Service {key}",
         )
 
 
