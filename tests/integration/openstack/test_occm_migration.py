@@ -18,144 +18,33 @@ servers' ports' ``allowed_address_pairs`` (a deleted Node's route is a blackhole
 from __future__ import annotations
 
 import asyncio
-import functools
-from collections import Counter
-from collections.abc import Callable, Iterator
-from importlib.metadata import entry_points
-from pathlib import Path
-from typing import Any
+from collections.abc import Callable
 
-import pytest
-from occm_support import (
-    CLUSTER_CIDR,
-    CLUSTER_NAME,
-    CONTROLLERS,
-    CloudReader,
-    OccmProcesses,
-    error_answers,
-    occm_processes,
-    require_occm,
-    routes_made,
+from occm_migration_support import (
+    BUDGET,
+    emulator,
+    eventually,
+    hand_over,
+    ingress_of,
+    kccm,
+    lb_service,
+    occms,
+    routes_gone,
+    summary,
 )
+from occm_support import CLUSTER_NAME, CloudReader, OccmProcesses, error_answers, routes_made
 
-from kccm.emulators.openstack.launcher import Emulator, openstack_emulator
+from kccm.emulators.openstack.launcher import Emulator
 from kccm.kube.client import KubeApiClient
 from kccm.kube.interface import Obj
 from kccm.kube.resources import NODES, SERVICES
-from kccm.testing.controllers import delete_until_gone, event_counts, initialised_nodes
-from kccm.testing.controllers import eventually as shared_eventually
+from kccm.testing.controllers import delete_until_gone, initialised_nodes
 from kccm.testing.controlplane import ControlPlane
-from kccm.testing.daemon import Daemon, DaemonExited, Daemons
+from kccm.testing.daemon import Daemon
 from kccm.testing.kubelet import kubelet_node
 from kccm.testing.pytest_plugin import KubeCleanup, unique_name
 
-BUDGET = 120.0
-eventually = functools.partial(shared_eventually, within=BUDGET, interval=0.25)
-SERVICE_CONTROLLER = "service-controller"
-ENSURED = "EnsuredLoadBalancer"
-
-
-def kccm_provider() -> str:
-    """``openstack`` where the entry point is installed; else the factory by reference (a
-    checkout run on a venv installed before the provider existed)."""
-    if entry_points(group="kccm.cloud_providers", name="openstack"):
-        return "openstack"
-    return "kccm.providers.openstack:new_openstack_cloud"
-
-
-@pytest.fixture
-def emulator() -> Iterator[Emulator]:
-    require_occm()  # skip (or fail under KCCM_REQUIRE_CONTROL_PLANE=1) before starting anything
-    with openstack_emulator() as emu:
-        yield emu
-
-
-@pytest.fixture
-def occms(tmp_path: Path) -> Iterator[OccmProcesses]:
-    yield from occm_processes(tmp_path)
-
-
-@pytest.fixture
-def kccm(control_plane: ControlPlane, tmp_path: Path) -> Iterator[Callable[[str], Daemon]]:
-    """Start kccm's openstack provider (as cluster-admin, as OCCM ran) with a cloud.conf text
-    and OCCM's controllers and route flags."""
-    daemons = Daemons(tmp_path)
-
-    def start(cloud_conf: str) -> Daemon:
-        config = tmp_path / "kccm-cloud.conf"
-        config.write_text(cloud_conf)
-        return daemons.start(
-            kccm_provider(),
-            config,
-            control_plane.admin_kubeconfig,
-            f"--cluster-name={CLUSTER_NAME}",
-            f"--controllers={','.join(CONTROLLERS)}",
-            "--configure-cloud-routes=true",
-            "--allocate-node-cidrs=true",
-            f"--cluster-cidr={CLUSTER_CIDR}",
-            "--route-reconciliation-period=2s",
-            "--leader-elect=false",
-            "--v=2",
-        )
-
-    yield start
-    daemons.stop_all(grace=30)
-
-
-def lb_service(name: str, **spec: Any) -> Obj:
-    return {
-        "metadata": {"name": name},
-        "spec": {
-            "type": "LoadBalancer",
-            "ports": [{"name": "http", "port": 80, "protocol": "TCP"}],
-            **spec,
-        },
-    }
-
-
-async def _ingress(kube: KubeApiClient, ns: str, names: list[str]) -> dict[str, Any] | None:
-    """Each Service's published ingress, once every one has an IP."""
-    found = {}
-    for name in names:
-        svc = await kube.get(SERVICES, name, namespace=ns)
-        ingress = (svc.get("status") or {}).get("loadBalancer", {}).get("ingress") or []
-        if not ingress or not ingress[0].get("ip"):
-            return None
-        found[name] = ingress
-    return found
-
-
-def _running(daemon: Daemon) -> None:
-    if daemon.proc.poll() is not None:
-        raise DaemonExited(f"kccm exited ({daemon.proc.returncode}):\n{daemon.logs()[-3000:]}")
-
-
-async def _ensured_counts(kube: KubeApiClient, ns: str, names: list[str]) -> dict[str, int]:
-    return {
-        name: (await event_counts(kube, ns, name, SERVICE_CONTROLLER))[ENSURED] for name in names
-    }
-
-
-async def _ensured_again(
-    kube: KubeApiClient, ns: str, before: dict[str, int], daemon: Daemon
-) -> bool:
-    """Every Service has another EnsuredLoadBalancer event (only kccm runs now)."""
-    _running(daemon)
-    now = await _ensured_counts(kube, ns, list(before))
-    return all(now[name] > count for name, count in before.items())
-
-
-async def _routes_judged_twice(daemon: Daemon, nodes: list[str]) -> bool:
-    """kccm's route controller planned every Node's route in two reconciles: whatever the
-    first wrote (nothing, the test asserts) is written before the second starts."""
-    _running(daemon)
-    logs = await asyncio.to_thread(daemon.logs)
-    return all(logs.count(f"action for node {name!r} with CIDR") >= 2 for name in nodes)
-
-
-async def _routes_gone(reader: CloudReader, router_id: str, daemon: Daemon) -> bool:
-    _running(daemon)
-    return not (await asyncio.to_thread(reader.router, router_id))["routes"]
+__all__ = ["emulator", "kccm", "occms"]  # fixtures, from the support module
 
 
 def cloud_view(reader: CloudReader, lb_names: dict[str, str], router_id: str) -> Obj:
@@ -185,43 +74,6 @@ def cloud_view(reader: CloudReader, lb_names: dict[str, str], router_id: str) ->
                 }
             )
     return view
-
-
-def _summary(requests: list[dict[str, Any]]) -> str:
-    """``N requests (M mutating; <service> <method>: n, ...)``: Keystone token requests are
-    not mutating (the emulator's ``mutating``)."""
-    counts = Counter(f"{r['service']} {r['method']}" for r in requests)
-    writes = [
-        r
-        for r in requests
-        if r["method"] not in ("GET", "HEAD") and not r["path"].endswith("/auth/tokens")
-    ]
-    detail = ", ".join(f"{key}: {n}" for key, n in sorted(counts.items()))
-    return f"{len(requests)} requests ({len(writes)} mutating; {detail})"
-
-
-async def _hand_over(
-    kube: KubeApiClient,
-    ns: str,
-    services: list[str],
-    nodes: list[str],
-    emulator: Emulator,
-    kccm: Callable[[str], Daemon],
-    cloud_conf: str,
-) -> tuple[Daemon, list[dict[str, Any]]]:
-    """Start kccm once OCCM is stopped; wait until it ensured every Service and judged every
-    Node's route twice; assert it wrote nothing to OpenStack and met no error. Returns the
-    daemon and its OpenStack requests."""
-    admin = emulator.admin
-    ensured = await _ensured_counts(kube, ns, services)
-    since = admin.last_seq()
-    daemon = kccm(cloud_conf)
-    await eventually(lambda: _ensured_again(kube, ns, ensured, daemon))
-    await eventually(lambda: _routes_judged_twice(daemon, nodes))
-    requests = admin.requests(since)
-    assert admin.mutating(since) == []
-    assert error_answers(requests) == []
-    return daemon, requests
 
 
 async def test_kccm_adopts_what_occm_made_without_a_write_and_deletes_it_all(
@@ -262,7 +114,7 @@ async def test_kccm_adopts_what_occm_made_without_a_write_and_deletes_it_all(
     }
     for body in wanted.values():
         await kube.create(SERVICES, body, namespace=ns)
-    ingress = await eventually(lambda: _ingress(kube, ns, list(wanted)))
+    ingress = await eventually(lambda: ingress_of(kube, ns, list(wanted)))
     assert ingress["beta"][0]["ip"] == own_fip["floating_ip_address"]
     assert ingress["alpha"][0]["ip"] != own_fip["floating_ip_address"]
     await eventually(lambda: asyncio.to_thread(routes_made, reader, router_id, cidrs.values()))
@@ -278,19 +130,19 @@ async def test_kccm_adopts_what_occm_made_without_a_write_and_deletes_it_all(
     occm.stop()  # SIGTERM: OCCM has no handler for it and ends at once
 
     # -- kccm takes over: every balancer, floating IP and route adopted, nothing written ------
-    daemon, requests = await _hand_over(
+    daemon, requests = await hand_over(
         kube, ns, list(wanted), list(servers), emulator, kccm, cloud_conf
     )
-    print(f"\nOCCM, to make it all: {_summary(occm_requests)}")
-    print(f"kccm, to adopt it all: {_summary(requests)}")
-    assert await _ingress(kube, ns, list(wanted)) == ingress
+    print(f"\nOCCM, to make it all: {summary(occm_requests)}")
+    print(f"kccm, to adopt it all: {summary(requests)}")
+    assert await ingress_of(kube, ns, list(wanted)) == ingress
     assert await asyncio.to_thread(cloud_view, reader, lb_names, router_id) == made
 
     # -- the Services, then the Nodes, go while kccm runs: nothing of theirs remains ----------
     await delete_until_gone(kube, SERVICES, list(wanted), ns, within=BUDGET)
     await delete_until_gone(kube, NODES, list(servers), within=BUDGET)
 
-    await eventually(lambda: _routes_gone(reader, router_id, daemon))
+    await eventually(lambda: routes_gone(reader, router_id, daemon))
     left = admin.state()
     assert left["floatingips"] == with_own_fip["floatingips"]  # the user's, kept
     (kept,) = await asyncio.to_thread(reader.floating_ips, id=own_fip["id"])
@@ -348,7 +200,7 @@ async def test_kccm_adopts_occms_service_variants_without_a_write(
     for key, body in VARIANTS.items():
         body["metadata"]["annotations"] = VARIANT_ANNOTATIONS.get(key, {})
         await kube.create(SERVICES, body, namespace=ns)
-    ingress = await eventually(lambda: _ingress(kube, ns, list(VARIANTS)))
+    ingress = await eventually(lambda: ingress_of(kube, ns, list(VARIANTS)))
     reader = CloudReader.of(emulator)
     router_id = emulator.config["router_id"]
     await eventually(lambda: asyncio.to_thread(routes_made, reader, router_id, ["10.244.9.0/24"]))
@@ -357,16 +209,14 @@ async def test_kccm_adopts_occms_service_variants_without_a_write(
     assert len(made["security_groups"]) == len(VARIANTS)
     occm.stop()
 
-    daemon, requests = await _hand_over(
-        kube, ns, list(VARIANTS), [name], emulator, kccm, cloud_conf
-    )
-    print(f"\nkccm, to adopt {len(VARIANTS)} balancers: {_summary(requests)}")
-    assert await _ingress(kube, ns, list(VARIANTS)) == ingress
+    daemon, requests = await hand_over(kube, ns, list(VARIANTS), [name], emulator, kccm, cloud_conf)
+    print(f"\nkccm, to adopt {len(VARIANTS)} balancers: {summary(requests)}")
+    assert await ingress_of(kube, ns, list(VARIANTS)) == ingress
     assert admin.state() == made
 
     # -- deleted at once, as a user deletes a namespace: the Services' security groups go too --
     await delete_until_gone(kube, SERVICES, list(VARIANTS), ns, within=BUDGET)
     await delete_until_gone(kube, NODES, [name], within=BUDGET)
-    await eventually(lambda: _routes_gone(reader, router_id, daemon))
+    await eventually(lambda: routes_gone(reader, router_id, daemon))
     admin.delete_server(server["id"])  # with its port and the pod CIDR's address pair
     admin.assert_clean(baseline)
