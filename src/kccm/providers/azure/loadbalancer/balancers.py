@@ -230,7 +230,7 @@ class AzureLoadBalancers:
 
     def _remove_from(self, cluster_name: str, service: Service, internal: bool) -> None:
         """The Service off one balancer; a balancer left without frontends is deleted, its
-        pool emptied first (``cleanOrphanedLoadBalancer``/``safeDeleteLoadBalancer``)."""
+        scale sets out of its pool first (``cleanOrphanedLoadBalancer``/``safeDeleteLoadBalancer``)."""
         lb_name = self._lb_name(cluster_name, internal)
         path = self.settings.lb_path(lb_name)
         with self._locked(lb_name):
@@ -252,8 +252,13 @@ class AzureLoadBalancers:
             raise PreconditionFailed(f"{path}: still changing after {ATTEMPTS} attempts")
 
     def _delete_balancer(self, cluster_name: str, lb_name: str, lb: Json) -> None:
+        """``safeDeleteLoadBalancer``: scale set VMs and models leave the pool first (ARM
+        refuses otherwise); interfaces are left to ARM, which drops their references to a
+        deleted balancer's pools (upstream empties the pool list for availability sets)."""
         pool_id = self.settings.lb_child_id(lb_name, "backendAddressPools", cluster_name)
-        members = pool_member_ids(lb, cluster_name)
+        members = [
+            m for m in pool_member_ids(lb, cluster_name) if "/virtualmachinescalesets/" in m.lower()
+        ]
         if members:
             self.pools.leave(members, pool_id, scale_sets=True)
         log.info("azure: deleting load balancer %s (no frontends left)", lb_name)

@@ -71,9 +71,21 @@ class FakeArm:
             return copy.deepcopy(self._view(stored))
 
     def delete(self, path: str) -> None:
+        """As ARM: a deleted balancer's pools leave the interfaces that named them."""
         with self._lock:
             self.calls.append(("DELETE", path))
             self.store.pop(path.lower(), None)
+            if "/loadbalancers/" not in path.lower():
+                return
+            prefix = path.lower() + "/backendaddresspools/"
+            for key, body in self.store.items():
+                if "/networkinterfaces/" not in key:
+                    continue
+                for ipc in (body.get("properties") or {}).get("ipConfigurations") or ():
+                    props = ipc.get("properties") or {}
+                    pools = props.get("loadBalancerBackendAddressPools") or []
+                    kept = [p for p in pools if not p["id"].lower().startswith(prefix)]
+                    props["loadBalancerBackendAddressPools"] = kept
 
     # -- what ARM fills in -----------------------------------------------------------------
 
