@@ -230,7 +230,8 @@ class AzureLoadBalancers:
 
     def _remove_from(self, cluster_name: str, service: Service, internal: bool) -> None:
         """The Service off one balancer; a balancer left without frontends is deleted, its
-        scale sets out of its pool first (``cleanOrphanedLoadBalancer``/``safeDeleteLoadBalancer``)."""
+        scale sets out of its pool first (``cleanOrphanedLoadBalancer``,
+        ``safeDeleteLoadBalancer``)."""
         lb_name = self._lb_name(cluster_name, internal)
         path = self.settings.lb_path(lb_name)
         with self._locked(lb_name):
