@@ -1,7 +1,8 @@
 """Sign-in as an Azure Stack (ADFS) authority answers it: ``GET
 /adfs/.well-known/openid-configuration`` (what MSAL reads first for the ``adfs`` tenant) and
 ``POST /adfs/oauth2/token`` with the client-credentials grant, authenticated by a client
-secret, a certificate's signed assertion or a federated token (workload identity). The bearer
+secret, a certificate's signed assertion or a federated token (workload identity; Python's
+``ClientAssertionCredential`` posts to ``/adfs/oauth2/v2.0/token``, served alike). The bearer
 tokens it issues live ``token_ttl`` seconds; ARM answers a call without a live one with 401,
 as ARM does (``AuthenticationFailed``, ``InvalidAuthenticationToken``,
 ``ExpiredAuthenticationToken``).
@@ -121,6 +122,7 @@ def token_body(token: Token, resource: str = "") -> dict[str, Any]:
 
 @routes.post("/adfs/oauth2/token")
 @routes.post("/adfs/oauth2/token/")
+@routes.post("/adfs/oauth2/v2.0/token")  # azure-identity's assertion credentials (no MSAL)
 async def post_token(request: web.Request) -> web.Response:
     world = request.app[WORLD]
     form = {k: str(v) for k, v in (await request.post()).items()}

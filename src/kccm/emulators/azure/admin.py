@@ -10,8 +10,9 @@
   /_emu/imds-listeners`` (``id``: a metadata service of that VM's own, on a new port);
 - ``GET /_emu/resource?id=`` (a resource as ARM renders it, without a logged call);
 - ``GET /_emu/requests?since=N``, ``GET /_emu/seq``; ``GET|POST|DELETE /_emu/faults``;
-  ``POST /_emu/expire-tokens``; ``POST /_emu/settle`` (pending operations complete now);
-  ``GET /_emu/state`` (what a test may have left behind).
+  ``GET /_emu/tokens`` (who signed in, how); ``POST /_emu/expire-tokens``; ``POST
+  /_emu/settle`` (pending operations complete now); ``GET /_emu/state`` (what a test may have
+  left behind).
 """
 
 from __future__ import annotations
@@ -198,6 +199,16 @@ async def post_fault(request: web.Request) -> web.Response:
 async def clear_faults(request: web.Request) -> web.Response:
     request.app[WORLD].faults.clear()
     return web.Response(status=204)
+
+
+@routes.get("/_emu/tokens")
+async def get_tokens(request: web.Request) -> web.Response:
+    """The tokens issued, oldest first: client, how it signed in, when it expires (never the
+    token itself)."""
+    tokens = request.app[WORLD].tokens.values()
+    return reply(
+        [{"client_id": t.client_id, "source": t.source, "expires": t.expires} for t in tokens]
+    )
 
 
 @routes.post("/_emu/expire-tokens")

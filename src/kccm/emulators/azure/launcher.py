@@ -158,6 +158,11 @@ class AzureAdmin:
         """Every pending operation completes now; how many did."""
         return int(self._call("POST", "/_emu/settle")["settled"])
 
+    def tokens(self) -> list[dict[str, Any]]:
+        """The tokens issued, oldest first: ``{client_id, source, expires}``; ``source`` is
+        ``secret``, ``certificate``, ``federated`` or ``managed-identity``."""
+        return list(self._call("GET", "/_emu/tokens"))
+
     def expire_tokens(self) -> int:
         return int(self._call("POST", "/_emu/expire-tokens")["expired"])
 
