@@ -14,10 +14,12 @@ from kccm.providers.azure.loadbalancer.armapi import ArmApi, read_modify_write
 from kccm.providers.azure.loadbalancer.lbrules import Json
 from kccm.providers.azure.loadbalancer.names import LBSettings, frontend_name
 from kccm.providers.azure.loadbalancer.pips import (
+    SERVICE_TAG,
     choose_pip_name,
     desired_pip,
     release_plan,
     service_ipv4,
+    service_name,
 )
 
 __all__ = ["PublicIPs", "internal_frontend", "public_frontend", "release_public_ips"]
@@ -54,6 +56,7 @@ def public_frontend(
     settings = pips.settings
     name, must_exist = choose_pip_name(settings, cluster, service, ann, pips.all())
     path = pips.path(name)
+    _refuse_sharing(pips.find(name), service)
 
     def change(current: Json | None) -> Json | None:
         body, changed = desired_pip(settings, cluster, service, ann, name, current, must_exist)
@@ -69,6 +72,20 @@ def public_frontend(
         "properties": {"publicIPAddress": {"id": pip.get("id") or path}},
     }
     return frontend, pip
+
+
+def _refuse_sharing(pip: Json | None, service: Service) -> None:
+    """A public IP upstream made for other Services (its service tag) is theirs: upstream
+    would put this Service's rules on their frontend; kccm does not share frontends."""
+    tags = (pip or {}).get("tags") or {}
+    users = [u.strip() for u in str(tags.get(SERVICE_TAG) or "").split(",") if u.strip()]
+    me = service_name(service).lower()
+    if users and me not in (u.lower() for u in users):
+        raise InvalidServiceConfig(
+            "spec.loadBalancerIP",
+            f"public IP {(pip or {}).get('name')} belongs to {', '.join(users)}; kccm does not "
+            "share a public IP between Services",
+        )
 
 
 def release_public_ips(

@@ -316,3 +316,64 @@ def test_explain_names_why_a_node_is_left_out(arm: FakeArm, nodes: list[dict[str
     assert why(nodes[0]) is None
     assert why(nodes[1]) == "label kubernetes.azure.com/managed=false"
     assert arm.calls == []
+
+
+def test_another_services_public_ip_is_not_shared(
+    arm: FakeArm, nodes: list[dict[str, Any]]
+) -> None:
+    lbs = _lbs(arm)
+    address = lbs.ensure_load_balancer(CLUSTER, service(), nodes).ingress[0].ip
+    other = service(uid=OTHER, name="api", loadBalancerIP=address)
+    with pytest.raises(InvalidServiceConfig, match="does not share a public IP"):
+        lbs.ensure_load_balancer(CLUSTER, other, nodes)
+
+
+def test_high_availability_ports(arm: FakeArm, nodes: list[dict[str, Any]]) -> None:
+    svc = service(
+        annotations={
+            "service.beta.kubernetes.io/azure-load-balancer-internal": "true",
+            "service.beta.kubernetes.io/azure-load-balancer-enable-high-availability-ports": "true",
+        },
+        ports=(("TCP", 80, 30080), ("UDP", 53, 30053)),
+    )
+    _lbs(arm).ensure_load_balancer(CLUSTER, svc, nodes)
+    (rule,) = arm.resource(ILB)["properties"]["loadBalancingRules"]
+    assert rule["name"] == f"{BASE}-TCP-80"
+    props = rule["properties"]
+    assert (props["protocol"], props["frontendPort"], props["backendPort"]) == ("All", 0, 0)
+    assert props["probe"]["id"].endswith(f"/probes/{BASE}-TCP-80")
+
+
+def test_floating_ip_off_targets_node_ports_and_node_addresses(
+    arm: FakeArm, nodes: list[dict[str, Any]]
+) -> None:
+    svc = service(
+        annotations={"service.beta.kubernetes.io/azure-disable-load-balancer-floating-ip": "true"}
+    )
+    lbs = _lbs(arm)
+    lbs.ensure_load_balancer(CLUSTER, svc, nodes)
+    props = arm.resource(LB)["properties"]["loadBalancingRules"][0]["properties"]
+    assert (props["backendPort"], props["enableFloatingIP"]) == (30080, False)
+    (rule,) = _nsg_rules(arm).values()
+    assert rule["destinationAddressPrefixes"] == ["10.0.1.4", "10.0.1.5"]
+    assert rule["destinationPortRanges"] == ["30080"]
+    lbs.ensure_load_balancer_deleted(CLUSTER, svc)
+    assert _nsg_rules(arm) == {}
+
+
+def test_internal_subnet_names_the_frontend(arm: FakeArm, nodes: list[dict[str, Any]]) -> None:
+    arm.seed(
+        f"{NET}/virtualNetworks/vnet/subnets/apps", {"properties": {"addressPrefix": "10.5.0.0/16"}}
+    )
+    svc = service(
+        annotations={
+            "service.beta.kubernetes.io/azure-load-balancer-internal": "true",
+            "service.beta.kubernetes.io/azure-load-balancer-internal-subnet": "apps",
+        },
+        loadBalancerIP="10.5.0.9",
+    )
+    status = _lbs(arm).ensure_load_balancer(CLUSTER, svc, nodes)
+    assert [i.ip for i in status.ingress] == ["10.5.0.9"]
+    ilb = arm.resource(ILB)["properties"]
+    assert _names({"properties": ilb}, "frontendIPConfigurations") == [f"{BASE}-apps"]
+    assert _names({"properties": ilb}, "loadBalancingRules") == [f"{BASE}-apps-TCP-80"]
