@@ -122,7 +122,7 @@ def test_a_missing_vm_is_resource_not_found(compute: ComputeManagementClient) ->
 
 @pytest.fixture
 def pool(emu: AzureEmulator) -> Iterator[dict[str, Any]]:
-    made = emu.admin.add_vmss("pool-sdk", capacity=2, zones=["1", "2"])
+    made = emu.admin.add_vmss("pool-sdk", capacity=2, zones=["1", "2"], public_ip=True)
     yield made
     emu.admin.delete_vm(made["id"])  # the scale set, with its instances
 
@@ -146,6 +146,17 @@ def test_scale_set_instances_and_their_nics(
         one = network.network_interfaces.get_virtual_machine_scale_set_network_interface(
             "kccm-rg", "pool-sdk", "1", nics[0].name
         )
+        ipc = one.ip_configurations[0]
+        pip = network.public_ip_addresses.get_virtual_machine_scale_set_public_ip_address(
+            "kccm-rg",
+            "pool-sdk",
+            "1",
+            one.name,
+            ipc.name,
+            ipc.public_ip_address.id.rsplit("/", 1)[1],
+        )
+        assert pip.ip_address
+        assert pip.ip_configuration.id == ipc.id
     assert (
         one.ip_configurations[0].private_ip_address
         == nics[0].ip_configurations[0].private_ip_address

@@ -22,6 +22,7 @@ __all__ = [
     "ip_configurations",
     "subnet_prefix",
     "vmss_instance_nics",
+    "vmss_public_ips",
 ]
 
 NIC_TYPE = "Microsoft.Network/networkInterfaces"
@@ -70,9 +71,12 @@ def vmss_instance_nics(world: World, vm: Obj) -> list[Obj]:
                 "privateIPAddressVersion": iprops.get("privateIPAddressVersion", "IPv4"),
                 "primary": bool(iprops.get("primary", len(ip_configs) == 0)),
             }
-            for name in ("subnet", "publicIPAddress"):
-                if iprops.get(name):
-                    ip_props[name] = {"id": iprops[name]["id"]}
+            if iprops.get("subnet"):
+                ip_props["subnet"] = {"id": iprops["subnet"]["id"]}
+            public = iprops.get("publicIPAddressConfiguration")
+            if public and key in (vm.get("_pips") or {}):
+                ipc_id = f"{nic_id}/ipConfigurations/{ipc['name']}"
+                ip_props["publicIPAddress"] = {"id": f"{ipc_id}/publicIPAddresses/{public['name']}"}
             for name in ("loadBalancerBackendAddressPools", "loadBalancerInboundNatPools"):
                 ip_props[name] = [{"id": p["id"]} for p in iprops.get(name) or []]
             ip_configs.append(
@@ -105,6 +109,35 @@ def vmss_instance_nics(world: World, vm: Obj) -> list[Obj]:
             }
         )
     return nics
+
+
+def vmss_public_ips(world: World, vm: Obj) -> list[Obj]:
+    """The public IPs a scale-set instance's IP configurations were given (their
+    ``publicIPAddressConfiguration``), as the network resource provider shows them."""
+    found: list[Obj] = []
+    for nic in vmss_instance_nics(world, vm):
+        for ipc in nic["properties"]["ipConfigurations"]:
+            ref = ipc["properties"].get("publicIPAddress")
+            if not ref:
+                continue
+            key = f"{nic['name']}/{ipc['name']}".lower()
+            found.append(
+                {
+                    "name": ref["id"].rsplit("/", 1)[1],
+                    "id": ref["id"],
+                    "etag": nic["etag"],
+                    "location": nic["location"],
+                    "properties": {
+                        "provisioningState": "Succeeded",
+                        "ipAddress": vm["_pips"][key],
+                        "publicIPAddressVersion": ipc["properties"]["privateIPAddressVersion"],
+                        "publicIPAllocationMethod": "Dynamic",
+                        "idleTimeoutInMinutes": 4,
+                        "ipConfiguration": {"id": ipc["id"]},
+                    },
+                }
+            )
+    return found
 
 
 def ip_configurations(world: World) -> Iterator[tuple[str, Obj]]:

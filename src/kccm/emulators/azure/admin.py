@@ -30,7 +30,7 @@ from kccm.emulators.azure.errors import ArmError
 from kccm.emulators.azure.faults import add_fault
 from kccm.emulators.azure.imds import build_imds_app
 from kccm.emulators.azure.rest import WORLD, json_body, reply
-from kccm.emulators.azure.store import render, settle_all
+from kccm.emulators.azure.store import render, settle, settle_all
 from kccm.emulators.azure.world import DEFAULTS, World
 
 __all__ = ["IMDS_LISTENERS", "config", "routes", "state"]
@@ -167,6 +167,7 @@ async def post_imds_listener(request: web.Request) -> web.Response:
 @routes.get("/_emu/resource")
 async def get_resource(request: web.Request) -> web.Response:
     world = request.app[WORLD]
+    settle(world)
     found = world.get(request.query.get("id", ""))
     if found is None:
         raise ArmError(404, "ResourceNotFound", f"No resource {request.query.get('id')}.")
@@ -270,4 +271,6 @@ def state(world: World) -> dict[str, list[str]]:
 
 @routes.get("/_emu/state")
 async def get_state(request: web.Request) -> web.Response:
+    """The state once the operations whose time has come completed (as an ARM call sees it)."""
+    settle(request.app[WORLD])
     return reply(state(request.app[WORLD]))

@@ -13,7 +13,7 @@ from typing import Any
 from aiohttp import web
 
 from kccm.emulators.azure import compute
-from kccm.emulators.azure.addresses import vmss_instance_nics
+from kccm.emulators.azure.addresses import vmss_instance_nics, vmss_public_ips
 from kccm.emulators.azure.errors import ArmError, child_not_found, not_found
 from kccm.emulators.azure.kinds import Kind, kind_of_type
 from kccm.emulators.azure.rest import WORLD, json_body, reply
@@ -176,6 +176,9 @@ async def _vmss_sub(
     if low == ["networkinterfaces"]:
         _only(request, "GET")
         return reply(page(request, [n for vm in instances for n in vmss_instance_nics(world, vm)]))
+    if low == ["publicipaddresses"]:
+        _only(request, "GET")
+        return reply(page(request, [p for vm in instances for p in vmss_public_ips(world, vm)]))
     if len(low) == 1 and low[0] in ("manualupgrade", "delete", *POWER_ACTIONS):
         _only(request, "POST")
         return await _vmss_action(request, vmss, instances, low[0], api)
@@ -212,7 +215,6 @@ async def _vmss_action(
         compute.apply_model(world, vmss, [vm["instanceId"] for vm in chosen])
     else:
         for vm in chosen:
-            world.drop(vm["id"])
             compute.vmss_vm_deleted(world, vm)
     op = begin_put(world, vmss_kind, vmss, created=False)
     return reply(None, 202, headers=lro_headers(world, op, api, location=True))
@@ -267,11 +269,31 @@ def _instance_nics(request: web.Request, vm: Obj, rest: list[str]) -> web.Respon
     if len(rest) == 1:
         return reply(nic, headers={"ETag": str(nic["etag"])})
     configs: list[Any] = nic["properties"]["ipConfigurations"]
-    if len(rest) == 2 and rest[1].lower() == "ipconfigurations":
+    if rest[1].lower() != "ipconfigurations":
+        raise _no_route(request)
+    if len(rest) == 2:
         return reply(page(request, configs))
-    if len(rest) == 3 and rest[1].lower() == "ipconfigurations":
-        found = next((c for c in configs if c["name"].lower() == rest[2].lower()), None)
-        if found is None:
-            raise child_not_found(f"{nic['id']}/ipConfigurations/{rest[2]}")
+    found = next((c for c in configs if c["name"].lower() == rest[2].lower()), None)
+    if found is None:
+        raise child_not_found(f"{nic['id']}/ipConfigurations/{rest[2]}")
+    if len(rest) == 3:
         return reply(found)
+    if len(rest) in (4, 5) and rest[3].lower() == "publicipaddresses":
+        return _instance_public_ips(request, vm, str(found["id"]), rest[4:])
     raise _no_route(request)
+
+
+def _instance_public_ips(
+    request: web.Request, vm: Obj, ipc_id: str, rest: list[str]
+) -> web.Response:
+    """``.../ipConfigurations/{ipc}/publicIPAddresses[/{name}]`` of a scale-set instance."""
+    world = request.app[WORLD]
+    mine = [
+        p for p in vmss_public_ips(world, vm) if p["id"].lower().startswith(ipc_id.lower() + "/")
+    ]
+    if not rest:
+        return reply(page(request, mine))
+    found = next((p for p in mine if p["name"].lower() == rest[0].lower()), None)
+    if found is None:
+        raise child_not_found(f"{ipc_id}/publicIPAddresses/{rest[0]}")
+    return reply(found, headers={"ETag": str(found["etag"])})

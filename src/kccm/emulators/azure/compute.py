@@ -26,6 +26,7 @@ __all__ = [
     "POWER_STATES",
     "VMSS_VM_TYPE",
     "apply_model",
+    "drop_instance",
     "instance_view",
     "instances_of",
     "parent_vmss",
@@ -204,6 +205,10 @@ def _address(world: World, vm: Obj) -> None:
                 addresses[key] = allocate_private_ip(
                     world, subnet, skip=str(vm["id"]) + "/", version=version
                 )
+            publics: dict[str, str] = vm.setdefault("_pips", {})
+            wants_public = (ipc.get("properties") or {}).get("publicIPAddressConfiguration")
+            if wants_public and key not in publics:
+                publics[key] = world.allocate_public_ip(version)
 
 
 def new_instance(world: World, vmss: Obj, index: int, **extra: object) -> Obj:
@@ -274,7 +279,7 @@ def reconcile_capacity(world: World, vmss: Obj) -> None:
         current.append(new_instance(world, vmss, int(vmss["_next"])))
         vmss["_next"] = int(vmss["_next"]) + 1
     for vm in current[wanted:]:
-        world.drop(vm["id"])
+        drop_instance(world, vm)
     mode = str((vmss["properties"].get("upgradePolicy") or {}).get("mode", "Manual"))
     if mode.lower() in ("automatic", "rolling"):
         apply_model(world, vmss, [vm["instanceId"] for vm in current[:wanted]])
@@ -297,8 +302,16 @@ def apply_model(world: World, vmss: Obj, instance_ids: list[str]) -> None:
             _address(world, vm)
 
 
+def drop_instance(world: World, vm: Obj) -> None:
+    """The instance gone, its public IPs free (its scale set's capacity unchanged)."""
+    world.drop(vm["id"])
+    for address in (vm.get("_pips") or {}).values():
+        world.release_public_ip(address)
+
+
 def vmss_vm_deleted(world: World, vm: Obj) -> None:
-    """A deleted instance leaves its scale set one smaller."""
+    """A deleted instance leaves its scale set one smaller, and its public IPs free."""
+    drop_instance(world, vm)
     vmss = parent_vmss(world, vm)
     if vmss is not None:
         vmss["sku"]["capacity"] = max(0, int(vmss["sku"].get("capacity") or 0) - 1)

@@ -16,7 +16,7 @@ from typing import Any
 
 from aiohttp import web
 
-from kccm.emulators.azure.addresses import subnet_prefix, vmss_instance_nics
+from kccm.emulators.azure.addresses import subnet_prefix, vmss_instance_nics, vmss_public_ips
 from kccm.emulators.azure.log import log_middleware
 from kccm.emulators.azure.rest import WORLD, reply
 from kccm.emulators.azure.world import Obj, World
@@ -58,7 +58,7 @@ def _nics(world: World, vm: Obj) -> list[Obj]:
     return found
 
 
-def _interface(world: World, nic: Obj) -> dict[str, Any]:
+def _interface(world: World, nic: Obj, publics: dict[str, str]) -> dict[str, Any]:
     families: dict[str, dict[str, list[dict[str, str]]]] = {
         "ipv4": {"ipAddress": [], "subnet": []},
         "ipv6": {"ipAddress": []},
@@ -66,8 +66,9 @@ def _interface(world: World, nic: Obj) -> dict[str, Any]:
     for ipc in nic["properties"].get("ipConfigurations") or []:
         props = ipc.get("properties") or {}
         family = "ipv6" if props.get("privateIPAddressVersion") == "IPv6" else "ipv4"
-        public = ""
-        pip = world.get(str((props.get("publicIPAddress") or {}).get("id", "")))
+        pip_id = str((props.get("publicIPAddress") or {}).get("id", ""))
+        pip = world.get(pip_id)
+        public = publics.get(pip_id.lower(), "")
         if pip is not None:
             public = str(pip["properties"].get("ipAddress") or "")
         families[family]["ipAddress"].append(
@@ -91,6 +92,12 @@ def instance_metadata(world: World, vm: Obj) -> dict[str, Any]:
     scale_set = parts[8] if vm["type"] == VMSS_VM_TYPE else ""
     props = vm["properties"]
     size = (props.get("hardwareProfile") or {}).get("vmSize") or (vm.get("sku") or {}).get("name")
+    publics = {}
+    if vm["type"] == VMSS_VM_TYPE:
+        publics = {
+            str(p["id"]).lower(): str(p["properties"]["ipAddress"])
+            for p in vmss_public_ips(world, vm)
+        }
     return {
         "compute": {
             "azEnvironment": "AzureStackCloud",
@@ -108,7 +115,7 @@ def instance_metadata(world: World, vm: Obj) -> dict[str, Any]:
             "vmSize": size or "",
             "zone": (vm.get("zones") or [""])[0],
         },
-        "network": {"interface": [_interface(world, nic) for nic in _nics(world, vm)]},
+        "network": {"interface": [_interface(world, nic, publics) for nic in _nics(world, vm)]},
     }
 
 

@@ -59,7 +59,7 @@ class Kind:
 
 def _vmss_deleted(world: World, obj: Obj) -> None:
     for vm in compute.instances_of(world, obj):
-        world.drop(vm["id"])
+        compute.drop_instance(world, vm)
 
 
 def _vmss_finish(world: World, obj: Obj) -> None:

@@ -145,16 +145,21 @@ def add_vm(world: World, spec: dict[str, Any]) -> Obj:
 def add_vmss(world: World, spec: dict[str, Any]) -> Obj:
     """A Uniform scale set and its instances: ``name``, ``resource_group``, ``capacity``,
     ``size``, ``zones``, ``power_states`` (one per instance), ``subnet``,
-    ``computer_name_prefix``, ``upgrade_mode``."""
+    ``computer_name_prefix``, ``upgrade_mode``, ``public_ip`` (an address per instance)."""
     name = str(spec["name"])
     group = str(spec.get("resource_group") or DEFAULTS["resource_group"])
-    ipc = {
+    ipc: Obj = {
         "name": "ipconfig1",
         "properties": {
             "subnet": {"id": spec.get("subnet") or default_subnet(world)},
             "primary": True,
         },
     }
+    if spec.get("public_ip"):
+        ipc["properties"]["publicIPAddressConfiguration"] = {
+            "name": "pub1",
+            "properties": {"idleTimeoutInMinutes": 15},
+        }
     body: Obj = {
         "sku": {
             "name": spec.get("size") or "Standard_D2s_v3",
@@ -214,7 +219,7 @@ def delete_vm(world: World, vm_id: str) -> None:
     world.drop(vm["id"])
     if vm["type"] == VMSS_TYPE:
         for instance in compute.instances_of(world, vm):
-            world.drop(instance["id"])
+            compute.drop_instance(world, instance)
         return
     if vm["type"] == compute.VMSS_VM_TYPE:
         compute.vmss_vm_deleted(world, vm)

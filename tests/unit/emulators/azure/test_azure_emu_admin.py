@@ -115,3 +115,13 @@ async def test_many_vms_are_seeded_in_one_call(api: Api) -> None:
     ]
     listed = await api.ok("GET", f"{COMPUTE}/virtualMachines")
     assert len(listed["value"]) == 3
+
+
+async def test_the_state_is_read_after_due_operations_complete(api: Api) -> None:
+    api.world.lro_delay = 5
+    await api.ok("PUT", f"{NET}/publicIPAddresses/a", {"location": "eastus", "properties": {}})
+    await api.call("DELETE", f"{NET}/publicIPAddresses/a")
+    api.clock.now += 5
+    found = await admin(api, "GET", "/_emu/state")
+    assert isinstance(found, dict)
+    assert (found["publicIPAddresses"], found["pendingOperations"]) == ([], [])

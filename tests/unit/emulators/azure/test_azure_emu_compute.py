@@ -241,3 +241,19 @@ async def test_vm_lists_filter_on_their_scale_set(api: Api, wanted: str, names: 
     query = f"$expand=instanceView&$filter='virtualMachineScaleSet/id' eq '{target}'"
     found = await api.ok("GET", f"{COMPUTE}/virtualMachines?{query}")
     assert [v["name"] for v in found["value"]] == names
+
+
+async def test_scale_set_instances_with_public_ips(api: Api) -> None:
+    vmss = add_vmss(api.world, {"name": "pool0", "capacity": 2, "public_ip": True})
+    nic = await api.ok(
+        "GET", f"{VMSS}/virtualMachines/1/networkInterfaces/pool0", version=VMSS_NIC_V
+    )
+    ref = nic["properties"]["ipConfigurations"][0]["properties"]["publicIPAddress"]["id"]
+    nic_id = f"{VMSS}/virtualMachines/1/networkInterfaces/pool0"
+    assert ref == f"{nic_id}/ipConfigurations/ipconfig1/publicIPAddresses/pub1"
+    pip = await api.ok("GET", ref, version=VMSS_NIC_V)
+    assert pip["properties"]["ipAddress"] in api.world.public_ips
+    listed = await api.ok("GET", f"{VMSS}/publicIPAddresses", version=VMSS_NIC_V)
+    assert len(listed["value"]) == 2
+    assert (await api.call("DELETE", vmss["instances"][0]["id"])).status == 202
+    assert len(api.world.public_ips) == 1
