@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 
 from kccm.cloudprovider import (
+    BalancerView,
     InvalidServiceConfig,
     LoadBalancerIngress,
     LoadBalancerStatus,
@@ -40,6 +41,7 @@ from kccm.providers.azure.loadbalancer.armapi import (
     PreconditionFailed,
     read_modify_write,
 )
+from kccm.providers.azure.loadbalancer.describe import balancer_view
 from kccm.providers.azure.loadbalancer.frontends import (
     PublicIPs,
     internal_frontend,
@@ -115,6 +117,16 @@ class AzureLoadBalancers:
         except InvalidServiceConfig:
             return None, False
         return (None, True) if pips.find(name) is not None else (None, False)
+
+    def describe_load_balancer(self, cluster_name: str, service: Service) -> BalancerView | None:
+        """For ``kccm explain``: the Service's rules on its balancer and the pool's members."""
+        ann = read_annotations(service, lenient=True)
+        for internal in (ann.internal, not ann.internal):
+            lb = self.arm.get(self.settings.lb_path(self._lb_name(cluster_name, internal)))
+            if lb is not None and owned_frontends(lb, service):
+                addresses = [a for a in self._frontend_addresses(lb, service, internal) if a]
+                return balancer_view(lb, service, cluster_name, ",".join(addresses))
+        return None
 
     def _lb_name(self, cluster_name: str, internal: bool) -> str:
         return self.settings.balancer_name(cluster_name, internal)

@@ -377,3 +377,21 @@ def test_internal_subnet_names_the_frontend(arm: FakeArm, nodes: list[dict[str, 
     ilb = arm.resource(ILB)["properties"]
     assert _names({"properties": ilb}, "frontendIPConfigurations") == [f"{BASE}-apps"]
     assert _names({"properties": ilb}, "loadBalancingRules") == [f"{BASE}-apps-TCP-80"]
+
+
+def test_describe_shows_the_services_rules_and_the_pool(
+    arm: FakeArm, nodes: list[dict[str, Any]]
+) -> None:
+    lbs = _lbs(arm)
+    assert lbs.describe_load_balancer(CLUSTER, service()) is None
+    status = lbs.ensure_load_balancer(CLUSTER, service(), nodes)
+    view = lbs.describe_load_balancer(CLUSTER, service())
+    assert view is not None
+    assert (view.name, view.state, view.detail["address"]) == (
+        CLUSTER,
+        "Succeeded",
+        status.ingress[0].ip,
+    )
+    (listener,) = view.listeners
+    assert (listener.port, listener.protocol) == (80, "TCP")
+    assert sorted(t.instance for t in listener.targets) == ["vm-0-nic", "vm-1-nic"]
