@@ -245,6 +245,8 @@ async def _group_level(request: web.Request, segs: list[str]) -> web.StreamRespo
     if len(segs) < 7 or low[4] != "providers":
         raise _no_route(request)
     kind = KINDS.get((low[5], low[6]))
+    if kind is None and low[5] in PROVIDER_TYPES:
+        return _unmodelled(request, segs)
     if kind is None:
         raise ArmError(
             404,
@@ -262,6 +264,25 @@ async def _group_level(request: web.Request, segs: list[str]) -> web.StreamRespo
     if len(rest) == 1:
         return await _resource(request, kind, group, rest[0], api)
     return await arm_sub.handle(request, kind, group, rest, api)
+
+
+def _unmodelled(request: web.Request, segs: list[str]) -> web.Response:
+    """A type of Compute or Network the emulator does not model (private link services, NAT
+    gateways, disks, ...): none exist, so a list is empty and a GET is ARM's 404; a write is
+    refused, naming the emulator's limit."""
+    world = request.app[WORLD]
+    check_api_version(request, segs[5], segs[6])
+    if request.method == "GET" and len(segs) == 7:
+        return reply(page(request, []))
+    if request.method == "GET":
+        raise not_found(f"{segs[5]}/{segs[6]}", segs[7], world.groups[segs[3].lower()])
+    if request.method == "DELETE":
+        return reply(None, 204)
+    raise ArmError(
+        400,
+        "InvalidResourceType",
+        f"The emulator does not model the resource type '{segs[5]}/{segs[6]}'.",
+    )
 
 
 def _group_body(world: World, group: str) -> Obj:

@@ -178,3 +178,21 @@ async def test_patch_merges_into_the_resource(api: Api) -> None:
 async def test_a_create_needs_a_location(api: Api) -> None:
     answer = await api.call("PUT", f"{NET}/publicIPAddresses/a", {"properties": {}})
     assert (answer.status, answer.body["error"]["code"]) == (400, "LocationRequired")
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "status"),
+    [
+        pytest.param("GET", f"{NET}/privateLinkServices", 200, id="list-is-empty"),
+        pytest.param("GET", f"{NET}/privateLinkServices/pls", 404, id="get-is-not-found"),
+        pytest.param("DELETE", f"{NET}/natGateways/nat", 204, id="delete-of-nothing"),
+        pytest.param("PUT", f"{NET}/natGateways/nat", 400, id="write-refused"),
+    ],
+)
+async def test_types_the_emulator_does_not_model(
+    api: Api, method: str, path: str, status: int
+) -> None:
+    answer = await api.call(method, path, {"location": "eastus"} if method == "PUT" else None)
+    assert answer.status == status
+    if status == 200:
+        assert answer.body == {"value": []}
