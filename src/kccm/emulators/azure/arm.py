@@ -226,6 +226,10 @@ def _poll(request: web.Request, op_id: str, *, results: bool) -> web.Response:
             202,
             headers={"Location": headers["Location"], "Retry-After": headers["Retry-After"]},
         )
+    if op.error:
+        raise ArmError(
+            409 if op.status == "Canceled" else 400, op.error["code"], op.error["message"]
+        )
     current = world.get(op.resource_id)
     if op.kind == "delete" or current is None:
         return reply(None, 204)

@@ -126,6 +126,29 @@ def _precondition_failed(given: str, etag: str, current: Obj | None, compute: bo
     )
 
 
+def _supersede(world: World, kind: Kind, obj: Obj, newer: str) -> None:
+    """A pending operation on the resource ends when a newer one starts: the network
+    provider cancels it (``CanceledAndSupersededDueToAnotherOperation``), Compute preempts it
+    (``OperationPreempted``); upstream retries on either."""
+    old = world.operations.get(str(obj.get("_op", "")))
+    if old is None or old.status != "InProgress":
+        return
+    old.done_at = world.clock()
+    if kind.compute:
+        old.status = "Failed"
+        old.error = {
+            "code": "OperationPreempted",
+            "message": "Operation execution has been preempted by a more recent operation.",
+        }
+        return
+    old.status = "Canceled"
+    old.error = {
+        "code": "CanceledAndSupersededDueToAnotherOperation",
+        "message": f"Operation {old.id} on resource {obj['id']} was canceled and superseded "
+        f"by operation {newer}.",
+    }
+
+
 def _begin(world: World, kind: Kind, obj: Obj, op_kind: str) -> Operation:
     now = world.clock()
     op = Operation(
@@ -136,6 +159,7 @@ def _begin(world: World, kind: Kind, obj: Obj, op_kind: str) -> Operation:
         started=now,
         done_at=now + world.lro_delay,
     )
+    _supersede(world, kind, obj, op.id)
     world.operations[op.id] = op
     obj["_op"] = op.id
     return op
@@ -214,6 +238,8 @@ def operation_body(world: World, op: Operation) -> dict[str, Any]:
     body: dict[str, Any] = {"name": op.id, "status": op.status, "startTime": iso_at(op.started)}
     if op.status != "InProgress":
         body["endTime"] = iso_at(op.done_at)
+    if op.error:
+        body["error"] = dict(op.error)
     return body
 
 

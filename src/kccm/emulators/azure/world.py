@@ -79,7 +79,8 @@ class Operation:
     kind: str  # "put" | "delete"
     started: float
     done_at: float
-    status: str = "InProgress"  # | "Succeeded" | "Failed"
+    status: str = "InProgress"  # | "Succeeded" | "Failed" | "Canceled"
+    error: dict[str, str] | None = None  # why it did not succeed
 
 
 @dataclass

@@ -196,3 +196,37 @@ async def test_types_the_emulator_does_not_model(
     assert answer.status == status
     if status == 200:
         assert answer.body == {"value": []}
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "status", "code"),
+    [
+        pytest.param(
+            f"{NET}/publicIPAddresses/a",
+            PIP,
+            "Canceled",
+            "CanceledAndSupersededDueToAnotherOperation",
+            id="network",
+        ),
+        pytest.param(
+            f"{RG}/providers/Microsoft.Compute/virtualMachineScaleSets/s",
+            {
+                "location": "eastus",
+                "sku": {"name": "Standard_D2s_v3", "capacity": 0},
+                "properties": {},
+            },
+            "Failed",
+            "OperationPreempted",
+            id="compute",
+        ),
+    ],
+)
+async def test_a_newer_operation_supersedes_a_pending_one(
+    api: Api, path: str, body: dict[str, object], status: str, code: str
+) -> None:
+    api.world.lro_delay = 10
+    first = await api.call("PUT", path, body)
+    await api.ok("PUT", path, body)
+    poll = first.headers["Azure-AsyncOperation"].removeprefix(api.world.base_url)
+    found = await api.ok("GET", poll)
+    assert (found["status"], found["error"]["code"]) == (status, code)
