@@ -62,6 +62,7 @@ def normalize_children(obj: Obj, prop: str) -> list[Obj]:
                 400, "InvalidRequestFormat", f"Cannot parse the request: {prop} item has no name."
             )
         item = {
+            **{k: v for k, v in raw.items() if k in ("zones",)},  # a frontend's zones
             "name": str(raw["name"]),
             "id": f"{obj['id']}/{prop}/{raw['name']}",
             "etag": obj["etag"],

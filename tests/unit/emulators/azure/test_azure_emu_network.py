@@ -274,3 +274,22 @@ async def test_a_dual_stack_nic_gets_an_address_of_each_family(api: Api) -> None
     found = [c["properties"]["privateIPAddress"] for c in made["properties"]["ipConfigurations"]]
     assert found == ["10.241.0.4", "fd00:240::4"]
     await api.ok("DELETE", f"{NET}/networkInterfaces/d")
+
+
+async def test_an_internal_frontend_keeps_its_zones_and_gets_an_address(api: Api) -> None:
+    body = {
+        "location": "eastus",
+        "sku": {"name": "Standard"},
+        "properties": {
+            "frontendIPConfigurations": [
+                {"name": "fe", "zones": ["1", "2", "3"], "properties": {"subnet": {"id": SUBNET}}}
+            ],
+        },
+    }
+    made = await api.ok("PUT", f"{NET}/loadBalancers/kubernetes-internal", body)
+    fe = made["properties"]["frontendIPConfigurations"][0]
+    assert fe["zones"] == ["1", "2", "3"]
+    assert (
+        fe["properties"]["privateIPAddress"],
+        fe["properties"]["privateIPAllocationMethod"],
+    ) == ("10.240.0.4", "Dynamic")
