@@ -5,8 +5,10 @@ apiserver and the OpenStack emulator: OCCM (``manage-security-groups = true``, a
 container, ``container-store = barbican``), ``x-forwarded-for``, a class, a node selector
 and the four timeouts. OCCM stops; kccm starts on the same cloud.conf and adopts every one of
 them without a mutating request: the ingress addresses and the emulator's whole inventory
-unchanged. kccm's ``/metrics`` then shows OCCM's metric names. Deleting the Services and
-Nodes while kccm runs leaves the emulator as it was (the Barbican objects are the test's).
+unchanged. kccm's ``/metrics`` then shows OCCM's metric names. With the TLS container gone
+from Barbican, a Node leaving still leaves the TLS balancer's members (updates never read the
+reference, nor touch the listener). Deleting the Services and the other Node while kccm runs
+leaves the emulator as it was (the Barbican secret is the test's).
 
 A second test shows one of OCCM's Warning Events recorded by kccm on the real apiserver
 (``LoadBalancerAvailabilityZonesIgnored``, an Octavia older than 2.14).
@@ -31,7 +33,7 @@ from occm_migration_support import (
     routes_gone,
     summary,
 )
-from occm_support import CloudReader, OccmProcesses, error_answers, routes_made
+from occm_support import CLUSTER_NAME, CloudReader, OccmProcesses, error_answers, routes_made
 
 from kccm.emulators.openstack.launcher import Emulator
 from kccm.kube.client import KubeApiClient
@@ -136,7 +138,6 @@ async def test_kccm_adopts_shared_tls_and_annotated_balancers_without_a_write(
     )
     baseline = admin.state()
     secret_ref, container_ref = await asyncio.to_thread(barbican_container, reader)
-    with_tls = admin.state()
     servers, cidrs = {}, {}
     for i, labels in ((1, {"env": "prod"}), (2, {})):
         name = kube_cleanup.add(NODES, unique_name("occm-more"))
@@ -163,7 +164,7 @@ async def test_kccm_adopts_shared_tls_and_annotated_balancers_without_a_write(
     assert ingress["sharer"] == ingress["owner"]
     await eventually(lambda: asyncio.to_thread(routes_made, reader, router_id, cidrs.values()))
     made = admin.state()
-    assert len(made["loadbalancers"]) - len(with_tls["loadbalancers"]) == len(names) - 1
+    assert len(made["loadbalancers"]) - len(baseline["loadbalancers"]) == len(names) - 1
     listeners = [reader.get(f"/load-balancer/v2/lbaas/listeners/{i}")["listener"]
                  for i in made["listeners"]]  # fmt: skip
     assert {x["protocol"] for x in listeners} >= {"TERMINATED_HTTPS", "HTTP", "TCP"}
@@ -182,17 +183,39 @@ async def test_kccm_adopts_shared_tls_and_annotated_balancers_without_a_write(
     for family in OCCM_METRICS:
         assert re.search(rf"^{family}{{", text, re.MULTILINE), family
 
-    # -- the Services and Nodes go while kccm runs ---------------------------------------------
+    # -- the container leaves Barbican, a Node leaves: the TLS balancer's members follow ------
+    await asyncio.to_thread(reader.request, "DELETE", _path(emulator, container_ref))
+    since, (stays, leaves) = admin.last_seq(), list(servers)
+    await delete_until_gone(kube, NODES, [leaves], within=BUDGET)
+    tls_lb = f"kube_service_{CLUSTER_NAME}_{ns}_tls"
+    kept = {_fixed_ip(servers[stays])}
+    await eventually(lambda: asyncio.to_thread(_members_are, reader, tls_lb, kept))
+    assert [r for r in admin.requests(since) if r["service"] == "key-manager"] == []
+    assert [w["path"] for w in admin.mutating(since) if "/listeners" in w["path"]] == []
+
+    # -- the Services and the other Node go while kccm runs -----------------------------------
     await delete_until_gone(kube, SERVICES, ["sharer"], ns, within=BUDGET)
     await delete_until_gone(kube, SERVICES, [n for n in names if n != "sharer"], ns, within=BUDGET)
-    await delete_until_gone(kube, NODES, list(servers), within=BUDGET)
+    await delete_until_gone(kube, NODES, [stays], within=BUDGET)
     await eventually(lambda: routes_gone(reader, router_id, daemon))
     for server in servers.values():
         admin.delete_server(server["id"])
-    admin.assert_clean(with_tls)
-    for ref in (container_ref, secret_ref):
-        await asyncio.to_thread(reader.request, "DELETE", ref.split(emulator.config["base_url"])[1])
+    await asyncio.to_thread(reader.request, "DELETE", _path(emulator, secret_ref))
     admin.assert_clean(baseline)
+
+
+def _path(emulator: Emulator, ref: str) -> str:
+    return ref.removeprefix(emulator.config["base_url"])
+
+
+def _fixed_ip(server: dict[str, Any]) -> str:
+    return str(server["addresses"]["private"][0]["addr"])
+
+
+def _members_are(reader: CloudReader, lb_name: str, addresses: set[str]) -> bool:
+    (lb,) = reader.load_balancers(lb_name)
+    found = {m["address"] for p in reader.pools(lb["id"]) for m in reader.members(p["id"])}
+    return found == addresses
 
 
 async def _warned(kube: KubeApiClient, ns: str, name: str, reason: str) -> str | None:
