@@ -17,6 +17,7 @@ from typing import Any
 from aiohttp import web
 
 from kccm.emulators.azure.addresses import subnet_prefix, vmss_instance_nics, vmss_public_ips
+from kccm.emulators.azure.faults import fault_middleware
 from kccm.emulators.azure.log import log_middleware
 from kccm.emulators.azure.rest import WORLD, reply
 from kccm.emulators.azure.world import Obj, World
@@ -205,8 +206,8 @@ async def get_identity_token(request: web.Request) -> web.Response:
 
 def build_imds_app(world: World, vm_id: str = "") -> web.Application:
     """The metadata service's application, for ``vm_id`` or (without one) the VM the test
-    chose (its calls are logged as service ``imds``)."""
-    app = web.Application(middlewares=[log_middleware])
+    chose (its calls are logged as service ``imds``, and faulted like any other)."""
+    app = web.Application(middlewares=[log_middleware, fault_middleware])
     app[WORLD] = world
     app[IMDS_VM] = vm_id
     app.router.add_routes(routes)

@@ -145,3 +145,17 @@ async def test_a_vm_can_have_a_metadata_service_of_its_own(api: Api) -> None:
     url = (await made.json())["url"]
     async with api.client.session.get(f"{url}{INSTANCE}", headers=HEADERS) as response:
         assert (await response.json())["compute"]["name"] == "node-1"
+
+
+async def test_imds_calls_can_be_faulted(api: Api) -> None:
+    from kccm.emulators.azure.faults import add_fault
+
+    vm = add_vm(api.world, {"name": "node-0"})
+    api.world.imds_vm = vm["id"]
+    add_fault(
+        api.world,
+        {"path_regex": "^/metadata/instance$", "status": 503, "code": "ServiceUnavailable"},
+    )
+    client = await imds_client(api)
+    assert (await get(client, INSTANCE))[0] == 503
+    assert (await get(client, INSTANCE))[0] == 200
