@@ -5,3 +5,7 @@ table, Services on the shared ``kubernetes`` load balancer (the ``loadbalancer``
 upstream's ``azure.json`` unchanged. See docs/providers/azure.md. Only this package imports
 azure-core and azure-identity.
 """
+
+from kccm.providers.azure.provider import PROVIDER_NAME, AzureCloud, new_azure_cloud
+
+__all__ = ["PROVIDER_NAME", "AzureCloud", "new_azure_cloud"]

@@ -213,6 +213,11 @@ class ARMClient:
             f"/providers/{kind}/{name}{tail}"
         )
 
+    def collection(self, resource_group: str, kind: str) -> str:
+        """``/subscriptions/<sub>/resourceGroups/<rg>/providers/<kind>``: a list's path."""
+        group = f"/subscriptions/{self.subscription_id}/resourceGroups/{resource_group}"
+        return f"{group}/providers/{kind}"
+
     def url(self, path: str) -> str:
         return path if path.startswith(("http://", "https://")) else f"{self.endpoint}{path}"
 
