@@ -89,6 +89,10 @@ class TTLCache:
         with self._guard:
             self._values.pop(key, None)
 
+    def clear(self) -> None:
+        with self._guard:
+            self._values.clear()
+
 
 def _id_key(resource_id: str) -> str:
     return resource_id.lower()
