@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, TypeVar
 
 from kccm.cloudprovider import (
+    BalancerView,
     CloudProviderError,
     InstanceMetadata,
     InstanceView,
@@ -104,3 +105,6 @@ class LateBalancers:
 
     def ensure_load_balancer_deleted(self, cluster_name: str, service: Service) -> None:
         _ready(self._get).ensure_load_balancer_deleted(cluster_name, service)
+
+    def describe_load_balancer(self, cluster_name: str, service: Service) -> BalancerView | None:
+        return _ready(self._get).describe_load_balancer(cluster_name, service)

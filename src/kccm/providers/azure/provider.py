@@ -35,6 +35,7 @@ from kccm.cloudprovider import (
     InstancesV2,
     Interface,
     LoadBalancer,
+    LoadBalancerDescriber,
     Routes,
 )
 from kccm.cloudprovider.apicalls import CloudAPICalls
@@ -294,7 +295,9 @@ def _implements(
 ) -> tuple[
     Interface,
     LoadBalancer,
+    LoadBalancerDescriber,
     LoadBalancer,
+    LoadBalancerDescriber,
     InstancesV2,
     InstanceDescriber,
     InstanceMetadataLister,
@@ -309,6 +312,8 @@ def _implements(
     return (
         cloud,
         balancers,
+        balancers,
+        late_balancers,
         late_balancers,
         instances,
         instances,
