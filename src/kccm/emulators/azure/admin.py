@@ -264,7 +264,7 @@ def state(world: World) -> dict[str, list[str]]:
         for pool in (ipc.get("properties") or {}).get("loadBalancerBackendAddressPools") or []
     )
     found["pendingOperations"] = sorted(
-        op.id for op in world.operations.values() if op.status == "InProgress"
+        op.id for op in world.pending.values() if op.status == "InProgress"
     )
     return found
 

@@ -134,6 +134,7 @@ def _supersede(world: World, kind: Kind, obj: Obj, newer: str) -> None:
     if old is None or old.status != "InProgress":
         return
     old.done_at = world.clock()
+    world.pending.pop(old.id, None)
     if kind.compute:
         old.status = "Failed"
         old.error = {
@@ -161,6 +162,7 @@ def _begin(world: World, kind: Kind, obj: Obj, op_kind: str) -> Operation:
     )
     _supersede(world, kind, obj, op.id)
     world.operations[op.id] = op
+    world.pending[op.id] = op
     obj["_op"] = op.id
     return op
 
@@ -203,14 +205,16 @@ def _finish(world: World, op: Operation) -> None:
 def settle(world: World) -> None:
     """Every operation whose time has come completes."""
     now = world.clock()
-    for op in list(world.operations.values()):
-        if op.status == "InProgress" and op.done_at <= now:
-            _finish(world, op)
+    for op in list(world.pending.values()):
+        if op.done_at <= now:
+            world.pending.pop(op.id, None)
+            if op.status == "InProgress":
+                _finish(world, op)
 
 
 def settle_all(world: World) -> int:
     """Every pending operation completes now; how many did."""
-    pending = [op for op in world.operations.values() if op.status == "InProgress"]
+    pending = list(world.pending.values())
     for op in pending:
         op.done_at = world.clock()
     settle(world)

@@ -122,6 +122,7 @@ class World:
     by_type: dict[str, dict[str, Obj]] = field(default_factory=dict)  # lower type -> the same
     tokens: dict[str, Token] = field(default_factory=dict)
     operations: dict[str, Operation] = field(default_factory=dict)
+    pending: dict[str, Operation] = field(default_factory=dict)  # those still InProgress
     faults: list[Fault] = field(default_factory=list)
     fault_seq: int = 0
     requests: list[Obj] = field(default_factory=list)
