@@ -22,8 +22,9 @@
   kccm returns when ARM's operation has completed.
 - With ``tags``/``tagsMap`` set and the route table in ``resourceGroup``, listing the routes
   also tags the table (``ensureRouteTableTagged``).
-- Unmanaged Nodes (``kubernetes.azure.com/managed=false``, known from the route's target): their
-  routes are only remembered in memory and listed back (``routeCIDRs``), never written.
+- Nodes the ``is_unmanaged`` callback names: their routes are only remembered in memory and
+  listed back (``routeCIDRs``), never written. The provider passes none yet (a route names only
+  its Node, whose labels the route calls do not see), so such a Node's route fails.
 """
 
 from __future__ import annotations
