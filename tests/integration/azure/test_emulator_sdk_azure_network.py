@@ -263,3 +263,42 @@ def test_subnets(network: NetworkManagementClient) -> None:
     assert subnet.route_table.id.endswith("/kccm-rt")
     vnet = network.virtual_networks.get(RG, "kccm-vnet")
     assert [s.name for s in vnet.subnets] == ["kccm-subnet"]
+
+
+def test_children_with_endpoints_of_their_own(
+    emu: AzureEmulator, network: NetworkManagementClient
+) -> None:
+    pip = make_pip(network)
+    make_lb(network, emu, pip)
+    pools = network.load_balancer_backend_address_pools
+    pools.begin_create_or_update(RG, "kubernetes", "outbound", m.BackendAddressPool()).result()
+    assert sorted(p.name for p in pools.list(RG, "kubernetes")) == ["kubernetes", "outbound"]
+    assert pools.get(RG, "kubernetes", "outbound").id.endswith("/backendAddressPools/outbound")
+    pools.begin_delete(RG, "kubernetes", "outbound").result()
+    rule = m.SecurityRule(
+        protocol="Tcp",
+        access="Allow",
+        direction="Inbound",
+        priority=600,
+        source_address_prefix="*",
+        source_port_range="*",
+        destination_address_prefix="*",
+        destination_port_range="443",
+    )
+    made = network.security_rules.begin_create_or_update(RG, "kccm-nsg", "allow-443", rule).result()
+    assert made.priority == 600
+    assert made.provisioning_state == "Succeeded"
+    network.security_rules.begin_delete(RG, "kccm-nsg", "allow-443").result()
+    vnet = network.virtual_networks.get(RG, "kccm-vnet")
+    vnet.address_space.address_prefixes.append("10.241.0.0/16")
+    network.virtual_networks.begin_create_or_update(RG, "kccm-vnet", vnet).result()
+    subnet = network.subnets.begin_create_or_update(
+        RG, "kccm-vnet", "extra", m.Subnet(address_prefix="10.241.0.0/24")
+    ).result()
+    assert subnet.address_prefix == "10.241.0.0/24"
+    network.subnets.begin_delete(RG, "kccm-vnet", "extra").result()
+    vnet = network.virtual_networks.get(RG, "kccm-vnet")
+    vnet.address_space.address_prefixes.remove("10.241.0.0/16")
+    network.virtual_networks.begin_create_or_update(RG, "kccm-vnet", vnet).result()
+    network.load_balancers.begin_delete(RG, "kubernetes").result()
+    network.public_ip_addresses.begin_delete(RG, pip.name).result()
