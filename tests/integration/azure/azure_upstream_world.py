@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import json
+import urllib.request
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,6 +52,8 @@ class World:
     machines: list[Machine]
     baseline: dict[str, list[str]]
     """The emulator before anything was seeded."""
+    own_vms: bool = True
+    """Whether the world seeded the VMs (and deletes them at its end)."""
     ready: dict[str, list[str]] = field(default_factory=dict)
     """The emulator once the CCM routed every Node's pod CIDR."""
 
@@ -99,9 +103,27 @@ class World:
 
 
 def private_ip(emulator: AzureEmulator, vm: dict[str, Any]) -> str:
+    """The VM's private address: its NIC's; a scale-set instance's as the instance metadata
+    service reports it (the emulator's test API does not render scale-set NICs)."""
+    if "/virtualMachineScaleSets/" in vm["id"]:
+        return imds_private_ip(emulator, vm["id"])
     nic_id = vm["properties"]["networkProfile"]["networkInterfaces"][0]["id"]
     nic = emulator.admin.resource(nic_id)
     return str(nic["properties"]["ipConfigurations"][0]["properties"]["privateIPAddress"])
+
+
+def imds_private_ip(emulator: AzureEmulator, vm_id: str) -> str:
+    """Ask the emulator's metadata service about ``vm_id`` the way upstream does (through
+    it as the HTTP proxy of ``169.254.169.254``)."""
+    emulator.admin.set_imds_vm(vm_id)
+    proxy = urllib.request.ProxyHandler({"http": emulator.imds_url})
+    request = urllib.request.Request(
+        "http://169.254.169.254/metadata/instance?api-version=2021-10-01&format=json",
+        headers={"Metadata": "True"},
+    )
+    with urllib.request.build_opener(proxy).open(request, timeout=30) as answer:
+        found = json.load(answer)
+    return str(found["network"]["interface"][0]["ipv4"]["ipAddress"][0]["privateIpAddress"])
 
 
 def provider_id(resource_id: str) -> str:
@@ -155,19 +177,22 @@ async def open_world(
     kube: KubeApiClient,
     kube_cleanup: KubeCleanup,
     *,
-    nodes: int = 2,
+    seeded: Sequence[Machine] = (),
     **azure_json: Any,
 ) -> AsyncIterator[World]:
-    """A fixture body (see the module docstring). At its end the Nodes are deleted while the
-    CCM runs, their routes must go, and with the VMs deleted the emulator is as it was."""
+    """A fixture body (see the module docstring): two VMs and their Nodes, or the
+    ``seeded`` machines whose Nodes the caller made (scale-set instances: the emulator
+    before the CCM starts is then the baseline). At its end the Nodes are deleted while the
+    CCM runs, their routes must go, and with the seeded VMs deleted the emulator is as it
+    was."""
     baseline = await asyncio.to_thread(emulator.admin.state)
-    machines = [
+    machines = list(seeded) or [
         await add_machine(emulator, kube, kube_cleanup, cidr, zone=str(1 + i % 3))
-        for i, cidr in enumerate(POD_CIDRS[:nodes])
+        for i, cidr in enumerate(POD_CIDRS[:2])
     ]
     files = emulator.cloud_files(upstream.tmp / "cloud", **(FAST_ROUTES | azure_json))
     ccm = upstream.start_ccm(files.azure_json, kubeconfig, upstream_env(files.env))
-    world = World(emulator, ccm, kube, machines, baseline)
+    world = World(emulator, ccm, kube, machines, baseline, own_vms=not seeded)
     await eventually(lambda: _alive_and(ccm, lambda: routed(world, machines)))
     world.ready = await asyncio.to_thread(emulator.admin.state)
     yield world
@@ -179,7 +204,7 @@ async def close_world(world: World) -> None:
     names = [m.node for m in world.machines]
     await delete_until_gone(world.kube, NODES, names, within=BUDGET)
     await eventually(lambda: _alive_and(world.ccm, lambda: not world.routes()))
-    for machine in world.machines:
+    for machine in world.machines if world.own_vms else ():
         await asyncio.to_thread(world.emulator.admin.delete_vm, machine.vm["id"])
     world.emulator.admin.assert_clean(world.baseline)
 

@@ -1,0 +1,191 @@
+"""Upstream's cloud-node-manager and cloud-controller-manager v1.36.5 with scale-set Nodes
+(``"vmType": "vmss"``) on kccm's Azure emulator and the real apiserver.
+
+A scale-set instance's Node is named after its computer name; its providerID is the
+instance's id (``.../virtualMachineScaleSets/<set>/virtualMachines/<id>``). The CCM finds
+instances by listing the resource group's scale sets and each set's instances with their
+instance views (``listScaleSetVMs``, ``pkg/provider/azure_vmss.go``), joins them to a
+balancer's pool through the scale set's model and each instance (``ensureVMSSInPool``,
+``EnsureHostsInPool``), and reads shut down from the instance view's power state
+(``InstanceShutdownByProviderID``): deallocated → the shutdown taint while the Node is not
+Ready, running and Ready again → no taint.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+from azure_upstream_support import (
+    UpstreamProcesses,
+    require_upstream,
+    upstream_env,
+    upstream_processes,
+)
+from azure_upstream_world import (
+    BUDGET,
+    POD_CIDRS,
+    Machine,
+    World,
+    eventually,
+    initialised_node,
+    lb_service,
+    open_world,
+    private_ip,
+    provider_id,
+    published,
+)
+
+from kccm.emulators.azure.launcher import AzureEmulator, azure_emulator
+from kccm.kube.client import KubeApiClient
+from kccm.kube.interface import Obj, PatchType
+from kccm.kube.resources import NODES, SERVICES
+from kccm.testing.certs import emulator_tls
+from kccm.testing.controllers import delete_until_gone, initialised_nodes
+from kccm.testing.controlplane import ControlPlane
+from kccm.testing.kubelet import ready_condition
+from kccm.testing.pytest_plugin import KubeCleanup, unique_name
+
+SHUTDOWN_TAINT = "node.cloudprovider.kubernetes.io/shutdown"
+FAST_CACHES = {"vmssCacheTTLInSeconds": 2, "vmssVirtualMachinesCacheTTLInSeconds": 2}
+"""azure.json keys upstream reads: its scale-set and instance lists are cached 600 s by
+default, which would hide a power change that long."""
+
+
+@pytest.fixture
+def emulator() -> Iterator[AzureEmulator]:
+    require_upstream()  # skip (or fail under KCCM_REQUIRE_CONTROL_PLANE=1) before starting
+    with azure_emulator(tls=emulator_tls()) as emu:
+        yield emu
+
+
+@pytest.fixture
+def upstream(tmp_path: Path) -> Iterator[UpstreamProcesses]:
+    yield from upstream_processes(tmp_path)
+
+
+@pytest.fixture
+async def instances(emulator: AzureEmulator) -> list[Machine]:
+    """A two-instance scale set in zones 1 and 2; a Machine per instance."""
+    name = unique_name("vmss")[-12:].replace("-", "")
+    seeded = await asyncio.to_thread(emulator.admin.add_vmss, name, capacity=2, zones=["1", "2"])
+    machines = []
+    for cidr, vm in zip(POD_CIDRS, seeded["instances"], strict=False):
+        node = vm["properties"]["osProfile"]["computerName"].lower()
+        machines.append(Machine(node, vm, cidr, await asyncio.to_thread(private_ip, emulator, vm)))
+    return machines
+
+
+@pytest.fixture
+async def world(
+    emulator: AzureEmulator,
+    instances: list[Machine],
+    upstream: UpstreamProcesses,
+    control_plane: ControlPlane,
+    kube: KubeApiClient,
+    kube_cleanup: KubeCleanup,
+) -> AsyncIterator[World]:
+    for machine in instances:
+        kube_cleanup.add(NODES, machine.node)
+        await kube.create(NODES, initialised_node(machine))
+    async for opened in open_world(
+        emulator,
+        upstream,
+        control_plane.admin_kubeconfig,
+        kube,
+        kube_cleanup,
+        seeded=instances,
+        vmType="vmss",
+        **FAST_CACHES,
+    ):
+        yield opened
+
+
+async def test_cloud_node_manager_initialises_a_scale_set_instance_from_imds(
+    emulator: AzureEmulator,
+    instances: list[Machine],
+    upstream: UpstreamProcesses,
+    control_plane: ControlPlane,
+    kube: KubeApiClient,
+    kube_cleanup: KubeCleanup,
+) -> None:
+    machine = instances[1]
+    await asyncio.to_thread(emulator.admin.set_imds_vm, machine.vm["id"])
+    files = emulator.cloud_files(upstream.tmp / "cloud")
+    env = upstream_env(files.env, HTTP_PROXY=emulator.imds_url, NODE_NAME=machine.node)
+    kube_cleanup.add(NODES, machine.node)
+    node_obj = initialised_node(machine)
+    node_obj["spec"] = {
+        "taints": [
+            {
+                "key": "node.cloudprovider.kubernetes.io/uninitialized",
+                "value": "true",
+                "effect": "NoSchedule",
+            }
+        ]
+    }
+    await kube.create(NODES, node_obj)
+    cnm = upstream.start_cnm(machine.node, control_plane.admin_kubeconfig, env)
+
+    async def initialised() -> list[Obj] | None:
+        cnm.alive()
+        return await initialised_nodes(kube, [machine.node])
+
+    (node,) = await eventually(initialised)
+    assert node["spec"]["providerID"] == provider_id(machine.vm["id"])
+    labels = node["metadata"]["labels"]
+    assert labels["topology.kubernetes.io/zone"] == "eastus-2"
+    assert {a["address"] for a in node["status"]["addresses"] if a["type"] == "InternalIP"} == {
+        machine.ip
+    }
+
+
+def _instance_members(world: World) -> set[str]:
+    """The scale-set instances whose NICs are in a backend pool."""
+    return {m.split("/networkInterfaces/")[0].lower() for m in world.pool_members()}
+
+
+async def test_upstream_balances_scale_set_instances_and_deletes_the_balancer(
+    world: World, kube: KubeApiClient, kube_namespace: str
+) -> None:
+    ns = kube_namespace
+    await kube.create(SERVICES, lb_service("web"), namespace=ns)
+    await eventually(lambda: published(world, ns, "web"))
+    expected = {m.vm["id"].lower() for m in world.machines}
+    assert await asyncio.to_thread(_instance_members, world) == expected
+
+    await delete_until_gone(kube, SERVICES, ["web"], ns, within=BUDGET)
+    world.emulator.admin.assert_clean(world.ready)
+
+
+async def _set_ready(kube: KubeApiClient, node: str, status: str) -> None:
+    patch = {"status": {"conditions": [ready_condition(status)]}}
+    await kube.patch(NODES, node, patch, patch_type=PatchType.STRATEGIC, subresource="status")
+
+
+async def _taints(world: World, node: str) -> set[str]:
+    world.ccm.alive()
+    found = await world.kube.get(NODES, node)
+    return {t["key"] for t in found["spec"].get("taints") or []}
+
+
+async def test_upstream_taints_a_deallocated_instance_shut_down_and_untaints_it(
+    world: World, kube: KubeApiClient
+) -> None:
+    machine = world.machines[0]
+    await asyncio.to_thread(world.emulator.admin.set_power, machine.vm["id"], "deallocated")
+    await _set_ready(kube, machine.node, "Unknown")
+
+    async def tainted() -> bool:
+        return SHUTDOWN_TAINT in await _taints(world, machine.node)
+
+    await eventually(tainted)
+    await asyncio.to_thread(world.emulator.admin.set_power, machine.vm["id"], "running")
+    await _set_ready(kube, machine.node, "True")
+
+    async def untainted() -> bool:
+        return SHUTDOWN_TAINT not in await _taints(world, machine.node)
+
+    await eventually(untainted)
