@@ -23,7 +23,8 @@ import asyncio
 import base64
 import logging
 import os
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TextIO
 
@@ -103,8 +104,10 @@ def build_parts(
     environ: Mapping[str, str],
     *,
     arm: ARMClient | None = None,
+    sleep: Callable[[float], None] = time.sleep,
 ) -> Parts:
-    """The clients and capabilities for ``config`` (``arm``: a ready client, for tests)."""
+    """The clients and capabilities for ``config`` (``arm``: a ready client; ``sleep``: how
+    retries and polls wait; both for tests)."""
     versions = api_versions(is_stack_cloud(config))
     if arm is None:
         env = cloud_environment(config, environ)
@@ -117,6 +120,7 @@ def build_parts(
             subscription_id=config.subscription_id,
             user_agent=config.user_agent,
             verify=verify,
+            sleep=sleep,
         )
     inventory = Inventory(
         arm,
