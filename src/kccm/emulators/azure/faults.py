@@ -78,9 +78,11 @@ def match_fault(world: World, method: str, path: str) -> Fault | None:
 
 def _throttle_headers(fault: Fault, method: str, path: str) -> dict[str, str]:
     reads = method in ("GET", "HEAD")
+    kind = "reads" if reads else "writes"
     headers = {
         "Retry-After": str(fault.retry_after),
-        "x-ms-ratelimit-remaining-subscription-" + ("reads" if reads else "writes"): "0",
+        f"x-ms-ratelimit-remaining-subscription-{kind}": "0",
+        f"x-ms-ratelimit-remaining-subscription-global-{kind}": "0",
     }
     if "/providers/microsoft.compute/" in path.lower():
         bucket = "HighCostGet3Min" if reads else "PutVM3Min"

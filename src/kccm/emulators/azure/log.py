@@ -3,12 +3,13 @@
 the server's clock), the operation it is (the
 path's resource types without names: ``GET Microsoft.Network/loadBalancers/{}``, where ``{}``
 stands for a name) and the status answered. ARM's answers carry the
-``x-ms-ratelimit-remaining-subscription-*`` headers as ARM's do (a throttling fault sets
-them to 0).
+``x-ms-ratelimit-remaining-subscription-[global-]reads|writes`` headers (a throttling fault
+sets them to 0) and ``x-ms-request-id``/``x-ms-correlation-request-id``, as ARM's do.
 """
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from aiohttp import web
@@ -77,6 +78,14 @@ async def log_middleware(request: web.Request, handler: Handler) -> web.StreamRe
     entry["status"] = response.status
     if service == "arm":
         reads = request.method in ("GET", "HEAD")
-        name = "x-ms-ratelimit-remaining-subscription-" + ("reads" if reads else "writes")
-        response.headers.setdefault(name, REMAINING_READS if reads else REMAINING_WRITES)
+        kind = "reads" if reads else "writes"
+        for name in (f"subscription-{kind}", f"subscription-global-{kind}"):
+            header = f"x-ms-ratelimit-remaining-{name}"
+            response.headers.setdefault(header, REMAINING_READS if reads else REMAINING_WRITES)
+        request_id = str(uuid.uuid4())
+        response.headers.setdefault("x-ms-request-id", request_id)
+        response.headers.setdefault(
+            "x-ms-correlation-request-id",
+            request.headers.get("x-ms-correlation-request-id", request_id),
+        )
     return response

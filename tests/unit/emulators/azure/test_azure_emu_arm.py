@@ -230,3 +230,22 @@ async def test_a_newer_operation_supersedes_a_pending_one(
     poll = first.headers["Azure-AsyncOperation"].removeprefix(api.world.base_url)
     found = await api.ok("GET", poll)
     assert (found["status"], found["error"]["code"]) == (status, code)
+
+
+@pytest.mark.parametrize(
+    ("method", "header"),
+    [
+        pytest.param("GET", "x-ms-ratelimit-remaining-subscription-reads", id="read"),
+        pytest.param("PUT", "x-ms-ratelimit-remaining-subscription-global-writes", id="write"),
+    ],
+)
+async def test_answers_carry_arms_headers(api: Api, method: str, header: str) -> None:
+    answer = await api.call(
+        method,
+        f"{NET}/publicIPAddresses/a",
+        PIP if method == "PUT" else None,
+        headers={"x-ms-correlation-request-id": "c0ffee"},
+    )
+    assert int(answer.headers[header]) > 0
+    assert answer.headers["x-ms-request-id"]
+    assert answer.headers["x-ms-correlation-request-id"] == "c0ffee"

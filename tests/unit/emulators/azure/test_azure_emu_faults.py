@@ -30,7 +30,11 @@ LIST_LB = f"{NET}/loadBalancers"
             LIST_LB,
             429,
             "TooManyRequests",
-            {"Retry-After": "7", "x-ms-ratelimit-remaining-subscription-reads": "0"},
+            {
+                "Retry-After": "7",
+                "x-ms-ratelimit-remaining-subscription-reads": "0",
+                "x-ms-ratelimit-remaining-subscription-global-reads": "0",
+            },
             id="throttle-read",
         ),
         pytest.param(
