@@ -249,3 +249,28 @@ async def test_answers_carry_arms_headers(api: Api, method: str, header: str) ->
     assert int(answer.headers[header]) > 0
     assert answer.headers["x-ms-request-id"]
     assert answer.headers["x-ms-correlation-request-id"] == "c0ffee"
+
+
+async def test_a_subscription_wide_list_spans_resource_groups(api: Api) -> None:
+    api.world.add_group("other-rg")
+    other = NET.replace("kccm-rg", "other-rg")
+    await api.ok("PUT", f"{NET}/publicIPAddresses/a", PIP)
+    await api.ok("PUT", f"{other}/publicIPAddresses/b", PIP)
+    found = await api.ok(
+        "GET", f"/subscriptions/{SUB}/providers/Microsoft.Network/publicIPAddresses"
+    )
+    assert sorted(p["name"] for p in found["value"]) == ["a", "b"]
+
+
+async def test_a_resource_group_is_made_and_deleted_with_what_it_holds(api: Api) -> None:
+    group = f"/subscriptions/{SUB}/resourcegroups/made-rg"
+    made = await api.call("PUT", group, {"location": "eastus"}, version="2021-04-01")
+    assert made.status == 201
+    await api.ok("PUT", f"{NET.replace('kccm-rg', 'made-rg')}/publicIPAddresses/a", PIP)
+    gone = await api.call("DELETE", group, version="2021-04-01")
+    assert gone.status == 202
+    assert (
+        await api.call("GET", gone.headers["Location"].removeprefix(api.world.base_url))
+    ).status == 200
+    assert (await api.call("GET", group, version="2021-04-01")).status == 404
+    assert not api.world.public_ips
