@@ -34,6 +34,7 @@ request of a kind is left, the next request of that kind is not sent either: it 
 from __future__ import annotations
 
 import copy
+import json
 import logging
 import threading
 import time
@@ -159,6 +160,32 @@ class _Gatekeeper:
                 self._exhausted |= exhausted
 
 
+class _RenewingBearerPolicy(BearerTokenCredentialPolicy[Any, Any]):
+    """azure-core's bearer policy that also renews a token ARM refused.
+
+    On a ``401`` with a challenge, azure-core drops its cached token but asks again only for a
+    claims challenge (``insufficient_claims``); for an expired or revoked token
+    (``ExpiredAuthenticationToken``, ``InvalidAuthenticationToken``) the credential would answer
+    from MSAL's cache, which still believes the token valid. Here any other challenge asks the
+    credential for a new token with claims (MSAL then bypasses its cache) and sends the request
+    once more; a second 401 is returned as it is (a really refused identity does not loop)."""
+
+    def __init__(self, credential: TokenCredential, scope: str) -> None:
+        super().__init__(credential, scope)
+        self._scope = scope
+
+    def on_challenge(self, request: Any, response: Any) -> bool:
+        if super().on_challenge(request, response):
+            return True
+        if request.context.get("kccm_renewed"):
+            return False
+        request.context["kccm_renewed"] = True
+        fresh = {"access_token": {"nbf": {"essential": True, "value": str(int(time.time()))}}}
+        claims = json.dumps(fresh)
+        self.authorize_request(request, self._scope, claims=claims)
+        return True
+
+
 def _session() -> requests.Session:
     http = requests.Session()
     adapter = requests.adapters.HTTPAdapter(pool_connections=4, pool_maxsize=POOL_SIZE)
@@ -198,7 +225,7 @@ class ARMClient:
             policies=[
                 RequestIdPolicy(),
                 UserAgentPolicy(base_user_agent=user_agent or USER_AGENT),
-                BearerTokenCredentialPolicy(credential, scope),
+                _RenewingBearerPolicy(credential, scope),
             ],
         )
 

@@ -183,3 +183,15 @@ async def test_arm_throttling_pauses_the_group_in_the_call_gate(emu: Any, files:
     finally:
         emu.clear_faults()
         gate.close()
+
+
+def test_a_token_arm_refuses_is_renewed_once(emu: Any, files: Any) -> None:
+    """ARM answers 401 for a token it expired early: the provider signs in again (bypassing
+    MSAL's cache) and sends the request once more; no error reaches the controller."""
+    with open(files.azure_json, encoding="utf-8") as stream:
+        cloud = new_azure_cloud(stream)
+    assert emu.admin.expire_tokens() > 0
+    since = emu.admin.last_seq()
+    cloud.verify()
+    calls = [(r["method"], r["status"]) for r in emu.admin.requests(since)]
+    assert calls == [("GET", 401), ("POST", 200), ("GET", 200)]
