@@ -47,6 +47,7 @@ def _prepare_frontend(world: World, lb: Obj, fe: Obj, old: dict[str, Obj], taken
     for key in ("loadBalancingRules", "inboundNatRules", "outboundRules", "inboundNatPools"):
         props.pop(key, None)
     if props.get("publicIPAddress"):
+        _same_sku(world, lb, props["publicIPAddress"]["id"])
         address_dynamic_ip(world, props["publicIPAddress"]["id"])
         props.pop("privateIPAddress", None)
         props["privateIPAllocationMethod"] = "Dynamic"
@@ -71,6 +72,20 @@ def _prepare_frontend(world: World, lb: Obj, fe: Obj, old: dict[str, Obj], taken
             world, subnet, skip=str(lb["id"]), also=taken, version=props["privateIPAddressVersion"]
         )
     taken.add(str(props["privateIPAddress"]))
+
+
+def _same_sku(world: World, lb: Obj, pip_id: str) -> None:
+    """A balancer references public IPs of its own SKU only (``PublicIPAndLBSkuDoNotMatch``)."""
+    pip = world.get(pip_id)
+    lb_sku = str((lb.get("sku") or {}).get("name", "Basic"))
+    pip_sku = str(((pip or {}).get("sku") or {}).get("name", "Basic"))
+    if pip is not None and lb_sku.lower() != pip_sku.lower():
+        raise ArmError(
+            400,
+            "PublicIPAndLBSkuDoNotMatch",
+            f"{lb_sku} sku load balancer {lb['id']} cannot reference {pip_sku} sku publicIP "
+            f"{pip['id']}.",
+        )
 
 
 def _own_ref(lb: Obj, value: object, own: set[str], source: str) -> dict[str, str] | None:

@@ -86,6 +86,7 @@ async def test_the_load_balancer_document_names_the_public_frontends(api: Api) -
         lb,
         {
             "location": "eastus",
+            "sku": {"name": "Standard"},
             "properties": {
                 "frontendIPConfigurations": [
                     {"name": "fe", "properties": {"publicIPAddress": {"id": pip["id"]}}}

@@ -68,7 +68,9 @@ async def test_public_ip_addresses(api: Api, method: str, sku: str, addressed: b
 
 async def test_a_dynamic_public_ip_gets_its_address_when_a_balancer_uses_it(api: Api) -> None:
     made = await api.ok("PUT", f"{NET}/publicIPAddresses/a", pip("Dynamic", "Basic"))
-    await api.ok("PUT", LB, balancer(made["id"]))
+    basic = balancer(made["id"])
+    basic["sku"] = {"name": "Basic"}
+    await api.ok("PUT", LB, basic)
     found = await api.ok("GET", f"{NET}/publicIPAddresses/a")
     assert found["properties"]["ipAddress"]
     assert found["properties"]["ipConfiguration"]["id"] == f"{LB}/frontendIPConfigurations/fe1"
@@ -293,3 +295,12 @@ async def test_an_internal_frontend_keeps_its_zones_and_gets_an_address(api: Api
         fe["properties"]["privateIPAddress"],
         fe["properties"]["privateIPAllocationMethod"],
     ) == ("10.240.0.4", "Dynamic")
+
+
+async def test_a_balancer_references_public_ips_of_its_own_sku(api: Api) -> None:
+    made = await api.ok("PUT", f"{NET}/publicIPAddresses/a", pip("Dynamic", "Basic"))
+    answer = await api.call("PUT", LB, balancer(made["id"]))
+    assert (answer.status, answer.body["error"]["code"]) == (400, "PublicIPAndLBSkuDoNotMatch")
+    assert answer.body["error"]["message"] == (
+        f"Standard sku load balancer {LB} cannot reference Basic sku publicIP {made['id']}."
+    )
