@@ -177,9 +177,15 @@ class AzureInstances:
         return self._listed_vm(group, name)
 
     def _listed_vm(self, group: str, name: str) -> Machine | None:
+        """The VM named ``name``, else the one whose computer name it is (a Flex VM's node
+        name: upstream's VMSS Flex cache is keyed by computer name)."""
         wanted = name.lower()
-        for machine in self.inventory.vms(group):
-            if machine.name.lower() == wanted and not machine.deleting:
+        listed = [m for m in self.inventory.vms(group) if not m.deleting]
+        for machine in listed:
+            if machine.name.lower() == wanted:
+                return machine
+        for machine in listed:
+            if machine.computer_name == wanted:
                 return machine
         return None
 

@@ -147,6 +147,8 @@ class Machine:
     scale_set: str = ""
     instance_id: str = ""
     in_flex_scale_set: bool = False
+    computer_name: str = ""
+    """``osProfile.computerName`` in lower case (a Flex VM's node name)."""
     tags: Mapping[str, str] = field(default_factory=dict)
 
     @property
@@ -228,6 +230,7 @@ def machine_from_vm(vm: Mapping[str, Any]) -> Machine:
         fault_domain=_fault_domain(props) if isinstance(view, Mapping) else 0,
         nics=_nics(props),
         in_flex_scale_set=bool(props.get("virtualMachineScaleSet")),
+        computer_name=computer_name(vm),
         tags=dict(vm.get("tags") or {}),
     )
 

@@ -184,3 +184,12 @@ def test_several_ip_configurations_without_a_primary_is_an_error() -> None:
     nic = {"name": "nic", "properties": {"ipConfigurations": [_config("a"), _config("b")]}}
     with pytest.raises(CloudProviderError, match="primary ipconfig"):
         primary_ip_configuration(nic)
+
+
+def test_a_flex_vm_keeps_its_computer_name() -> None:
+    vm = _vm(
+        props={"osProfile": {"computerName": "FLEX00A1"}, "virtualMachineScaleSet": {"id": "x"}}
+    )
+    machine = machine_from_vm(vm)
+    assert machine.computer_name == "flex00a1"
+    assert machine.in_flex_scale_set
