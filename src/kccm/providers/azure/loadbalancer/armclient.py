@@ -116,4 +116,8 @@ def lb_settings(config: AzureConfig) -> LBSettings:
         tags_map=dict(config.tags_map or {}),
         system_tags=config.system_tags,
         network_subscription_id=config.network_resource_subscription_id,
+        shared_probe=config.cluster_service_load_balancer_health_probe_mode.lower() == "shared",
+        shared_probe_port=config.cluster_service_shared_load_balancer_health_probe_port or 10256,
+        shared_probe_path=config.cluster_service_shared_load_balancer_health_probe_path
+        or "/healthz",
     )

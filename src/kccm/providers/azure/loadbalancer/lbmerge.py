@@ -16,7 +16,7 @@ from typing import Any
 
 from kccm.cloudprovider import Service, default_load_balancer_name
 from kccm.providers.azure.loadbalancer.lbrules import Expected, Json
-from kccm.providers.azure.loadbalancer.names import LBSettings, owns_name
+from kccm.providers.azure.loadbalancer.names import SHARED_PROBE, LBSettings, owns_name
 from kccm.providers.azure.loadbalancer.tags import parse_tags, reconcile_tags
 
 __all__ = [
@@ -164,23 +164,47 @@ def _merge(
     return changed
 
 
+def _shared_probe_kept(lb: Json, before: list[Json]) -> bool:
+    """``keepSharedProbe``: the shared probe stays while any rule names it (another
+    Service's too) and goes when none does; True when that changed the probes."""
+    probes = _items(lb, "probes")
+    named = [p for p in probes if p.get("name") == SHARED_PROBE]
+    suffix = f"/probes/{SHARED_PROBE}".lower()
+    used = any(
+        _sub_id((rule.get("properties") or {}).get("probe")).endswith(suffix)
+        for rule in _items(lb, "loadBalancingRules")
+    )
+    if used and not named:
+        old = [p for p in before if p.get("name") == SHARED_PROBE]
+        _set(lb, "probes", [*probes, *old])
+        return bool(old)
+    if named and not used:
+        _set(lb, "probes", [p for p in probes if p.get("name") != SHARED_PROBE])
+        return True
+    return False
+
+
 def apply_service(lb: Json, service: Service, frontend: Json, expected: Expected) -> bool:
     """The Service's frontend, probes and rules on ``lb``; True when ``lb`` changed."""
+    before = _items(lb, "probes")
     changed = _apply_frontend(lb, service, frontend)
     changed = _merge(lb, "probes", service, expected.probes, _probe_equal) or changed
-    return _merge(lb, "loadBalancingRules", service, expected.rules, _rule_equal) or changed
+    changed = _merge(lb, "loadBalancingRules", service, expected.rules, _rule_equal) or changed
+    return _shared_probe_kept(lb, before) or changed
 
 
 def remove_service(lb: Json, service: Service) -> bool:
     """Nothing of the Service left on ``lb`` (``reconcileLoadBalancer`` with wantLb false)."""
     owned = owned_frontends(lb, service)
+    before = _items(lb, "probes")
     changed = False
     if owned:
         frontends = [fip for fip in _items(lb, "frontendIPConfigurations") if fip not in owned]
         _set(lb, "frontendIPConfigurations", frontends)
         changed = True
     changed = _merge(lb, "probes", service, (), _probe_equal) or changed
-    return _merge(lb, "loadBalancingRules", service, (), _rule_equal) or changed
+    changed = _merge(lb, "loadBalancingRules", service, (), _rule_equal) or changed
+    return _shared_probe_kept(lb, before) or changed
 
 
 def ensure_tags(lb: Json, settings: LBSettings) -> bool:

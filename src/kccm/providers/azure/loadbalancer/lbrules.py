@@ -13,9 +13,9 @@ from typing import Any
 from kccm.cloudprovider import InvalidServiceConfig, Service
 from kccm.providers.azure.loadbalancer import annotations as A
 from kccm.providers.azure.loadbalancer.annotations import ServiceAnnotations, port_key
-from kccm.providers.azure.loadbalancer.names import LBSettings, rule_name
+from kccm.providers.azure.loadbalancer.names import SHARED_PROBE, LBSettings, rule_name
 
-__all__ = ["Expected", "Json", "expected_rules"]
+__all__ = ["Expected", "Json", "expected_rules", "shared_probe"]
 
 Json = dict[str, Any]
 """An ARM resource (or sub-resource) body."""
@@ -46,6 +46,18 @@ def _ports(service: Service) -> Sequence[Mapping[str, Any]]:
 def _local(service: Service) -> bool:
     spec = service.get("spec") or {}
     return bool(spec.get("type") == "LoadBalancer" and spec.get("externalTrafficPolicy") == "Local")
+
+
+def shared_probe(settings: LBSettings) -> Json:
+    """``buildClusterServiceSharedProbe``."""
+    props = {
+        "protocol": "Http",
+        "port": settings.shared_probe_port,
+        "requestPath": settings.shared_probe_path,
+        "intervalInSeconds": 5,
+        "probeThreshold": 2,
+    }
+    return {"name": SHARED_PROBE, "properties": props}
 
 
 def _probe_timing(ann: ServiceAnnotations, port: int) -> tuple[int, int]:
@@ -188,6 +200,9 @@ def expected_rules(
         hc_port = int((service.get("spec") or {}).get("healthCheckNodePort") or 0)
         name = rule_name(service, "TCP", hc_port, ann.internal_subnet)
         node_probe = _node_health_probe(service, ann, name)
+    shared = settings.shared_probe and not _local(service)
+    if shared:
+        node_probe = shared_probe(settings)
     if ann.internal and settings.standard and ann.ha_ports:
         return _ha_rules(service, ann, settings, target, node_probe)
     probes: list[Json] = []
@@ -209,9 +224,11 @@ def expected_rules(
             )
         props = _rule_props(service, ann, settings, target, port, _TRANSPORT[protocol])
         if not ann.switch(port_key(A.PORT_NO_PROBE_RULE, number)):
-            probe = _port_probe(
-                service, ann, port, name, node_probe=node_probe, standard=settings.standard
-            )
+            probe = None
+            if not shared:
+                probe = _port_probe(
+                    service, ann, port, name, node_probe=node_probe, standard=settings.standard
+                )
             if probe is not None:
                 props["probe"] = {"id": settings.lb_child_id(lb_name, "probes", probe["name"])}
                 probes.append(probe)

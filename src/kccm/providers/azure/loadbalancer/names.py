@@ -18,6 +18,7 @@ from kccm.cloudprovider import Service, default_load_balancer_name
 
 __all__ = [
     "INTERNAL_SUFFIX",
+    "SHARED_PROBE",
     "LBSettings",
     "frontend_name",
     "pip_name",
@@ -25,6 +26,9 @@ __all__ = [
 ]
 
 INTERNAL_SUFFIX = "-internal"
+SHARED_PROBE = "cluster-service-shared-health-probe"
+"""``consts.SharedProbeName``: the one probe of every ``Cluster``-policy Service in
+``shared`` probe mode."""
 _NAME_MAX = 80
 """``FrontendIPConfigNameMaxLength``, ``LoadBalancerRuleNameMaxLength``,
 ``PIPPrefixNameMaxLength``."""
@@ -54,6 +58,10 @@ class LBSettings:
     tags_map: Mapping[str, str] = field(default_factory=dict)
     system_tags: str = ""
     network_subscription_id: str = ""
+    shared_probe: bool = False
+    """``clusterServiceLoadBalancerHealthProbeMode: shared``."""
+    shared_probe_port: int = 10256
+    shared_probe_path: str = "/healthz"
 
     @property
     def standard(self) -> bool:
@@ -158,5 +166,9 @@ def pip_name(cluster_name: str, service: Service) -> str:
 
 
 def owns_name(service: Service, name: str) -> bool:
-    """``serviceOwnsRule``: a rule or probe name starting with ``base`` (any case)."""
+    """``serviceOwnsRule``: a rule or probe name starting with ``base`` (any case); the
+    shared probe counts as every ``Cluster``-policy Service's."""
+    spec = service.get("spec") or {}
+    if name == SHARED_PROBE and str(spec.get("externalTrafficPolicy", "")).lower() != "local":
+        return True
     return name.upper().startswith(default_load_balancer_name(service).upper())

@@ -395,3 +395,32 @@ def test_describe_shows_the_services_rules_and_the_pool(
     (listener,) = view.listeners
     assert (listener.port, listener.protocol) == (80, "TCP")
     assert sorted(t.instance for t in listener.targets) == ["vm-0-nic", "vm-1-nic"]
+
+
+def test_shared_probe_mode(arm: FakeArm, nodes: list[dict[str, Any]]) -> None:
+    lbs = _lbs(arm, shared_probe=True)
+    other = service(uid=OTHER, name="api", ports=(("TCP", 443, 30443),))
+    lbs.ensure_load_balancer(CLUSTER, service(), nodes)
+    lbs.ensure_load_balancer(CLUSTER, other, nodes)
+    lb = arm.resource(LB)["properties"]
+    assert [p["name"] for p in lb["probes"]] == ["cluster-service-shared-health-probe"]
+    probe = lb["probes"][0]["properties"]
+    assert (probe["port"], probe["requestPath"], probe["protocol"]) == (10256, "/healthz", "Http")
+    assert {r["properties"]["probe"]["id"] for r in lb["loadBalancingRules"]} == {
+        f"{LB}/probes/cluster-service-shared-health-probe"
+    }
+    lbs.ensure_load_balancer_deleted(CLUSTER, service())
+    lb = arm.resource(LB)["properties"]
+    assert [p["name"] for p in lb["probes"]] == ["cluster-service-shared-health-probe"]
+    local = service(
+        uid=OTHER,
+        name="api",
+        ports=(("TCP", 443, 30443),),
+        externalTrafficPolicy="Local",
+        healthCheckNodePort=32001,
+    )
+    lbs.ensure_load_balancer(CLUSTER, local, nodes)
+    lb = arm.resource(LB)["properties"]
+    assert [p["name"] for p in lb["probes"]] == [
+        "a99999999000040008000000000000000"[:32] + "-TCP-32001"
+    ]
