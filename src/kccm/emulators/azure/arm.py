@@ -363,6 +363,10 @@ async def _put(
         if current is None:
             raise not_found(kind.full_type, name, world.groups[group.lower()])
         body = merge_patch(public(current), body)
+    elif current is not None and kind.put_updates:
+        # Compute's PUT on an existing VM or scale set updates what it names; the rest keeps
+        # its value (upstream's ensureVMSSInPool PUTs only the network profile)
+        body = merge_patch(public(current), body)
     obj = build(world, kind, group, name, body, current)
     if not kind.lro or kind.sync_put:
         if kind.lro:

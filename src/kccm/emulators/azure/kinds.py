@@ -43,6 +43,7 @@ class Kind:
     deleted: Hook = _no_hook
     lro: bool = True  # PUT and DELETE are long-running (availability sets' are not)
     sync_put: bool = False  # a PUT completes at once, no operation to poll (NICs')
+    put_updates: bool = False  # a PUT on an existing one merges into it (Compute's VMs, sets)
 
     @property
     def full_type(self) -> str:
@@ -122,7 +123,13 @@ _ALL = (
         prepare=network_sec.prepare_vnet,
         check_delete=network_sec.check_delete_vnet,
     ),
-    Kind(COMPUTE, "virtualMachines", prepare=compute.prepare_vm, render=compute.render_vm),
+    Kind(
+        COMPUTE,
+        "virtualMachines",
+        put_updates=True,
+        prepare=compute.prepare_vm,
+        render=compute.render_vm,
+    ),
     Kind(
         COMPUTE,
         "availabilitySets",
@@ -133,6 +140,7 @@ _ALL = (
     Kind(
         COMPUTE,
         "virtualMachineScaleSets",
+        put_updates=True,
         prepare=compute.prepare_vmss,
         finish=_vmss_finish,
         deleted=_vmss_deleted,

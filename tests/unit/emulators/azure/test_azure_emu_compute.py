@@ -257,3 +257,32 @@ async def test_scale_set_instances_with_public_ips(api: Api) -> None:
     assert len(listed["value"]) == 2
     assert (await api.call("DELETE", vmss["instances"][0]["id"])).status == 202
     assert len(api.world.public_ips) == 1
+
+
+async def test_a_partial_put_on_a_scale_set_updates_what_it_names(api: Api) -> None:
+    add_vmss(api.world, {"name": "pool0", "capacity": 2})
+    pool = await make_pool(api)
+    vmss = await api.ok("GET", VMSS)
+    configs = vmss["properties"]["virtualMachineProfile"]["networkProfile"][
+        "networkInterfaceConfigurations"
+    ]
+    configs[0]["properties"]["ipConfigurations"][0]["properties"][
+        "loadBalancerBackendAddressPools"
+    ] = [{"id": pool}]
+    partial = {  # what upstream's ensureVMSSInPool sends: no sku, no upgrade policy
+        "location": "eastus",
+        "etag": vmss["etag"],
+        "properties": {
+            "virtualMachineProfile": {"networkProfile": {"networkInterfaceConfigurations": configs}}
+        },
+    }
+    updated = await api.ok("PUT", VMSS, partial, headers={"If-Match": vmss["etag"]})
+    assert updated["sku"] == vmss["sku"]
+    assert updated["properties"]["upgradePolicy"] == vmss["properties"]["upgradePolicy"]
+    ipc = updated["properties"]["virtualMachineProfile"]["networkProfile"][
+        "networkInterfaceConfigurations"
+    ][0]
+    assert ipc["properties"]["ipConfigurations"][0]["properties"][
+        "loadBalancerBackendAddressPools"
+    ] == [{"id": pool}]
+    assert len((await api.ok("GET", f"{VMSS}/virtualMachines"))["value"]) == 2
