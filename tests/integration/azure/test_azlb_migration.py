@@ -1,0 +1,126 @@
+"""Switching from upstream: balancers, public IPs and security rules that cloud-provider-azure
+v1.36.5's cloud-controller-manager made (the binary built from Go modules, on the real
+apiserver and kccm's ARM emulator) are adopted by kccm's azure provider as they are: its
+ensure of the same Services returns the same addresses with no write in the emulator's request
+log (issue 37, deliverable 4), and its delete leaves the emulator as upstream found it.
+
+Two Services at once on the shared balancers: a public one with source ranges, an idle
+timeout, ``ClientIP`` affinity, a DNS label and two protocols; an internal one with
+``externalTrafficPolicy: Local``. kccm's provider is made by its factory from the azure.json
+the emulator writes for upstream.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from azure_upstream_support import UpstreamProcesses, require_upstream, upstream_processes
+from azure_upstream_world import World, eventually, ingress_ip, open_world, published
+
+from kccm.emulators.azure.launcher import AzureEmulator, azure_emulator
+from kccm.kube.client import KubeApiClient
+from kccm.kube.interface import Obj
+from kccm.kube.resources import NODES, SERVICES
+from kccm.providers.azure.provider import new_azure_cloud
+from kccm.testing.certs import emulator_tls
+from kccm.testing.controllers import delete_until_gone
+from kccm.testing.controlplane import ControlPlane
+from kccm.testing.pytest_plugin import KubeCleanup
+
+P = "service.beta.kubernetes.io/"
+PUBLIC: Obj = {
+    "metadata": {
+        "name": "web",
+        "annotations": {
+            P + "azure-load-balancer-tcp-idle-timeout": "10",
+            P + "azure-dns-label-name": "kccm-web",
+        },
+    },
+    "spec": {
+        "type": "LoadBalancer",
+        "selector": {"app": "web"},
+        "sessionAffinity": "ClientIP",
+        "loadBalancerSourceRanges": ["10.0.0.0/8", "192.168.0.0/16"],
+        "ports": [
+            {"name": "http", "port": 80, "protocol": "TCP"},
+            {"name": "dns", "port": 53, "protocol": "UDP"},
+        ],
+    },
+}
+INTERNAL: Obj = {
+    "metadata": {"name": "inner", "annotations": {P + "azure-load-balancer-internal": "true"}},
+    "spec": {
+        "type": "LoadBalancer",
+        "selector": {"app": "inner"},
+        "externalTrafficPolicy": "Local",
+        "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}],
+    },
+}
+
+
+@pytest.fixture
+def emulator() -> Iterator[AzureEmulator]:
+    require_upstream()
+    with azure_emulator(tls=emulator_tls()) as emu:
+        yield emu
+
+
+@pytest.fixture
+def upstream(tmp_path: Path) -> Iterator[UpstreamProcesses]:
+    yield from upstream_processes(tmp_path)
+
+
+@pytest.fixture
+async def world(
+    emulator: AzureEmulator,
+    upstream: UpstreamProcesses,
+    control_plane: ControlPlane,
+    kube: KubeApiClient,
+    kube_cleanup: KubeCleanup,
+) -> AsyncIterator[World]:
+    async for opened in open_world(
+        emulator, upstream, control_plane.admin_kubeconfig, kube, kube_cleanup
+    ):
+        yield opened
+
+
+def _kccm_balancers(
+    emulator: AzureEmulator, directory: Path, monkeypatch: pytest.MonkeyPatch
+) -> Any:
+    """kccm's azure provider from the emulator's azure.json, as the daemon makes it."""
+    files = emulator.cloud_files(directory)
+    for key, value in files.env.items():
+        monkeypatch.setenv(key, value)
+    config = io.StringIO(Path(files.azure_json).read_text())
+    return new_azure_cloud(config).load_balancer()
+
+
+async def test_kccm_adopts_what_upstream_made_without_a_write(
+    world: World,
+    kube: KubeApiClient,
+    kube_namespace: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    ns = kube_namespace
+    for body in (PUBLIC, INTERNAL):
+        await kube.create(SERVICES, body, namespace=ns)
+    made = [await eventually(lambda n=n: published(world, ns, n)) for n in ("web", "inner")]
+    nodes = (await kube.list(NODES)).items
+    balancers = _kccm_balancers(world.emulator, tmp_path / "kccm", monkeypatch)
+
+    since = await asyncio.to_thread(world.emulator.admin.last_seq)
+    for svc in made:
+        status = await asyncio.to_thread(balancers.ensure_load_balancer, "kubernetes", svc, nodes)
+        assert [i.ip for i in status.ingress] == [ingress_ip(svc)]
+    assert await asyncio.to_thread(world.emulator.admin.mutating, since) == []
+
+    for svc in made:
+        await asyncio.to_thread(balancers.ensure_load_balancer_deleted, "kubernetes", svc)
+    await delete_until_gone(kube, SERVICES, ["web", "inner"], ns, within=120)
+    world.emulator.admin.assert_clean(world.ready)
