@@ -116,6 +116,11 @@ def lb_settings(config: AzureConfig) -> LBSettings:
         tags_map=dict(config.tags_map or {}),
         system_tags=config.system_tags,
         network_subscription_id=config.network_resource_subscription_id,
+        primary_vm_set=(
+            config.primary_availability_set_name
+            if (config.vm_type or "vmss").lower() == "standard"
+            else config.primary_scale_set_name
+        ),
         shared_probe=config.cluster_service_load_balancer_health_probe_mode.lower() == "shared",
         shared_probe_port=config.cluster_service_shared_load_balancer_health_probe_port or 10256,
         shared_probe_path=config.cluster_service_shared_load_balancer_health_probe_path

@@ -58,6 +58,8 @@ class LBSettings:
     tags_map: Mapping[str, str] = field(default_factory=dict)
     system_tags: str = ""
     network_subscription_id: str = ""
+    primary_vm_set: str = ""
+    """``primaryAvailabilitySetName`` (``vmType: standard``) or ``primaryScaleSetName``."""
     shared_probe: bool = False
     """``clusterServiceLoadBalancerHealthProbeMode: shared``."""
     shared_probe_port: int = 10256

@@ -137,26 +137,40 @@ class PoolMembers:
     def __init__(self, arm: ArmApi, settings: LBSettings) -> None:
         self.arm = arm
         self.settings = settings
-        self._nics: dict[str, str] = {}
+        self._nics: dict[str, tuple[str, str]] = {}
         self._lock = threading.Lock()
 
-    def _vm_nic(self, vm_id: str) -> str | None:
-        """The VM's primary interface ID (``getPrimaryInterfaceID``), remembered."""
+    def _vm_nic(self, vm_id: str) -> tuple[str, str] | None:
+        """The VM's primary interface ID (``getPrimaryInterfaceID``) and its availability
+        set's name (``""`` for none), remembered."""
         with self._lock:
             if vm_id.lower() in self._nics:
                 return self._nics[vm_id.lower()]
         vm = self.arm.get(vm_id)
         if vm is None:
             return None
-        refs = ((vm.get("properties") or {}).get("networkProfile") or {}).get(
-            "networkInterfaces"
-        ) or []
+        props = vm.get("properties") or {}
+        refs = (props.get("networkProfile") or {}).get("networkInterfaces") or []
         primary = _primary(refs)
         if primary is None:
             return None
+        aset = str((props.get("availabilitySet") or {}).get("id") or "").rsplit("/", 1)[-1]
+        found = (str(primary["id"]), aset)
         with self._lock:
-            self._nics[vm_id.lower()] = str(primary["id"])
-        return str(primary["id"])
+            self._nics[vm_id.lower()] = found
+        return found
+
+    def _in_vm_set(self, kind: str, vm_set: str) -> bool:
+        """A Basic balancer takes the primary VM set's machines only
+        (``getPrimaryInterfaceWithVMSet``, scale sets' ``EnsureHostInPool``; no check when
+        the config names no primary set); with ``vmType: vmss``, no availability-set VM."""
+        settings = self.settings
+        if settings.standard:
+            return True
+        if settings.vm_type.lower() == "vmss" and kind == "nic":
+            return False
+        primary = settings.primary_vm_set
+        return not primary or primary.lower() == vm_set.lower()
 
     def _owners(self, nodes: Sequence[Node]) -> dict[str, tuple[str, str]]:
         """Each wanted Node's member prefix -> (kind, resource ID)."""
@@ -167,12 +181,14 @@ class PoolMembers:
             provider_id = str((node.get("spec") or {}).get("providerID") or "")
             vmss = _VMSS_VM.match(provider_id)
             if vmss is not None:
-                owners[vmss.group(1).lower() + "/"] = ("vmss", vmss.group(1))
+                scale_set = vmss.group(2).rsplit("/", 1)[-1]
+                if self._in_vm_set("vmss", scale_set):
+                    owners[vmss.group(1).lower() + "/"] = ("vmss", vmss.group(1))
                 continue
             vm = _VM.match(provider_id)
-            nic = self._vm_nic(vm.group(1)) if vm is not None else None
-            if nic is not None:
-                owners[nic.lower() + "/"] = ("nic", nic)
+            found = self._vm_nic(vm.group(1)) if vm is not None else None
+            if found is not None and self._in_vm_set("nic", found[1]):
+                owners[found[0].lower() + "/"] = ("nic", found[0])
         return owners
 
     def reconcile(self, lb: Json, pool_name: str, pool_id: str, nodes: Sequence[Node]) -> int:

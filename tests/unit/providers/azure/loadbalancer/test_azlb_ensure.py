@@ -424,3 +424,23 @@ def test_shared_probe_mode(arm: FakeArm, nodes: list[dict[str, Any]]) -> None:
     assert [p["name"] for p in lb["probes"]] == [
         "a99999999000040008000000000000000"[:32] + "-TCP-32001"
     ]
+
+
+@pytest.mark.parametrize(
+    ("sku", "primary", "joined"),
+    [
+        ("basic", "as1", ["vm-0"]),
+        ("basic", "", ["vm-0", "vm-1"]),
+        ("standard", "as1", ["vm-0", "vm-1"]),
+    ],
+    ids=["basic-primary-set-only", "basic-no-primary-set", "standard-every-set"],
+)
+def test_basic_balancer_takes_the_primary_availability_set(
+    arm: FakeArm, nodes: list[dict[str, Any]], sku: str, primary: str, joined: list[str]
+) -> None:
+    for vm, aset in (("vm-0", "as1"), ("vm-1", "as2")):
+        body = arm.store[f"{COMPUTE}/virtualMachines/{vm}".lower()]
+        body["properties"]["availabilitySet"] = {"id": f"{COMPUTE}/availabilitySets/{aset}"}
+    lbs = _lbs(arm, load_balancer_sku=sku, primary_vm_set=primary)
+    lbs.ensure_load_balancer(CLUSTER, service(), nodes)
+    assert [vm for vm in ("vm-0", "vm-1") if _nic_pools(arm, vm)] == joined
