@@ -175,6 +175,8 @@ class AzureCloud:
         except ARMError as err:
             raise CloudProviderInitError(f"azure: cannot start: {err}") from err
         self.region_zones = _zones(found)
+        location = parts.config.location.lower().replace(" ", "")
+        parts.balancers.use_zones(self.region_zones.get(location, []))
 
     async def initialize(
         self, client_builder: ControllerClientBuilder | None, stop: asyncio.Event

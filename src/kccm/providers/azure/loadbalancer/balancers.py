@@ -73,12 +73,26 @@ log = logging.getLogger(__name__)
 class AzureLoadBalancers:
     """Service load balancers on Azure, as upstream's cloud-controller-manager makes them."""
 
-    def __init__(self, arm: ArmApi, settings: LBSettings) -> None:
+    def __init__(
+        self,
+        arm: ArmApi,
+        settings: LBSettings,
+        zones: Callable[[], Sequence[str]] | None = None,
+    ) -> None:
+        """``zones``: the region's availability zones (the provider reads them at start,
+        upstream's ``getRegionZonesBackoff``); new Standard public IPs and internal frontends
+        get them."""
         self.arm = arm
         self.settings = settings
+        self._zones = zones or (lambda: self._region_zones)
+        self._region_zones: tuple[str, ...] = ()
         self.pools = PoolMembers(arm, settings)
         self._guard = threading.Lock()
         self._locks: dict[str, threading.Lock] = {}
+
+    def use_zones(self, zones: Sequence[str]) -> None:
+        """The region's zones, once the provider has read them (``syncRegionZonesMap``)."""
+        self._region_zones = tuple(zones)
 
     @contextmanager
     def _locked(self, key: str) -> Iterator[None]:
@@ -169,10 +183,13 @@ class AzureLoadBalancers:
         internal = ann.internal
         lb_name = self._lb_name(cluster_name, internal)
         pips = PublicIPs(self.arm, self.settings, ann)
+        zones = list(self._zones()) if self.settings.standard else []
         if internal:
             frontend = internal_frontend(self.arm, self.settings, service, ann)
+            if zones:
+                frontend["zones"] = zones
         else:
-            frontend = public_frontend(pips, cluster_name, service, ann)[0]
+            frontend = public_frontend(pips, cluster_name, service, ann, zones)[0]
         with self._locked(lb_name):
             lb = self._write_balancer(cluster_name, lb_name, service, ann, frontend)
             pool_id = self.settings.lb_child_id(lb_name, "backendAddressPools", cluster_name)

@@ -49,7 +49,11 @@ class PublicIPs:
 
 
 def public_frontend(
-    pips: PublicIPs, cluster: str, service: Service, ann: ServiceAnnotations
+    pips: PublicIPs,
+    cluster: str,
+    service: Service,
+    ann: ServiceAnnotations,
+    zones: Sequence[str] = (),
 ) -> tuple[Json, Json]:
     """The Service's public IP, made or brought to what it should be (``ensurePublicIPExists``),
     and the frontend naming it."""
@@ -60,6 +64,8 @@ def public_frontend(
 
     def change(current: Json | None) -> Json | None:
         body, changed = desired_pip(settings, cluster, service, ann, name, current, must_exist)
+        if current is None and zones:
+            body["zones"] = list(zones)
         return body if changed else None
 
     pip, _ = read_modify_write(pips.arm, path, change, known=pips.find(name))

@@ -444,3 +444,21 @@ def test_basic_balancer_takes_the_primary_availability_set(
     lbs = _lbs(arm, load_balancer_sku=sku, primary_vm_set=primary)
     lbs.ensure_load_balancer(CLUSTER, service(), nodes)
     assert [vm for vm in ("vm-0", "vm-1") if _nic_pools(arm, vm)] == joined
+
+
+def test_new_standard_public_ip_and_internal_frontend_get_the_regions_zones(
+    arm: FakeArm, nodes: list[dict[str, Any]]
+) -> None:
+    lbs = AzureLoadBalancers(arm, settings(), zones=lambda: ["1", "2", "3"])
+    lbs.ensure_load_balancer(CLUSTER, service(), nodes)
+    assert arm.resource(PIP)["zones"] == ["1", "2", "3"]
+    internal = {"service.beta.kubernetes.io/azure-load-balancer-internal": "true"}
+    lbs.ensure_load_balancer(CLUSTER, service(uid=OTHER, name="api", annotations=internal), nodes)
+    assert arm.resource(ILB)["properties"]["frontendIPConfigurations"][0]["zones"] == [
+        "1",
+        "2",
+        "3",
+    ]
+    arm.calls.clear()
+    lbs.ensure_load_balancer(CLUSTER, service(), nodes)
+    assert arm.mutating() == []
