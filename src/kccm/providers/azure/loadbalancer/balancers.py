@@ -174,6 +174,11 @@ class AzureLoadBalancers:
         self, cluster_name: str, service: Service, nodes: Sequence[Node]
     ) -> LoadBalancerStatus:
         ann = read_annotations(service)
+        families = (service.get("spec") or {}).get("ipFamilies") or ()
+        if any(str(family) != "IPv4" for family in families):
+            raise InvalidServiceConfig(
+                "spec.ipFamilies", "kccm's azure balancer is IPv4 only (no IPv6 or dual-stack)"
+            )
         if ann.text(A.LB_MODE) is not None and self.settings.standard:
             warn_service(
                 "IgnoredAnnotation",

@@ -462,3 +462,12 @@ def test_new_standard_public_ip_and_internal_frontend_get_the_regions_zones(
     arm.calls.clear()
     lbs.ensure_load_balancer(CLUSTER, service(), nodes)
     assert arm.mutating() == []
+
+
+@pytest.mark.parametrize("families", [["IPv6"], ["IPv4", "IPv6"]], ids=["ipv6", "dual-stack"])
+def test_ipv6_and_dual_stack_are_refused(
+    arm: FakeArm, nodes: list[dict[str, Any]], families: list[str]
+) -> None:
+    with pytest.raises(InvalidServiceConfig, match="IPv4 only"):
+        _lbs(arm).ensure_load_balancer(CLUSTER, service(ipFamilies=families), nodes)
+    assert arm.mutating() == []
