@@ -223,6 +223,8 @@ def request_log(emulator: AzureEmulator, since: int = 0) -> str:
         path = r["path"].replace(config["subscription"], "{sub}")
         path = path.replace(f"resourceGroups/{config['resource_group']}/", "resourceGroups/{rg}/")
         version = r.get("api_version") or ""
+        extra = [q for q in (r.get("query") or "").split("&") if q and "api-version" not in q]
+        path += f"?{'&'.join(extra)}" if extra else ""
         lines.append(
             f"{r['seq']:4} {r['service']:5} {r['method']:6} {path} {version} {r['status']}"
         )

@@ -27,6 +27,7 @@ from azure_upstream_support import (
     upstream_env,
     upstream_processes,
 )
+from azure_upstream_world import request_log
 
 from kccm.emulators.azure.launcher import AzureEmulator, azure_emulator
 from kccm.kube.client import KubeApiClient
@@ -128,6 +129,7 @@ async def test_cloud_node_manager_initialises_a_node_from_instance_metadata(
         kube, kube_cleanup, name, lambda: upstream.start_cnm(name, kubeconfig, env)
     )
     _assert_initialised(node, vm, _private_ip(emulator, vm), "eastus-2")
+    print(request_log(emulator))  # shown with -rP: docs/measurements.md's call tables
     calls = _calls(emulator)
     assert {c.split()[0] for c in calls} == {"imds"}, calls
     assert "imds GET /metadata/instance 2021-10-01" in calls
@@ -157,6 +159,7 @@ async def test_cloud_node_manager_initialises_a_node_from_arm(
     # $expand=instanceView (newVMCache, azure_vmsets_repo.go), so it is "0" whatever the VM's
     # fault domain (1 here).
     _assert_initialised(node, vm, _private_ip(emulator, vm), "0")
+    print(request_log(emulator))
     calls = _calls(emulator)
     group = emulator.config["resource_group"]
     vm_path = f"/resourceGroups/{group}/providers/Microsoft.Compute/virtualMachines/{name}"
