@@ -147,10 +147,6 @@ def _instance_members(world: World) -> set[str]:
     return {m.split("/networkInterfaces/")[0].lower() for m in world.pool_members()}
 
 
-@pytest.mark.xfail(
-    reason="the emulator refuses upstream's partial scale-set PUT (no sku): gap 4 of the notes",
-    strict=False,
-)
 async def test_upstream_balances_scale_set_instances_and_deletes_the_balancer(
     world: World, kube: KubeApiClient, kube_namespace: str
 ) -> None:
