@@ -198,3 +198,30 @@ async def test_upstream_adds_a_joining_node_to_the_pool_and_removes_a_leaving_on
 
     await delete_until_gone(kube, SERVICES, ["web"], ns, within=BUDGET)
     world.emulator.admin.assert_clean(world.ready)
+
+
+async def test_upstream_shares_the_balancer_between_two_services(
+    world: World, kube: KubeApiClient, kube_namespace: str
+) -> None:
+    """Two Services: two frontends on ``kubernetes``; deleting one rewrites the balancer
+    without its frontend, rule and probe (a PUT), deleting the other deletes it."""
+    ns = kube_namespace
+    for name, port in (("one", 80), ("two", 81)):
+        await kube.create(SERVICES, lb_service(name, port), namespace=ns)
+    one = await eventually(lambda: published(world, ns, "one"))
+    two = await eventually(lambda: published(world, ns, "two"))
+    assert ingress_ip(one) != ingress_ip(two)
+    lb = await _balancer(world, "kubernetes")
+    assert set(_frontends(lb)) == {_base_name(one), _base_name(two)}
+
+    since = await asyncio.to_thread(world.emulator.admin.last_seq)
+    await delete_until_gone(kube, SERVICES, ["one"], ns, within=BUDGET)
+    lb = await _balancer(world, "kubernetes")
+    assert set(_frontends(lb)) == {_base_name(two)}
+    assert set(_rules(lb)) == {f"{_base_name(two)}-TCP-81"}
+    calls = [c.split()[0] + " " + c.split()[1].rsplit("/", 2)[-2] for c in world.calls(since)]
+    assert "PUT loadBalancers" in calls, calls
+    assert "DELETE loadBalancers" not in calls, calls
+
+    await delete_until_gone(kube, SERVICES, ["two"], ns, within=BUDGET)
+    world.emulator.admin.assert_clean(world.ready)
