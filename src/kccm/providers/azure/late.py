@@ -18,6 +18,7 @@ from kccm.cloudprovider import (
     InstanceView,
     LoadBalancerStatus,
     Node,
+    NodeExclusion,
     NodeName,
     Route,
     Service,
@@ -108,3 +109,7 @@ class LateBalancers:
 
     def describe_load_balancer(self, cluster_name: str, service: Service) -> BalancerView | None:
         return _ready(self._get).describe_load_balancer(cluster_name, service)
+
+    def backend_node_exclusion(self, service: Service) -> NodeExclusion | None:
+        balancers = self._get()
+        return None if balancers is None else balancers.backend_node_exclusion(service)

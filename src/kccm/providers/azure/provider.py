@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any, TextIO
 
 from kccm.cloudprovider import (
+    BackendNodeSelector,
     CloudProviderInitError,
     ControllerClientBuilder,
     InstanceDescriber,
@@ -288,6 +289,13 @@ def new_azure_cloud(config: TextIO | None) -> AzureCloud:
     cloud = AzureCloud(build_parts(parsed, os.environ))
     cloud.verify()
     return cloud
+
+
+def _selects(
+    balancers: AzureLoadBalancers, late: LateBalancers
+) -> tuple[BackendNodeSelector, BackendNodeSelector]:
+    """Never called: both balancer classes say which Nodes they leave out (``kccm explain``)."""
+    return (balancers, late)
 
 
 def _implements(

@@ -19,7 +19,7 @@ from prometheus_client import CollectorRegistry
 
 from kccm.app.config import ConfigurationError, ManagerConfig
 from kccm.app.manager import EXIT_CONFIG, init_provider
-from kccm.cloudprovider import CloudProviderInitError
+from kccm.cloudprovider import CloudProviderInitError, as_backend_node_selector
 from kccm.cloudprovider.gate import CallGate
 from kccm.cloudprovider.gated import GatedCloud
 from kccm.cloudprovider.registry import known_cloud_providers
@@ -137,6 +137,9 @@ async def test_without_a_file_the_config_secret_is_read_at_initialize(emu: Any, 
         assert found is not None
         assert found.provider_id == f"azure://{vm['id']}"
         assert cloud.cloud_api_calls().snapshot().reads["providers.get"] == 1
+        selector = as_backend_node_selector(cloud.load_balancer())
+        assert selector is not None
+        assert selector.backend_node_exclusion({"metadata": {"name": "s"}, "spec": {}}) is not None
     finally:
         emu.admin.delete_vm(vm["id"])
 
