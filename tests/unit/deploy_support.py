@@ -125,12 +125,15 @@ _VERBS = {
 }
 # Not the daemon: the kube client itself, the test kit, `kccm dev up` and `kccm dev demo`.
 # providers/vsphere reads its credentials Secret only when configured so; its opt-in grant is
-# examples/vsphere/secret-reader-rbac.yaml (docs/providers/vsphere.md), not deploy/rbac.yaml.
+# examples/vsphere/secret-reader-rbac.yaml (docs/providers/vsphere.md), not deploy/rbac.yaml;
+# providers/azure reads its config Secret only without --cloud-config, granted by
+# examples/azure/config-secret-reader-rbac.yaml (docs/providers/azure.md).
 _NOT_DAEMON = (
     "kube/",
     "testing/",
     "devtools/",
     "providers/vsphere/credentials.py",
+    "providers/azure/configsecret.py",
     # `kccm explain` runs as the user, with the user's kubeconfig (deploy/explain-reader.yaml)
     "app/explain_cli.py",
 )

@@ -20,7 +20,6 @@ fail every route call on a route table with no name). ``HasClusterID()`` is alwa
 from __future__ import annotations
 
 import asyncio
-import base64
 import logging
 import os
 import time
@@ -47,6 +46,7 @@ from kccm.providers.azure.arm_errors import ARMError
 from kccm.providers.azure.auth import make_credential
 from kccm.providers.azure.cloudenv import cloud_environment, is_stack_cloud
 from kccm.providers.azure.config import AzureConfig, load_azure_config
+from kccm.providers.azure.configsecret import CONFIG_SECRET, read_config_secret
 from kccm.providers.azure.instances import AzureInstances
 from kccm.providers.azure.inventory import Inventory
 from kccm.providers.azure.late import LateBalancers, LateInstances, LateRoutes
@@ -68,8 +68,6 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 CLIENT_NAME = "cloud-controller-manager"
-CONFIG_SECRET = ("kube-system", "azure-cloud-provider", "cloud-config")
-"""``configloader``'s defaults: namespace, name and key of the config Secret."""
 
 
 @dataclass
@@ -186,7 +184,7 @@ class AzureCloud:
         if self._parts is None:
             if client_builder is None:
                 raise CloudProviderInitError("azure: no --cloud-config and no Kubernetes client")
-            text = await _read_secret(client_builder.client(CLIENT_NAME))
+            text = await read_config_secret(client_builder.client(CLIENT_NAME), CONFIG_SECRET)
             namespace, name, key = CONFIG_SECRET
             source = f"Secret {namespace}/{name} key {key}"
             try:
@@ -254,27 +252,6 @@ def _zones(provider: Mapping[str, Any]) -> dict[str, list[str]]:
             location = str(mapping.get("location") or "").lower().replace(" ", "")
             zones[location] = [str(z) for z in mapping.get("zones") or ()]
     return zones
-
-
-async def _read_secret(client: Any) -> str:
-    from kccm.kube.errors import KubeError, NotFound
-    from kccm.kube.resources import SECRETS
-
-    namespace, name, key = CONFIG_SECRET
-    try:
-        secret = await client.get(SECRETS, name, namespace=namespace)
-    except NotFound as err:
-        raise CloudProviderInitError(
-            f"azure: no --cloud-config, and no Secret {namespace}/{name}: give one of them"
-        ) from err
-    except KubeError as err:
-        raise CloudProviderInitError(
-            f"azure: cannot read Secret {namespace}/{name}: {err}"
-        ) from err
-    data = (secret or {}).get("data") or {}
-    if key not in data:
-        raise CloudProviderInitError(f"azure: Secret {namespace}/{name} has no key {key!r}")
-    return base64.b64decode(str(data[key])).decode("utf-8")
 
 
 def new_azure_cloud(config: TextIO | None) -> AzureCloud:
