@@ -49,13 +49,24 @@ def writes(entries: list[dict[str, Any]]) -> list[str]:
             e["method"] != "GET"]  # fmt: skip
 
 
-async def quiet(emu: AzureEmulator, within: float, alive: Any, seconds: float = 5.0) -> int:
-    """Until the emulator's log has not grown for ``seconds``; its last sequence number."""
-    last, since = -1, time.monotonic()
+async def quiet(
+    emu: AzureEmulator,
+    within: float,
+    alive: Callable[[], None],
+    seconds: float = 5.0,
+    services: tuple[str, ...] = (),
+) -> int:
+    """Until the emulator's log (its entries of ``services``, all when empty) has not grown
+    for ``seconds``; its last sequence number then."""
+    last, since, mark = -1, time.monotonic(), emu.admin.last_seq()
     deadline = time.monotonic() + within
     while time.monotonic() < deadline:
         alive()
         seq = await asyncio.to_thread(emu.admin.last_seq)
+        if services:
+            entries = [e for e in await asyncio.to_thread(emu.admin.requests, mark)
+                       if e["service"] in services]  # fmt: skip
+            seq = entries[-1]["seq"] if entries else mark
         if seq != last:
             last, since = seq, time.monotonic()
         elif time.monotonic() - since >= seconds:

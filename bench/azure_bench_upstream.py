@@ -165,28 +165,27 @@ class UpstreamBench:
             took = time.perf_counter() - start
         self.out.figures["init_seconds_sample"] = round(took, 2)
         self.out.figures["init_sample"] = len(sample)
-        self.out.record("init", window(self.emu, since), scale)
+        self.out.record("init", window(self.emu, since), lambda e: scale)
         log(f"upstream init: {len(sample)} Nodes by as many cloud-node-managers in {took:.2f} s")
         return cnms
 
-    async def refresh(self, names: dict[str, str], cnms: list[Process]) -> Process:
-        """Every other Node as cloud-node-manager leaves it, the CCM started over all of them;
-        two periods counted: the sample's metadata reads scaled, the CCM's ARM calls as
-        they are."""
+    async def steady(self, names: dict[str, str], cnms: list[Process]) -> Process:
+        """Every other Node as cloud-node-manager leaves it, the CCM started over all of them
+        and settled; then --steady-seconds counted: the sample's metadata reads scaled to
+        every Node, the CCM's calls as they are."""
         rest = list(names.items())[self.args.cnm_sample :]
         run = self.run
         await bounded(200, [self.kube.create(NODES, as_cnm_leaves_it(n, i, run)) for n, i in rest])
         ccm = self.ccm()
+        await quiet(self.emu, self.args.timeout, ccm.alive, services=("arm", "adfs"))
         mark = self.emu.admin.last_seq()
-        await asyncio.sleep(2 * self.args.refresh_every)  # a bench counts over a fixed span
+        await asyncio.sleep(self.args.steady_seconds)  # a bench counts over a fixed span
         for process in [ccm, *cnms]:
             process.alive()
         entries = window(self.emu, mark)
         per_node = len(names) / len(cnms)  # the sample's metadata reads, for every Node
-        self.out.record(
-            "refresh", entries, lambda e: (per_node if e["service"] == "imds" else 1.0) / 2
-        )
-        log(f"upstream refresh: {len(names)} Nodes, {len(entries)} requests in two periods")
+        self.out.record("steady", entries, lambda e: per_node if e["service"] == "imds" else 1)
+        log(f"upstream steady: {len(names)} Nodes, {len(entries)} requests")
         return ccm
 
     async def ensure(self, ccm: Process, names: dict[str, str], lb_nodes: dict[str, str],
@@ -220,7 +219,7 @@ class UpstreamBench:
         log(f"upstream restart: {len(writes(entries))} mutating ARM requests")
         return ccm
 
-    async def run(self, names: list[str], lb_nodes: list[str]) -> None:
+    async def measure(self, names: list[str], lb_nodes: list[str]) -> None:
         ids = self.vm_ids()
         baseline = self.emu.admin.state()
         nodes = {n: ids[n] for n in names}
@@ -228,7 +227,7 @@ class UpstreamBench:
         cnms = await self.init(nodes)
         ccm = None
         try:
-            ccm = await self.refresh(nodes, cnms)
+            ccm = await self.steady(nodes, cnms)
         finally:
             for process in cnms:
                 process.stop()

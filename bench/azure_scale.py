@@ -2,8 +2,8 @@
 cloud-provider-azure v1.36.5 binaries on the same scenario: ARM requests by kind.
 
 Usage: .venv/bin/python bench/azure_scale.py [--nodes 1000] [--services 100] [--lb-nodes 3]
-           [--refresh-every 30] [--cnm-sample 10] [--only kccm,upstream] [--quick]
-           [--json out.json]
+           [--refresh-every 30] [--steady-seconds 120] [--cnm-sample 10]
+           [--only kccm,upstream] [--quick] [--json out.json]
 
 Starts its own etcd + kube-apiserver and the Azure emulator (``kccm.emulators.azure``, HTTPS
 with its own CA) holding --nodes VMs (zones 1-3) and --lb-nodes more for the balancers. Each
@@ -20,6 +20,7 @@ init      one kubelet-style Node per VM (no providerID, the uninitialized taint)
           zone, and the requests meanwhile;
 refresh   the next periodic metadata refresh tick over every Node (the node controller's
           ``Update N nodes status took`` line): its requests;
+steady    then --steady-seconds of the daemon over those Nodes: every request;
 ensure    those Nodes deleted, kccm started again, --lb-nodes Nodes initialised, then
           --services LoadBalancer Services (two ports each) created at once: wall time until
           each has its ingress, and the requests until the log is quiet for 5 s;
@@ -32,15 +33,17 @@ upstream (the binaries ``make azure-upstream`` builds):
 
 init      cloud-node-manager is a DaemonSet, one process per Node: --cnm-sample of them (each
           with its VM's own metadata service, as on Azure; ``--use-instance-metadata=true``,
-          the DaemonSet's default) initialise their Nodes; their requests, then those of one
-          more --refresh-every period (``--node-status-update-frequency``), per Node; the
-          figures for --nodes Nodes are those times --nodes (1,000 processes do not fit here);
-refresh   the cloud-controller-manager (``cloud-node-lifecycle,service``) over --nodes Ready
-          Nodes as cloud-node-manager leaves them, for two --refresh-every periods;
+          the DaemonSet's default; ``--node-status-update-frequency`` = --refresh-every)
+          initialise their Nodes: their requests, scaled to --nodes Nodes (1,000 processes do
+          not fit on this machine);
+steady    every other Node created as cloud-node-manager leaves it, the cloud-controller-
+          manager (``cloud-node-lifecycle,service``) started over all of them; once its start
+          is done, --steady-seconds counted: the sample's metadata reads scaled to every Node
+          (cloud-node-manager caches the metadata for a minute), the CCM's requests as they are;
 ensure    and restart as for kccm, with the CCM (``service`` and ``cloud-node-lifecycle``);
 then the Services are deleted through the CCM.
 
---quick is 50 Nodes, 10 Services, a tick every 5 s, a sample of 3.
+--quick is 50 Nodes, 10 Services, a tick every 5 s, 20 s counted, a sample of 3.
 """
 
 from __future__ import annotations
@@ -96,6 +99,15 @@ class KccmBench:
         self.kube, self.tmp, self.token = kube, tmp, ""
         self.run = uuid.uuid4().hex[:8]
         self.out = Figures("kccm")
+
+    async def steady(self, daemon: Daemon) -> None:
+        """--steady-seconds of the daemon over every Node, counted."""
+        mark = self.emu.admin.last_seq()
+        await asyncio.sleep(self.args.steady_seconds)  # a bench counts over a fixed span
+        alive(daemon)
+        entries = window(self.emu, mark)
+        self.out.record("steady", entries)
+        log(f"kccm steady: {len(entries)} requests in {self.args.steady_seconds:g} s")
 
     def daemon(self, tick: float | None = None) -> Daemon:
         port = free_port()
@@ -193,6 +205,7 @@ async def run_kccm(bench: KccmBench, names: list[str], lb_nodes: list[str]) -> N
     daemon = await bench.init(names)
     try:
         await bench.refresh(daemon, len(names))
+        await bench.steady(daemon)
     finally:
         daemon.stop()
     namespace = f"bench-kccm-{bench.run}"
@@ -225,7 +238,7 @@ async def main_async(args: argparse.Namespace, plane: ControlPlane, emu: AzureEm
             results.append(bench.out)
         if "upstream" in args.only:
             upstream = UpstreamBench(args, plane, emu, files, kube, tmp)
-            await upstream.run(names, lb_nodes)
+            await upstream.measure(names, lb_nodes)
             results.append(upstream.out)
     finally:
         await kube.close()
@@ -236,7 +249,7 @@ def print_tables(results: list[Figures], args: argparse.Namespace) -> None:
     for out in results:
         print(f"\n== {out.who}: " + json.dumps(
             {k: v for k, v in out.figures.items() if not k.endswith("_by_kind")}))  # fmt: skip
-    phases = [p for p in ("init", "refresh", "ensure", "restart")
+    phases = [p for p in ("init", "refresh", "steady", "ensure", "restart")
               if any(p in out.tables for out in results)]  # fmt: skip
     for phase in phases:
         kinds = sorted({k for out in results for k in out.tables.get(phase, {})})
@@ -252,6 +265,7 @@ def main() -> None:
     parser.add_argument("--services", type=int, default=100)
     parser.add_argument("--lb-nodes", type=int, default=3, help="the balancers' Nodes")
     parser.add_argument("--refresh-every", type=float, default=30.0, help="seconds per tick")
+    parser.add_argument("--steady-seconds", type=float, default=120.0, help="span counted")
     parser.add_argument("--cnm-sample", type=int, default=10, help="cloud-node-managers run")
     parser.add_argument("--only", default="kccm,upstream")
     parser.add_argument("--timeout", type=float, default=900.0)
@@ -260,6 +274,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.quick:
         args.nodes, args.services, args.refresh_every, args.cnm_sample = 50, 10, 5.0, 3
+        args.steady_seconds = 20.0
     apiserver_args = ("--max-requests-inflight=1000", "--max-mutating-requests-inflight=500")
     for var in PROXY_VARS:
         os.environ.pop(var, None)

@@ -364,11 +364,16 @@ async def shows(
 
 
 def serves(
-    found: View, svc: Obj, ports: dict[int, int], members: set[str] | frozenset[str]
+    found: View,
+    svc: Obj,
+    ports: dict[int, int],
+    members: set[str] | frozenset[str],
+    allowed: bool = True,
 ) -> bool:
-    """Rules ``base-TCP-<port>`` for exactly ``ports`` (port -> backend port; 0: the
-    Service's port, floating IP), each with its probe, the pool's members ``members``, and
-    an allow rule per port from the Internet unless ranges say otherwise."""
+    """Rules ``base-TCP-<port>`` for exactly ``ports`` (port -> backend port), each with its
+    probe, the pool's members ``members``, and an allow rule naming the Service's address for
+    each port; with ``allowed`` False no security rule names it (an internal Service without
+    source ranges: upstream's ``IsAllowFromInternet`` is false and no rule is made)."""
     base = base_name(svc["metadata"]["uid"])
     wanted = {f"{base}-TCP-{port}": port for port in ports}
     if set(found.rules) != set(wanted):
@@ -377,8 +382,12 @@ def serves(
         rule = found.rules[rule_name]
         if rule.frontend != base or rule.frontend_port != port or rule.probe not in found.probes:
             return False
+    if found.members != frozenset(members):
+        return False
+    if not allowed:
+        return found.security == []
     allowed_ports = {p for a in found.security if a.access == "Allow" for p in a.ports}
-    return found.members == frozenset(members) and {str(p) for p in ports} <= allowed_ports
+    return {str(p) for p in ports} <= allowed_ports
 
 
 def leftovers_of(world: World) -> dict[str, list[str]]:

@@ -1,0 +1,69 @@
+"""The kccm daemon with ``--cloud-provider=azure`` when ARM stops taking its token: every
+token the Azure emulator issued expires at once (ARM answers 401 ExpiredAuthenticationToken,
+as it does past a token's expiry), and kccm must sign in again on its own.
+
+A module of its own (emulator, daemon): a daemon that cannot recover would fail every test
+that shares it.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+
+import pytest
+from azure_daemon_support import ROOT, World, blocking, start_daemon
+
+from kccm.emulators.azure.launcher import azure_emulator
+from kccm.kube.client import KubeApiClient
+from kccm.kube.resources import NODES
+from kccm.testing.certs import emulator_tls
+from kccm.testing.controllers import delete_until_gone, initialised_nodes
+from kccm.testing.controlplane import ControlPlane
+from kccm.testing.daemon import apply_rbac
+from kccm.testing.kubelet import kubelet_node
+from kccm.testing.pytest_plugin import KubeCleanup
+
+
+@pytest.fixture
+async def world(
+    control_plane: ControlPlane, kube: KubeApiClient, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[World]:
+    with azure_emulator(tls=emulator_tls()) as emulator:
+        baseline = await blocking(emulator.admin.state)
+        await apply_rbac(kube, ROOT / "deploy" / "rbac.yaml", "kccm-azure-e2e")
+        tmp = tmp_path_factory.mktemp("az-token")
+        daemons, daemon = start_daemon(emulator, control_plane, tmp)
+        try:
+            yield World(emulator, daemon, baseline)
+        finally:
+            daemons.stop_all(grace=30)
+        emulator.admin.assert_clean(baseline)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="kccm keeps sending an expired token (the credential's cache): azure-bugs #1",
+)
+async def test_an_expired_token_is_renewed(
+    world: World, kube: KubeApiClient, kube_cleanup: KubeCleanup
+) -> None:
+    """A Node initialised (kccm signed in), every token expired, another Node created: kccm
+    signs in again (a second token request after a 401) and initialises it."""
+    admin, tag = world.admin, uuid.uuid4().hex[:6]
+    first, second = (kube_cleanup.add(NODES, f"az-token-{tag}-{i}") for i in range(2))
+    machines = [await world.add_machine(name) for name in (first, second)]
+    try:
+        await kube.create(NODES, kubelet_node(first))
+        await world.until(lambda: initialised_nodes(kube, [first]))
+        since = await blocking(admin.last_seq)
+        assert await blocking(admin.expire_tokens) > 0
+        await kube.create(NODES, kubelet_node(second))
+        await world.until(lambda: initialised_nodes(kube, [second]))
+        calls = await blocking(admin.requests, since)
+        assert any(c["status"] == 401 for c in calls), "no request met the expired token"
+        assert any(c["service"] == "adfs" and c["method"] == "POST" for c in calls)
+    finally:
+        await delete_until_gone(kube, NODES, [first, second])
+        for machine in machines:
+            await blocking(admin.delete_vm, machine.vm_id)
