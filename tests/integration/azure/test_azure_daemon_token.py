@@ -41,10 +41,6 @@ async def world(
         emulator.admin.assert_clean(baseline)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="kccm keeps sending an expired token (the credential's cache): azure-bugs #1",
-)
 async def test_an_expired_token_is_renewed(
     world: World, kube: KubeApiClient, kube_cleanup: KubeCleanup
 ) -> None:
