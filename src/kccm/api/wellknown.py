@@ -8,6 +8,7 @@ __all__ = [
     "ANNOTATION_LEASE_LB_CLASS_LESS",
     "ANNOTATION_PROVIDED_NODE_IP",
     "ANNOTATION_PV_LABELED",
+    "ANNOTATION_TARGET_NODE_SELECTOR",
     "FINALIZER_LB_CLEANUP",
     "LABEL_EXCLUDE_FROM_EXTERNAL_LB",
     "LABEL_INSTANCE_TYPE",
@@ -46,6 +47,11 @@ ANNOTATION_PV_LABELED = "pvlabel.kubernetes.io/labeled"
 # was built from). kccm writes it no more; the service controller removes a leftover one with
 # the next patch it sends that Service anyway.
 ANNOTATION_LB_SPEC_HASH = "service.kccm.io/load-balancer-spec-hash"
+
+# Read (never written) by service-lb-controller on a LoadBalancer Service: a label selector
+# (Kubernetes string syntax) choosing which Nodes back its balancer, on top of upstream's
+# exclusions (docs/behaviour.md, "Target Nodes per Service").
+ANNOTATION_TARGET_NODE_SELECTOR = "service.kccm.io/target-node-selector"
 
 # On kccm's OWN leader-election Lease (never on users' objects), written with every renewal
 # while service-lb-controller is enabled: the spec.loadBalancerClass values this deployment

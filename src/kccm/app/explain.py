@@ -122,7 +122,7 @@ class Explainer:
             "load_balancer_class": (svc.get("spec") or {}).get("loadBalancerClass"),
             "ingress": ((svc.get("status") or {}).get("loadBalancer") or {}).get("ingress") or [],
             "syncs": self._records("service", f"{ns}/{name}"),
-            "nodes": await self._nodes(),
+            "nodes": await self._nodes(svc),
             "call_budget": self._budget(),
             "balancer": await self._balancer(svc) if verdict.handled else None,
         }
@@ -193,15 +193,18 @@ class Explainer:
             return []
         return [record_json(r) for r in self.states.get(kind, key)]
 
-    async def _nodes(self) -> dict[str, Any]:
+    async def _nodes(self, service: Obj) -> dict[str, Any]:
         nodes = await self.kube.list(NODES)
-        found = node_set(nodes.items)
-        return {
+        found = node_set(nodes.items, service)
+        body: dict[str, Any] = {
             "eligible": len(found.eligible),
             "eligible_names": list(found.eligible[:MAX_NAMES]),
             "excluded": dict(found.excluded),
             "uninitialised": list(found.uninitialised),
         }
+        if found.selector is not None:
+            body["selector"] = found.selector
+        return body
 
     async def _balancer(self, service: Obj) -> dict[str, Any]:
         lb = self.cloud.load_balancer()

@@ -18,11 +18,13 @@ from kccm.api.wellknown import (
     TAINT_TO_BE_DELETED_BY_CLUSTER_AUTOSCALER,
     TAINT_UNINITIALIZED,
 )
+from kccm.cloudprovider.errors import InvalidServiceConfig
 from kccm.controllers.service_predicates import (
     UPSTREAM_CLASSES,
     LoadBalancerClasses,
     wants_load_balancer,
 )
+from kccm.controllers.service_selection import NodeSelection, node_selection
 from kccm.util.gostrconv import parse_bool
 
 __all__ = [
@@ -33,6 +35,7 @@ __all__ = [
     "handling",
     "node_initialisation",
     "node_set",
+    "selection_note",
 ]
 
 CLASS_ANNOTATION = "service.kubernetes.io/load-balancer-class"
@@ -106,6 +109,8 @@ class NodeSet:
     excluded: Mapping[str, str] = field(default_factory=dict)
     uninitialised: tuple[str, ...] = ()
     """Eligible but not yet initialised (no providerID): a provider may not target them yet."""
+    selector: str | None = None
+    """The Service's target-node selector (or why it is invalid), None without one."""
 
 
 def _taint_keys(node: Mapping[str, Any]) -> set[str]:
@@ -130,20 +135,41 @@ def _exclusion(node: Mapping[str, Any]) -> str | None:
     return None
 
 
-def node_set(nodes: Iterable[Mapping[str, Any]]) -> NodeSet:
+def selection_note(service: Mapping[str, Any] | None) -> tuple[NodeSelection | None, str | None]:
+    """The Service's target-node selection and how ``kccm explain`` words it: the selector,
+    or why it is invalid (the sync then fails and the balancer keeps the Nodes it had)."""
+    if service is None:
+        return None, None
+    try:
+        selection = node_selection(service)
+    except InvalidServiceConfig as err:
+        return None, f"invalid: {err}; the balancer keeps the Nodes it had"
+    return selection, None if selection is None else selection.text
+
+
+def node_set(
+    nodes: Iterable[Mapping[str, Any]], service: Mapping[str, Any] | None = None
+) -> NodeSet:
+    """The Nodes that back ``service``'s balancer (upstream's rules, then the Service's
+    target-node selector) and why the others do not; every Service's without ``service``."""
+    selection, note = selection_note(service)
     eligible: list[str] = []
     excluded: dict[str, str] = {}
     uninitialised: list[str] = []
     for node in nodes:
         name = str((node.get("metadata") or {}).get("name", ""))
         why = _exclusion(node)
+        if why is None and selection is not None and not selection.matches(node):
+            why = selection.why_not
         if why is not None:
             excluded[name] = why
             continue
         eligible.append(name)
         if not node_initialisation(node)[0]:
             uninitialised.append(name)
-    return NodeSet(tuple(sorted(eligible)), dict(sorted(excluded.items())), tuple(uninitialised))
+    return NodeSet(
+        tuple(sorted(eligible)), dict(sorted(excluded.items())), tuple(uninitialised), note
+    )
 
 
 def node_initialisation(node: Mapping[str, Any]) -> tuple[bool, str]:

@@ -42,10 +42,14 @@ def _nodes(nodes: Mapping[str, Any] | None) -> list[str]:
     if not nodes:
         return []
     line = f"  nodes: {nodes.get('eligible', 0)} eligible"
+    if nodes.get("selector") and nodes.get("eligible_names"):  # the chosen set, by name
+        line += " (" + ", ".join(nodes["eligible_names"]) + ")"
     excluded = nodes.get("excluded") or {}
     if excluded:
         line += "; excluded: " + ", ".join(f"{n} ({why})" for n, why in excluded.items())
     lines = [line]
+    if nodes.get("selector"):
+        lines.insert(0, f"  target-node selector: {nodes['selector']}")
     if nodes.get("uninitialised"):
         lines.append("  not initialised yet: " + ", ".join(nodes["uninitialised"]))
     return lines

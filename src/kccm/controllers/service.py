@@ -10,8 +10,10 @@ A port of upstream ``k8s.io/cloud-provider/controllers/service``:
 - ``status.loadBalancer`` is written with what the provider returned, only when the ingress
   differs, and cleared on delete;
 - node changes that alter a service's eligible node set (not deleting, not excluded by
-  label, not tainted ``ToBeDeletedByClusterAutoscaler``) call ``update_load_balancer`` for
-  that service only; a failed host update escalates to a full sync of the service;
+  label, not tainted ``ToBeDeletedByClusterAutoscaler``; kccm: and chosen by its
+  ``service.kccm.io/target-node-selector``, :mod:`.service_selection`) call
+  ``update_load_balancer`` for that service only; a failed host update escalates to a full
+  sync of the service;
 - node events are coalesced: every event marks the one node-sync key, so a burst costs one
   pass; the eligible node set is maintained event by event (:class:`BackendNodeSet`) and a
   pass compares each service's last synced set in O(1) when nothing changed. Only services
@@ -71,6 +73,7 @@ from kccm.controllers.service_predicates import (
     service_key,
     wants_load_balancer,
 )
+from kccm.controllers.service_selection import TargetNodes
 from kccm.controllers.service_state import ServiceSyncRecorder
 from kccm.controllers.service_warnings import ReportingBalancer
 from kccm.kube.errors import NotFound
@@ -194,6 +197,7 @@ class ServiceController(CloudController):
         """Upstream ``serviceCache``: the last state synced, per key (deletion needs it)."""
         self.backends = BackendNodeSet()
         """The eligible nodes, maintained from node events."""
+        self.targets = TargetNodes(self.backends)
         self.last_synced: dict[str, NodeSetSnapshot] = {}
         """Upstream ``lastSyncedNodes``: the node set each service was last given."""
         self.ensured: set[str] = set()
@@ -216,7 +220,7 @@ class ServiceController(CloudController):
     # -- informer handlers (upstream New) ------------------------------------------------------
 
     def _on_service_add(self, service: Obj) -> None:
-        if self._wants(service) or needs_cleanup(service) or self._maybe_released(service):
+        if self._wants(service) or needs_cleanup(service) or self._may_hold(service):
             self.service_queue.add(object_key(service))
 
     def _on_service_update(self, old: Obj, new: Obj) -> None:
@@ -230,7 +234,7 @@ class ServiceController(CloudController):
     def _wants(self, service: Obj) -> bool:
         return wants_load_balancer(service, self.classes)
 
-    def _maybe_released(self, service: Obj) -> bool:
+    def _may_hold(self, service: Obj) -> bool:
         return may_hold_released_balancer(service, self.classes)
 
     def _on_node_add(self, node: Obj) -> None:
@@ -239,7 +243,7 @@ class ServiceController(CloudController):
 
     def _on_node_update(self, old: Obj, new: Obj) -> None:
         self.backends.apply(old, new)
-        if should_sync_updated_node(old, new):
+        if should_sync_updated_node(old, new) or self.targets.relabel_matters(old, new):
             self.node_queue.add(NODE_SYNC_KEY)
 
     def _on_node_delete(self, node: Obj) -> None:
@@ -284,8 +288,7 @@ class ServiceController(CloudController):
             await self.process_service_create_or_update(copy_obj(service), key)
         finally:
             self._turns.synced(key)
-            synced = self.last_synced.get(key)
-            if key in self.ensured and (synced is None or synced.version != self.backends.version):
+            if key in self.ensured and self.targets.behind(self.last_synced.get(key)):
                 self.node_queue.add(NODE_SYNC_KEY)
 
     async def process_service_deletion(self, key: str) -> None:
@@ -324,18 +327,15 @@ class ServiceController(CloudController):
         except Exception as err:
             message = f"Error syncing load balancer: {err}"
             self._event(service, EVENT_TYPE_WARNING, "SyncLoadBalancerFailed", message)
-            self._forget_failed_ensure(key)
+            # the balancer's state is unknown: node syncs leave it alone until a retry ensures
+            self.ensured.discard(key)
             raise
         if op is LoadBalancerOperation.DELETE:
             self._forget(key)
 
-    def _forget_failed_ensure(self, key: str) -> None:
-        """After a failed sync the balancer's state is unknown: node syncs leave the service
-        alone until its retry succeeds (the retry ensures with the current nodes)."""
-        self.ensured.discard(key)
-
     def _forget(self, key: str) -> None:
         self.cache.pop(key, None)
+        self.targets.forget(key)
         self.last_synced.pop(key, None)
         self.ensured.discard(key)
 
@@ -346,7 +346,10 @@ class ServiceController(CloudController):
             if await self._delete_load_balancer(service, key):
                 await self._patch_status(service, previous, LoadBalancerStatus())
             return LoadBalancerOperation.DELETE
-        nodes = self.backends.snapshot()
+        try:  # kccm: the target-node selector (service_selection)
+            nodes = self.targets.for_ensure(service, key)
+        except Exception as err:
+            raise ServiceSyncError(f"failed to choose the load balancer's nodes: {err}") from err
         status = await self._ensure_branch(service, key, nodes)
         if status is None:  # implemented elsewhere: not ours to update
             self.ensured.discard(key)
@@ -518,8 +521,9 @@ class ServiceController(CloudController):
             service = self.cache.get(key)
             if service is None or key in self._turns.syncing or not self._wants(service):
                 continue
-            if nodes.same_backends(self.last_synced.get(key)):
-                self.last_synced[key] = nodes
+            mine = self.targets.for_node_sync(service, nodes)
+            if mine is not None and mine.same_backends(self.last_synced.get(key)):
+                self.last_synced[key] = mine
                 continue
             stale.append(service)
         return stale
@@ -543,8 +547,10 @@ class ServiceController(CloudController):
     async def node_sync_service(self, service: Obj, nodes: NodeSetSnapshot) -> bool:
         """Upstream ``nodeSyncService``: True when the service must be retried."""
         key = service_key(service)
-        if not self._wants(service) or key in self._turns.syncing:
+        mine = self.targets.for_node_sync(service, nodes)
+        if mine is None or not self._wants(service) or key in self._turns.syncing:
             return False  # kccm: a running service sync triggers a node sync, if need be
+        nodes = mine
         # Stored before the update: a failure goes to the service queue for a full ensure.
         previous = self.last_synced.get(key)
         self.last_synced[key] = nodes

@@ -31,6 +31,7 @@ __all__ = [
     "node_identities",
     "node_identity",
     "node_included",
+    "node_labels_changed",
     "node_not_deleted",
     "node_untainted",
     "nodes_sufficiently_equal",
@@ -42,6 +43,15 @@ MAX_NODE_NAMES_TO_LOG = 20
 """Upstream ``maxNodeNamesToLog``: node names in an UpdateLoadBalancerFailed event."""
 
 NodePredicate = Callable[[Mapping[str, Any]], bool]
+
+
+def _labels(node: Mapping[str, Any]) -> Mapping[str, Any]:
+    return (node.get("metadata") or {}).get("labels") or {}
+
+
+def node_labels_changed(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+    """Whether a node update changed its labels (a Service's node selection may change)."""
+    return _labels(old) != _labels(new)
 
 
 def node_not_deleted(node: Mapping[str, Any]) -> bool:
@@ -146,6 +156,9 @@ class NodeSetSnapshot:
     version: int
     nodes: tuple[Mapping[str, Any], ...]
     identities: Mapping[str, NodeIdentity]
+    basis: tuple[int, int] | None = None
+    """A Service's selection of the set (:mod:`.service_selection`): the set's ``version``
+    and ``labels_version`` it was chosen from; None for the whole set."""
 
     def same_backends(self, other: NodeSetSnapshot | None) -> bool:
         """``nodesSufficientlyEqual`` of two snapshots: O(1) for the same version."""
@@ -164,6 +177,8 @@ class BackendNodeSet:
     ``version`` changes whenever a node enters or leaves the set or its identity
     (providerID, addresses) changes; :meth:`snapshot` builds one immutable view per version
     (``recomputations`` counts them) and always carries the newest node objects.
+    ``labels_version`` changes when a node of the set changes its labels (a Service's node
+    selection must be made again; the set itself is the same).
     """
 
     def __init__(self) -> None:
@@ -171,6 +186,7 @@ class BackendNodeSet:
         self._identities: dict[str, NodeIdentity] = {}
         self._objects_changed = False
         self.version = 0
+        self.labels_version = 0
         self.recomputations = 0
         self._snapshot: NodeSetSnapshot | None = None
 
@@ -185,6 +201,9 @@ class BackendNodeSet:
                 del self._identities[name]
                 self.version += 1
             return
+        before = self._eligible.get(name)
+        if before is not None and _labels(before) != _labels(new):
+            self.labels_version += 1
         self._eligible[name] = new
         self._objects_changed = True
         identity = node_identity(new)

@@ -10,6 +10,7 @@ Nodes are eligible and, for each excluded Node, why:
   ``ToBeDeletedByClusterAutoscaler`` taint (upstream's stable node set predicates);
 - not initialised (the ``node.cloudprovider.kubernetes.io/uninitialized`` taint, or no
   ``spec.providerID``): given to the provider, which has no instance to target yet;
+- the Service's ``service.kccm.io/target-node-selector`` (:mod:`.service_selection`);
 - the provider's own selector (aws ``target-node-labels``), when the provider implements
   :class:`~kccm.cloudprovider.backends.BackendNodeSelector`.
 
@@ -33,6 +34,7 @@ from kccm.cloudprovider.reasons import Reason, classify
 from kccm.controllers.nodeutil import node_name
 from kccm.controllers.service_nodes import node_included, node_not_deleted, node_untainted
 from kccm.controllers.service_predicates import needs_cleanup, wants_load_balancer
+from kccm.controllers.service_selection import selection_exclusion
 from kccm.controllers.syncstate import Kind, SyncStates
 from kccm.kube.interface import Obj
 from kccm.runtime.informers import EventHandler, Informer
@@ -159,6 +161,12 @@ class ServiceSyncRecorder:
         :data:`MAX_EXCLUDED_LISTED` by name) and ``excluded_count``."""
         excluded, candidates = self._framework_exclusions()
         excluded = dict(excluded)
+        selection = selection_exclusion(service)
+        if selection is not None:
+            for node in candidates:
+                if not selection.matches(node):
+                    excluded[node_name(node)] = selection.why_not
+            candidates = [n for n in candidates if node_name(n) not in excluded]
         exclusion = self._selector.backend_node_exclusion(service) if self._selector else None
         eligible = len(candidates)
         if exclusion is not None:
