@@ -21,9 +21,11 @@ from service_harness import (
 )
 
 from kccm.api.wellknown import ANNOTATION_TARGET_NODE_SELECTOR as SELECTOR
+from kccm.cloudprovider import Node, NodeExclusion, Reason, Service
 from kccm.controllers.service import ServiceController
 from kccm.kube.interface import Obj
 from kccm.kube.resources import NODES, SERVICES
+from kccm.providers.fake import FakeCloud
 
 
 async def create_selecting(h: Harness, name: str, selector: str | None) -> Obj:
@@ -218,3 +220,50 @@ async def test_a_relabel_during_the_ensure_is_caught_up_after_it(harness: Harnes
     assert len(controller.node_queue) == 1
     assert await controller.sync_nodes() == set()
     assert update_calls(h) == [(key("s1"), ("a", "b", "c"))]
+
+
+class PoolWebCloud(FakeCloud):
+    """A provider with its own selector (as aws' target-node-labels): only ``pool=web``."""
+
+    def backend_node_exclusion(self, service: Service) -> NodeExclusion | None:
+        def why(node: Node) -> str | None:
+            labels: dict[str, Any] = node["metadata"].get("labels") or {}
+            return None if labels.get("pool") == "web" else "does not match pool=web"
+
+        return why
+
+
+async def test_the_sync_record_names_what_each_selector_leaves_out(harness: Harness) -> None:
+    """Both selectors apply (the intersection): the framework's first, then the provider's."""
+    h = harness
+    h.cloud = PoolWebCloud(clock=h.clock)
+    for name, labels in (("a", {"pool": "web", "zone": "1"}), ("b", {"pool": "web"})):
+        await create_node(h, name, labels=labels, provider_id=f"fake://{name}")
+    await create_node(h, "c", labels={"pool": "db", "zone": "1"}, provider_id="fake://c")
+    await create_selecting(h, "s1", "zone")
+    controller = await start(h)
+    await h.settle()
+    controller.service_queue.add(key("s1"))
+    await controller._service_loop.process_next()
+    [record] = controller.sync_states.states.get("service", key("s1"))
+    assert record.detail == {
+        "eligible_nodes": 1,
+        "excluded": {
+            "b": f"not selected by annotation {SELECTOR}=zone",
+            "c": "does not match pool=web",
+        },
+        "excluded_count": 2,
+    }
+
+
+async def test_a_bad_selector_is_recorded_as_invalid_config(harness: Harness) -> None:
+    h = harness
+    await three_nodes(h)
+    await create_selecting(h, "s1", "zone in 1")
+    controller = await start(h)
+    await h.settle()
+    controller.service_queue.add(key("s1"))
+    await controller._service_loop.process_next()
+    [record] = controller.sync_states.states.get("service", key("s1"))
+    assert record.reason is Reason.INVALID
+    assert SELECTOR in (record.message or "")
