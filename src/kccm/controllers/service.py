@@ -197,7 +197,7 @@ class ServiceController(CloudController):
         """Upstream ``serviceCache``: the last state synced, per key (deletion needs it)."""
         self.backends = BackendNodeSet()
         """The eligible nodes, maintained from node events."""
-        self.targets = TargetNodes(self.backends)
+        self.targets = TargetNodes(self.backends, self.kube, self.recorder)
         self.last_synced: dict[str, NodeSetSnapshot] = {}
         """Upstream ``lastSyncedNodes``: the node set each service was last given."""
         self.ensured: set[str] = set()
@@ -431,16 +431,14 @@ class ServiceController(CloudController):
         self, service: Obj, key: str, nodes: NodeSetSnapshot
     ) -> LoadBalancerStatus:
         if not nodes.nodes:
-            self._event(
-                service,
-                EVENT_TYPE_WARNING,
-                "UnAvailableLoadBalancer",
-                "There are no available nodes for LoadBalancer",
-            )
+            no_nodes = "There are no available nodes for LoadBalancer"
+            self._event(service, EVENT_TYPE_WARNING, "UnAvailableLoadBalancer", no_nodes)
         self.last_synced[key] = nodes
-        return await self.balancer.ensure_load_balancer(
+        status = await self.balancer.ensure_load_balancer(
             self.cluster_name, service, nodes.nodes, priority=Priority.NORMAL
         )
+        await self.targets.given(service, nodes)
+        return status
 
     # -- writes (upstream addFinalizer / removeFinalizer / patchStatus) -----------------------
 
@@ -559,6 +557,7 @@ class ServiceController(CloudController):
         try:
             with self._turns.updating(key):
                 await self.locked_update_load_balancer_hosts(service, nodes.nodes)
+            await self.targets.given(service, nodes)
         except Exception as err:
             _log.error("failed to update load balancer hosts for service %s: %s", key, err)
             self.metrics.nodesync_error.inc()

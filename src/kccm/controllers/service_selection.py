@@ -27,7 +27,10 @@ from typing import Any
 from kccm.api.wellknown import ANNOTATION_TARGET_NODE_SELECTOR
 from kccm.cloudprovider.errors import InvalidServiceConfig
 from kccm.cloudprovider.nodes import node_name
+from kccm.controllers.service_endpoints import LocalEndpointsCheck
 from kccm.controllers.service_nodes import BackendNodeSet, NodeSetSnapshot, node_labels_changed
+from kccm.kube.interface import KubeClient
+from kccm.runtime.events import EventRecorder
 from kccm.util.labelselector import Selector, SelectorError, parse
 
 __all__ = [
@@ -135,10 +138,13 @@ class NodeSelections:
 
 
 class TargetNodes:
-    """The node set each Service is given: the whole backend set, or its selection."""
+    """The node set each Service is given: the whole backend set, or its selection; and,
+    after the balancer got it, the ``externalTrafficPolicy: Local`` check
+    (:mod:`.service_endpoints`)."""
 
-    def __init__(self, backends: BackendNodeSet) -> None:
+    def __init__(self, backends: BackendNodeSet, kube: KubeClient, recorder: EventRecorder) -> None:
         self.backends = backends
+        self.local_endpoints = LocalEndpointsCheck(kube, recorder)
         self.views = NodeSelections()
         self.selecting: set[str] = set()
         """Services whose last ensure had a selector: a Node's relabel is worth a node sync."""
@@ -170,5 +176,10 @@ class TargetNodes:
     def behind(self, synced: NodeSetSnapshot | None) -> bool:
         return self.views.behind(synced, self.backends)
 
+    async def given(self, service: Mapping[str, Any], nodes: NodeSetSnapshot) -> None:
+        """The Service's balancer now targets ``nodes``."""
+        await self.local_endpoints.check(service, nodes)
+
     def forget(self, key: str) -> None:
         self.selecting.discard(key)
+        self.local_endpoints.forget(key)

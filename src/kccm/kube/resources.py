@@ -10,6 +10,7 @@ __all__ = [
     "CONFIG_MAPS",
     "DAEMON_SETS",
     "DEPLOYMENTS",
+    "ENDPOINT_SLICES",
     "EVENTS",
     "LEASES",
     "NAMESPACES",
@@ -85,6 +86,9 @@ SUBJECT_ACCESS_REVIEWS = Resource(
 
 # Deployment artifacts (deploy/, charts/kccm): applied by tests and tooling, not by controllers.
 SECRETS = Resource("", "v1", "secrets", "Secret", namespaced=True)
+ENDPOINT_SLICES = Resource(
+    "discovery.k8s.io", "v1", "endpointslices", "EndpointSlice", namespaced=True
+)
 DEPLOYMENTS = Resource("apps", "v1", "deployments", "Deployment", namespaced=True, has_status=True)
 DAEMON_SETS = Resource("apps", "v1", "daemonsets", "DaemonSet", namespaced=True, has_status=True)
 POD_DISRUPTION_BUDGETS = Resource(
