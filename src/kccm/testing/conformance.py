@@ -43,6 +43,7 @@ from typing import Any, ClassVar, Protocol, TypeVar
 
 import pytest
 
+from kccm.api.wellknown import ANNOTATION_TARGET_NODE_SELECTOR
 from kccm.cloudprovider import (
     APICallCounts,
     CloudAPICalls,
@@ -386,6 +387,46 @@ class CloudProviderConformance:
         gone = await call.call("describe", describer.describe_load_balancer, _CLUSTER, svc)
         assert gone is None, f"a deleted balancer still described: {gone}"
 
+    async def test_the_balancer_targets_exactly_the_nodes_it_is_given(
+        self, cloud: Interface, lb_nodes: list[Node], call: ThreadPoolAdapter
+    ) -> None:
+        """Target Nodes per Service (docs/behaviour.md): the framework applies a Service's
+        ``service.kccm.io/target-node-selector`` and passes only the Nodes it chose, so an
+        ensure or update must target exactly the Nodes it is given (never Nodes the provider
+        finds by itself) and a Service carrying kccm's own annotations must be ensured as any
+        other. The targets are read through ``describe_load_balancer`` when the provider
+        implements it; otherwise only the ensure is checked."""
+        if len(lb_nodes) < 2:
+            pytest.skip("needs at least two lb_nodes")
+        svc = make_service("conf-selected")
+        svc["metadata"]["annotations"] = {ANNOTATION_TARGET_NODE_SELECTOR: "kccm-conf=picked"}
+        lb = self._lb(cloud)
+        describer = as_load_balancer_describer(lb)
+        chosen, everyone = lb_nodes[1:2], lb_nodes
+        try:
+            status = await call.call("ensure", lb.ensure_load_balancer, _CLUSTER, svc, chosen)
+            assert _usable(status), f"no usable status for an annotated Service: {status}"
+            if describer is not None:
+                assert await self._targeted(call, describer, svc, lb_nodes) == _names(chosen)
+                await call.call("update", lb.update_load_balancer, _CLUSTER, svc, everyone)
+                assert await self._targeted(call, describer, svc, lb_nodes) == _names(everyone)
+        finally:
+            await call.call("delete", lb.ensure_load_balancer_deleted, _CLUSTER, svc)
+
+    @staticmethod
+    async def _targeted(
+        call: ThreadPoolAdapter, describer: Any, svc: Service, nodes: Sequence[Node]
+    ) -> set[str]:
+        """The Nodes (of ``nodes``) the described balancer targets, by name, address or
+        providerID."""
+        view = await call.call("describe", describer.describe_load_balancer, _CLUSTER, svc)
+        assert view is not None, "no view of an ensured balancer"
+        found: set[str] = set()
+        for listener in view.listeners:
+            for target in listener.targets:
+                found |= {n["metadata"]["name"] for n in nodes if _is_target(target, n)}
+        return found
+
     async def test_describe_instance_tells_a_known_machine_from_an_unknown_one(
         self,
         cloud: Interface,
@@ -531,6 +572,22 @@ async def _answer(call: ThreadPoolAdapter, method: str, fn: Any, *args: Any) -> 
         return await call.call(method, fn, *args)
     except Exception as err:
         return err
+
+
+def _names(nodes: Sequence[Node]) -> set[str]:
+    return {node["metadata"]["name"] for node in nodes}
+
+
+def _is_target(target: Any, node: Node) -> bool:
+    """Whether a described target is ``node``: its name, one of its addresses, or the
+    instance its providerID names."""
+    if target.node:
+        return bool(target.node == node["metadata"]["name"])
+    addresses = {a.get("address") for a in (node.get("status") or {}).get("addresses") or ()}
+    provider_id = str((node.get("spec") or {}).get("providerID") or "")
+    if target.address and target.address in addresses:
+        return True
+    return bool(target.instance) and provider_id.endswith(str(target.instance))
 
 
 def _key(route: Route) -> tuple[str, str]:
