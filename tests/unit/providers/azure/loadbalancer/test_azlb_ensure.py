@@ -471,3 +471,22 @@ def test_ipv6_and_dual_stack_are_refused(
     with pytest.raises(InvalidServiceConfig, match="IPv4 only"):
         _lbs(arm).ensure_load_balancer(CLUSTER, service(ipFamilies=families), nodes)
     assert arm.mutating() == []
+
+
+def test_drift_of_the_security_group_and_the_pool_is_repaired(
+    arm: FakeArm, nodes: list[dict[str, Any]]
+) -> None:
+    lbs = _lbs(arm)
+    lbs.ensure_load_balancer(CLUSTER, service(), nodes)
+    nsg = arm.resource(NSG)
+    nsg["properties"]["securityRules"] = []
+    arm.put(NSG, nsg, if_match=None)
+    nic_path = f"{NET}/networkInterfaces/vm-1-nic"
+    nic = arm.resource(nic_path)
+    nic["properties"]["ipConfigurations"][0]["properties"]["loadBalancerBackendAddressPools"] = []
+    arm.put(nic_path, nic, if_match=None)
+    arm.calls.clear()
+    lbs.ensure_load_balancer(CLUSTER, service(), nodes)
+    assert sorted(call for call in arm.mutating()) == sorted([("PUT", NSG), ("PUT", nic_path)])
+    assert len(_nsg_rules(arm)) == 1
+    assert _nic_pools(arm, "vm-1") == [POOL]
