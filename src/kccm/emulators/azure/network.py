@@ -5,8 +5,8 @@ resource shares: inline children with ids of their own, references checked as AR
 Shapes: azure-rest-api-specs ``specification/network/resource-manager/Microsoft.Network``
 (publicIpAddress.json, networkInterface.json), as the recordings in cloud-provider-azure
 v1.36.5's ``pkg/azclient/{publicipaddressclient,interfaceclient}/testdata`` show them.
-A dynamic public IP gets its address when first referenced and keeps it until deleted (Azure
-frees it while unattached).
+A dynamic public IP gets its address when first referenced and shows none while unreferenced
+(the emulator keeps it reserved, so a re-attached one gets the same address back).
 """
 
 from __future__ import annotations
@@ -149,9 +149,12 @@ def public_ip_users(world: World, pip_id: str) -> list[str]:
 
 
 def render_public_ip(world: World, obj: Obj, expand: bool) -> None:
+    """Who uses it; a dynamic one nobody uses shows no address (it keeps it reserved)."""
     users = public_ip_users(world, obj["id"])
     if users:
         obj["properties"]["ipConfiguration"] = {"id": users[0]}
+    elif obj["properties"].get("publicIPAllocationMethod") == "Dynamic":
+        obj["properties"].pop("ipAddress", None)
 
 
 def check_delete_public_ip(world: World, obj: Obj) -> None:

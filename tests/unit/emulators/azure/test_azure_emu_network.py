@@ -304,3 +304,13 @@ async def test_a_balancer_references_public_ips_of_its_own_sku(api: Api) -> None
     assert answer.body["error"]["message"] == (
         f"Standard sku load balancer {LB} cannot reference Basic sku publicIP {made['id']}."
     )
+
+
+async def test_an_unreferenced_dynamic_public_ip_shows_no_address(api: Api) -> None:
+    made = await api.ok("PUT", f"{NET}/publicIPAddresses/a", pip("Dynamic", "Basic"))
+    basic = balancer(made["id"])
+    basic["sku"] = {"name": "Basic"}
+    await api.ok("PUT", LB, basic)
+    assert (await api.ok("GET", f"{NET}/publicIPAddresses/a"))["properties"]["ipAddress"]
+    await api.ok("DELETE", LB)
+    assert "ipAddress" not in (await api.ok("GET", f"{NET}/publicIPAddresses/a"))["properties"]
