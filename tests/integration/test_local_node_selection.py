@@ -12,7 +12,7 @@ from test_local_provider import PREFIX, Running, _row, running
 from kccm.api.wellknown import ANNOTATION_TARGET_NODE_SELECTOR as SELECTOR
 from kccm.app.explain_rules import node_set
 from kccm.kube.client import KubeApiClient
-from kccm.kube.resources import EVENTS, NODES, SERVICES
+from kccm.kube.resources import ENDPOINT_SLICES, EVENTS, NODES, SERVICES
 from kccm.testing.controllers import eventually
 from kccm.testing.pytest_plugin import unique_name
 
@@ -90,6 +90,69 @@ async def test_three_nodes_a_selector_picking_two_and_a_relabel_converging(
     await kube.patch(SERVICES, svc, gone, namespace=kube_namespace)
     await eventually(backends_are(*names))
     await kube.delete(SERVICES, svc, namespace=kube_namespace)
+
+    async def released() -> bool:
+        return not any(r.service == key for r in running.store.list_load_balancers())
+
+    await eventually(released)
+
+
+async def test_local_endpoints_outside_the_selection_are_a_warning(
+    running: Running, kube: KubeApiClient, kube_namespace: str
+) -> None:
+    """``externalTrafficPolicy: Local`` with endpoints (an EndpointSlice, as the endpoint
+    slice controller writes it) on a Node the selector leaves out: a Warning naming it."""
+    base = unique_name(PREFIX)
+    names = [f"{base}-{i}" for i in range(2)]
+    for i, (name, pool) in enumerate(zip(names, ["web", "db"], strict=True)):
+        running.instance(name, f"127.0.11.{60 + i}")
+        await running.node(name, f"127.0.11.{60 + i}", "True")
+        await kube.patch(NODES, name, {"metadata": {"labels": {"kccm-test/pool": pool}}})
+    svc = unique_name("local")
+    await kube.create(
+        ENDPOINT_SLICES,
+        {
+            "metadata": {
+                "name": f"{svc}-a",
+                "namespace": kube_namespace,
+                "labels": {"kubernetes.io/service-name": svc},
+            },
+            "addressType": "IPv4",
+            "endpoints": [
+                {"addresses": [f"10.1.0.{i}"], "nodeName": n, "conditions": {"ready": True}}
+                for i, n in enumerate(names)
+            ],
+            "ports": [{"port": 8080, "protocol": "TCP"}],
+        },
+    )
+    await kube.create(
+        SERVICES,
+        {
+            "metadata": {
+                "name": svc,
+                "namespace": kube_namespace,
+                "annotations": {SELECTOR: "kccm-test/pool=web"},
+            },
+            "spec": {
+                "type": "LoadBalancer",
+                "externalTrafficPolicy": "Local",
+                "ports": [{"port": 80, "targetPort": 8080, "protocol": "TCP"}],
+            },
+        },
+    )
+
+    async def warned() -> list[str]:
+        events = await kube.list(EVENTS, namespace=kube_namespace)
+        return [
+            e["message"]
+            for e in events.items
+            if e["involvedObject"]["name"] == svc and e["reason"] == "EndpointsOutsideTargetNodes"
+        ]
+
+    [message] = await eventually(warned)
+    assert f"({names[1]}; annotation {SELECTOR}=kccm-test/pool=web)" in message
+    await kube.delete(SERVICES, svc, namespace=kube_namespace)
+    key = f"{kube_namespace}/{svc}"
 
     async def released() -> bool:
         return not any(r.service == key for r in running.store.list_load_balancers())
