@@ -225,3 +225,35 @@ async def test_upstream_shares_the_balancer_between_two_services(
 
     await delete_until_gone(kube, SERVICES, ["two"], ns, within=BUDGET)
     world.emulator.admin.assert_clean(world.ready)
+
+
+async def test_upstream_local_policy_probes_the_health_check_port_and_allows_source_ranges(
+    world: World, kube: KubeApiClient, kube_namespace: str
+) -> None:
+    """``externalTrafficPolicy: Local``: the probe asks the health-check node port over HTTP
+    (``/healthz``); ``loadBalancerSourceRanges``: the allow rule admits those ranges only."""
+    ns = kube_namespace
+    svc = lb_service("local")
+    svc["spec"] |= {
+        "externalTrafficPolicy": "Local",
+        "loadBalancerSourceRanges": ["10.20.0.0/16", "192.0.2.0/24"],
+    }
+    await kube.create(SERVICES, svc, namespace=ns)
+    published_svc = await eventually(lambda: published(world, ns, "local"))
+    ip, base = ingress_ip(published_svc), _base_name(published_svc)
+
+    lb = await _balancer(world, "kubernetes")
+    probes = {p["name"]: p["properties"] for p in lb["properties"]["probes"]}
+    health_port = published_svc["spec"]["healthCheckNodePort"]
+    probe = probes[f"{base}-TCP-{health_port}"]  # named after the port it probes
+    assert (probe["protocol"], probe["port"], probe.get("requestPath")) == (
+        "Http",
+        health_port,
+        "/healthz",
+    )
+    (allow,) = await asyncio.to_thread(_allow_rules_for, world, ip)
+    sources = allow.get("sourceAddressPrefixes") or [allow.get("sourceAddressPrefix")]
+    assert sorted(sources) == ["10.20.0.0/16", "192.0.2.0/24"]
+
+    await delete_until_gone(kube, SERVICES, ["local"], ns, within=BUDGET)
+    world.emulator.admin.assert_clean(world.ready)
