@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 from kccm.cloudprovider.gate import CallGate, Priority, args_key
 from kccm.cloudprovider.interface import (
+    AddressRetainer,
     Clusters,
     ControllerClientBuilder,
     InstanceDescriber,
@@ -27,6 +28,7 @@ from kccm.cloudprovider.interface import (
     PVLabeler,
     Routes,
     Zones,
+    as_address_retainer,
     as_instance_describer,
     as_instance_metadata_lister,
     as_load_balancer_describer,
@@ -41,6 +43,7 @@ from kccm.cloudprovider.types import (
     NodeAddress,
     NodeName,
     PersistentVolume,
+    RetainedAddress,
     Route,
     Service,
     Zone,
@@ -80,7 +83,7 @@ class _Gated:
 
 
 class GatedLoadBalancer(_Gated):
-    protocols = (LoadBalancer, LoadBalancerDescriber)
+    protocols = (LoadBalancer, LoadBalancerDescriber, AddressRetainer)
 
     def __init__(self, impl: LoadBalancer, gate: CallGate) -> None:
         super().__init__(gate)
@@ -169,6 +172,49 @@ class GatedLoadBalancer(_Gated):
             describer.describe_load_balancer,
             cluster_name,
             service,
+            priority=priority,
+        )
+
+    @property
+    def can_retain_addresses(self) -> bool:
+        """Whether the provider implements address retention (:class:`AddressRetainer`)."""
+        return as_address_retainer(self.impl) is not None
+
+    def _retainer(self) -> AddressRetainer:
+        retainer = as_address_retainer(self.impl)
+        if retainer is None:
+            raise TypeError("the provider does not implement address retention")
+        return retainer
+
+    async def ensure_load_balancer_deleted_keeping_address(
+        self, cluster_name: str, service: Service, *, priority: Priority = _P
+    ) -> Sequence[RetainedAddress]:
+        return await self._call(
+            "ensure_load_balancer_deleted_keeping_address",
+            self._retainer().ensure_load_balancer_deleted_keeping_address,
+            cluster_name,
+            service,
+            priority=priority,
+        )
+
+    async def list_retained_addresses(
+        self, cluster_name: str, *, priority: Priority = _P
+    ) -> Sequence[RetainedAddress]:
+        return await self._call(
+            "list_retained_addresses",
+            self._retainer().list_retained_addresses,
+            cluster_name,
+            priority=priority,
+        )
+
+    async def release_retained_address(
+        self, cluster_name: str, address: str, *, priority: Priority = _P
+    ) -> bool:
+        return await self._call(
+            "release_retained_address",
+            self._retainer().release_retained_address,
+            cluster_name,
+            address,
             priority=priority,
         )
 

@@ -47,6 +47,7 @@ from kccm.cloudprovider.types import (
     NodeAddress,
     NodeName,
     PersistentVolume,
+    RetainedAddress,
     Route,
     Service,
     Zone,
@@ -54,6 +55,7 @@ from kccm.cloudprovider.types import (
 
 __all__ = [
     "CALL_PROTOCOLS",
+    "AddressRetainer",
     "Clusters",
     "ControllerClientBuilder",
     "InformerUser",
@@ -68,6 +70,7 @@ __all__ = [
     "PVLabeler",
     "Routes",
     "Zones",
+    "as_address_retainer",
     "as_informer_user",
     "as_instance_describer",
     "as_instance_metadata_lister",
@@ -397,6 +400,44 @@ class InstanceDescriber(Protocol):
 
 
 @runtime_checkable
+class AddressRetainer(Protocol):
+    """Optional, on the :class:`LoadBalancer` implementation (kccm, not upstream): address
+    retention (docs/behaviour.md, "Keeping a balancer's address").
+
+    When a Service asks for it (``service.kccm.io/retain-address``, or the cluster-wide
+    ``--default-retain-address``), the service controller calls
+    :meth:`ensure_load_balancer_deleted_keeping_address` instead of
+    ``ensure_load_balancer_deleted``. The provider then owes two more things, checked by the
+    conformance kit: its ``ensure_load_balancer`` gives a retained address back to a Service
+    of the same ``namespace/name``, or to one asking for that address (``loadBalancerIP`` or
+    the provider's own address annotation), and removes the mark; and it never writes the
+    mark anywhere but in the cloud.
+    """
+
+    @provider_call("load_balancer", read=False)
+    def ensure_load_balancer_deleted_keeping_address(
+        self, cluster_name: str, service: Service
+    ) -> MaybeAwaitable[Sequence[RetainedAddress]]:
+        """Delete the balancer as ``ensure_load_balancer_deleted`` does, but keep its
+        address(es), marked in the cloud with the Service's ``namespace/name``; return what
+        was kept (empty when the Service had no address). Idempotent, like the delete."""
+        ...
+
+    @provider_call("load_balancer", read=True)
+    def list_retained_addresses(
+        self, cluster_name: str
+    ) -> MaybeAwaitable[Sequence[RetainedAddress]]:
+        """Every retained address of this cluster that no balancer uses now."""
+        ...
+
+    @provider_call("load_balancer", read=False)
+    def release_retained_address(self, cluster_name: str, address: str) -> MaybeAwaitable[bool]:
+        """Give a retained address (its IP or its cloud ID) back to the cloud; False when no
+        retained address of this cluster has that IP or ID (one in use is never released)."""
+        ...
+
+
+@runtime_checkable
 class InformerUser(Protocol):
     """Optional: a provider that wants the shared informers (upstream ``InformerUser``)."""
 
@@ -460,6 +501,7 @@ CALL_PROTOCOLS: tuple[type, ...] = (
     InstanceMetadataLister,
     InstanceDescriber,
     LoadBalancerDescriber,
+    AddressRetainer,
     Zones,
     Clusters,
     Routes,
@@ -502,3 +544,15 @@ def as_instance_describer(instances: object) -> InstanceDescriber | None:
 def as_informer_user(cloud: object) -> InformerUser | None:
     """The cloud as an :class:`InformerUser`, or ``None``."""
     return cloud if isinstance(cloud, InformerUser) else None
+
+
+def as_address_retainer(load_balancer: object) -> AddressRetainer | None:
+    """The LoadBalancer implementation as an :class:`AddressRetainer`, or ``None``."""
+    names = (
+        "ensure_load_balancer_deleted_keeping_address",
+        "list_retained_addresses",
+        "release_retained_address",
+    )
+    if all(callable(getattr(load_balancer, name, None)) for name in names):
+        return cast(AddressRetainer, load_balancer)
+    return None

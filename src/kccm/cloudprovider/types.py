@@ -27,6 +27,7 @@ __all__ = [
     "NodeName",
     "PersistentVolume",
     "PortStatus",
+    "RetainedAddress",
     "Route",
     "Service",
     "TargetHealth",
@@ -362,3 +363,24 @@ class InstanceView:
             "state": self.state,
             "detail": dict(self.detail),
         }
+
+
+@dataclass(frozen=True)
+class RetainedAddress:
+    """An address a deleted Service's balancer left behind on purpose (address retention,
+    docs/behaviour.md): kept in the cloud, marked there with its owner, until a Service of
+    that owner (or one asking for the address) takes it back or a person releases it.
+
+    ``address`` is the IP; ``id`` the cloud's own name for it when it has one (an Elastic IP
+    allocation, a floating IP's ID), else empty; ``owner`` is the Service's
+    ``namespace/name``; ``detail`` anything else worth showing (where the mark is kept).
+    """
+
+    address: str
+    owner: str
+    id: str = ""
+    detail: str = ""
+
+    def to_dict(self) -> dict[str, str]:
+        """JSON-able: what ``kccm addresses list -o json`` shows."""
+        return {"address": self.address, "id": self.id, "owner": self.owner, "detail": self.detail}

@@ -73,9 +73,9 @@ from kccm.controllers.service_predicates import (
     service_key,
     wants_load_balancer,
 )
+from kccm.controllers.service_retention import RetainingBalancer
 from kccm.controllers.service_selection import TargetNodes
 from kccm.controllers.service_state import ServiceSyncRecorder
-from kccm.controllers.service_warnings import ReportingBalancer
 from kccm.kube.errors import NotFound
 from kccm.kube.interface import KubeClient, Obj, PatchType
 from kccm.kube.resources import NODES, SERVICES
@@ -130,16 +130,13 @@ class LoadBalancerOperation(enum.Enum):
 
 @dataclass
 class ServiceControllerOptions:
-    """Options of ``service-lb-controller``.
-
-    ``concurrent_service_syncs`` is ``--concurrent-service-syncs``; ``load_balancer_classes``
-    and ``load_balancer_class_only`` are kccm's ``--load-balancer-class`` (repeatable) and
-    ``--load-balancer-class-only``.
-    """
+    """Options of ``service-lb-controller``, each the flag of its name (``_`` as ``-``;
+    ``load_balancer_classes`` is the repeatable ``--load-balancer-class``)."""
 
     concurrent_service_syncs: int = DEFAULT_CONCURRENT_SERVICE_SYNCS
     load_balancer_classes: list[str] = field(default_factory=list)
     load_balancer_class_only: bool = False
+    default_retain_address: bool = False
 
     def classes(self) -> LoadBalancerClasses:
         return LoadBalancerClasses.of(self.load_balancer_classes, self.load_balancer_class_only)
@@ -160,7 +157,7 @@ class ServiceController(CloudController):
         self.services: Informer = context.informers.informer(SERVICES)
         self.nodes: Informer = context.informers.informer(NODES)
         self.recorder: EventRecorder = context.events.recorder(EVENT_COMPONENT)
-        self.balancer = ReportingBalancer(balancer, self.recorder)
+        self.balancer = RetainingBalancer.of(balancer, self.recorder, context.cloud, options)
         self.cluster_name = context.cluster_name
         self.workers = options.concurrent_service_syncs
         self.classes = options.classes()

@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 from kccm.cloudprovider import (
+    AddressRetainer,
     Clusters,
     InstanceDescriber,
     InstanceMetadataLister,
@@ -43,7 +44,7 @@ ENTRY_POINTS: dict[str, str] = tomllib.loads((ROOT / "pyproject.toml").read_text
 ]["kccm.cloud_providers"]
 
 ACCESSORS: dict[str, tuple[type, tuple[type, ...]]] = {
-    "load_balancer": (LoadBalancer, (LoadBalancerDescriber,)),
+    "load_balancer": (LoadBalancer, (LoadBalancerDescriber, AddressRetainer)),
     "instances": (Instances, (InstanceDescriber, InstanceMetadataLister)),
     "instances_v2": (InstancesV2, (InstanceDescriber, InstanceMetadataLister)),
     "zones": (Zones, ()),

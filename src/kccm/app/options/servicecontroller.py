@@ -48,6 +48,18 @@ class ServiceControllerFlags:
         )
 
         self._add_class_flags(s)
+        s.boolean(
+            self.service,
+            "default_retain_address",
+            "default-retain-address",
+            "kccm: when a LoadBalancer Service's balancer is released (the Service deleted or "
+            "no longer a LoadBalancer), keep its address in the cloud, marked with the "
+            "Service's namespace/name, for Services without the annotation "
+            "service.kccm.io/retain-address (which wins both ways). A Service of the same "
+            "namespace/name, or asking for the address, gets it back; `kccm addresses "
+            "release` frees it. Needs a provider that supports it (else a Warning Event and "
+            'upstream\'s release); docs/behaviour.md, "Keeping a balancer\'s address".',
+        )
 
     def _add_class_flags(self, s: Section) -> None:
         s.strings(

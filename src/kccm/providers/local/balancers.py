@@ -31,6 +31,7 @@ from kccm.providers.local.desired import (
     status_of,
 )
 from kccm.providers.local.store import (
+    IPClaim,
     IPUnavailable,
     LocalStore,
     PoolExhausted,
@@ -121,15 +122,17 @@ class LocalLoadBalancers(LocalBase):
         _wrote("update_backends", name, f"generation={updated.generation}")
 
     def ensure_load_balancer_deleted(self, cluster_name: str, service: Service) -> None:
-        name, owner, keep = (
-            default_load_balancer_name(service),
-            service_key_of(service),
-            retains_ip(service),
-        )
+        self._delete(service, keep=retains_ip(service))
+
+    def _delete(self, service: Service, *, keep: bool) -> list[IPClaim]:
+        """Delete the Service's row; free its claim unless ``keep`` (then it is marked
+        retained). Returns the claims the Service held."""
+        name, owner = default_load_balancer_name(service), service_key_of(service)
         self._read("describe_load_balancer")
         current, claims = self.store.describe_load_balancer(name, owner)
         if nothing_to_delete(current, claims, keep_claim=keep):
-            return
+            return claims
         self._write("delete_load_balancer")
         deleted = self.store.delete_load_balancer(name, owner, keep_claim=keep)
         _wrote("delete_load_balancer", name, f"deleted={deleted}")
+        return claims

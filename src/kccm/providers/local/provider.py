@@ -35,6 +35,7 @@ from __future__ import annotations
 from typing import TextIO
 
 from kccm.cloudprovider import (
+    AddressRetainer,
     InstanceDescriber,
     InstanceMetadataLister,
     InstancesV2,
@@ -44,7 +45,6 @@ from kccm.cloudprovider import (
     Routes,
     Zones,
 )
-from kccm.providers.local.balancers import LocalLoadBalancers
 from kccm.providers.local.base import PROVIDER_NAME
 from kccm.providers.local.config import LocalCloudConfig, load_local_config
 from kccm.providers.local.describe import LocalDescribing
@@ -56,6 +56,7 @@ from kccm.providers.local.desired import (
     desired_load_balancer,
 )
 from kccm.providers.local.instances import LocalInstances
+from kccm.providers.local.retention import LocalRetention
 from kccm.providers.local.routes import LocalRoutes
 from kccm.providers.local.store import (
     LocalStore,
@@ -89,7 +90,7 @@ __all__ = [
 ]
 
 
-class LocalCloud(LocalInstances, LocalLoadBalancers, LocalRoutes, LocalDescribing):
+class LocalCloud(LocalInstances, LocalRetention, LocalRoutes, LocalDescribing):
     """The ``local`` provider over one :class:`LocalStore`: the composition root of its
     capabilities (one class each, sharing :class:`~.base.LocalBase`'s store and ledger)."""
 
@@ -145,6 +146,7 @@ def _implements(
     Interface,
     LoadBalancer,
     LoadBalancerDescriber,
+    AddressRetainer,
     InstancesV2,
     InstanceDescriber,
     InstanceMetadataLister,
@@ -152,7 +154,7 @@ def _implements(
     Routes,
 ]:
     """Never called: mypy checks here that LocalCloud implements these interfaces."""
-    return (cloud, cloud, cloud, cloud, cloud, cloud, cloud, cloud)
+    return (cloud, cloud, cloud, cloud, cloud, cloud, cloud, cloud, cloud)
 
 
 new_local_cloud.config_schema = LocalCloudConfig  # type: ignore[attr-defined]

@@ -536,9 +536,14 @@ def _drop_unused_sets(conn: sqlite3.Connection) -> None:
 def _check_requested(conn: sqlite3.Connection, ip: str, in_pool: Callable[[str], bool]) -> None:
     if not in_pool(ip):
         raise IPUnavailable(f"requested loadBalancerIP {ip} is not in the local VIP pool")
-    taken = conn.execute("SELECT owner FROM ip_claims WHERE ip = ?", (ip,)).fetchone()
-    if taken is not None:
-        raise IPUnavailable(f"requested loadBalancerIP {ip} is already claimed by {taken[0]}")
+    taken = conn.execute("SELECT owner, retain FROM ip_claims WHERE ip = ?", (ip,)).fetchone()
+    if taken is None:
+        return
+    used = conn.execute("SELECT 1 FROM load_balancers WHERE service = ?", (taken[0],)).fetchone()
+    if taken[1] and used is None:  # a retained address nobody uses: asking for it takes it
+        conn.execute("DELETE FROM ip_claims WHERE ip = ?", (ip,))
+        return
+    raise IPUnavailable(f"requested loadBalancerIP {ip} is already claimed by {taken[0]}")
 
 
 def _first_free(claimed: set[str], candidates: Callable[[], Iterable[str]]) -> str:
