@@ -40,6 +40,7 @@ Usage:
   kccm local --help          the local provider's state: instances, load balancers, VIPs
   kccm explain service NAMESPACE/NAME | node NAME   what the leader knows (why pending?)
   kccm explain openstack-annotations [NAMESPACE]    before leaving OCCM: annotations read otherwise
+  kccm addresses list|release   addresses kept by address retention (through the provider)
 """
 MARKDOWN_INTRO = """\
 # kccm flags
@@ -293,6 +294,12 @@ def _local(args: list[str]) -> int:
     return run_local(args)
 
 
+def _addresses(args: list[str]) -> int:
+    from kccm.app.addresses_cli import run_addresses
+
+    return run_addresses(args)
+
+
 def _explain(args: list[str]) -> int:
     from kccm.app.explain_cli import run_explain
 
@@ -303,6 +310,7 @@ SUBCOMMANDS: dict[str, Callable[[list[str]], int]] = {
     "dev": _dev,
     "local": _local,
     "explain": _explain,
+    "addresses": _addresses,
 }
 
 

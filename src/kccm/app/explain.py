@@ -29,7 +29,12 @@ from typing import Any, Literal
 
 from aiohttp import web
 
-from kccm.app.explain_rules import handling, node_initialisation, node_set
+from kccm.app.explain_rules import (
+    address_retention,
+    handling,
+    node_initialisation,
+    node_set,
+)
 from kccm.cloudprovider.errors import NotImplementedByProvider
 from kccm.cloudprovider.gate import METHOD_GROUPS, CallGate, Priority
 from kccm.cloudprovider.gated import GatedCloud
@@ -96,6 +101,7 @@ class Explainer:
     leader_election: bool = True
     states: SyncStates | None = None
     classes: LoadBalancerClasses = UPSTREAM_CLASSES
+    default_retain_address: bool = False
     clock: Clock = REAL_CLOCK
 
     def register(self, server: Server) -> None:
@@ -125,6 +131,7 @@ class Explainer:
             "nodes": await self._nodes(svc),
             "call_budget": self._budget(),
             "balancer": await self._balancer(svc) if verdict.handled else None,
+            "address_retention": self._retention(svc),
         }
         return _json(body)
 
@@ -231,6 +238,11 @@ class Explainer:
         if view is None:
             return {"available": True, "view": None, "note": "the cloud has no balancer for it"}
         return {"available": True, "view": _plain(view)}
+
+    def _retention(self, service: Obj) -> dict[str, Any]:
+        lb = self.cloud.load_balancer()
+        supported = lb is not None and lb.can_retain_addresses
+        return address_retention(service, self.default_retain_address, supported, self.provider)
 
     def _budget(self) -> list[dict[str, Any]]:
         return [_plain(group) for group in self.gate.snapshot()]

@@ -19,6 +19,7 @@ from kccm.api.wellknown import (
     TAINT_UNINITIALIZED,
 )
 from kccm.cloudprovider.errors import InvalidServiceConfig
+from kccm.cloudprovider.retention import ANNOTATION_RETAIN_ADDRESS, retention_of
 from kccm.controllers.service_predicates import (
     UPSTREAM_CLASSES,
     LoadBalancerClasses,
@@ -219,3 +220,25 @@ def class_owners(leases: Iterable[Mapping[str, Any]], cls: str, now: float) -> d
     if serving:
         return {"class": cls, "serving": serving, "stale": stale}
     return {"class": cls, "serving": {}, "stale": stale, "none": f"no running kccm serves {cls!r}"}
+
+
+def address_retention(
+    service: Mapping[str, Any], default: bool, supported: bool, provider: str
+) -> dict[str, Any]:
+    """What happens to the Service's address when its balancer is released
+    (docs/behaviour.md, "Keeping a balancer's address"): kept, released, or asked for by a
+    provider that cannot keep it."""
+    try:
+        retention = retention_of(service, default)
+    except InvalidServiceConfig as err:
+        return {"keep": None, "source": ANNOTATION_RETAIN_ADDRESS, "note": str(err)}
+    if not retention.keep:
+        note = f"released with the balancer ({retention.source})"
+    elif supported:
+        note = f"kept on release, marked with the Service's namespace/name ({retention.because()})"
+    else:
+        note = (
+            f"{retention.because()}, but provider {provider} cannot keep addresses: released "
+            "with the balancer, with a Warning Event"
+        )
+    return {"keep": retention.keep and supported, "source": retention.source, "note": note}

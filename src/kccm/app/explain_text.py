@@ -123,6 +123,8 @@ def render(answer: Mapping[str, Any]) -> str:
         ingress = answer.get("ingress") or []
         shown = ", ".join(i.get("ip") or i.get("hostname") or "?" for i in ingress)
         lines.append(f"  ingress: {shown or '<pending>'}")
+        if answer.get("address_retention"):
+            lines.append(f"  address on release: {answer['address_retention'].get('note')}")
     else:
         state = "initialised" if answer.get("initialised") else "NOT initialised"
         lines.append(f"  {state}: {answer.get('why')}")

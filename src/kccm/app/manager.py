@@ -479,6 +479,7 @@ class Manager:
             leader_election=election.enabled,
             states=self.states,
             classes=cfg.controller_options.service.classes(),
+            default_retain_address=cfg.controller_options.service.default_retain_address,
         )
 
     def _build_controllers(

@@ -58,7 +58,7 @@ class ServiceControllerFlags:
             "service.kccm.io/retain-address (which wins both ways). A Service of the same "
             "namespace/name, or asking for the address, gets it back; `kccm addresses "
             "release` frees it. Needs a provider that supports it (else a Warning Event and "
-            'upstream\'s release); docs/behaviour.md, "Keeping a balancer\'s address".',
+            "upstream's release); docs/behaviour.md, \"Keeping a balancer's address\".",
         )
 
     def _add_class_flags(self, s: Section) -> None:

@@ -110,7 +110,9 @@ class Harness:
         return 0.0 if value is None else value
 
 
-async def start(h: Harness, *, workers: int = 1, classes: Sequence[str] = ()) -> ServiceController:
+async def start(
+    h: Harness, *, workers: int = 1, classes: Sequence[str] = (), retain: bool = False
+) -> ServiceController:
     """Build the controller (serving ``classes`` besides the class-less Services, as
     ``--load-balancer-class``) and sync its informers with what the fake holds now."""
     context = ControllerContext(
@@ -122,7 +124,9 @@ async def start(h: Harness, *, workers: int = 1, classes: Sequence[str] = ()) ->
         clock=h.clock,
     )
     options = ServiceControllerOptions(
-        concurrent_service_syncs=workers, load_balancer_classes=list(classes)
+        concurrent_service_syncs=workers,
+        load_balancer_classes=list(classes),
+        default_retain_address=retain,
     )
     controller = build(context, options)
     assert controller is not None
