@@ -28,6 +28,10 @@ Optional describe calls (issue 27, ``kccm explain``): a provider implementing
 Service port) and nothing for a deleted one, with no mutating request; one implementing
 ``describe_instance`` to say that a ``known_node``'s machine exists and that an unknown
 providerID's does not. Without them those checks are skipped, with the reason.
+
+Optional address retention (issue 39, :mod:`.conformance_retention`): a provider implementing
+``AddressRetainer`` is checked to keep a released balancer's address, give it back to a
+re-created Service of the same namespace/name, and release it on demand.
 Sync and async providers are both supported: every call goes through the thread-pool
 adapter the framework uses. The tests are ``async`` and marked for pytest-asyncio (strict or
 auto mode both work).
@@ -63,6 +67,7 @@ from kccm.cloudprovider import (
     as_instance_describer,
     as_load_balancer_describer,
 )
+from kccm.testing.conformance_retention import AddressRetentionConformance
 from kccm.testing.conformance_targets import targeted_nodes
 
 __all__ = ["CloudProviderConformance", "LoadBalancerTamper", "make_node", "make_service"]
@@ -127,7 +132,7 @@ def _usable(status: LoadBalancerStatus) -> bool:
     return bool(status.ingress) and all(i.ip or i.hostname for i in status.ingress)
 
 
-class CloudProviderConformance:
+class CloudProviderConformance(AddressRetentionConformance):
     """Subclass it (with a ``Test`` name) and provide the ``cloud`` fixture."""
 
     pytestmark: ClassVar[list[pytest.MarkDecorator]] = [pytest.mark.asyncio]
