@@ -24,6 +24,7 @@ from kccm.cloudprovider import (
     ThreadPoolAdapter,
     as_address_retainer,
 )
+from kccm.testing.conformance_objects import make_service
 
 __all__ = ["AddressRetentionConformance"]
 
@@ -45,8 +46,6 @@ class AddressRetentionConformance:
     def retention_service(self) -> dict[str, Any]:
         """A Service whose balancer has an address to keep (override where the cloud gives
         one only when asked, e.g. aws's ``eip-allocations``)."""
-        from kccm.testing.conformance import make_service
-
         return make_service("conf-retain")
 
     async def test_a_kept_address_comes_back_to_its_service_and_is_released_on_demand(

@@ -141,5 +141,6 @@ KCCM_OWN: dict[str, Any] = {
     "reuse-unchanged-load-balancers": True,
     "load-balancer-class": [],
     "load-balancer-class-only": False,
+    "default-retain-address": False,
     "user-agent": [],
 }
