@@ -26,7 +26,12 @@ from kccm.emulators.azure.errors import ArmError
 from kccm.emulators.azure.rest import WORLD, reply
 from kccm.emulators.azure.world import Token, World
 
-__all__ = ["openid_configuration", "require_token", "routes"]
+__all__ = [
+    "openid_configuration",
+    "require_token",
+    "routes",
+    "token_body",
+]
 
 routes = web.RouteTableDef()
 

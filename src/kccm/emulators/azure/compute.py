@@ -29,6 +29,7 @@ __all__ = [
     "drop_instance",
     "instance_view",
     "instances_of",
+    "new_instance",
     "parent_vmss",
     "prepare_availability_set",
     "prepare_vm",

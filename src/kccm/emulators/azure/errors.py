@@ -13,6 +13,7 @@ from aiohttp import web
 __all__ = [
     "ArmError",
     "arm_response",
+    "child_not_found",
     "group_not_found",
     "invalid_reference",
     "not_found",

@@ -23,6 +23,7 @@ from kccm.emulators.azure.ids import ref, resolve
 from kccm.emulators.azure.world import Obj, World
 
 __all__ = [
+    "address_dynamic_ip",
     "check_delete_nic",
     "check_delete_public_ip",
     "check_ref",

@@ -19,7 +19,15 @@ from kccm.emulators.azure.kinds import KINDS
 from kccm.emulators.azure.store import build, render
 from kccm.emulators.azure.world import DEFAULTS, Obj, World
 
-__all__ = ["add_vm", "add_vmss", "create", "delete_vm", "seed_world", "set_power"]
+__all__ = [
+    "add_vm",
+    "add_vmss",
+    "create",
+    "default_subnet",
+    "delete_vm",
+    "seed_world",
+    "set_power",
+]
 
 NETWORK = "microsoft.network"
 COMPUTE = "microsoft.compute"

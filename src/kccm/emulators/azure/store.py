@@ -30,8 +30,10 @@ __all__ = [
     "lro_headers",
     "operation_body",
     "page",
+    "public",
     "render",
     "settle",
+    "settle_all",
 ]
 
 TOP_KEYS = ("location", "tags", "sku", "zones", "identity", "kind", "extendedLocation", "plan")
