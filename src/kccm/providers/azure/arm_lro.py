@@ -11,7 +11,8 @@ or ``DELETE`` that takes time answers ``201`` or ``202`` with
 - neither, with ``properties.provisioningState`` not yet terminal: ``GET`` the resource
   until it is.
 
-The first poll is sent at once, later ones after each answer's ``Retry-After`` (else
+A ``PUT`` answered with a terminal ``provisioningState`` in its body is not polled at all (as
+the Go SDK). The first poll is sent at once, later ones after each answer's ``Retry-After`` (else
 ``default_interval``), like the Go SDK's ``PollUntilDone``. Every poll is counted as a read
 under ``<operation>:poll``.
 """
@@ -114,13 +115,21 @@ class Poller:
         self._interval = default_interval
 
     def settle(self, sent: Sent, url: str, *, operation: str, method: str) -> dict[str, Any]:
-        """The result of the operation ``sent`` started (``{}`` for a finished ``DELETE``)."""
+        """The result of the operation ``sent`` started (``{}`` for a finished ``DELETE``).
+        A ``PUT``/``PATCH`` answered ``200``/``201`` whose body's provisioning state is already
+        terminal is done: not polled (the Go SDK's ``async.New`` and ``IsTerminalState``)."""
+        state = _state(sent.body)
+        if method in ("PUT", "PATCH") and sent.status in (200, 201) and state in TERMINAL:
+            if state != "succeeded":
+                raise ARMOperationFailed(
+                    f"{operation}: provisioningState {state}", status=sent.status
+                )
+            return sent.json_body()
         if sent.async_url:
             self._follow_status(sent.async_url, operation)
             return self._final(url, operation, method)
         if sent.location and sent.status == 202:
             return self._follow_location(sent.location, url, operation, method)
-        state = _state(sent.body)
         if method == "PUT" and state and state not in TERMINAL:
             return self._follow_resource(url, operation)
         return sent.json_body()

@@ -380,3 +380,23 @@ def test_ratelimit_exhausted(headers: dict[str, str], kinds: set[str]) -> None:
 )
 def test_retry_after_seconds(value: str, seconds: float | None) -> None:
     assert retry_after_seconds(value) == seconds
+
+
+@pytest.mark.parametrize(
+    ("state", "fails"),
+    [pytest.param("Succeeded", False, id="succeeded"), pytest.param("Failed", True, id="failed")],
+)
+def test_a_put_answered_in_a_terminal_state_is_not_polled(
+    arm: StubARM, client: ARMClient, state: str, fails: bool
+) -> None:
+    """As the Go SDK: a body already ``Succeeded`` (or ``Failed``) needs no poll, even with an
+    ``Azure-AsyncOperation`` header."""
+    body = {"name": "kubernetes", "properties": {"provisioningState": state}}
+    arm.on("PUT", LB, Answer(201, body, {"Azure-AsyncOperation": "{url}/op/9"}))
+    arm.on("GET", "/op/9", Answer(200, {"status": "Succeeded"}))
+    if fails:
+        with pytest.raises(ARMOperationFailed):
+            client.put(LB, {}, VERSION, operation="lb.put")
+    else:
+        assert client.put(LB, {}, VERSION, operation="lb.put") == body
+    assert arm.requests("GET") == []
