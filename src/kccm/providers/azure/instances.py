@@ -41,6 +41,7 @@ from kccm.cloudprovider import (
     InstanceView,
     Node,
     NodeName,
+    Throttled,
     node_name,
     node_provider_id,
 )
@@ -258,13 +259,16 @@ class AzureInstances:
 
     def list_instance_metadata(self, nodes: Sequence[Node]) -> Mapping[NodeName, InstanceMetadata]:
         """Metadata of every Node whose machine exists (see the module doc); a Node that fails
-        is logged and left out (the lifecycle controller decides existence)."""
+        is logged and left out (the lifecycle controller decides existence). Throttling fails
+        the whole refresh, so that the call gate pauses it."""
         machines: dict[NodeName, Machine] = {}
         for node in nodes:
             try:
                 if self.is_unmanaged(node):
                     continue
                 machine = self.machine_of(node, batch=True)
+            except Throttled:
+                raise  # the whole refresh waits (the call gate pauses the group)
             except CloudProviderError as err:
                 log.warning("azure: node %s: %s", node_name(node), err)
                 continue
@@ -278,6 +282,8 @@ class AzureInstances:
                 if nic is None:
                     continue
                 result[name] = self._metadata(by_name[name], machine, nic, self._listed_public_ip)
+            except Throttled:
+                raise
             except CloudProviderError as err:
                 log.warning("azure: metadata of node %s: %s", name, err)
         return result

@@ -18,6 +18,7 @@ from kccm.cloudprovider import (
     ForeignProviderID,
     InstanceNotFound,
     NodeAddress,
+    Throttled,
 )
 from kccm.providers.azure.instances import AzureInstances
 from kccm.providers.azure.provider import AzureCloud
@@ -291,3 +292,13 @@ def test_describe_instance(emu: Any, clouds: dict[str, AzureCloud], world: dict[
     assert view.state == "deallocated"
     assert view.detail["size"] == "Standard_D2s_v3"
     assert instances.describe_instance(node("gone", _vm_pid(emu, "gone"))).exists is False
+
+
+def test_throttling_fails_the_whole_refresh(
+    emu: Any, clouds: dict[str, AzureCloud], world: dict[str, Any]
+) -> None:
+    """A 429 during a refresh is not a Node "left out": it reaches the call gate."""
+    instances = _instances(clouds, "vmss")
+    emu.admin.fault("/virtualMachines", method="GET", kind="throttle", retry_after=0, times=0)
+    with pytest.raises(Throttled):
+        instances.list_instance_metadata([node("node-a"), node("node-b")])
