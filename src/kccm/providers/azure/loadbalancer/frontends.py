@@ -97,20 +97,31 @@ def _refuse_sharing(pip: Json | None, service: Service) -> None:
 def release_public_ips(
     pips: PublicIPs, cluster: str, service: Service, ann: ServiceAnnotations, *, want_lb: bool
 ) -> int:
-    """``reconcilePublicIP``: untag or delete the Service's public IPs it no longer wants
-    (none but the wanted one while it has a public balancer); the number of calls made."""
+    """``reconcilePublicIPs``: untag or delete the Service's public IPs it no longer wants
+    (none but the wanted one while it has a public balancer), in the annotation's resource
+    group and the cluster's; the number of calls made."""
     wanted = ""
     if want_lb and not ann.internal:
         wanted = choose_pip_name(pips.settings, cluster, service, ann, pips.all())[0]
+    found = list(pips.all())
+    cluster_group = pips.settings.resource_group
+    if pips.group.lower() != cluster_group.lower():
+        found += pips.arm.list(pips.settings.pips_path(cluster_group))
     deletes, updates = release_plan(
-        service, ann, pips.all(), cluster, want_lb=want_lb, wanted_name=wanted
+        service, ann, found, cluster, want_lb=want_lb, wanted_name=wanted
     )
     for pip in updates:
-        pips.arm.put(pips.path(str(pip["name"])), pip, if_match=pip.get("etag"))
+        pips.arm.put(_pip_path(pips, pip), pip, if_match=pip.get("etag"))
     for pip in deletes:
-        log.info("azure: deleting public IP %s of %s", pip.get("name"), pips.group)
-        pips.arm.delete(pips.path(str(pip["name"])))
+        log.info("azure: deleting public IP %s", _pip_path(pips, pip))
+        pips.arm.delete(_pip_path(pips, pip))
     return len(updates) + len(deletes)
+
+
+def _pip_path(pips: PublicIPs, pip: Json) -> str:
+    """The public IP's own ID (it may be in the cluster's resource group or the
+    annotation's)."""
+    return str(pip.get("id") or pips.path(str(pip["name"])))
 
 
 def _in_subnet(address: str, subnet: Json) -> bool:

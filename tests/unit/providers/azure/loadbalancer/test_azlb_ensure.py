@@ -490,3 +490,20 @@ def test_drift_of_the_security_group_and_the_pool_is_repaired(
     assert sorted(call for call in arm.mutating()) == sorted([("PUT", NSG), ("PUT", nic_path)])
     assert len(_nsg_rules(arm)) == 1
     assert _nic_pools(arm, "vm-1") == [POOL]
+
+
+def test_public_ips_of_both_resource_groups_are_released(
+    arm: FakeArm, nodes: list[dict[str, Any]]
+) -> None:
+    """As upstream: after the annotation moves the public IP to another resource group the
+    old one (same name) stays until the Service goes; then both go."""
+    lbs = _lbs(arm)
+    lbs.ensure_load_balancer(CLUSTER, service(), nodes)
+    group = "service.beta.kubernetes.io/azure-load-balancer-resource-group"
+    moved = service(annotations={group: "ips"})
+    lbs.ensure_load_balancer(CLUSTER, moved, nodes)
+    new = PIP.replace("/resourceGroups/rg/", "/resourceGroups/ips/")
+    assert new.lower() in arm.store
+    lbs.ensure_load_balancer_deleted(CLUSTER, moved)
+    assert new.lower() not in arm.store
+    assert PIP.lower() not in arm.store
