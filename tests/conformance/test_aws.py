@@ -11,11 +11,13 @@ import botocore.session
 import pytest
 
 from kccm.cloudprovider import Interface, Node, Service, default_load_balancer_name
+from kccm.cloudprovider.retention import ANNOTATION_RETAIN_ADDRESS
 from kccm.emulators import aws as support
 from kccm.providers.aws import AWSCloud
 from kccm.providers.aws.annotations import TYPE
 from kccm.providers.aws.balancers import is_nlb
 from kccm.providers.aws.config import load_aws_config
+from kccm.providers.aws.nlboptions import EIP_ALLOCATIONS
 from kccm.testing.conformance import CloudProviderConformance, make_service
 
 
@@ -192,6 +194,24 @@ class TestAWSCloud(CloudProviderConformance):
         return support.node_for(moto_world, next(iter(moto_world.instances)))
 
     @pytest.fixture
+    def retention_service(self, moto_world: Any) -> Iterator[dict[str, Any]]:
+        """An NLB naming one Elastic IP allocation per subnet (AWS assigns the addresses of
+        any other balancer: nothing to keep), asking for retention; the allocations the test
+        did not release are released after it."""
+        ec2, _ = support.clients(moto_world.url)
+        ids = [ec2.allocate_address(Domain="vpc")["AllocationId"] for _ in moto_world.subnet_ids]
+        service = make_service("conf-retain")
+        service["metadata"]["annotations"] = {
+            TYPE: "nlb",
+            EIP_ALLOCATIONS: ",".join(ids),
+            ANNOTATION_RETAIN_ADDRESS: "true",
+        }
+        yield service
+        left = ec2.describe_addresses(Filters=[{"Name": "allocation-id", "Values": ids}])
+        for address in left["Addresses"]:
+            ec2.release_address(AllocationId=address["AllocationId"])
+
+    @pytest.fixture
     def unknown_provider_id(self) -> str:
         """Well-formed (upstream MapToAWSInstanceID accepts it) and naming no instance."""
         return f"aws:///{support.ZONES[0]}/i-{uuid.uuid4().hex[:17]}"
@@ -222,3 +242,68 @@ def test_the_tamper_sees_drift_that_the_next_ensure_repairs(
     lb.ensure_load_balancer("k", service, nodes)
     assert tamper.is_intact(cloud, "k", service, nodes)
     lb.ensure_load_balancer_deleted("k", service)
+
+
+def _recording(lb: Any) -> list[tuple[str, dict[str, Any]]]:
+    """Every AWS call ``lb`` makes from now on: (operation, parameters)."""
+    calls: list[tuple[str, dict[str, Any]]] = []
+    real = lb._api.call
+
+    def call(service: str, operation: str, **params: Any) -> Any:
+        calls.append((operation, params))
+        return real(service, operation, **params)
+
+    lb._api.call = call
+    return calls
+
+
+def test_a_re_created_nlb_gets_its_kept_elastic_ips_back_by_owner(
+    moto_world: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 39 on moto: the kept allocations (tagged with the owner) go into the re-created
+    Service's CreateLoadBalancer though it names none, and their mark goes; a Service without
+    kccm's annotation makes no DescribeAddresses (the default path is unchanged); after the
+    release nothing is left allocated."""
+    for key, value in support.CREDENTIALS.items():
+        monkeypatch.setenv(key, value)
+    cloud = AWSCloud(load_aws_config(moto_world.cloud_config()))
+    lb = cloud.load_balancer()
+    assert lb is not None
+    ec2, _ = support.clients(moto_world.url)
+    ids = sorted(ec2.allocate_address(Domain="vpc")["AllocationId"] for _ in moto_world.subnet_ids)
+    nodes = [support.node_for(moto_world, i) for i in moto_world.instances]
+    first = make_service("eip-kept")
+    first["metadata"]["annotations"] = {
+        TYPE: "nlb",
+        EIP_ALLOCATIONS: ",".join(ids),
+        ANNOTATION_RETAIN_ADDRESS: "true",
+    }
+    again = make_service("eip-kept")
+    again["metadata"]["annotations"] = {TYPE: "nlb", ANNOTATION_RETAIN_ADDRESS: "true"}
+    plain = make_service("eip-plain")
+    plain["metadata"]["annotations"] = {TYPE: "nlb"}
+    try:
+        lb.ensure_load_balancer("k", first, nodes)
+        kept = lb.ensure_load_balancer_deleted_keeping_address("k", first)
+        assert sorted(a.id for a in kept) == ids
+        assert {a.owner for a in kept} == {"default/eip-kept"}
+        calls = _recording(lb)
+        lb.ensure_load_balancer("k", again, nodes)
+        (create,) = [p for op, p in calls if op == "create_load_balancer"]
+        assert sorted(m["AllocationId"] for m in create["SubnetMappings"]) == ids
+        assert lb.list_retained_addresses("k") == []
+        calls.clear()
+        lb.ensure_load_balancer("k", plain, nodes)
+        assert "describe_addresses" not in [op for op, _ in calls]
+        lb.ensure_load_balancer_deleted_keeping_address("k", again)
+        assert sorted(a.id for a in lb.list_retained_addresses("k")) == ids
+        for allocation in ids:
+            assert lb.release_retained_address("k", allocation) is True
+        left = ec2.describe_addresses(Filters=[{"Name": "allocation-id", "Values": ids}])
+        assert left["Addresses"] == []
+    finally:
+        lb.ensure_load_balancer_deleted("k", again)
+        lb.ensure_load_balancer_deleted("k", plain)
+        left = ec2.describe_addresses(Filters=[{"Name": "allocation-id", "Values": ids}])
+        for address in left["Addresses"]:
+            ec2.release_address(AllocationId=address["AllocationId"])

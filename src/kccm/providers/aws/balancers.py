@@ -46,6 +46,7 @@ from kccm.providers.aws.loadbalancer import (
 )
 from kccm.providers.aws.nlbgroups import MANAGED, NLBGroups
 from kccm.providers.aws.nlboptions import TARGET_GROUP_ATTRIBUTES, key_value_list
+from kccm.providers.aws.retention import ElasticIPRetention, nlb_allocations
 from kccm.providers.aws.securitygroups import NodePorts, SecurityGroups
 from kccm.providers.aws.sgrules import source_ranges
 from kccm.providers.aws.tags import ClusterTagging
@@ -95,7 +96,7 @@ def kind_change_error(service: Service) -> ServiceAnnotationError | None:
     )
 
 
-class ServiceLoadBalancers:
+class ServiceLoadBalancers(ElasticIPRetention):
     """The LoadBalancer capability: Classic ELB by default, NLB for ``type: nlb``."""
 
     def __init__(
@@ -162,9 +163,17 @@ class ServiceLoadBalancers:
         if not is_nlb(service):
             return self.classic.ensure(service, nodes)
         spec = load_balancer_spec(service, self._probe)  # bad input fails before any write
+        spec, reclaimed = self._with_kept(cluster_name, service, spec)
         lb = self._ensure_nlb(cluster_name, service, nodes, spec)
         self._sync_nlb_rules(service, nodes, lb, spec)
+        self._unmark(reclaimed)
         return status_of(lb)
+
+    def _nlb_allocations(self, service: Service) -> tuple[str, ...]:
+        return nlb_allocations(service, self._probe) if self._is_nlb(service) else ()
+
+    def _is_nlb(self, service: Service) -> bool:
+        return not handled_elsewhere(service) and is_nlb(service)
 
     def update_load_balancer(
         self, cluster_name: str, service: Service, nodes: Sequence[Node]

@@ -7,6 +7,7 @@ import logging
 from typing import Any, TextIO
 
 from kccm.cloudprovider import (
+    AddressRetainer,
     ControllerClientBuilder,
     InstanceDescriber,
     InstanceMetadataLister,
@@ -125,10 +126,11 @@ def _implements(
     Interface,
     LoadBalancer,
     LoadBalancerDescriber,
+    AddressRetainer,
     InstancesV2,
     InstanceDescriber,
     InstanceMetadataLister,
     Routes,
 ]:
     """Never called: mypy checks here that each capability implements its Protocol."""
-    return (cloud, balancers, balancers, instances, instances, instances, routes)
+    return (cloud, balancers, balancers, balancers, instances, instances, instances, routes)
