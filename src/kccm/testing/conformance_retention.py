@@ -24,6 +24,7 @@ from kccm.cloudprovider import (
     ThreadPoolAdapter,
     as_address_retainer,
 )
+from kccm.cloudprovider.retention import ANNOTATION_RETAIN_ADDRESS
 from kccm.testing.conformance_objects import make_service
 
 __all__ = ["AddressRetentionConformance"]
@@ -44,9 +45,12 @@ class AddressRetentionConformance:
 
     @pytest.fixture
     def retention_service(self) -> dict[str, Any]:
-        """A Service whose balancer has an address to keep (override where the cloud gives
-        one only when asked, e.g. aws's ``eip-allocations``)."""
-        return make_service("conf-retain")
+        """A Service whose balancer has an address to keep, carrying kccm's annotation as a
+        Service asking for retention does (override where the cloud gives an address only
+        when asked, e.g. aws's ``eip-allocations``)."""
+        service = make_service("conf-retain")
+        service["metadata"]["annotations"] = {ANNOTATION_RETAIN_ADDRESS: "true"}
+        return service
 
     async def test_a_kept_address_comes_back_to_its_service_and_is_released_on_demand(
         self,

@@ -23,6 +23,7 @@ from typing import TextIO
 from prometheus_client import CollectorRegistry
 
 from kccm.cloudprovider import (
+    AddressRetainer,
     CloudProviderError,
     ControllerClientBuilder,
     InstanceDescriber,
@@ -192,6 +193,7 @@ def _implements(
     Interface,
     LoadBalancer,
     LoadBalancerDescriber,
+    AddressRetainer,
     InstancesV2,
     InstanceDescriber,
     InstanceMetadataLister,
@@ -199,7 +201,7 @@ def _implements(
 ]:
     """Never called: mypy checks here that each capability implements its Protocol (a method
     added to one of them and missing here fails ``make typecheck``)."""
-    return (cloud, balancers, balancers, instances, instances, instances, routes)
+    return (cloud, balancers, balancers, balancers, instances, instances, instances, routes)
 
 
 new_openstack_cloud.config_schema = CheckedOpenStackConfig  # type: ignore[attr-defined]  # checked before start-up

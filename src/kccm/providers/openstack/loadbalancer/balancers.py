@@ -35,6 +35,7 @@ from kccm.cloudprovider import (
     LoadBalancerStatus,
     Node,
     NodeExclusion,
+    RetainedAddress,
     Service,
 )
 from kccm.providers.openstack.api import OpenStackAPI
@@ -68,11 +69,12 @@ from kccm.providers.openstack.loadbalancer.names import (
     pool_name,
     service_key,
 )
-from kccm.providers.openstack.loadbalancer.neutron import Neutron
+from kccm.providers.openstack.loadbalancer.neutron import Neutron, Obj
 from kccm.providers.openstack.loadbalancer.nodes import filter_nodes, node_exclusion
 from kccm.providers.openstack.loadbalancer.octavia import ACTIVE, LB, Octavia
 from kccm.providers.openstack.loadbalancer.pools import ensure_pool
 from kccm.providers.openstack.loadbalancer.rename import has_old_cluster_name, rename_load_balancer
+from kccm.providers.openstack.loadbalancer.retention import as_retained, kept, mark
 from kccm.providers.openstack.loadbalancer.secgroups import (
     ensure_security_group,
     ensure_security_group_deleted,
@@ -412,7 +414,26 @@ class OctaviaLoadBalancers:
         with self.metrics.reconcile("loadbalancer_delete"):
             self._delete(cluster_name, service)
 
-    def _delete(self, cluster_name: str, service: Service) -> None:
+    def ensure_load_balancer_deleted_keeping_address(
+        self, cluster_name: str, service: Service
+    ) -> Sequence[RetainedAddress]:
+        """kccm: the floating IP marked retained (:mod:`.retention`), then the delete."""
+        with self.metrics.reconcile("loadbalancer_delete"):
+            return self._delete(cluster_name, service, keep=True)
+
+    def list_retained_addresses(self, cluster_name: str) -> Sequence[RetainedAddress]:
+        return [as_retained(f, cluster_name) for f in kept(self.neutron, cluster_name)]
+
+    def release_retained_address(self, cluster_name: str, address: str) -> bool:
+        for fip in kept(self.neutron, cluster_name):
+            if address in (fip.get("id"), fip.get("floating_ip_address")):
+                self.neutron.delete_floating_ip(str(fip.get("id")))
+                return True
+        return False
+
+    def _delete(
+        self, cluster_name: str, service: Service, *, keep: bool = False
+    ) -> list[RetainedAddress]:
         """Upstream ``ensureLoadBalancerDeleted``."""
         conf = config_for_delete(service, self.opts, self.octavia)
         conf.lb_name = load_balancer_name(cluster_name, service)
@@ -421,9 +442,16 @@ class OctaviaLoadBalancers:
                 turn.enter_context(self.locks.hold(conf.lb_id))
             found = find_for_service(self.octavia, cluster_name, service, conf.lb_id)
             lb = self._turn(turn, conf.lb_id, found)
+            fip = self._kept_fip(cluster_name, service, lb) if keep else None
             delete_for_service(
                 self.octavia, self.neutron, lb, service, conf, self.opts.cascade_delete
             )
+        return [] if fip is None else [as_retained(fip, cluster_name)]
+
+    def _kept_fip(self, cluster_name: str, service: Service, lb: LB | None) -> Obj | None:
+        port_id = str((lb or {}).get("vip_port_id") or "")
+        fip = self.neutron.floating_ip_of_port(port_id) if port_id else None
+        return None if fip is None else mark(self.neutron, cluster_name, service, fip)
 
 
 def with_tag(tags: list[str], name: str) -> list[str] | None:

@@ -31,6 +31,7 @@ from kccm.providers.openstack.loadbalancer.names import (
     service_key,
 )
 from kccm.providers.openstack.loadbalancer.neutron import Neutron, Obj
+from kccm.providers.openstack.loadbalancer.retention import adopt_kept, unmark
 from kccm.providers.openstack.loadbalancer.svcconf import ServiceConfig
 
 __all__ = ["delete_fip_if_created_by_provider", "ensure_floating_ip", "release_floating_ip"]
@@ -139,6 +140,10 @@ def ensure_floating_ip(
     address = _load_balancer_ip(service)
     if fip is None and address:
         fip = _adopt_requested(neutron, address, port_id)
+        if fip is not None:
+            unmark(neutron, cluster, service, fip)
+    if fip is None and not address:
+        fip = adopt_kept(neutron, cluster, service, port_id)
     if fip is None:
         if conf.public_network_id:
             fip = _create(neutron, cluster, service, conf, port_id)

@@ -52,6 +52,11 @@ class Neutron:
         result = self._send("PUT", f"/floatingips/{fip_id}", body, "update_floatingip")
         return dict(result.get("floatingip") or {})
 
+    def update_floating_ip(self, fip_id: str, body: Mapping[str, Any]) -> Obj:
+        """kccm: any update of a floating IP (its description, for address retention)."""
+        result = self._send("PUT", f"/floatingips/{fip_id}", dict(body), "update_floatingip")
+        return dict(result.get("floatingip") or {})
+
     def delete_floating_ip(self, fip_id: str) -> None:
         self.api.request(
             SERVICE, "DELETE", f"{V2}/floatingips/{fip_id}", operation="delete_floatingip"
