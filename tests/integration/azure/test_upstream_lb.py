@@ -138,14 +138,24 @@ async def test_upstream_publishes_a_public_ip_changes_the_port_and_deletes_it(
     moved_port = [{"op": "replace", "path": "/spec/ports/0/port", "value": 8081}]
     await kube.patch(SERVICES, "web", moved_port, patch_type=PatchType.JSON, namespace=ns)
 
-    async def moved() -> dict[str, Any] | None:
+    def _allows(rule: dict[str, Any]) -> list[str]:
+        return (
+            [rule["destinationPortRange"]]
+            if rule.get("destinationPortRange")
+            else list(rule.get("destinationPortRanges") or [])
+        )
+
+    async def moved() -> bool:
+        """Upstream's update PUTs the balancer, then the security group: wait for both (the
+        balancer alone moved is a moment upstream passes through, not its answer)."""
         world.ccm.alive()
         rules = _rules(await _balancer(world, "kubernetes"))
-        return rules if f"{base}-TCP-8081" in rules and f"{base}-TCP-80" not in rules else None
+        if f"{base}-TCP-8081" not in rules or f"{base}-TCP-80" in rules:
+            return False
+        allows = await asyncio.to_thread(_allow_rules_for, world, ip)
+        return len(allows) == 1 and _allows(allows[0]) == ["8081"]
 
     await eventually(moved)
-    (allow,) = await asyncio.to_thread(_allow_rules_for, world, ip)
-    assert allow.get("destinationPortRange") == "8081" or "8081" in allow["destinationPortRanges"]
     assert ingress_ip(await kube.get(SERVICES, "web", namespace=ns)) == ip
 
     await delete_until_gone(kube, SERVICES, ["web"], ns, within=BUDGET)
