@@ -93,6 +93,7 @@ async def test_preflight_lists_what_kccm_reads_differently(
     lines = result.stdout.splitlines()
     assert lines[0].startswith("4 LoadBalancer Services checked against OCCM v1.36.0: 1 ")
     assert f'{kube_namespace}/method  {LB}lb-method="RANDOM"' in lines
+    assert "kccm:         the same on a pool that exists;" in result.stdout  # OCCM's Warning
     assert "never read as true" in result.stdout  # "True" under OCCM was the default, false
 
 

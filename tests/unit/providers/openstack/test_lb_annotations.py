@@ -33,7 +33,8 @@ BAD = [
         {},
         ann.X_FORWARDED_FOR,
     ),
-    ("lb-method-unknown", {ann.LB_METHOD: "RANDOM"}, {}, ann.LB_METHOD),
+    # a new balancer's pools would be made (on a pool that exists: test_lb_method_unknown.py)
+    ("lb-method-unknown-new-pool", {ann.LB_METHOD: "RANDOM"}, {}, ann.LB_METHOD),
     ("class-unknown", {ann.CLASS: "nope"}, {}, "invalid loadbalancer class 'nope'"),
     (
         "source-ranges-bad",

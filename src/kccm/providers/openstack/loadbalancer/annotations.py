@@ -16,9 +16,11 @@ upstream falls back silently (a log line), kccm falls back the same way and says
 ``Warning`` Event (reason ``InvalidAnnotation``) naming the annotation, its value and the
 value used (:mod:`kccm.cloudprovider.annotations`, ``OnInvalid.FALLBACK``). A value is read
 where the balancer code uses it (:meth:`Parsed.get`), since only there is the default known
-(a ``[LoadBalancer]`` option for some). The one value kccm refuses is an ``lb-method``
-Octavia does not know: upstream sends it and Octavia answers 400 at the pool; kccm refuses it
-before any write (:class:`LBAnnotationError`).
+(a ``[LoadBalancer]`` option for some). An ``lb-method`` is taken as written, as upstream
+takes it: Octavia judges it. A method it does not know (:data:`LB_METHODS`) on a pool that
+exists is upstream's failed pool update, a ``LoadBalancerLbMethodUnknown`` Warning Event, and
+the sync goes on (:mod:`.pools`); only where a pool would be made is it refused, before any
+write (upstream: Octavia's 400 at the new pool).
 """
 
 from __future__ import annotations
@@ -145,7 +147,7 @@ class Parsed(Generic[T]):
 
     def get(self, default: T) -> T:
         """The value as upstream reads it; ``default`` when absent or (with a Warning Event)
-        when upstream cannot parse it; an ``lb-method`` Octavia refuses raises."""
+        when upstream cannot parse it."""
         if self.text is None or self.read is None:
             return default
         return cast(T, self.read({self.key: self.text}, self.key, default))
@@ -249,16 +251,13 @@ def _proxy(values: Mapping[str, str], key: str, default: str | None) -> str | No
 
 
 LB_METHODS = ("ROUND_ROBIN", "LEAST_CONNECTIONS", "SOURCE_IP", "SOURCE_IP_PORT")
+"""The methods Octavia's API knows (``SUPPORTED_LB_ALGORITHMS``); it answers 400 to others."""
 
 
 def _lb_method(values: Mapping[str, str], key: str, default: str) -> str:
-    """Upstream passes the text to Octavia, which refuses a method it does not know (400)."""
-    value = values[key]
-    if value and value not in LB_METHODS:
-        raise LBAnnotationError(
-            f"annotation {key}: {value!r} is not one of {', '.join(LB_METHODS)}"
-        )
-    return value
+    """Upstream ``getStringFromServiceAnnotation``: the text as written, sent to Octavia
+    (which judges it; :func:`.pools.refuse_unknown_method`)."""
+    return values[key]
 
 
 _BOOLS = {

@@ -15,9 +15,12 @@ delete holds its balancer's lock (:mod:`.locks`) from the read its decisions res
 last write, so Services sharing a balancer take turns.
 
 Differences from upstream (docs/providers/openstack.md): a balancer in ``PENDING_*`` is
-waited for instead of failing the sync; a bad annotation value fails the sync naming it
-instead of falling back to the default; a ``load-balancer-id`` whose balancer is gone is
-looked up by name (and made again) instead of failing for ever.
+waited for instead of failing the sync; an annotation value upstream cannot parse gives
+upstream's default too, but with a ``Warning`` Event naming it (:mod:`.annotations`); an
+``lb-method`` Octavia does not know is refused before any write only where a pool would be
+made (on a pool that exists it is upstream's Warning and the sync goes on, :mod:`.pools`); a
+``load-balancer-id`` whose balancer is gone is looked up by name (and made again) instead of
+failing for ever.
 """
 
 from __future__ import annotations

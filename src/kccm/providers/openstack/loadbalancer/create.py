@@ -28,7 +28,7 @@ from kccm.providers.openstack.loadbalancer.names import (
     pool_name,
 )
 from kccm.providers.openstack.loadbalancer.octavia import ERROR, LB, Octavia, OctaviaWaitError
-from kccm.providers.openstack.loadbalancer.pools import build_pool
+from kccm.providers.openstack.loadbalancer.pools import build_pool, refuse_unknown_method
 from kccm.providers.openstack.loadbalancer.svcconf import ServiceConfig
 
 __all__ = ["create_body", "create_load_balancer"]
@@ -114,7 +114,10 @@ def create_load_balancer(
     conf: ServiceConfig,
     opts: LoadBalancerOpts,
 ) -> LB:
-    """Create, wait for ACTIVE; ERROR -> delete it (cascade) and fail."""
+    """Create, wait for ACTIVE; ERROR -> delete it (cascade) and fail. An ``lb-method``
+    Octavia would refuse for the new pools is refused first
+    (:func:`.pools.refuse_unknown_method`)."""
+    refuse_unknown_method(conf)
     body = create_body(octavia, name, cluster, service, nodes, conf, opts)
     log.info("Creating loadbalancer %s", name)
     created = octavia.create_load_balancer(body)

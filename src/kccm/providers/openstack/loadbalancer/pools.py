@@ -3,8 +3,17 @@
 
 The pool protocol is the listener's, ``PROXY``/``PROXYV2`` with ``proxy-protocol``, ``HTTP``
 with ``x-forwarded-for`` or TLS termination; a pool of the wrong protocol is deleted and made
-again; a changed ``lb-method`` is one PUT (a refused method is logged, as upstream does);
-``sessionAffinity: ClientIP`` is ``SOURCE_IP`` persistence on create.
+again; a changed ``lb-method`` is one PUT; ``sessionAffinity: ClientIP`` is ``SOURCE_IP``
+persistence on create.
+
+An ``lb-method`` Octavia refuses, on a pool that exists, is upstream's (``ensureOctaviaPool``
+lines 905-924): the refused PUT is logged and recorded as a ``LoadBalancerLbMethodUnknown``
+Warning Event, and the members are still brought in line with the Nodes, on an update as on
+an ensure. Only where a pool would be made (upstream: ``CreatePool``, or the balancer's
+fully populated create, which Octavia answers 400 and the sync fails) does kccm refuse it,
+before any write (:func:`refuse_unknown_method`): before the POST of a new balancer, and
+before a pool of the wrong protocol is deleted, so the old pool keeps serving (upstream
+deletes it, then fails to make the new one).
 """
 
 from __future__ import annotations
@@ -15,12 +24,17 @@ from typing import Any
 
 from kccm.cloudprovider import Node, Service
 from kccm.providers.openstack.api import OpenStackError
+from kccm.providers.openstack.loadbalancer.annotations import (
+    LB_METHOD,
+    LB_METHODS,
+    LBAnnotationError,
+)
 from kccm.providers.openstack.loadbalancer.events import LB_METHOD_UNKNOWN, occm_event
 from kccm.providers.openstack.loadbalancer.members import ensure_members
 from kccm.providers.openstack.loadbalancer.octavia import LB, Octavia
 from kccm.providers.openstack.loadbalancer.svcconf import ServiceConfig
 
-__all__ = ["build_pool", "ensure_pool", "pool_protocol"]
+__all__ = ["build_pool", "ensure_pool", "pool_protocol", "refuse_unknown_method"]
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +59,17 @@ def build_pool(
     if (service.get("spec") or {}).get("sessionAffinity") == "ClientIP":
         body["session_persistence"] = {"type": "SOURCE_IP"}
     return body
+
+
+def refuse_unknown_method(conf: ServiceConfig) -> None:
+    """Before a pool is made: an ``lb-method`` annotation Octavia would refuse (400) fails the
+    sync, naming it, before any write."""
+    method = conf.lb_method
+    if method and method not in LB_METHODS:
+        raise LBAnnotationError(
+            f"annotation {LB_METHOD}: {method!r} is not one of {', '.join(LB_METHODS)}; "
+            "Octavia refuses it for a new pool"
+        )
 
 
 def _fix_method(octavia: Octavia, lb_id: str, pool: LB, method: str) -> None:
@@ -75,6 +100,8 @@ def ensure_pool(
     """Upstream ``ensureOctaviaPool``: the pool, its method and its members."""
     pool = octavia.pool_of_listener(lb_id, str(listener["id"]))
     wanted = pool_protocol(str(listener.get("protocol")), conf)
+    if pool is None or pool.get("protocol") != wanted:
+        refuse_unknown_method(conf)  # a pool is to be made
     if pool is not None and pool.get("protocol") != wanted:
         log.info("Deleting unused pool %s of listener %s", pool.get("id"), listener.get("id"))
         octavia.delete_pool(lb_id, str(pool["id"]))

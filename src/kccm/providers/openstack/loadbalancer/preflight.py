@@ -4,7 +4,8 @@ from OCCM v1.36.0, or which neither reads (``kccm explain openstack-annotations`
 Reads the Service only (no cloud, no ``cloud.conf``), with the same rules as
 :mod:`.annotations`: each :class:`Finding` names the annotation, its value, what OCCM does with
 it and what kccm does. ``differs`` is True where the outcome differs (an ``lb-method`` Octavia
-refuses: kccm refuses it before any write); False where both read it the same way, which is
+refuses: the same on a pool that exists, but refused before any write where a pool would be
+made, where OCCM fails half-way); False where both read it the same way, which is
 still worth a look: a value OCCM cannot parse (``True``, ``1``, ``enabled``) was never read
 by OCCM either, and kccm reports it with a Warning Event on every sync; a
 ``loadbalancer.openstack.org/`` annotation neither knows is most likely misspelt.
@@ -89,9 +90,11 @@ def _lb_method(value: str) -> tuple[str, str, bool] | None:
     if not value or value in ann.LB_METHODS:
         return None
     return (
-        "sent to Octavia, which refuses it (400) at the pool, after the balancer and its "
-        "listeners are made: the sync fails",
-        "refused before any write: the sync fails, naming the annotation",
+        "sent to Octavia, which refuses it: on a pool that exists, a LoadBalancerLbMethodUnknown "
+        "Warning Event and the sync goes on (members follow the Nodes); a new pool fails the "
+        "sync (400) after the balancer and its listener are made",
+        "the same on a pool that exists; where a pool would be made, refused before any write, "
+        "naming the annotation",
         True,
     )
 
