@@ -12,7 +12,9 @@
 Differences (docs/providers/openstack.md, "Monitoring"): kccm observes every HTTP request
 (OCCM one observation per gophercloud call, which may read several pages), Keystone's token
 requests aside as in OCCM; requests OCCM does not wrap (its version discovery, Barbican's
-container check) are observed too.
+container check) are observed too. A reconcile's duration leaves out the time it waited for
+another sync of its balancer (:meth:`OpenStackMetrics.waited`; OCCM runs one sync at a time
+and never waits).
 
 The families live outside any registry until the daemon registers them
 (:meth:`OpenStackMetrics.register`), so a provider made by a test or a tool records into
@@ -22,8 +24,9 @@ metrics nobody reads, at no cost worth counting.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import Metric
@@ -38,6 +41,9 @@ RECONCILE_BUCKETS = (
     *(0.01, 0.05, 0.1, 0.5, 1.0, 2.5, 5.0, 7.5, 10.0, 12.5, 15.0, 17.5, 20.0, 22.5, 25.0),
     *(27.5, 30.0, 50.0, 75.0, 100.0, 1000.0),
 )
+
+_WAITED: ContextVar[list[float] | None] = ContextVar("openstack_reconcile_waited", default=None)
+"""The seconds the reconcile running in this context waited for its turn."""
 
 _RESOURCES = {
     # kccm's operation noun (singular) -> OCCM's metric resource
@@ -75,7 +81,8 @@ def request_label(operation: str) -> str:
 class OpenStackMetrics(Collector):
     """The six families; :meth:`register` puts them on the daemon's registry (once)."""
 
-    def __init__(self) -> None:
+    def __init__(self, monotonic: Callable[[], float] = time.monotonic) -> None:
+        self._monotonic = monotonic
         self.api_duration = Histogram(
             "openstack_api_request_duration_seconds",
             "Latency of an OpenStack API call",
@@ -148,14 +155,27 @@ class OpenStackMetrics(Collector):
 
     @contextmanager
     def reconcile(self, operation: str) -> Iterator[None]:
-        """Time a reconcile (OCCM's ``ObserveReconcile``): ``loadbalancer_ensure``, ..."""
-        start = time.monotonic()
+        """Time a reconcile (OCCM's ``ObserveReconcile``): ``loadbalancer_ensure``, ...; the
+        seconds it reports through :meth:`waited` are left out."""
+        start = self._monotonic()
+        waited = [0.0]
+        token = _WAITED.set(waited)
         failed = True
         try:
             yield
             failed = False
         finally:
-            self.reconcile_duration.labels(operation).observe(time.monotonic() - start)
+            _WAITED.reset(token)
+            spent = max(0.0, self._monotonic() - start - waited[0])
+            self.reconcile_duration.labels(operation).observe(spent)
             self.reconcile_total.labels(operation).inc()
             if failed:
                 self.reconcile_errors.labels(operation).inc()
+
+    @staticmethod
+    def waited(seconds: float) -> None:
+        """``seconds`` the reconcile running in this thread spent waiting for another sync of
+        its balancer (:mod:`.loadbalancer.locks`): not part of its duration."""
+        found = _WAITED.get()
+        if found is not None:
+            found[0] += seconds

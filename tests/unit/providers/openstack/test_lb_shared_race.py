@@ -13,6 +13,7 @@ finished) or is waiting for the provider's lock on that balancer (the lock's deb
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,12 +24,14 @@ from os_lb_support import CLUSTER, LBWorld, ann, lb_world, service
 from kccm.cloudprovider import CloudProviderError
 from kccm.providers.openstack.api import OpenStackConflict
 from kccm.providers.openstack.loadbalancer.balancers import OctaviaLoadBalancers
+from kccm.providers.openstack.loadbalancer.locks import BalancerBusy
 from kccm.providers.openstack.loadbalancer.names import load_balancer_name
 from kccm.testing.interleave import Interleaving, Stop
 
 LOCKS_LOGGER = "kccm.providers.openstack.loadbalancer.locks"
 
 LB_PATH = re.compile(r"/loadbalancers/[0-9a-f-]{36}$")
+SAFETY_NET = 30.0
 
 
 @pytest.fixture
@@ -210,4 +213,38 @@ def test_a_tag_write_refused_with_409_is_rebuilt_from_the_balancer_read_again(
         balancers.octavia.api.request = send  # type: ignore[method-assign]
         tags = [t for t in other.octavia.get_load_balancer(lb_id)["tags"] if t != foreign]
         other.octavia.update_load_balancer(lb_id, {"tags": tags or [""]})
+        _cleanup(balancers, patcher, guest, owner)
+
+
+def test_a_sync_kept_waiting_past_the_bound_fails_to_be_retried(world: LBWorld) -> None:
+    """Another Service's sync holds the shared balancer (a zero bound stands for the 30 s):
+    the guest's ensure fails naming the balancer, before any write, and its retry joins."""
+    patcher = ByService()
+    balancers = _provider(world, patcher, **{"max-shared-lb": "3"})
+    owner, lb_id = _owner(world, balancers, patcher)
+    guest = service("guest", ports=((8081, 30081),), annotations={ann.LB_ID: lb_id})
+    balancers.locks.wait_s = 0
+    holding, release = threading.Event(), threading.Event()
+
+    def other_sync() -> None:
+        with balancers.locks.hold(lb_id):
+            holding.set()
+            release.wait(SAFETY_NET)
+
+    thread = threading.Thread(target=other_sync)
+    thread.start()
+    try:
+        assert holding.wait(SAFETY_NET)
+        before = world.seq()
+        with pytest.raises(BalancerBusy) as busy:
+            balancers.ensure_load_balancer(CLUSTER, guest, world.nodes)
+        assert str(busy.value) == f"balancer {lb_id} is busy with another Service's sync; retrying"
+        assert world.writes(before) == []
+    finally:
+        release.set()
+        thread.join(SAFETY_NET)
+    try:
+        balancers.ensure_load_balancer(CLUSTER, guest, world.nodes)
+        assert _tags(balancers, lb_id) == sorted([_name(owner), _name(guest)])
+    finally:
         _cleanup(balancers, patcher, guest, owner)

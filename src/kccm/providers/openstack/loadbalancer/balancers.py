@@ -125,8 +125,9 @@ class OctaviaLoadBalancers:
         self.keymanager = KeyManager(api, self.opts.container_store)
         self.metrics = api.metrics
         self.patcher = patcher
-        self.locks = BalancerLocks()
-        """Ensures and deletes of one balancer take turns (:mod:`.locks`)."""
+        self.locks = BalancerLocks(clock=clock, on_waited=self.metrics.waited)
+        """Ensures and deletes of one balancer take turns (:mod:`.locks`); the wait is left out
+        of the reconcile duration metric."""
 
     def set_service_patcher(self, patcher: ServicePatcher | None) -> None:
         """Where the ``load-balancer-id``/``-address`` annotations go (``initialize``)."""
