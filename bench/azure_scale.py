@@ -12,8 +12,8 @@ sign-in, ``vmType: standard``, a Standard balancer, no route table in use: route
 Requests are counted from the emulator's request log, by service (``arm``, ``adfs``,
 ``imds``) and operation (method and resource types without names).
 
-kccm (``--cloud-provider=azure``, ``--node-status-update-frequency`` = --refresh-every, every
-other flag at its default):
+kccm (``--cloud-provider=azure``, ``--configure-cloud-routes=false``,
+``--node-status-update-frequency`` = --refresh-every, every other flag at its default):
 
 init      one kubelet-style Node per VM (no providerID, the uninitialized taint) created at
           once: wall time until every Node has its providerID, InternalIP, instance type and
@@ -116,6 +116,7 @@ class KccmBench:
             f"--cloud-config={self.files.azure_json}",
             f"--kubeconfig={self.plane.admin_kubeconfig}",
             f"--secure-port={port}", "--bind-address=127.0.0.1",
+            "--configure-cloud-routes=false",  # as upstream's CCM here: no routes
         ]  # fmt: skip
         if tick is not None:
             args.append(f"--node-status-update-frequency={tick:g}s")
