@@ -112,6 +112,17 @@ class World:
     async def state_is(self, wanted: dict[str, list[str]]) -> bool:
         return await blocking(self.admin.state) == wanted
 
+    async def quiet_state(self) -> dict[str, list[str]]:
+        """The emulator's state once no operation is pending: the steady state tests return
+        to. (Taken while a write's operation is still in progress, it would list that
+        operation, which completes a moment later, so no later state could ever equal it.)"""
+
+        async def quiet() -> dict[str, list[str]] | None:
+            found: dict[str, list[str]] = await blocking(self.admin.state)
+            return None if found["pendingOperations"] else found
+
+        return await self.until(quiet)
+
     async def add_machine(self, name: str, **spec: Any) -> Machine:
         vm = await blocking(self.admin.add_vm, name, **spec)
         return await blocking(machine_of, self.emulator, vm)

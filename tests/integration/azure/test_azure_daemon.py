@@ -92,7 +92,7 @@ async def world(
             await env.until(lambda: initialised_nodes(kube, names))
             routed = {(f"10.244.{i}.0/24", m.ip) for i, m in enumerate(env.base)}
             await env.until(lambda: routes_are(env, routed))
-            env.steady = await blocking(emulator.admin.state)
+            env.steady = await env.quiet_state()
             yield env
         finally:
             try:
