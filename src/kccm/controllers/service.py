@@ -47,7 +47,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kccm.api.wellknown import FINALIZER_LB_CLEANUP
 from kccm.cloudprovider.errors import ImplementedElsewhere
 from kccm.cloudprovider.gate import Priority
 from kccm.cloudprovider.gated import GatedLoadBalancer
@@ -56,16 +55,9 @@ from kccm.controllers.base import CloudController, ControllerContext
 from kccm.controllers.service_hosts import BalancerTurns, service_ref, update_hosts
 from kccm.controllers.service_metrics import ServiceControllerMetrics
 from kccm.controllers.service_nodes import BackendNodeSet, NodeSetSnapshot, should_sync_updated_node
-from kccm.controllers.service_patches import (
-    LEGACY_ANNOTATIONS,
-    finalizer_patch,
-    legacy_annotations_patch,
-    load_balancer_status_equal,
-    status_patch,
-)
+from kccm.controllers.service_patches import LEGACY_ANNOTATIONS, ServiceSyncError, ServiceWrites
 from kccm.controllers.service_predicates import (
     LoadBalancerClasses,
-    has_lb_finalizer,
     lost_finalizer,
     may_hold_released_balancer,
     needs_cleanup,
@@ -76,8 +68,7 @@ from kccm.controllers.service_predicates import (
 from kccm.controllers.service_retention import RetainingBalancer
 from kccm.controllers.service_selection import TargetNodes
 from kccm.controllers.service_state import ServiceSyncRecorder
-from kccm.kube.errors import NotFound
-from kccm.kube.interface import KubeClient, Obj, PatchType
+from kccm.kube.interface import KubeClient, Obj
 from kccm.kube.resources import NODES, SERVICES
 from kccm.runtime.events import EVENT_TYPE_NORMAL, EVENT_TYPE_WARNING, EventRecorder
 from kccm.runtime.informers import EventHandler, Informer, copy_obj, object_key
@@ -116,11 +107,6 @@ large cluster. Ten syncs in flight shorten that tenfold; the number of cloud cal
 same, and their rate is bounded by the call gate's load-balancer budget, not by this value."""
 
 _log = logging.getLogger(__name__)
-
-
-class ServiceSyncError(Exception):
-    """A sync step failed; the message is upstream's wording. Raised ``from`` the cause so a
-    ``RetryError`` underneath is found by the controller loop."""
 
 
 class LoadBalancerOperation(enum.Enum):
@@ -201,6 +187,9 @@ class ServiceController(CloudController):
         """Services whose load balancer this process has ensured: the only ones node syncs
         update."""
         self._turns = BalancerTurns()
+        writes = ServiceWrites(self.kube)
+        self._add_finalizer, self._remove_finalizer = writes.add_finalizer, writes.remove_finalizer
+        self._patch_status = writes.patch_status
         self.node_syncs = 0
         """Node-sync passes run (one per burst of node events)."""
         self.services.add_event_handler(
@@ -436,53 +425,6 @@ class ServiceController(CloudController):
         )
         await self.targets.given(service, nodes)
         return status
-
-    # -- writes (upstream addFinalizer / removeFinalizer / patchStatus) -----------------------
-
-    async def _add_finalizer(self, service: Obj) -> None:
-        if has_lb_finalizer(service):
-            return
-        old = list(service["metadata"].get("finalizers") or [])
-        await self._patch_service(service, finalizer_patch(old, [*old, FINALIZER_LB_CLEANUP]))
-
-    async def _remove_finalizer(self, service: Obj) -> None:
-        if not has_lb_finalizer(service):
-            return
-        old = list(service["metadata"].get("finalizers") or [])
-        new = [f for f in old if f != FINALIZER_LB_CLEANUP]
-        await self._patch_service(service, finalizer_patch(old, new))
-
-    async def _patch_status(
-        self, service: Obj, previous: Mapping[str, Any], new: LoadBalancerStatus
-    ) -> None:
-        """Upstream ``patchStatus``: only when the ingress differs."""
-        if load_balancer_status_equal(previous, new):
-            return
-        patch = status_patch(new)
-        try:
-            await self._patch_service(service, patch)
-        except NotFound:
-            pass  # the service went away right after its finalizer was removed
-        except Exception as err:
-            raise ServiceSyncError(f"failed to update load balancer status: {err}") from err
-
-    async def _patch_service(self, service: Obj, patch: dict[str, Any]) -> None:
-        """Upstream ``PatchService``: a strategic-merge patch of the status subresource.
-
-        kccm: a leftover annotation of an earlier kccm (the spec hash) rides along and is
-        removed, so it goes with the next write kccm makes anyway, never with one of its own."""
-        meta = service["metadata"]
-        leftover = legacy_annotations_patch(service)
-        if leftover:
-            patch = {**patch, "metadata": {**patch.get("metadata", {}), **leftover}}
-        await self.kube.patch(
-            SERVICES,
-            meta["name"],
-            patch,
-            patch_type=PatchType.STRATEGIC,
-            namespace=meta.get("namespace"),
-            subresource="status",
-        )
 
     # -- node sync (upstream syncNodes and friends) -------------------------------------------
 

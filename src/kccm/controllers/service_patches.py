@@ -1,8 +1,8 @@
 """The exact shape of the strategic-merge patches upstream's ``servicehelper.PatchService``
 sends for the load-balancer controller (:func:`finalizer_patch`, :func:`status_patch`), when
-the status needs one (:func:`load_balancer_status_equal`), and the removal of what an earlier
-kccm left on Services (:func:`legacy_annotations_patch`). Objects are JSON-shaped mappings
-and are never modified here.
+the status needs one (:func:`load_balancer_status_equal`), the removal of what an earlier
+kccm left on Services (:func:`legacy_annotations_patch`), and the writes themselves
+(:class:`ServiceWrites`). Objects are JSON-shaped mappings and are never modified here.
 """
 
 from __future__ import annotations
@@ -10,11 +10,17 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from kccm.api.wellknown import ANNOTATION_LB_SPEC_HASH
+from kccm.api.wellknown import ANNOTATION_LB_SPEC_HASH, FINALIZER_LB_CLEANUP
 from kccm.cloudprovider.types import LoadBalancerStatus
+from kccm.controllers.service_predicates import has_lb_finalizer
+from kccm.kube.errors import NotFound
+from kccm.kube.interface import KubeClient, Obj, PatchType
+from kccm.kube.resources import SERVICES
 
 __all__ = [
     "LEGACY_ANNOTATIONS",
+    "ServiceSyncError",
+    "ServiceWrites",
     "finalizer_patch",
     "legacy_annotations_patch",
     "load_balancer_status_equal",
@@ -75,3 +81,61 @@ def status_patch(new: LoadBalancerStatus) -> dict[str, Any]:
     is atomic, so it is replaced whole; an empty status removes it (``null``)."""
     ingress = new.to_dict().get("ingress")
     return {"status": {"loadBalancer": {"ingress": ingress}}}
+
+
+class ServiceSyncError(Exception):
+    """A sync step failed; the message is upstream's wording. Raised ``from`` the cause so a
+    ``RetryError`` underneath is found by the controller loop."""
+
+
+class ServiceWrites:
+    """The service controller's writes (upstream ``addFinalizer``, ``removeFinalizer``,
+    ``patchStatus``), each a strategic-merge patch of the status subresource."""
+
+    def __init__(self, kube: KubeClient) -> None:
+        self.kube = kube
+
+    async def add_finalizer(self, service: Obj) -> None:
+        if has_lb_finalizer(service):
+            return
+        old = list(service["metadata"].get("finalizers") or [])
+        await self.patch_service(service, finalizer_patch(old, [*old, FINALIZER_LB_CLEANUP]))
+
+    async def remove_finalizer(self, service: Obj) -> None:
+        if not has_lb_finalizer(service):
+            return
+        old = list(service["metadata"].get("finalizers") or [])
+        new = [f for f in old if f != FINALIZER_LB_CLEANUP]
+        await self.patch_service(service, finalizer_patch(old, new))
+
+    async def patch_status(
+        self, service: Obj, previous: Mapping[str, Any], new: LoadBalancerStatus
+    ) -> None:
+        """Upstream ``patchStatus``: only when the ingress differs."""
+        if load_balancer_status_equal(previous, new):
+            return
+        patch = status_patch(new)
+        try:
+            await self.patch_service(service, patch)
+        except NotFound:
+            pass  # the service went away right after its finalizer was removed
+        except Exception as err:
+            raise ServiceSyncError(f"failed to update load balancer status: {err}") from err
+
+    async def patch_service(self, service: Obj, patch: dict[str, Any]) -> None:
+        """Upstream ``PatchService``: a strategic-merge patch of the status subresource.
+
+        kccm: a leftover annotation of an earlier kccm (the spec hash) rides along and is
+        removed, so it goes with the next write kccm makes anyway, never with one of its own."""
+        meta = service["metadata"]
+        leftover = legacy_annotations_patch(service)
+        if leftover:
+            patch = {**patch, "metadata": {**patch.get("metadata", {}), **leftover}}
+        await self.kube.patch(
+            SERVICES,
+            meta["name"],
+            patch,
+            patch_type=PatchType.STRATEGIC,
+            namespace=meta.get("namespace"),
+            subresource="status",
+        )
