@@ -5,7 +5,6 @@ each token then opens ARM."""
 
 from __future__ import annotations
 
-import datetime
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -19,13 +18,10 @@ from azure.identity import (
 )
 from azure.mgmt.network import NetworkManagementClient
 from azure_sdk_support import client_options, credential, leaves_nothing
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import rsa
-from cryptography.x509.oid import NameOID
 
 from kccm.emulators.azure import AzureEmulator, azure_emulator
 from kccm.testing.certs import emulator_tls
+from kccm.testing.clientcert import ClientCertificate
 
 SERVICE_ACCOUNT_TOKEN = (  # a Kubernetes service account token's shape: header.claims.signature
     "eyJhbGciOiJSUzI1NiIsImtpZCI6Imt1YmUifQ."
@@ -45,29 +41,6 @@ def clean(emu: AzureEmulator) -> Iterator[None]:
     yield from leaves_nothing(emu)
 
 
-def certificate_pem() -> bytes:
-    """A self-signed RSA certificate and its key (MSAL signs assertions with RS256)."""
-    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kccm-client")])
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=1))
-        .not_valid_after(now + datetime.timedelta(hours=1))
-        .sign(key, hashes.SHA256())
-    )
-    key_pem = key.private_bytes(
-        serialization.Encoding.PEM,
-        serialization.PrivateFormat.PKCS8,
-        serialization.NoEncryption(),
-    )
-    return key_pem + cert.public_bytes(serialization.Encoding.PEM)
-
-
 def adfs(emu: AzureEmulator) -> dict[str, object]:
     conf = emu.config
     return {
@@ -84,7 +57,10 @@ def secret(emu: AzureEmulator, tmp: Path) -> TokenCredential:
 
 
 def certificate(emu: AzureEmulator, tmp: Path) -> TokenCredential:
-    return CertificateCredential(certificate_data=certificate_pem(), **adfs(emu))  # type: ignore[arg-type]
+    """MSAL's signed assertion, verified by the emulator against the registered certificate."""
+    cert = ClientCertificate()
+    emu.admin.add_client(emu.config["client_id"], certificates=[cert.cert_pem()])
+    return CertificateCredential(certificate_data=cert.pem(), **adfs(emu))  # type: ignore[arg-type]
 
 
 def assertion(emu: AzureEmulator, tmp: Path) -> TokenCredential:

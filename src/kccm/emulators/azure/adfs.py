@@ -7,21 +7,19 @@ tokens it issues live ``token_ttl`` seconds; ARM answers a call without a live o
 as ARM does (``AuthenticationFailed``, ``InvalidAuthenticationToken``,
 ``ExpiredAuthenticationToken``).
 
-Assertions are read, not verified: a certificate's (its header names the certificate,
-``x5t``/``x5t#S256``) must be issued by and about the client (``iss``/``sub``); a federated
-token's subject must be one registered for the client when any is.
+Client assertions are checked in :mod:`kccm.emulators.azure.assertions`: a certificate's is
+verified against the certificates registered for the client; a federated token's subject must
+be one registered for the client when any is.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
-import json
 from datetime import UTC, datetime
 from typing import Any
 
 from aiohttp import web
 
+from kccm.emulators.azure.assertions import assertion_source
 from kccm.emulators.azure.errors import ArmError
 from kccm.emulators.azure.rest import WORLD, reply
 from kccm.emulators.azure.world import Token, World
@@ -71,33 +69,6 @@ def _oauth_error(status: int, error: str, description: str) -> web.Response:
     return reply({"error": error, "error_description": description}, status)
 
 
-def _jwt_part(token: str, index: int) -> dict[str, Any]:
-    parts = token.split(".")
-    if len(parts) != 3:
-        raise ValueError("not a JWT")
-    raw = parts[index] + "=" * (-len(parts[index]) % 4)
-    found = json.loads(base64.urlsafe_b64decode(raw))
-    if not isinstance(found, dict):
-        raise ValueError("not a JWT")
-    return found
-
-
-def _assertion_source(world: World, client_id: str, assertion: str) -> str:
-    """``certificate`` or ``federated``; ValueError naming what is wrong."""
-    try:
-        header, claims = _jwt_part(assertion, 0), _jwt_part(assertion, 1)
-    except (ValueError, binascii.Error, UnicodeDecodeError) as exc:
-        raise ValueError(f"the client assertion is malformed: {exc}") from exc
-    if "x5t" in header or "x5t#S256" in header:
-        if claims.get("iss") != client_id or claims.get("sub") != client_id:
-            raise ValueError("the certificate assertion is not issued by the client")
-        return "certificate"
-    subjects = world.federated_subjects.get(client_id)
-    if subjects and claims.get("sub") not in subjects:
-        raise ValueError(f"no federated credential of the client matches {claims.get('sub')!r}")
-    return "federated"
-
-
 def _authenticate(world: World, form: dict[str, str]) -> tuple[str, str]:
     """The client and how it proved itself; ValueError with the text ADFS answers."""
     client_id = form.get("client_id", "")
@@ -106,8 +77,9 @@ def _authenticate(world: World, form: dict[str, str]) -> tuple[str, str]:
     if form.get("client_assertion"):
         if form.get("client_assertion_type") != ASSERTION_TYPE:
             raise ValueError("MSIS9622: The 'client_assertion_type' is not supported.")
-        return client_id, _assertion_source(world, client_id, form["client_assertion"])
-    if form.get("client_secret") != world.clients[client_id]:
+        return client_id, assertion_source(world, client_id, form["client_assertion"])
+    secret = world.clients[client_id]
+    if not secret or form.get("client_secret") != secret:
         raise ValueError("MSIS9622: Client authentication failed. Please verify the credential.")
     return client_id, "secret"
 

@@ -2,7 +2,10 @@
 
 - ``GET /_emu/config``; ``PATCH /_emu/config`` sets ``lro_delay``, ``page_size``,
   ``token_ttl``, ``zones`` and ``extra_api_versions``; ``POST /_emu/clients`` registers a
-  client (``client_id``, ``secret``, ``federated_subjects``); ``POST /_emu/resource-groups``;
+  client (``client_id``, ``secret``, ``federated_subjects``, ``certificates``: PEM);
+  ``POST /_emu/identities`` (``name``, ``resource_group``: a user-assigned identity); ``PUT
+  /_emu/vm-identity`` (``id``, ``system``, ``user``: the VM's identities); ``POST
+  /_emu/resource-groups``;
 - ``POST /_emu/vms`` (``/_emu/vms/bulk``: many) and ``POST /_emu/vmss`` seed (see
   :mod:`kccm.emulators.azure.seed`);
   ``PUT /_emu/power`` (``id``, ``state``); ``POST /_emu/delete-vm`` (``id``); ``PUT
@@ -26,8 +29,10 @@ from aiohttp import web
 
 from kccm.emulators.azure import seed
 from kccm.emulators.azure.addresses import ip_configurations
+from kccm.emulators.azure.assertions import register_certificates
 from kccm.emulators.azure.errors import ArmError
 from kccm.emulators.azure.faults import add_fault
+from kccm.emulators.azure.identities import add_identity, assign_identity
 from kccm.emulators.azure.imds import build_imds_app
 from kccm.emulators.azure.rest import WORLD, json_body, reply
 from kccm.emulators.azure.store import render, settle, settle_all
@@ -92,10 +97,25 @@ async def set_config(request: web.Request) -> web.Response:
 async def post_client(request: web.Request) -> web.Response:
     world, body = request.app[WORLD], await json_body(request)
     client_id = str(body["client_id"])
-    world.clients[client_id] = str(body.get("secret", ""))
+    if body.get("secret") or client_id not in world.clients:
+        world.clients[client_id] = str(body.get("secret", ""))
     if body.get("federated_subjects"):
         world.federated_subjects[client_id] = {str(s) for s in body["federated_subjects"]}
+    register_certificates(world, client_id, [str(c) for c in body.get("certificates") or ()])
     return reply({"client_id": client_id}, 201)
+
+
+@routes.post("/_emu/identities")
+async def post_identity(request: web.Request) -> web.Response:
+    world, body = request.app[WORLD], await json_body(request)
+    return reply(add_identity(world, str(body["name"]), str(body.get("resource_group", ""))), 201)
+
+
+@routes.put("/_emu/vm-identity")
+async def put_vm_identity(request: web.Request) -> web.Response:
+    world, body = request.app[WORLD], await json_body(request)
+    user = [str(u) for u in body.get("user") or ()]
+    return reply(assign_identity(world, str(body["id"]), bool(body.get("system")), user))
 
 
 @routes.post("/_emu/resource-groups")

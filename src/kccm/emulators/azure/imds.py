@@ -1,6 +1,7 @@
 """The instance metadata service (plain HTTP on a port of its own, laid out as
 ``169.254.169.254`` is): ``/metadata/instance``, ``/metadata/loadbalancer`` and
-``/metadata/identity/oauth2/token`` (managed identity), each refusing a call without the
+``/metadata/identity/oauth2/token`` (managed identity: the VM's identities, see
+:mod:`kccm.emulators.azure.identities`), each refusing a call without the
 ``Metadata: true`` header or an ``api-version`` as IMDS does. It answers for one VM or
 scale-set instance: the one a test chose (``PUT /_emu/imds`` on the ARM port), or on a
 listener of its own per VM (``POST /_emu/imds-listeners``), as one IMDS per node is. A client
@@ -18,6 +19,7 @@ from aiohttp import web
 
 from kccm.emulators.azure.addresses import subnet_prefix, vmss_instance_nics, vmss_public_ips
 from kccm.emulators.azure.faults import fault_middleware
+from kccm.emulators.azure.identities import select_identity
 from kccm.emulators.azure.log import log_middleware
 from kccm.emulators.azure.rest import WORLD, reply
 from kccm.emulators.azure.world import Obj, World
@@ -187,7 +189,14 @@ async def get_identity_token(request: web.Request) -> web.Response:
             },
             400,
         )
-    client_id = request.query.get("client_id") or "kccm-managed-identity"
+    vm = _vm(request)
+    if vm is None:  # a metadata service bound to no VM: whichever identity is asked for
+        client_id = request.query.get("client_id") or "kccm-managed-identity"
+    else:
+        try:
+            client_id = select_identity(vm, request.query)
+        except ValueError as exc:
+            return reply({"error": "invalid_request", "error_description": str(exc)}, 400)
     token = world.issue_token(client_id, "managed-identity")
     ttl = int(token.expires - token.issued)
     return reply(

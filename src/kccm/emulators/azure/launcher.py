@@ -67,14 +67,34 @@ class AzureAdmin:
         return dict(self._call("PATCH", "/_emu/config", values))
 
     def add_client(
-        self, client_id: str, secret: str = "", federated_subjects: Iterable[str] = ()
+        self,
+        client_id: str,
+        secret: str = "",
+        federated_subjects: Iterable[str] = (),
+        certificates: Iterable[str] = (),
     ) -> None:
+        """A client that signs in with ``secret``, a federated token whose subject is one of
+        ``federated_subjects`` (any when none), or an assertion signed by the key of one of
+        ``certificates`` (PEM). Registering an existing client again adds to it."""
         body = {
             "client_id": client_id,
             "secret": secret,
             "federated_subjects": list(federated_subjects),
+            "certificates": list(certificates),
         }
         self._call("POST", "/_emu/clients", body)
+
+    def add_identity(self, name: str, resource_group: str = "") -> dict[str, Any]:
+        """A user-assigned managed identity: ``{id, name, clientId, principalId, tenantId}``."""
+        body = {"name": name, "resource_group": resource_group}
+        return dict(self._call("POST", "/_emu/identities", body))
+
+    def assign_identity(
+        self, vm_id: str, system: bool = True, user: Iterable[str] = ()
+    ) -> dict[str, Any]:
+        """The VM's managed identities (``user``: identity resource ids); its ``identity``."""
+        body = {"id": vm_id, "system": system, "user": list(user)}
+        return dict(self._call("PUT", "/_emu/vm-identity", body))
 
     def add_resource_group(self, name: str) -> None:
         self._call("POST", "/_emu/resource-groups", {"name": name})

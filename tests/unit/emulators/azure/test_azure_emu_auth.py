@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 from azure_api import NET, Api, secret_form
 
+from kccm.emulators.azure.assertions import register_certificates
 from kccm.emulators.azure.world import DEFAULTS
+from kccm.testing.clientcert import ClientCertificate
 
 
 def jwt(header: dict[str, str], claims: dict[str, str]) -> str:
@@ -37,36 +41,63 @@ async def test_the_openid_configuration_names_the_token_endpoint(api: Api) -> No
     assert body["issuer"] == f"{api.world.base_url}/adfs"
 
 
+CERT = ClientCertificate()
+OTHER = ClientCertificate("someone-else")
+Form = Callable[[Api], dict[str, str]]  # the sign-in form, given the emulator
+
+
+def signed(cert: ClientCertificate = CERT, client: str = CLIENT, **kw: Any) -> Form:
+    def form(api: Api) -> dict[str, str]:
+        audience = kw.get("aud") or f"{api.world.base_url}/adfs/oauth2/token/"
+        options = {k: v for k, v in kw.items() if k != "aud"}
+        return assertion_form(cert.assertion(client, audience, now=api.clock.now, **options))
+
+    return form
+
+
+def forged(api: Api) -> dict[str, str]:
+    """A valid assertion naming the registered certificate, signed by another key."""
+    good = signed()(api)["client_assertion"]
+    other = signed(OTHER)(api)["client_assertion"]
+    return assertion_form(f"{good.rsplit('.', 1)[0]}.{other.rsplit('.', 1)[1]}")
+
+
+def fixed(form: dict[str, str]) -> Form:
+    return lambda _: form
+
+
 @pytest.mark.parametrize(
     ("form", "status", "source"),
     [
-        pytest.param(secret_form(), 200, "secret", id="client-secret"),
-        pytest.param(secret_form("wrong"), 401, "", id="wrong-secret"),
+        pytest.param(fixed(secret_form()), 200, "secret", id="client-secret"),
+        pytest.param(fixed(secret_form("wrong")), 401, "", id="wrong-secret"),
+        pytest.param(signed(), 200, "certificate", id="certificate-rs256-x5t"),
+        pytest.param(signed(alg="PS256"), 200, "certificate", id="certificate-ps256-x5t-s256"),
+        pytest.param(signed(OTHER), 401, "", id="certificate-not-registered"),
         pytest.param(
-            assertion_form(jwt({"alg": "RS256", "x5t": "abc"}, {"iss": CLIENT, "sub": CLIENT})),
-            200,
-            "certificate",
-            id="certificate-assertion",
-        ),
-        pytest.param(
-            assertion_form(jwt({"alg": "RS256", "x5t": "abc"}, {"iss": "x", "sub": "x"})),
+            forged,
             401,
             "",
-            id="certificate-of-another-client",
+            id="certificate-signed-by-another-key",
         ),
+        pytest.param(signed(lifetime=-60), 401, "", id="certificate-assertion-expired"),
+        pytest.param(signed(aud="https://elsewhere/adfs/oauth2/token"), 401, "",
+                     id="certificate-assertion-for-another-audience"),
+        pytest.param(signed(client="x"), 401, "", id="certificate-assertion-of-another-client"),
         pytest.param(
-            assertion_form(jwt({"alg": "RS256", "kid": "k"}, {"sub": "system:sa:kccm"})),
+            fixed(assertion_form(jwt({"alg": "RS256", "kid": "k"}, {"sub": "system:sa:kccm"}))),
             200,
             "federated",
             id="federated-token",
         ),
-        pytest.param(assertion_form("not-a-jwt"), 401, "", id="malformed-assertion"),
-        pytest.param({**secret_form(), "client_id": "nobody"}, 401, "", id="unknown-client"),
-        pytest.param({**secret_form(), "grant_type": "password"}, 400, "", id="wrong-grant"),
+        pytest.param(fixed(assertion_form("not-a-jwt")), 401, "", id="malformed-assertion"),
+        pytest.param(fixed({**secret_form(), "client_id": "nobody"}), 401, "", id="unknown-client"),
+        pytest.param(fixed({**secret_form(), "grant_type": "password"}), 400, "", id="wrong-grant"),
     ],
-)
-async def test_sign_in(api: Api, form: dict[str, str], status: int, source: str) -> None:
-    found, body = await api.sign_in(form)
+)  # fmt: skip
+async def test_sign_in(api: Api, form: Form, status: int, source: str) -> None:
+    register_certificates(api.world, CLIENT, [CERT.cert_pem()])
+    found, body = await api.sign_in(form(api))
     assert found == status, body
     if status == 200:
         assert body["token_type"] == "Bearer"

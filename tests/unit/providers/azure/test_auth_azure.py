@@ -96,10 +96,10 @@ KINDS = [
     pytest.param({"use_managed_identity_extension": True, "aad_client_secret": "x"}, {},
                  "managed-identity", ManagedIdentityCredential, id="managed-identity-first"),
     pytest.param({"use_federated_workload_identity_extension": True,
-                  "aad_federated_token_file": "/t", "use_managed_identity_extension": True},
+                  "aad_federated_token_file": "TOKEN", "use_managed_identity_extension": True},
                  {}, "workload-identity", WorkloadIdentityCredential,
                  id="workload-identity-first"),
-    pytest.param({}, {"AZURE_FEDERATED_TOKEN_FILE": "/t"}, "workload-identity",
+    pytest.param({}, {"AZURE_FEDERATED_TOKEN_FILE": "TOKEN"}, "workload-identity",
                  WorkloadIdentityCredential, id="workload-identity-from-environment"),
     pytest.param({"aad_client_cert_path": "CERT"}, {}, "client-certificate",
                  CertificateCredential, id="client-certificate"),
@@ -112,6 +112,12 @@ def test_the_credential_upstream_would_choose(
 ) -> None:
     if fields.get("aad_client_cert_path") == "CERT":
         fields = {**fields, "aad_client_cert_path": str(_certificate(tmp_path))}
+    token = tmp_path / "token"
+    token.write_text("a.b.c")
+    if fields.get("aad_federated_token_file") == "TOKEN":
+        fields = {**fields, "aad_federated_token_file": str(token)}
+    if environ.get("AZURE_FEDERATED_TOKEN_FILE") == "TOKEN":
+        environ = {**environ, "AZURE_FEDERATED_TOKEN_FILE": str(token)}
     config = AzureConfig(tenant_id="adfs", aad_client_id="client", **fields)
     assert credential_kind(config, environ) == kind
     env = cloud_environment(AzureConfig(), {})
