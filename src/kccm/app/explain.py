@@ -34,10 +34,12 @@ from kccm.app.explain_rules import (
     handling,
     node_initialisation,
     node_set,
+    target_drain,
 )
 from kccm.cloudprovider.errors import NotImplementedByProvider
 from kccm.cloudprovider.gate import METHOD_GROUPS, CallGate, Priority
 from kccm.cloudprovider.gated import GatedCloud
+from kccm.controllers.service_drain import DRAIN_RECORD
 from kccm.controllers.service_predicates import UPSTREAM_CLASSES, LoadBalancerClasses
 from kccm.controllers.syncstate import SyncStates
 from kccm.kube.errors import KubeError, NotFound
@@ -102,6 +104,7 @@ class Explainer:
     states: SyncStates | None = None
     classes: LoadBalancerClasses = UPSTREAM_CLASSES
     default_retain_address: bool = False
+    default_drain_seconds: int = 0
     clock: Clock = REAL_CLOCK
 
     def register(self, server: Server) -> None:
@@ -132,6 +135,7 @@ class Explainer:
             "call_budget": self._budget(),
             "balancer": await self._balancer(svc) if verdict.handled else None,
             "address_retention": self._retention(svc),
+            "drain": self._drain(svc, f"{ns}/{name}"),
         }
         return _json(body)
 
@@ -243,6 +247,13 @@ class Explainer:
         lb = self.cloud.load_balancer()
         supported = lb is not None and lb.can_retain_addresses
         return address_retention(service, self.default_retain_address, supported, self.provider)
+
+    def _drain(self, service: Obj, key: str) -> dict[str, Any]:
+        lb = self.cloud.load_balancer()
+        supported = lb is not None and lb.can_drain_targets
+        record = None if self.states is None else self.states.last("service", key, DRAIN_RECORD)
+        until = dict(record.detail.get("draining_until") or {}) if record is not None else {}
+        return target_drain(service, self.default_drain_seconds, supported, self.provider, until)
 
     def _budget(self) -> list[dict[str, Any]]:
         return [_plain(group) for group in self.gate.snapshot()]

@@ -18,6 +18,7 @@ from kccm.api.wellknown import (
     TAINT_TO_BE_DELETED_BY_CLUSTER_AUTOSCALER,
     TAINT_UNINITIALIZED,
 )
+from kccm.cloudprovider.drain import ANNOTATION_DRAIN_SECONDS, drain_time_of
 from kccm.cloudprovider.errors import InvalidServiceConfig
 from kccm.cloudprovider.retention import ANNOTATION_RETAIN_ADDRESS, retention_of
 from kccm.controllers.service_predicates import (
@@ -242,3 +243,29 @@ def address_retention(
             "with the balancer, with a Warning Event"
         )
     return {"keep": retention.keep and supported, "source": retention.source, "note": note}
+
+
+def target_drain(
+    service: Mapping[str, Any],
+    default: int,
+    supported: bool,
+    provider: str,
+    draining: Mapping[str, str],
+) -> dict[str, Any]:
+    """How a Node leaving the Service's node set goes (docs/behaviour.md, "Draining a Node's
+    targets"), and ``draining``: the Nodes draining now, each with when its drain ends."""
+    try:
+        drain = drain_time_of(service, default)
+    except InvalidServiceConfig as err:
+        return {"seconds": None, "source": ANNOTATION_DRAIN_SECONDS, "note": str(err)}
+    if drain.seconds <= 0:
+        note = f"a leaving Node is removed at once, as upstream ({drain.source})"
+    elif supported:
+        note = f"a leaving Node drains {drain.seconds}s, then is removed ({drain.source})"
+    else:
+        note = (
+            f"{drain.seconds}s asked by {drain.source}, but provider {provider} has no "
+            "draining state: a leaving Node is removed at once"
+        )
+    seconds = drain.seconds if supported else 0
+    return {"seconds": seconds, "source": drain.source, "note": note, "draining": dict(draining)}

@@ -102,6 +102,15 @@ def _owners(owners: Mapping[str, Any] | None) -> list[str]:
     return [f"  {owners['none']}"]
 
 
+def _drain(drain: Mapping[str, Any] | None) -> list[str]:
+    if not drain:
+        return []
+    lines = [f"  leaving Nodes: {drain.get('note')}"]
+    draining = drain.get("draining") or {}
+    lines += [f"  draining: {node} until {until}" for node, until in draining.items()]
+    return lines
+
+
 def _head(answer: Mapping[str, Any]) -> str:
     kind = "Service" if answer.get("kind") == "service" else "Node"
     leader = (answer.get("leader") or {}).get("identity") or "?"
@@ -125,6 +134,7 @@ def render(answer: Mapping[str, Any]) -> str:
         lines.append(f"  ingress: {shown or '<pending>'}")
         if answer.get("address_retention"):
             lines.append(f"  address on release: {answer['address_retention'].get('note')}")
+        lines += _drain(answer.get("drain"))
     else:
         state = "initialised" if answer.get("initialised") else "NOT initialised"
         lines.append(f"  {state}: {answer.get('why')}")

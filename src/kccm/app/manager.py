@@ -480,6 +480,7 @@ class Manager:
             states=self.states,
             classes=cfg.controller_options.service.classes(),
             default_retain_address=cfg.controller_options.service.default_retain_address,
+            default_drain_seconds=cfg.controller_options.service.default_drain_seconds,
         )
 
     def _build_controllers(

@@ -91,6 +91,7 @@ from kccm.cloudprovider.interface import (
     MaybeAwaitable,
     PVLabeler,
     Routes,
+    TargetDrainer,
     Zones,
     as_address_retainer,
     as_informer_user,
@@ -98,6 +99,7 @@ from kccm.cloudprovider.interface import (
     as_instance_metadata_lister,
     as_load_balancer_describer,
     as_pv_labeler,
+    as_target_drainer,
 )
 from kccm.cloudprovider.nodes import node_name, node_provider_id
 from kccm.cloudprovider.reasons import Reason, classify
@@ -203,6 +205,7 @@ __all__ = [
     "Service",
     "ServiceWarning",
     "StillProvisioning",
+    "TargetDrainer",
     "TargetHealth",
     "TargetView",
     "ThreadPoolAdapter",
@@ -218,6 +221,7 @@ __all__ = [
     "as_instance_metadata_lister",
     "as_load_balancer_describer",
     "as_pv_labeler",
+    "as_target_drainer",
     "classify",
     "classify_by_verb",
     "collect_service_warnings",

@@ -27,12 +27,14 @@ from kccm.cloudprovider.interface import (
     MaybeAwaitable,
     PVLabeler,
     Routes,
+    TargetDrainer,
     Zones,
     as_address_retainer,
     as_instance_describer,
     as_instance_metadata_lister,
     as_load_balancer_describer,
     as_pv_labeler,
+    as_target_drainer,
 )
 from kccm.cloudprovider.types import (
     BalancerView,
@@ -83,7 +85,7 @@ class _Gated:
 
 
 class GatedLoadBalancer(_Gated):
-    protocols = (LoadBalancer, LoadBalancerDescriber, AddressRetainer)
+    protocols = (LoadBalancer, LoadBalancerDescriber, AddressRetainer, TargetDrainer)
 
     def __init__(self, impl: LoadBalancer, gate: CallGate) -> None:
         super().__init__(gate)
@@ -215,6 +217,55 @@ class GatedLoadBalancer(_Gated):
             self._retainer().release_retained_address,
             cluster_name,
             address,
+            priority=priority,
+        )
+
+    @property
+    def can_drain_targets(self) -> bool:
+        """Whether the provider has a draining state for targets (:class:`TargetDrainer`)."""
+        return as_target_drainer(self.impl) is not None
+
+    def _drainer(self) -> TargetDrainer:
+        drainer = as_target_drainer(self.impl)
+        if drainer is None:
+            raise TypeError("the provider has no draining state for targets")
+        return drainer
+
+    async def ensure_load_balancer_draining(
+        self,
+        cluster_name: str,
+        service: Service,
+        nodes: Sequence[Node],
+        draining: Sequence[Node],
+        *,
+        priority: Priority = _P,
+    ) -> LoadBalancerStatus:
+        return await self._call(
+            "ensure_load_balancer_draining",
+            self._drainer().ensure_load_balancer_draining,
+            cluster_name,
+            service,
+            nodes,
+            draining,
+            priority=priority,
+        )
+
+    async def update_load_balancer_draining(
+        self,
+        cluster_name: str,
+        service: Service,
+        nodes: Sequence[Node],
+        draining: Sequence[Node],
+        *,
+        priority: Priority = _P,
+    ) -> None:
+        await self._call(
+            "update_load_balancer_draining",
+            self._drainer().update_load_balancer_draining,
+            cluster_name,
+            service,
+            nodes,
+            draining,
             priority=priority,
         )
 

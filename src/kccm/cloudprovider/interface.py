@@ -69,6 +69,7 @@ __all__ = [
     "MaybeAwaitable",
     "PVLabeler",
     "Routes",
+    "TargetDrainer",
     "Zones",
     "as_address_retainer",
     "as_informer_user",
@@ -76,6 +77,7 @@ __all__ = [
     "as_instance_metadata_lister",
     "as_load_balancer_describer",
     "as_pv_labeler",
+    "as_target_drainer",
 ]
 
 T = TypeVar("T")
@@ -438,6 +440,35 @@ class AddressRetainer(Protocol):
 
 
 @runtime_checkable
+class TargetDrainer(Protocol):
+    """Optional, on the :class:`LoadBalancer` implementation (kccm, not upstream): a draining
+    state for targets (docs/behaviour.md, "Draining a Node's targets").
+
+    When a Service asks for a drain time (``service.kccm.io/drain-seconds``, or
+    ``--default-drain-seconds``), a Node leaving the node set (exclusion label, autoscaler
+    taint, deletion) is passed in ``draining`` for that time, then left out. Each of
+    ``draining`` the balancer targets now stays a target in the cloud's draining state (no new
+    connections, established ones kept); one it does not target is never added. ``nodes`` are
+    what ``ensure_load_balancer`` and ``update_load_balancer`` take; a Node of ``draining``
+    that comes back is in ``nodes`` again. Without this capability Nodes are removed at once.
+    """
+
+    @provider_call("load_balancer", read=False)
+    def ensure_load_balancer_draining(
+        self, cluster_name: str, service: Service, nodes: Sequence[Node], draining: Sequence[Node]
+    ) -> MaybeAwaitable[LoadBalancerStatus]:
+        """``ensure_load_balancer`` with ``draining`` Nodes kept draining."""
+        ...
+
+    @provider_call("load_balancer", read=False)
+    def update_load_balancer_draining(
+        self, cluster_name: str, service: Service, nodes: Sequence[Node], draining: Sequence[Node]
+    ) -> MaybeAwaitable[None]:
+        """``update_load_balancer`` with ``draining`` Nodes kept draining."""
+        ...
+
+
+@runtime_checkable
 class InformerUser(Protocol):
     """Optional: a provider that wants the shared informers (upstream ``InformerUser``)."""
 
@@ -502,6 +533,7 @@ CALL_PROTOCOLS: tuple[type, ...] = (
     InstanceDescriber,
     LoadBalancerDescriber,
     AddressRetainer,
+    TargetDrainer,
     Zones,
     Clusters,
     Routes,
@@ -555,4 +587,12 @@ def as_address_retainer(load_balancer: object) -> AddressRetainer | None:
     )
     if all(callable(getattr(load_balancer, name, None)) for name in names):
         return cast(AddressRetainer, load_balancer)
+    return None
+
+
+def as_target_drainer(load_balancer: object) -> TargetDrainer | None:
+    """The LoadBalancer implementation as a :class:`TargetDrainer`, or ``None``."""
+    names = ("ensure_load_balancer_draining", "update_load_balancer_draining")
+    if all(callable(getattr(load_balancer, name, None)) for name in names):
+        return cast(TargetDrainer, load_balancer)
     return None

@@ -251,6 +251,8 @@ class TargetView:
     ``node`` is the Node's name when the provider can tell it, ``instance`` the cloud's id of
     the backend (instance id, member id, address:port), ``detail`` the cloud's own words on its
     health (``Target.Timeout``, ``ERROR``, ``connect refused``...), empty when healthy.
+    ``draining``: kept for the connections it has, given no new ones
+    (:class:`~kccm.cloudprovider.interface.TargetDrainer`).
     """
 
     node: NodeName = ""
@@ -259,6 +261,7 @@ class TargetView:
     port: int = 0
     health: TargetHealth = TargetHealth.UNKNOWN
     detail: str = ""
+    draining: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "health", TargetHealth(self.health))

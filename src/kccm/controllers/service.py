@@ -52,6 +52,7 @@ from kccm.cloudprovider.gate import Priority
 from kccm.cloudprovider.gated import GatedLoadBalancer
 from kccm.cloudprovider.types import LoadBalancerStatus
 from kccm.controllers.base import CloudController, ControllerContext
+from kccm.controllers.service_drain import NodeDrains
 from kccm.controllers.service_hosts import BalancerTurns, service_ref, update_hosts
 from kccm.controllers.service_metrics import ServiceControllerMetrics
 from kccm.controllers.service_nodes import BackendNodeSet, NodeSetSnapshot, should_sync_updated_node
@@ -123,6 +124,7 @@ class ServiceControllerOptions:
     load_balancer_classes: list[str] = field(default_factory=list)
     load_balancer_class_only: bool = False
     default_retain_address: bool = False
+    default_drain_seconds: int = 0
 
     def classes(self) -> LoadBalancerClasses:
         return LoadBalancerClasses.of(self.load_balancer_classes, self.load_balancer_class_only)
@@ -187,6 +189,14 @@ class ServiceController(CloudController):
         """Services whose load balancer this process has ensured: the only ones node syncs
         update."""
         self._turns = BalancerTurns()
+        self.drains = NodeDrains(
+            self.balancer,
+            self.clock,
+            options.default_drain_seconds,
+            states=context.states,
+            gauge=self.metrics.draining_targets,
+            wake=lambda delay: self.node_queue.add_after(NODE_SYNC_KEY, delay),
+        )
         writes = ServiceWrites(self.kube)
         self._add_finalizer, self._remove_finalizer = writes.add_finalizer, writes.remove_finalizer
         self._patch_status = writes.patch_status
@@ -224,17 +234,26 @@ class ServiceController(CloudController):
         return may_hold_released_balancer(service, self.classes)
 
     def _on_node_add(self, node: Obj) -> None:
-        self.backends.apply(None, node)
+        self._apply(None, node)
         self.node_queue.add(NODE_SYNC_KEY)
 
     def _on_node_update(self, old: Obj, new: Obj) -> None:
-        self.backends.apply(old, new)
-        if should_sync_updated_node(old, new) or self.targets.relabel_matters(old, new):
+        drain = self._apply(old, new)  # kccm: a taint or a deletion starts a drain
+        relabel = self.targets.relabel_matters(old, new)
+        if drain or relabel or should_sync_updated_node(old, new):
             self.node_queue.add(NODE_SYNC_KEY)
 
     def _on_node_delete(self, node: Obj) -> None:
-        self.backends.apply(node, None)
+        self._apply(node, None)
         self.node_queue.add(NODE_SYNC_KEY)
+
+    def _apply(self, old: Obj | None, new: Obj | None) -> bool:
+        """The backend set and the drains learn a node event; True when a drain needs a node
+        sync upstream would not make."""
+        name = (new if new is not None else old or {}).get("metadata", {}).get("name")
+        was_in = name in self.backends
+        self.backends.apply(old, new)
+        return self.drains.observe(old, new, was_in, name in self.backends)
 
     async def _resync_services(self) -> None:
         """The 30 s resync of the service handler: update(x, x) only enqueues services that
@@ -322,6 +341,7 @@ class ServiceController(CloudController):
     def _forget(self, key: str) -> None:
         self.cache.pop(key, None)
         self.targets.forget(key)
+        self.drains.forget(key)
         self.last_synced.pop(key, None)
         self.ensured.discard(key)
 
@@ -420,9 +440,7 @@ class ServiceController(CloudController):
             no_nodes = "There are no available nodes for LoadBalancer"
             self._event(service, EVENT_TYPE_WARNING, "UnAvailableLoadBalancer", no_nodes)
         self.last_synced[key] = nodes
-        status = await self.balancer.ensure_load_balancer(
-            self.cluster_name, service, nodes.nodes, priority=Priority.NORMAL
-        )
+        status = await self.drains.ensure(self.cluster_name, service, key, nodes)
         await self.targets.given(service, nodes)
         return status
 
@@ -461,7 +479,8 @@ class ServiceController(CloudController):
             mine = self.targets.for_node_sync(service, nodes)
             if mine is not None and mine.same_backends(self.last_synced.get(key)):
                 self.last_synced[key] = mine
-                continue
+                if not self.drains.behind(service, key, mine):
+                    continue
             stale.append(service)
         return stale
 
@@ -491,11 +510,13 @@ class ServiceController(CloudController):
         # Stored before the update: a failure goes to the service queue for a full ensure.
         previous = self.last_synced.get(key)
         self.last_synced[key] = nodes
-        if nodes.same_backends(previous):
-            return False
         try:
+            draining = self.drains.draining(service, key, nodes)
+            if nodes.same_backends(previous) and not self.drains.behind(service, key, nodes):
+                return False
+            self.drains.give(key, draining)
             with self._turns.updating(key):
-                await self.locked_update_load_balancer_hosts(service, nodes.nodes)
+                await self.locked_update_load_balancer_hosts(service, nodes.nodes, draining)
             await self.targets.given(service, nodes)
         except Exception as err:
             _log.error("failed to update load balancer hosts for service %s: %s", key, err)
@@ -504,13 +525,18 @@ class ServiceController(CloudController):
         return False
 
     async def locked_update_load_balancer_hosts(
-        self, service: Obj, hosts: Sequence[Mapping[str, Any]]
+        self,
+        service: Obj,
+        hosts: Sequence[Mapping[str, Any]],
+        draining: Sequence[Mapping[str, Any]] = (),
     ) -> None:
         """Upstream ``lockedUpdateLoadBalancerHosts``: update_load_balancer and its events."""
         start = self.clock.monotonic()
         self.metrics.loadbalancer_sync.inc()
         try:
-            await update_hosts(self.balancer, self.cluster_name, self.recorder, service, hosts)
+            await update_hosts(
+                self.balancer, self.cluster_name, self.recorder, service, hosts, draining
+            )
         finally:
             self.metrics.update_host_latency.observe(self.clock.monotonic() - start)
 

@@ -73,11 +73,20 @@ async def update_hosts(
     recorder: EventRecorder,
     service: Obj,
     hosts: Sequence[Mapping[str, Any]],
+    draining: Sequence[Mapping[str, Any]] = (),
 ) -> None:
     """``update_load_balancer`` with upstream's events; raises when the update failed and the
-    load balancer still exists."""
+    load balancer still exists. With ``draining`` Nodes (kccm, :mod:`.service_drain`), its
+    draining variant."""
     try:
-        await balancer.update_load_balancer(cluster_name, service, hosts, priority=Priority.NORMAL)
+        if draining:
+            await balancer.update_load_balancer_draining(
+                cluster_name, service, hosts, draining, priority=Priority.NORMAL
+            )
+        else:
+            await balancer.update_load_balancer(
+                cluster_name, service, hosts, priority=Priority.NORMAL
+            )
     except ImplementedElsewhere:
         return
     except Exception as err:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import weakref
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 __all__ = ["ServiceControllerMetrics"]
 
@@ -12,7 +12,8 @@ _EXP_BUCKETS = tuple(float(2**i) for i in range(15))  # ExponentialBuckets(1, 2,
 
 
 class ServiceControllerMetrics:
-    """Upstream's service controller metrics (ALPHA), registered once per registry."""
+    """Upstream's service controller metrics (ALPHA), registered once per registry, and
+    kccm's ``kccm_service_draining_targets``."""
 
     _by_registry: weakref.WeakKeyDictionary[CollectorRegistry, ServiceControllerMetrics] = (
         weakref.WeakKeyDictionary()
@@ -43,6 +44,12 @@ class ServiceControllerMetrics:
             "A metric measuring the latency for updating each load balancer hosts.",
             registry=registry,
             buckets=_EXP_BUCKETS,
+        )
+        self.draining_targets = Gauge(
+            "kccm_service_draining_targets",
+            'kccm: Nodes their balancers keep draining now (docs/behaviour.md, "Draining a '
+            "Node's targets\"), summed over Services.",
+            registry=registry,
         )
 
     @classmethod

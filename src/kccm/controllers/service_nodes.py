@@ -193,6 +193,10 @@ class BackendNodeSet:
     def __len__(self) -> int:
         return len(self._eligible)
 
+    def __contains__(self, name: object) -> bool:
+        """Whether the Node of that name is in the set."""
+        return name in self._eligible
+
     def apply(self, old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) -> None:
         """One informer event: add (``old`` None), update, or delete (``new`` None)."""
         name = node_name(new if new is not None else old or {})

@@ -1,8 +1,8 @@
 """The provider's warnings about a Service, recorded as Warning Events on it.
 
 :class:`ReportingBalancer` is the gated load balancer the service controller calls: around
-each ``ensure_load_balancer``, ``update_load_balancer`` and ``ensure_load_balancer_deleted``
-it collects what the provider reported with
+each ``ensure_load_balancer``, ``update_load_balancer`` (and their draining variants) and
+``ensure_load_balancer_deleted`` it collects what the provider reported with
 :func:`~kccm.cloudprovider.servicewarnings.warn_service` and records each as a ``Warning``
 Event on the Service, whether the call succeeded or failed, before the controller's own
 Events for that call.
@@ -56,6 +56,34 @@ class ReportingBalancer(GatedLoadBalancer):
     ) -> None:
         with self._reporting(service):
             await super().update_load_balancer(cluster_name, service, nodes, priority=priority)
+
+    async def ensure_load_balancer_draining(
+        self,
+        cluster_name: str,
+        service: Service,
+        nodes: Sequence[Node],
+        draining: Sequence[Node],
+        *,
+        priority: Priority = _P,
+    ) -> LoadBalancerStatus:
+        with self._reporting(service):
+            return await super().ensure_load_balancer_draining(
+                cluster_name, service, nodes, draining, priority=priority
+            )
+
+    async def update_load_balancer_draining(
+        self,
+        cluster_name: str,
+        service: Service,
+        nodes: Sequence[Node],
+        draining: Sequence[Node],
+        *,
+        priority: Priority = _P,
+    ) -> None:
+        with self._reporting(service):
+            await super().update_load_balancer_draining(
+                cluster_name, service, nodes, draining, priority=priority
+            )
 
     async def ensure_load_balancer_deleted(
         self, cluster_name: str, service: Service, *, priority: Priority = _P

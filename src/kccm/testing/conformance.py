@@ -32,6 +32,10 @@ providerID's does not. Without them those checks are skipped, with the reason.
 Optional address retention (issue 39, :mod:`.conformance_retention`): a provider implementing
 ``AddressRetainer`` is checked to keep a released balancer's address, give it back to a
 re-created Service of the same namespace/name, and release it on demand.
+
+Optional drain (issue 39, :mod:`.conformance_drain`): a provider implementing
+``TargetDrainer`` is checked to keep a draining Node a target (described as draining) until
+it is left out, and never to add a draining Node it did not target.
 Sync and async providers are both supported: every call goes through the thread-pool
 adapter the framework uses. The tests are ``async`` and marked for pytest-asyncio (strict or
 auto mode both work).
@@ -67,6 +71,7 @@ from kccm.cloudprovider import (
     as_instance_describer,
     as_load_balancer_describer,
 )
+from kccm.testing.conformance_drain import TargetDrainConformance
 from kccm.testing.conformance_objects import make_node, make_service
 from kccm.testing.conformance_retention import AddressRetentionConformance
 from kccm.testing.conformance_targets import targeted_nodes
@@ -104,7 +109,7 @@ def _usable(status: LoadBalancerStatus) -> bool:
     return bool(status.ingress) and all(i.ip or i.hostname for i in status.ingress)
 
 
-class CloudProviderConformance(AddressRetentionConformance):
+class CloudProviderConformance(AddressRetentionConformance, TargetDrainConformance):
     """Subclass it (with a ``Test`` name) and provide the ``cloud`` fixture."""
 
     pytestmark: ClassVar[list[pytest.MarkDecorator]] = [pytest.mark.asyncio]

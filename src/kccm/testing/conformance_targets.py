@@ -1,4 +1,5 @@
-"""Which Nodes a described balancer targets, for the conformance kit's target-node case."""
+"""Which Nodes a described balancer targets (and drains), for the conformance kit's
+target-node and drain cases."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import pytest
 
 from kccm.cloudprovider import BalancerView, Node, TargetView
 
-__all__ = ["targeted_nodes"]
+__all__ = ["draining_nodes", "targeted_nodes"]
 
 
 def _is_target(target: TargetView, node: Node) -> bool:
@@ -33,3 +34,10 @@ def targeted_nodes(view: BalancerView | None, nodes: Sequence[Node]) -> set[str]
     if targets and not found:
         pytest.skip("the described targets name no Node, address or providerID instance")
     return found
+
+
+def draining_nodes(view: BalancerView | None, nodes: Sequence[Node]) -> set[str]:
+    """The names of the ``nodes`` the view's listeners target in the draining state."""
+    assert view is not None, "no view of an ensured balancer"
+    targets = [t for listener in view.listeners for t in listener.targets if t.draining]
+    return {n["metadata"]["name"] for t in targets for n in nodes if _is_target(t, n)}

@@ -34,6 +34,7 @@ from kccm.cloudprovider import (
     LoadBalancerDescriber,
     PVLabeler,
     Routes,
+    TargetDrainer,
     Zones,
 )
 from kccm.cloudprovider.interface import CALL_PROTOCOLS
@@ -44,7 +45,7 @@ ENTRY_POINTS: dict[str, str] = tomllib.loads((ROOT / "pyproject.toml").read_text
 ]["kccm.cloud_providers"]
 
 ACCESSORS: dict[str, tuple[type, tuple[type, ...]]] = {
-    "load_balancer": (LoadBalancer, (LoadBalancerDescriber, AddressRetainer)),
+    "load_balancer": (LoadBalancer, (LoadBalancerDescriber, AddressRetainer, TargetDrainer)),
     "instances": (Instances, (InstanceDescriber, InstanceMetadataLister)),
     "instances_v2": (InstancesV2, (InstanceDescriber, InstanceMetadataLister)),
     "zones": (Zones, ()),

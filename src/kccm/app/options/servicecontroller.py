@@ -13,6 +13,7 @@ from kccm.app.options.checks import (
     IGNORED,
     positive,
 )
+from kccm.cloudprovider.drain import MAX_DRAIN_SECONDS
 from kccm.controllers.service import ServiceControllerOptions
 
 _NAME = r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?"
@@ -60,6 +61,17 @@ class ServiceControllerFlags:
             "release` frees it. Needs a provider that supports it (else a Warning Event and "
             "upstream's release); docs/behaviour.md, \"Keeping a balancer's address\".",
         )
+        s.integer(
+            self.service,
+            "default_drain_seconds",
+            "default-drain-seconds",
+            "kccm: seconds a Node leaving a balancer's node set (the exclusion label, the "
+            "cluster autoscaler's taint, a deletion) stays a draining target (no new "
+            "connections, established ones kept) before it is removed, for Services without "
+            "the annotation service.kccm.io/drain-seconds (which wins both ways). 0 (the "
+            "default) removes at once, as upstream. Needs a provider with a draining state "
+            '(else removed at once); docs/behaviour.md, "Draining a Node\'s targets".',
+        )
 
     def _add_class_flags(self, s: Section) -> None:
         s.strings(
@@ -83,6 +95,8 @@ class ServiceControllerFlags:
 
     def validate(self) -> list[str]:
         errors = positive("concurrent-service-syncs", self.service.concurrent_service_syncs)
+        if not 0 <= self.service.default_drain_seconds <= MAX_DRAIN_SECONDS:
+            errors.append(f"--default-drain-seconds: must be from 0 to {MAX_DRAIN_SECONDS}")
         errors += [
             f"--load-balancer-class: {name!r} is not a valid class (a qualified name such as "
             "example.com/internal-lb)"

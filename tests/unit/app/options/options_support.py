@@ -142,5 +142,6 @@ KCCM_OWN: dict[str, Any] = {
     "load-balancer-class": [],
     "load-balancer-class-only": False,
     "default-retain-address": False,
+    "default-drain-seconds": 0,
     "user-agent": [],
 }

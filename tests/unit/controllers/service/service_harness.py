@@ -111,7 +111,12 @@ class Harness:
 
 
 async def start(
-    h: Harness, *, workers: int = 1, classes: Sequence[str] = (), retain: bool = False
+    h: Harness,
+    *,
+    workers: int = 1,
+    classes: Sequence[str] = (),
+    retain: bool = False,
+    drain_seconds: int = 0,
 ) -> ServiceController:
     """Build the controller (serving ``classes`` besides the class-less Services, as
     ``--load-balancer-class``) and sync its informers with what the fake holds now."""
@@ -127,6 +132,7 @@ async def start(
         concurrent_service_syncs=workers,
         load_balancer_classes=list(classes),
         default_retain_address=retain,
+        default_drain_seconds=drain_seconds,
     )
     controller = build(context, options)
     assert controller is not None
