@@ -79,6 +79,11 @@ class ClientCertificate:
             self.name.encode(), self.key, self.cert, None, encryption
         )
 
+    def go_x5t(self) -> str:
+        """The ``x5t`` as MSAL Go writes it: standard base64, unpadded."""
+        sha1 = hashlib.sha1(self.cert.public_bytes(serialization.Encoding.DER)).digest()
+        return base64.b64encode(sha1).decode().rstrip("=")
+
     def assertion(
         self,
         client_id: str,
@@ -87,15 +92,17 @@ class ClientCertificate:
         alg: str = "RS256",
         lifetime: float = 600,
         now: float | None = None,
+        go_thumbprint: bool = False,
     ) -> str:
         """A client assertion (RFC 7523) as MSAL signs it, made at ``now`` (default: the
-        clock's time)."""
+        clock's time); ``go_thumbprint``: ``x5t`` in standard base64, as MSAL Go writes it."""
         der = self.cert.public_bytes(serialization.Encoding.DER)
         header: dict[str, Any] = {"alg": alg, "typ": "JWT"}
         if alg == "PS256":
             header["x5t#S256"] = _b64(hashlib.sha256(der).digest())
         else:
-            header["x5t"] = _b64(hashlib.sha1(der).digest())
+            sha1 = hashlib.sha1(der).digest()
+            header["x5t"] = self.go_x5t() if go_thumbprint else _b64(sha1)
         now = time.time() if now is None else now
         claims = {
             "aud": audience,

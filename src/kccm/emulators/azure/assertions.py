@@ -1,11 +1,11 @@
 """Client assertions (RFC 7523 JWTs) as the sign-in endpoint checks them.
 
-A **certificate** assertion (its header names a certificate: ``x5t`` = base64url SHA-1 of the
-DER, or ``x5t#S256`` = SHA-256, as MSAL and Go's azidentity send them) must name a certificate
-registered for the client (``POST /_emu/clients`` ``certificates``), be signed by its key
-(``RS256``, or ``PS256`` that MSAL Python uses outside AD FS), be issued by and about the client
-(``iss``/``sub``), be meant for this authority's token endpoint (``aud``) and not have expired
-(``exp``), as AD FS and Entra ID check them.
+A **certificate** assertion (its header names a certificate: ``x5t`` = the SHA-1 of its DER,
+or ``x5t#S256`` = the SHA-256; base64url from MSAL Python, standard base64 from MSAL Go, both
+taken) must name a certificate registered for the client (``POST /_emu/clients``
+``certificates``), be signed by its key (``RS256``, or ``PS256`` that MSAL Python uses outside
+AD FS), be issued by and about the client (``iss``/``sub``), be meant for this authority's
+token endpoint (``aud``) and not have expired (``exp``), as AD FS and Entra ID check them.
 
 A **federated** assertion (a Kubernetes service account token, workload identity) is read, not
 verified: the emulator models no issuer's keys. Its subject must be one registered for the
@@ -35,23 +35,28 @@ def _b64(data: str) -> bytes:
     return base64.urlsafe_b64decode(data + "=" * (-len(data) % 4))
 
 
-def _b64_text(data: bytes) -> str:
-    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
-
-
-def thumbprints(der: bytes) -> tuple[str, str]:
-    """A certificate's ``x5t`` and ``x5t#S256``."""
-    return _b64_text(hashlib.sha1(der).digest()), _b64_text(hashlib.sha256(der).digest())
+def thumbprints(der: bytes) -> tuple[bytes, bytes]:
+    """A certificate's SHA-1 (``x5t``) and SHA-256 (``x5t#S256``) digests."""
+    return hashlib.sha1(der).digest(), hashlib.sha256(der).digest()
 
 
 def register_certificates(world: World, client_id: str, pems: list[str]) -> None:
-    """The client's certificates (PEM, one or more per string), by both thumbprints."""
+    """The client's certificates (PEM, one or more per string), by both digests."""
     found = world.client_certificates.setdefault(client_id, {})
     for pem in pems:
         for cert in x509.load_pem_x509_certificates(pem.encode()):
             der = cert.public_bytes(Encoding.DER)
-            for thumbprint in thumbprints(der):
-                found[thumbprint] = der
+            for digest in thumbprints(der):
+                found[digest] = der
+
+
+def _digest(thumbprint: str) -> bytes:
+    """A header's thumbprint: base64url as the JWS spec says (MSAL Python pads it), or standard
+    base64 as MSAL Go sends it (``urlsafe_b64decode`` takes ``+`` and ``/`` as well)."""
+    try:
+        return _b64(thumbprint.strip().rstrip("="))
+    except (ValueError, binascii.Error):
+        return b""
 
 
 def _parts(assertion: str) -> tuple[dict[str, Any], dict[str, Any], bytes, bytes]:
@@ -86,9 +91,8 @@ def _verify_signature(der: bytes, alg: str, signature: bytes, signed: bytes) -> 
 
 
 def _certificate(world: World, client_id: str, header: dict[str, Any]) -> bytes:
-    # MSAL Python pads its base64url thumbprint, Go's azidentity does not
-    thumbprint = str(header.get("x5t#S256") or header.get("x5t") or "").rstrip("=")
-    der = world.client_certificates.get(client_id, {}).get(thumbprint)
+    thumbprint = str(header.get("x5t#S256") or header.get("x5t") or "")
+    der = world.client_certificates.get(client_id, {}).get(_digest(thumbprint))
     if der is None:
         raise ValueError(
             f"MSIS9625: no certificate with thumbprint {thumbprint!r} is registered for "

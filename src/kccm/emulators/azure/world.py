@@ -117,8 +117,8 @@ class World:
     clock: Callable[[], float] = time.time
     clients: dict[str, str] = field(default_factory=dict)  # client id -> secret
     federated_subjects: dict[str, set[str]] = field(default_factory=dict)
-    # client id -> thumbprint (x5t and x5t#S256) -> certificate DER
-    client_certificates: dict[str, dict[str, bytes]] = field(default_factory=dict)
+    # client id -> SHA-1 and SHA-256 digest (x5t, x5t#S256) -> certificate DER
+    client_certificates: dict[str, dict[bytes, bytes]] = field(default_factory=dict)
     identities: dict[str, Obj] = field(default_factory=dict)  # lower id -> user-assigned identity
     groups: dict[str, str] = field(default_factory=dict)  # lower name -> name
     resources: dict[str, Obj] = field(default_factory=dict)  # lower id -> resource

@@ -43,6 +43,8 @@ async def test_the_openid_configuration_names_the_token_endpoint(api: Api) -> No
 
 CERT = ClientCertificate()
 OTHER = ClientCertificate("someone-else")
+# one whose x5t in standard base64 differs from base64url (has a '+' or '/')
+GO_CERT = next(c for c in iter(ClientCertificate, None) if set(c.go_x5t()) & set("+/"))
 Form = Callable[[Api], dict[str, str]]  # the sign-in form, given the emulator
 
 
@@ -73,6 +75,10 @@ def fixed(form: dict[str, str]) -> Form:
         pytest.param(fixed(secret_form("wrong")), 401, "", id="wrong-secret"),
         pytest.param(signed(), 200, "certificate", id="certificate-rs256-x5t"),
         pytest.param(signed(alg="PS256"), 200, "certificate", id="certificate-ps256-x5t-s256"),
+        pytest.param(
+            signed(GO_CERT, go_thumbprint=True), 200, "certificate",
+            id="certificate-x5t-standard-base64"
+        ),
         pytest.param(signed(OTHER), 401, "", id="certificate-not-registered"),
         pytest.param(
             forged,
@@ -96,7 +102,7 @@ def fixed(form: dict[str, str]) -> Form:
     ],
 )  # fmt: skip
 async def test_sign_in(api: Api, form: Form, status: int, source: str) -> None:
-    register_certificates(api.world, CLIENT, [CERT.cert_pem()])
+    register_certificates(api.world, CLIENT, [CERT.cert_pem(), GO_CERT.cert_pem()])
     found, body = await api.sign_in(form(api))
     assert found == status, body
     if status == 200:

@@ -12,7 +12,6 @@ import logging
 import re
 import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -23,13 +22,12 @@ from kccm.app.manager import EXIT_CONFIG, init_provider
 from kccm.emulators.azure import AzureEmulator, azure_emulator
 from kccm.providers.azure.config import load_azure_config
 from kccm.providers.azure.provider import AzureCloud, build_parts
+from kccm.testing.azuresignin import CERT_PASSWORD, SA_TOKEN, SignIn
+from kccm.testing.azuresignin import FORMS as SIGN_INS
 from kccm.testing.certs import emulator_tls
 from kccm.testing.clientcert import ClientCertificate
 
-SUBJECT = "system:serviceaccount:kube-system:cloud-controller-manager"
-# a Kubernetes service account token's shape (the emulator reads, not verifies, it)
-SA_TOKEN = "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJzeXN0ZW06c2VydmljZWFjY291bnQ6a3ViZS1zeXN0ZW06Y2xvdWQtY29udHJvbGxlci1tYW5hZ2VyIn0.c2ln"  # noqa: E501
-CERT_PASSWORD = "kccm-cert-pw-4d1f"
+FORMS = [pytest.param(builder, id=name) for name, builder in SIGN_INS.items()]
 
 
 @pytest.fixture(scope="module")
@@ -38,112 +36,7 @@ def emu() -> Iterator[AzureEmulator]:
         yield running
 
 
-@dataclass
-class Form:
-    """What a sign-in form needs: ``azure.json`` keys, environment, who the token is for."""
-
-    keys: dict[str, Any] = field(default_factory=dict)
-    env: dict[str, str] = field(default_factory=dict)
-    source: str = ""
-    client_id: str = ""
-    undo: list[Callable[[], None]] = field(default_factory=list)
-
-
-def secret(emu: AzureEmulator, tmp: Path) -> Form:
-    return Form(source="secret", client_id=emu.config["client_id"])
-
-
-def _certificate_form(emu: AzureEmulator, tmp: Path, kind: str) -> Form:
-    cert, client = ClientCertificate(), f"kccm-cert-{uuid.uuid4().hex[:6]}"
-    emu.admin.add_client(client, certificates=[cert.cert_pem()])
-    path = tmp / f"client.{kind}"
-    path.write_bytes(cert.pfx(CERT_PASSWORD) if kind == "pfx" else cert.pem())
-    keys = {"aadClientSecret": None, "aadClientId": client, "aadClientCertPath": str(path)}
-    if kind == "pfx":
-        keys["aadClientCertPassword"] = CERT_PASSWORD
-    return Form(keys, source="certificate", client_id=client)
-
-
-def certificate_pfx(emu: AzureEmulator, tmp: Path) -> Form:
-    return _certificate_form(emu, tmp, "pfx")
-
-
-def certificate_pem(emu: AzureEmulator, tmp: Path) -> Form:
-    return _certificate_form(emu, tmp, "pem")
-
-
-def _managed(emu: AzureEmulator, system: bool, pick: str) -> Form:
-    """A VM with a system-assigned identity (``system``) and a user-assigned one; ``pick``:
-    ``""`` (no userAssignedIdentityID), ``clientId`` or ``id`` (resource ID)."""
-    admin, tag = emu.admin, uuid.uuid4().hex[:6]
-    vm = admin.add_vm(f"mi-{tag}")
-    uai = admin.add_identity(f"kccm-uai-{tag}")
-    admin.assign_identity(vm["id"], system=system, user=[uai["id"]])
-    # without a pick, the VM's own identity: any client id but the user-assigned one's
-    expected = "" if system and not pick else uai["clientId"]
-    keys: dict[str, Any] = {"aadClientSecret": None, "useManagedIdentityExtension": True}
-    if pick:
-        keys["userAssignedIdentityID"] = uai[pick]
-    env = {"AZURE_POD_IDENTITY_AUTHORITY_HOST": admin.imds_for(vm["id"])}
-    return Form(keys, env, "managed-identity", expected, [lambda: admin.delete_vm(vm["id"])])
-
-
-def managed_system(emu: AzureEmulator, tmp: Path) -> Form:
-    return _managed(emu, True, "")
-
-
-def managed_by_client_id(emu: AzureEmulator, tmp: Path) -> Form:
-    return _managed(emu, True, "clientId")
-
-
-def managed_by_resource_id(emu: AzureEmulator, tmp: Path) -> Form:
-    return _managed(emu, True, "id")
-
-
-def _federated_client(emu: AzureEmulator, tmp: Path) -> tuple[str, Path]:
-    client = f"kccm-wi-{uuid.uuid4().hex[:6]}"
-    emu.admin.add_client(client, federated_subjects=[SUBJECT])
-    token = tmp / "sa-token"
-    token.write_text(SA_TOKEN)
-    return client, token
-
-
-def workload_keys(emu: AzureEmulator, tmp: Path) -> Form:
-    client, token = _federated_client(emu, tmp)
-    keys = {
-        "aadClientSecret": None,
-        "aadClientId": client,
-        "useFederatedWorkloadIdentityExtension": True,
-        "aadFederatedTokenFile": str(token),
-    }
-    return Form(keys, source="federated", client_id=client)
-
-
-def workload_webhook_env(emu: AzureEmulator, tmp: Path) -> Form:
-    """The webhook's variables win over the file's client (``aadClientId`` stays the secret
-    client's) and switch workload identity on by themselves."""
-    client, token = _federated_client(emu, tmp)
-    env = {
-        "AZURE_CLIENT_ID": client,
-        "AZURE_TENANT_ID": emu.config["tenant"],
-        "AZURE_FEDERATED_TOKEN_FILE": str(token),
-    }
-    return Form(env=env, source="federated", client_id=client)
-
-
-FORMS = [
-    pytest.param(secret, id="client-secret"),
-    pytest.param(certificate_pfx, id="client-certificate-pfx-with-password"),
-    pytest.param(certificate_pem, id="client-certificate-pem"),
-    pytest.param(managed_system, id="managed-identity-system-assigned"),
-    pytest.param(managed_by_client_id, id="managed-identity-user-assigned-client-id"),
-    pytest.param(managed_by_resource_id, id="managed-identity-user-assigned-resource-id"),
-    pytest.param(workload_keys, id="workload-identity-keys"),
-    pytest.param(workload_webhook_env, id="workload-identity-webhook-env"),
-]
-
-
-def _cloud(emu: AzureEmulator, tmp: Path, form: Form) -> AzureCloud:
+def _cloud(emu: AzureEmulator, tmp: Path, form: SignIn) -> AzureCloud:
     files = emu.cloud_files(tmp, **form.keys)
     environ = {**files.env, **form.env}
     config = load_azure_config(files.azure_json.read_text(), "azure.json", environ=environ)
@@ -166,7 +59,7 @@ def test_signs_in_opens_arm_and_renews(
     emu: AzureEmulator,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
-    make: Callable[[AzureEmulator, Path], Form],
+    make: Callable[[AzureEmulator, Path], SignIn],
 ) -> None:
     form = make(emu, tmp_path)
     for name, value in form.env.items():  # azure-identity reads some from os.environ itself
@@ -194,8 +87,7 @@ def test_signs_in_opens_arm_and_renews(
         assert statuses[0] == ("arm", 401)
         assert statuses[-1] == ("arm", 200)
     finally:
-        for undo in form.undo:
-            undo()
+        form.cleanup()
 
 
 def test_no_secret_reaches_the_log(
@@ -206,8 +98,7 @@ def test_no_secret_reaches_the_log(
 ) -> None:
     """Every form signs in and renews with every logger at DEBUG: no client secret, certificate
     password or key, service account token, client assertion or bearer token in the log."""
-    makers = [param.values[0] for param in FORMS]
-    forms = [make(emu, _dir(tmp_path / str(i))) for i, make in enumerate(makers)]  # type: ignore[operator]
+    forms = [make(emu, tmp_path) for make in SIGN_INS.values()]
     try:
         with caplog.at_level(logging.DEBUG):
             for form in forms:
@@ -220,17 +111,11 @@ def test_no_secret_reaches_the_log(
                     _read_route_table(cloud)
     finally:
         for form in forms:
-            for undo in form.undo:
-                undo()
+            form.cleanup()
     assert "signing in with client-certificate" in caplog.text  # the log was captured
     for secret in (emu.config["client_secret"], CERT_PASSWORD, SA_TOKEN, "PRIVATE KEY"):
         assert secret not in caplog.text
     assert not re.search(r"kccm-emu\.[0-9a-f]{8}|eyJ[A-Za-z0-9_-]{8}", caplog.text)
-
-
-def _dir(path: Path) -> Path:
-    path.mkdir()
-    return path
 
 
 def _missing(tmp: Path) -> str:
