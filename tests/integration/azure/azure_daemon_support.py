@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import ipaddress
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -137,10 +137,18 @@ def machine_of(emulator: AzureEmulator, vm: dict[str, Any]) -> Machine:
     )
 
 
-def start_daemon(emulator: AzureEmulator, plane: ControlPlane, tmp: Path) -> tuple[Daemons, Daemon]:
+def start_daemon(
+    emulator: AzureEmulator,
+    plane: ControlPlane,
+    tmp: Path,
+    *,
+    keys: Mapping[str, Any] | None = None,
+    env: Mapping[str, str] | None = None,
+) -> tuple[Daemons, Daemon]:
     """kccm as the shipped ServiceAccount on the emulator's ``azure.json`` (upstream's file,
-    unchanged) and environment file, routes on the config's route table."""
-    files = emulator.cloud_files(tmp / "cloud")
+    unchanged but for ``keys``) and environment file (and ``env``), routes on the config's
+    route table."""
+    files = emulator.cloud_files(tmp / "cloud", **(keys or {}))
     daemons = Daemons(tmp)
     daemon = daemons.start(
         "azure",
@@ -154,7 +162,7 @@ def start_daemon(emulator: AzureEmulator, plane: ControlPlane, tmp: Path) -> tup
         "--node-monitor-period=1s",
         "--route-reconciliation-period=2s",
         "--v=2",
-        env=files.env,
+        env={**files.env, **(env or {})},
         unset=[*PROXY_VARS, *(v.upper() for v in PROXY_VARS)],
     )
     return daemons, daemon

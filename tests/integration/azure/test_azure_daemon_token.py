@@ -1,6 +1,10 @@
 """The kccm daemon with ``--cloud-provider=azure`` when ARM stops taking its token: every
 token the Azure emulator issued expires at once (ARM answers 401 ExpiredAuthenticationToken,
-as it does past a token's expiry), and kccm must sign in again on its own.
+as it does past a token's expiry), and kccm must sign in again on its own, whichever way it
+signs in: a client secret, a client certificate (PKCS#12 with a password), a user-assigned
+managed identity from the VM's metadata service, workload identity from the webhook's
+``AZURE_*`` variables (``kccm.testing.azuresignin``; every form is checked without the daemon
+in ``tests/unit/providers/azure/test_auth_forms_azure.py``).
 
 A module of its own (emulator, daemon): a daemon that cannot recover would fail every test
 that shares it.
@@ -17,6 +21,7 @@ from azure_daemon_support import ROOT, World, blocking, start_daemon
 from kccm.emulators.azure.launcher import azure_emulator
 from kccm.kube.client import KubeApiClient
 from kccm.kube.resources import NODES
+from kccm.testing.azuresignin import FORMS, SignIn
 from kccm.testing.certs import emulator_tls
 from kccm.testing.controllers import delete_until_gone, initialised_nodes
 from kccm.testing.controlplane import ControlPlane
@@ -24,41 +29,61 @@ from kccm.testing.daemon import apply_rbac
 from kccm.testing.kubelet import kubelet_node
 from kccm.testing.pytest_plugin import KubeCleanup
 
+SIGN_INS = [
+    "client-secret",
+    "client-certificate-pfx-with-password",
+    "managed-identity-user-assigned-client-id",
+    "workload-identity-webhook-env",
+]
 
-@pytest.fixture
-async def world(
-    control_plane: ControlPlane, kube: KubeApiClient, tmp_path_factory: pytest.TempPathFactory
-) -> AsyncIterator[World]:
+
+@pytest.fixture(params=SIGN_INS)
+async def signed_in(
+    request: pytest.FixtureRequest,
+    control_plane: ControlPlane,
+    kube: KubeApiClient,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> AsyncIterator[tuple[World, SignIn]]:
     with azure_emulator(tls=emulator_tls()) as emulator:
         baseline = await blocking(emulator.admin.state)
         await apply_rbac(kube, ROOT / "deploy" / "rbac.yaml", "kccm-azure-e2e")
         tmp = tmp_path_factory.mktemp("az-token")
-        daemons, daemon = start_daemon(emulator, control_plane, tmp)
+        form = await blocking(FORMS[request.param], emulator, tmp)
+        daemons, daemon = start_daemon(emulator, control_plane, tmp, keys=form.keys, env=form.env)
         try:
-            yield World(emulator, daemon, baseline)
+            yield World(emulator, daemon, baseline), form
         finally:
             daemons.stop_all(grace=30)
+            await blocking(form.cleanup)
         emulator.admin.assert_clean(baseline)
 
 
 async def test_an_expired_token_is_renewed(
-    world: World, kube: KubeApiClient, kube_cleanup: KubeCleanup
+    signed_in: tuple[World, SignIn], kube: KubeApiClient, kube_cleanup: KubeCleanup
 ) -> None:
     """A Node initialised (kccm signed in), every token expired, another Node created: kccm
-    signs in again (a second token request after a 401) and initialises it."""
+    signs in again the same way (a new token of the same source and identity after a 401) and
+    initialises it."""
+    world, form = signed_in
     admin, tag = world.admin, uuid.uuid4().hex[:6]
     first, second = (kube_cleanup.add(NODES, f"az-token-{tag}-{i}") for i in range(2))
     machines = [await world.add_machine(name) for name in (first, second)]
     try:
         await kube.create(NODES, kubelet_node(first))
         await world.until(lambda: initialised_nodes(kube, [first]))
+        before = await blocking(admin.tokens)
+        assert {t["source"] for t in before} == {form.source}
         since = await blocking(admin.last_seq)
         assert await blocking(admin.expire_tokens) > 0
         await kube.create(NODES, kubelet_node(second))
         await world.until(lambda: initialised_nodes(kube, [second]))
         calls = await blocking(admin.requests, since)
         assert any(c["status"] == 401 for c in calls), "no request met the expired token"
-        assert any(c["service"] == "adfs" and c["method"] == "POST" for c in calls)
+        renewed = (await blocking(admin.tokens))[len(before) :]
+        assert renewed, "no new token after the expiry"
+        assert {(t["source"], t["client_id"]) for t in renewed} == {
+            (form.source, before[-1]["client_id"])
+        }
     finally:
         await delete_until_gone(kube, NODES, [first, second])
         for machine in machines:
