@@ -12,15 +12,14 @@
   /_emu/imds`` (``id``: the VM the metadata service answers for); ``POST
   /_emu/imds-listeners`` (``id``: a metadata service of that VM's own, on a new port);
 - ``GET /_emu/resource?id=`` (a resource as ARM renders it, without a logged call);
-- ``GET /_emu/requests?since=N``, ``GET /_emu/seq``; ``GET|POST|DELETE /_emu/faults``;
-  ``GET /_emu/tokens`` (who signed in, how); ``POST /_emu/expire-tokens``; ``POST
+- the request log, faults and token expiry as every emulator serves them
+  (:mod:`kccm.emulators.control_routes`); ``GET /_emu/tokens`` (who signed in, how); ``POST
   /_emu/settle`` (pending operations complete now); ``GET /_emu/state`` (what a test may have
   left behind).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import socket
 import urllib.parse
 from typing import Any
@@ -37,10 +36,11 @@ from kccm.emulators.azure.imds import build_imds_app
 from kccm.emulators.azure.rest import WORLD, json_body, reply
 from kccm.emulators.azure.store import render, settle, settle_all
 from kccm.emulators.azure.world import DEFAULTS, World
+from kccm.emulators.control_routes import control_routes
 
 __all__ = ["IMDS_LISTENERS", "config", "routes", "state"]
 
-routes = web.RouteTableDef()
+routes = control_routes(WORLD, add_fault, json_body)
 IMDS_LISTENERS = web.AppKey("imds_listeners", list[web.AppRunner])
 
 STATE_TYPES = {
@@ -194,34 +194,6 @@ async def get_resource(request: web.Request) -> web.Response:
     return reply(render(world, found, True))
 
 
-@routes.get("/_emu/requests")
-async def get_requests(request: web.Request) -> web.Response:
-    since = int(request.query.get("since", "0"))
-    return reply([entry for entry in request.app[WORLD].requests if entry["seq"] > since])
-
-
-@routes.get("/_emu/seq")
-async def get_seq(request: web.Request) -> web.Response:
-    return reply({"seq": request.app[WORLD].seq})
-
-
-@routes.get("/_emu/faults")
-async def get_faults(request: web.Request) -> web.Response:
-    return reply([dataclasses.asdict(f) for f in request.app[WORLD].faults])
-
-
-@routes.post("/_emu/faults")
-async def post_fault(request: web.Request) -> web.Response:
-    fault = add_fault(request.app[WORLD], await json_body(request))
-    return reply(dataclasses.asdict(fault), 201)
-
-
-@routes.delete("/_emu/faults")
-async def clear_faults(request: web.Request) -> web.Response:
-    request.app[WORLD].faults.clear()
-    return web.Response(status=204)
-
-
 @routes.get("/_emu/tokens")
 async def get_tokens(request: web.Request) -> web.Response:
     """The tokens issued, oldest first: client, how it signed in, when it expires (never the
@@ -230,11 +202,6 @@ async def get_tokens(request: web.Request) -> web.Response:
     return reply(
         [{"client_id": t.client_id, "source": t.source, "expires": t.expires} for t in tokens]
     )
-
-
-@routes.post("/_emu/expire-tokens")
-async def expire_tokens(request: web.Request) -> web.Response:
-    return reply({"expired": request.app[WORLD].expire_tokens()})
 
 
 @routes.post("/_emu/settle")

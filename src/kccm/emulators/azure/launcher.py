@@ -11,60 +11,43 @@ leak checks.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
-import shutil
-import ssl
-import tempfile
-import urllib.error
 import urllib.parse
-import urllib.request
-from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kccm.emulators import CloudEmulator, leaked
+from kccm.emulators import CloudEmulator
 from kccm.emulators.azure.cloudfiles import CloudFiles, write_cloud_files
-from kccm.emulators.process import EmulatorProcess, ServingTls, child_env, python_module, spawn
+from kccm.emulators.control import (
+    ControlError,
+    ControlledEmulator,
+    EmulatorControl,
+    running,
+    start_python_emulator,
+)
+from kccm.emulators.process import ServingTls
 
 __all__ = ["AzureAdmin", "AzureEmulator", "AzureEmulatorError", "azure_emulator", "start_azure"]
 
 
-class AzureEmulatorError(RuntimeError):
+class AzureEmulatorError(ControlError):
     """The emulator could not be started or steered."""
 
 
 @dataclass
-class AzureAdmin:
-    """The ``/_emu`` test API of a running emulator (blocking calls)."""
+class AzureAdmin(EmulatorControl):
+    """The ``/_emu`` test API of a running emulator (blocking calls): the shared part
+    (:class:`kccm.emulators.control.EmulatorControl`: ``config``, ``set_config`` of
+    ``lro_delay``, ``page_size``, ``token_ttl``, ``zones`` or ``extra_api_versions``,
+    ``requests``, ``last_seq``, ``state``, ``assert_clean``, ``faults``, ``clear_faults``,
+    ``expire_tokens``) and Azure's own."""
 
-    base_url: str
-    ca_file: str = ""
-
-    def _call(self, method: str, path: str, body: Any = None) -> Any:
-        data = None if body is None else json.dumps(body).encode()
-        request = urllib.request.Request(self.base_url + path, data=data, method=method)
-        request.add_header("Content-Type", "application/json")
-        context = ssl.create_default_context(cafile=self.ca_file) if self.ca_file else None
-        try:
-            with urllib.request.urlopen(request, timeout=30, context=context) as response:
-                payload = response.read()
-        except urllib.error.HTTPError as exc:
-            raise AzureEmulatorError(f"{method} {path}: {exc.code} {exc.read().decode()}") from exc
-        return json.loads(payload) if payload else None
+    error = AzureEmulatorError
+    title = "Azure emulator"
 
     # -- the world ------------------------------------------------------------------------
-
-    def config(self) -> dict[str, Any]:
-        """Ids, names and credentials of the default world, and the settings."""
-        return dict(self._call("GET", "/_emu/config"))
-
-    def set_config(self, **values: Any) -> dict[str, Any]:
-        """Change ``lro_delay``, ``page_size``, ``token_ttl``, ``zones`` or
-        ``extra_api_versions`` of the running server."""
-        return dict(self._call("PATCH", "/_emu/config", values))
 
     def add_client(
         self,
@@ -136,25 +119,9 @@ class AzureAdmin:
 
     # -- observation --------------------------------------------------------------------------
 
-    def requests(self, since: int = 0) -> list[dict[str, Any]]:
-        """Calls after ``since``: ``{seq, service, method, path, query, api_version, op, at,
-        status}``."""
-        return list(self._call("GET", f"/_emu/requests?since={since}"))
-
-    def last_seq(self) -> int:
-        return int(self._call("GET", "/_emu/seq")["seq"])
-
     def mutating(self, since: int = 0) -> list[dict[str, Any]]:
         """The ARM writes after ``since`` (every ARM call but GET)."""
         return [r for r in self.requests(since) if r["service"] == "arm" and r["method"] != "GET"]
-
-    def state(self) -> dict[str, list[str]]:
-        return {k: list(v) for k, v in self._call("GET", "/_emu/state").items()}
-
-    def assert_clean(self, baseline: Mapping[str, Iterable[str]]) -> None:
-        left = leaked(self.state(), baseline)
-        if left:
-            raise AssertionError(f"Azure emulator left with: {left}")
 
     # -- faults -------------------------------------------------------------------------------
 
@@ -168,12 +135,6 @@ class AzureAdmin:
         body = {"path_regex": path_regex, "method": method, "kind": kind, **spec}
         return dict(self._call("POST", "/_emu/faults", body))
 
-    def faults(self) -> list[dict[str, Any]]:
-        return list(self._call("GET", "/_emu/faults"))
-
-    def clear_faults(self) -> None:
-        self._call("DELETE", "/_emu/faults")
-
     def settle(self) -> int:
         """Every pending operation completes now; how many did."""
         return int(self._call("POST", "/_emu/settle")["settled"])
@@ -183,58 +144,20 @@ class AzureAdmin:
         ``secret``, ``certificate``, ``federated`` or ``managed-identity``."""
         return list(self._call("GET", "/_emu/tokens"))
 
-    def expire_tokens(self) -> int:
-        return int(self._call("POST", "/_emu/expire-tokens")["expired"])
-
 
 @dataclass(eq=False)
-class AzureEmulator(EmulatorProcess):
-    """A running emulator process."""
+class AzureEmulator(ControlledEmulator[AzureAdmin]):
+    """A running emulator process (``ca_file``: the CA of the HTTPS ARM port, "" for HTTP)."""
 
-    base_url: str
-    imds_url: str
-    ca_file: str = ""  # the CA of the HTTPS ARM port ("" for HTTP)
-    admin: AzureAdmin = field(init=False)
-    _config: dict[str, Any] = field(init=False, default_factory=dict)
+    imds_url: str = field(kw_only=True)
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        self.admin = AzureAdmin(self.base_url, self.ca_file)
-
-    @property
-    def url(self) -> str:
-        return self.base_url
-
-    @property
-    def config(self) -> dict[str, Any]:
-        if not self._config:
-            self._config = self.admin.config()
-        return self._config
+    def control(self, base_url: str, ca_file: str) -> AzureAdmin:
+        return AzureAdmin(base_url, ca_file)
 
     def cloud_files(self, directory: str | os.PathLike[str], **overrides: Any) -> CloudFiles:
         """Upstream's ``azure.json`` (``overrides`` win; None drops a key) and environment
         file written into ``directory``, and the environment to run a client with."""
         return write_cloud_files(Path(directory), self.config, self.ca_file, **overrides)
-
-    # -- the shape every emulator shares (kccm.emulators.CloudEmulator) ---------------------
-
-    def call_counts(self) -> dict[str, int]:
-        """Logged calls per ``"<service> <METHOD> <path>"``."""
-        found = Counter(f"{r['service']} {r['method']} {r['path']}" for r in self.admin.requests())
-        return dict(found)
-
-    def clear_faults(self) -> None:
-        self.admin.clear_faults()
-
-    def state(self) -> dict[str, list[str]]:
-        return self.admin.state()
-
-    def assert_clean(self, baseline: Mapping[str, Iterable[str]]) -> None:
-        self.admin.assert_clean(baseline)
-
-    def cleanup(self) -> None:
-        if self.ca_file:
-            shutil.rmtree(Path(self.ca_file).parent, ignore_errors=True)
 
 
 def _implements(emulator: AzureEmulator) -> CloudEmulator:
@@ -253,38 +176,27 @@ def start_azure(
 ) -> AzureEmulator:
     """The emulator on ports of ``host`` it chooses; ARM over HTTPS with ``tls``'s
     certificate (e.g. :func:`kccm.testing.certs.emulator_tls`) when given."""
-    args = python_module(
+    started = start_python_emulator(
         "kccm.emulators.azure",
-        *("--port", "0", "--imds-port", "0", "--host", host),
-        *("--lro-delay", str(lro_delay), "--page-size", str(page_size)),
-        *("--token-ttl", str(token_ttl)),
-    )
-    ca_file = ""
-    if tls is not None:
-        directory = Path(tempfile.mkdtemp(prefix="kccm-azure-emulator-"))
-        ca_file, cert_file, key_file = tls.write(directory)
-        args += ["--cert-file", cert_file, "--key-file", key_file]
-    process, ready = spawn(
-        args,
+        [
+            *("--port", "0", "--imds-port", "0", "--host", host),
+            *("--lro-delay", str(lro_delay), "--page-size", str(page_size)),
+            *("--token-ttl", str(token_ttl)),
+        ],
         name="the Azure emulator",
         error=AzureEmulatorError,
+        tls=tls,
         log_path=log_path,
-        env=child_env(),
     )
     return AzureEmulator(
-        process=process,
-        base_url=str(ready["url"]),
-        imds_url=str(ready["imds_url"]),
-        ca_file=ca_file,
+        process=started.process,
+        base_url=str(started.ready["url"]),
+        imds_url=str(started.ready["imds_url"]),
+        ca_file=started.ca_file,
     )
 
 
-@contextlib.contextmanager
-def azure_emulator(**opts: Any) -> Iterator[AzureEmulator]:
+def azure_emulator(**opts: Any) -> contextlib.AbstractContextManager[AzureEmulator]:
     """A running emulator for the block (``opts``: ``lro_delay``, ``page_size``,
     ``token_ttl``, ``host``, ``log_path``, ``tls``)."""
-    emulator = start_azure(**opts)
-    try:
-        yield emulator
-    finally:
-        emulator.stop()
+    return running(start_azure, **opts)

@@ -8,19 +8,19 @@
   server with a port per network (``device_owner compute:nova``) and, when ``floating``, a
   floating IP on its first port; ``PUT /_emu/servers/{id}/status``; ``DELETE
   /_emu/servers/{id}`` (its ports and the floating IPs made for it go too);
-- ``GET /_emu/requests?since=N``, ``GET /_emu/seq``; ``GET|POST|DELETE /_emu/faults``;
-  ``POST /_emu/expire-tokens``; ``POST /_emu/settle`` (pending Octavia changes finish
+- the request log, faults and token expiry as every emulator serves them
+  (:mod:`kccm.emulators.control_routes`); ``POST /_emu/settle`` (pending Octavia changes finish
   now); ``GET /_emu/state`` (what a test may have left behind).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import secrets
 from typing import Any
 
 from aiohttp import web
 
+from kccm.emulators.control_routes import control_routes
 from kccm.emulators.openstack import neutron_l3, nova, octavia
 from kccm.emulators.openstack.errors import EmuError
 from kccm.emulators.openstack.faults import add_fault
@@ -31,7 +31,7 @@ from kccm.emulators.openstack.world import Obj, World, new_id, now_iso
 
 __all__ = ["routes", "state"]
 
-routes = web.RouteTableDef()
+routes = control_routes(WORLD, add_fault, json_body)
 STATUSES = set(nova.POWER)
 
 
@@ -173,44 +173,10 @@ async def delete_server(request: web.Request) -> web.Response:
     return web.Response(status=204)
 
 
-@routes.get("/_emu/requests")
-async def get_requests(request: web.Request) -> web.Response:
-    since = int(request.query.get("since", "0"))
-    return reply([entry for entry in request.app[WORLD].requests if entry["seq"] > since])
-
-
-@routes.get("/_emu/seq")
-async def get_seq(request: web.Request) -> web.Response:
-    """The sequence number of the last logged call (0 before any)."""
-    return reply({"seq": request.app[WORLD].seq})
-
-
-@routes.get("/_emu/faults")
-async def get_faults(request: web.Request) -> web.Response:
-    return reply([dataclasses.asdict(f) for f in request.app[WORLD].faults])
-
-
-@routes.post("/_emu/faults")
-async def post_fault(request: web.Request) -> web.Response:
-    fault = add_fault(request.app[WORLD], await json_body(request))
-    return reply(dataclasses.asdict(fault), 201)
-
-
-@routes.delete("/_emu/faults")
-async def clear_faults(request: web.Request) -> web.Response:
-    request.app[WORLD].faults.clear()
-    return web.Response(status=204)
-
-
 @routes.post("/_emu/settle")
 async def settle(request: web.Request) -> web.Response:
     """Finish every pending Octavia change now (what the real API's helper does)."""
     return reply({"settled": settle_now(request.app[WORLD])})
-
-
-@routes.post("/_emu/expire-tokens")
-async def expire_tokens(request: web.Request) -> web.Response:
-    return reply({"expired": request.app[WORLD].expire_tokens()})
 
 
 def state(world: World) -> dict[str, list[Any]]:

@@ -10,64 +10,40 @@ clients, ``emu.cloud_conf()`` for an OCCM-style ``cloud.conf``, ``emu.admin``
 from __future__ import annotations
 
 import contextlib
-import json
 import os
-import shutil
-import ssl
-import tempfile
-import urllib.error
-import urllib.request
-from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
-from pathlib import Path
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
-from kccm.emulators import CloudEmulator, leaked
-from kccm.emulators.process import (
-    EmulatorProcess,
-    ServingTls,
-    child_env,
-    python_module,
-    spawn,
+from kccm.emulators import CloudEmulator
+from kccm.emulators.control import (
+    ControlError,
+    ControlledEmulator,
+    EmulatorControl,
+    running,
+    start_python_emulator,
 )
+from kccm.emulators.process import ServingTls
 
 __all__ = ["Emulator", "EmulatorAdmin", "EmulatorError", "openstack_emulator", "start_emulator"]
 
 
-class EmulatorError(RuntimeError):
+class EmulatorError(ControlError):
     """The emulator could not be started or steered."""
 
 
 @dataclass
-class EmulatorAdmin:
-    """The ``/_emu`` test API of a running emulator (blocking calls)."""
+class EmulatorAdmin(EmulatorControl):
+    """The ``/_emu`` test API of a running emulator (blocking calls): the shared part
+    (:class:`kccm.emulators.control.EmulatorControl`: ``config``, ``set_config`` of
+    ``lb_active_delay``, ``token_ttl``, ``max_routes``, ``octavia_version`` (``"2.11"``) or
+    ``disabled_extensions`` (Neutron aliases), ``requests``, ``last_seq``, ``state``,
+    ``assert_clean``, ``faults``, ``clear_faults``, ``expire_tokens``) and OpenStack's own."""
 
-    base_url: str
-    ca_file: str = ""
-
-    def _call(self, method: str, path: str, body: Any = None) -> Any:
-        data = None if body is None else json.dumps(body).encode()
-        request = urllib.request.Request(self.base_url + path, data=data, method=method)
-        request.add_header("Content-Type", "application/json")
-        context = ssl.create_default_context(cafile=self.ca_file) if self.ca_file else None
-        try:
-            with urllib.request.urlopen(request, timeout=30, context=context) as response:
-                payload = response.read()
-        except urllib.error.HTTPError as exc:
-            raise EmulatorError(f"{method} {path}: {exc.code} {exc.read().decode()}") from exc
-        return json.loads(payload) if payload else None
+    error = EmulatorError
+    title = "OpenStack emulator"
 
     # -- the world ------------------------------------------------------------------------
-
-    def config(self) -> dict[str, Any]:
-        """Ids and credentials of the default world (see ``admin.config``)."""
-        return dict(self._call("GET", "/_emu/config"))
-
-    def set_config(self, **values: Any) -> dict[str, Any]:
-        """Change ``lb_active_delay``, ``token_ttl``, ``max_routes``, ``octavia_version``
-        (``"2.11"``) or ``disabled_extensions`` (Neutron aliases) of the running server."""
-        return dict(self._call("PATCH", "/_emu/config", values))
 
     def add_server(
         self,
@@ -100,16 +76,6 @@ class EmulatorAdmin:
 
     # -- observation --------------------------------------------------------------------------
 
-    def requests(self, since: int = 0) -> list[dict[str, Any]]:
-        """Calls after sequence number ``since``: ``{seq, method, path, query, service,
-        status}``."""
-        return list(self._call("GET", f"/_emu/requests?since={since}"))
-
-    def last_seq(self) -> int:
-        """The sequence number of the last logged call: ``requests(since=last_seq())``
-        later lists what came after."""
-        return int(self._call("GET", "/_emu/seq")["seq"])
-
     def mutating(self, since: int = 0) -> list[dict[str, Any]]:
         """The writes after ``since``: every call but GET/HEAD, less Keystone token POSTs."""
         return [
@@ -118,16 +84,6 @@ class EmulatorAdmin:
             if r["method"] not in ("GET", "HEAD")
             and not (r["service"] == "identity" and r["path"].endswith("/auth/tokens"))
         ]
-
-    def state(self) -> dict[str, list[Any]]:
-        """What tests make and must remove (``admin.state``)."""
-        return {k: list(v) for k, v in self._call("GET", "/_emu/state").items()}
-
-    def assert_clean(self, baseline: Mapping[str, Iterable[Any]]) -> None:
-        """AssertionError naming everything :meth:`state` has that ``baseline`` had not."""
-        left = leaked(self.state(), baseline)
-        if left:
-            raise AssertionError(f"OpenStack emulator left with: {left}")
 
     # -- faults -------------------------------------------------------------------------------
 
@@ -163,47 +119,22 @@ class EmulatorAdmin:
             spec["status"] = 409
         return dict(self._call("POST", "/_emu/faults", spec))
 
-    def faults(self) -> list[dict[str, Any]]:
-        return list(self._call("GET", "/_emu/faults"))
-
-    def clear_faults(self) -> None:
-        self._call("DELETE", "/_emu/faults")
-
     def settle(self) -> list[str]:
         """Finish every pending Octavia change now; the balancers' ids."""
         return list(self._call("POST", "/_emu/settle")["settled"])
 
-    def expire_tokens(self) -> int:
-        """Every token issued so far expires now (the next call with one gets a 401)."""
-        return int(self._call("POST", "/_emu/expire-tokens")["expired"])
-
 
 @dataclass(eq=False)
-class Emulator(EmulatorProcess):
-    """A running emulator process."""
+class Emulator(ControlledEmulator[EmulatorAdmin]):
+    """A running emulator process (``ca_file``: the CA of its HTTPS certificate, "" for
+    HTTP)."""
 
-    base_url: str
-    ca_file: str = ""  # the CA of an HTTPS emulator's certificate ("" for HTTP)
-    admin: EmulatorAdmin = field(init=False)
-    _config: dict[str, Any] = field(init=False, default_factory=dict)
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        self.admin = EmulatorAdmin(self.base_url, self.ca_file)
-
-    @property
-    def url(self) -> str:
-        return self.base_url
+    def control(self, base_url: str, ca_file: str) -> EmulatorAdmin:
+        return EmulatorAdmin(base_url, ca_file)
 
     @property
     def auth_url(self) -> str:
         return f"{self.base_url}/identity/v3"
-
-    @property
-    def config(self) -> dict[str, Any]:
-        if not self._config:
-            self._config = self.admin.config()
-        return self._config
 
     def cloud_conf(
         self,
@@ -237,26 +168,6 @@ class Emulator(EmulatorProcess):
             lines.append("")
         return "\n".join(lines)
 
-    # -- the shape every emulator shares (kccm.emulators.CloudEmulator) ---------------------
-
-    def call_counts(self) -> dict[str, int]:
-        """Logged calls per ``"<service> <METHOD> <path>"``."""
-        found = Counter(f"{r['service']} {r['method']} {r['path']}" for r in self.admin.requests())
-        return dict(found)
-
-    def clear_faults(self) -> None:
-        self.admin.clear_faults()
-
-    def state(self) -> dict[str, list[str]]:
-        return {kind: [str(item) for item in items] for kind, items in self.admin.state().items()}
-
-    def assert_clean(self, baseline: Mapping[str, Iterable[str]]) -> None:
-        self.admin.assert_clean(baseline)
-
-    def cleanup(self) -> None:
-        if self.ca_file:
-            shutil.rmtree(Path(self.ca_file).parent, ignore_errors=True)
-
 
 def _implements(emulator: Emulator) -> CloudEmulator:
     """Never called: mypy checks that :class:`Emulator` has the shape every emulator has."""
@@ -273,33 +184,25 @@ def start_emulator(
 ) -> Emulator:
     """The emulator on a port of ``host`` it chooses; HTTPS with ``tls``'s certificate (e.g.
     :func:`kccm.testing.certs.emulator_tls`) when given."""
-    args = python_module(
+    started = start_python_emulator(
         "kccm.emulators.openstack",
-        *("--port", "0", "--host", host),
-        *("--lb-active-delay", str(lb_active_delay), "--token-ttl", str(token_ttl)),
+        [
+            *("--port", "0", "--host", host),
+            *("--lb-active-delay", str(lb_active_delay), "--token-ttl", str(token_ttl)),
+        ],
+        name="the OpenStack emulator",
+        error=EmulatorError,
+        tls=tls,
+        log_path=log_path,
     )
-    ca_file = _certificates(tls, args) if tls is not None else ""
-    process, ready = spawn(
-        args, name="the OpenStack emulator", error=EmulatorError, log_path=log_path, env=child_env()
+    return Emulator(
+        process=started.process, base_url=str(started.ready["url"]), ca_file=started.ca_file
     )
-    return Emulator(process=process, base_url=str(ready["url"]), ca_file=ca_file)
 
 
-def _certificates(tls: ServingTls, args: list[str]) -> str:
-    """Write ``tls`` into a fresh directory, add the server's options to ``args``; the CA
-    file's path."""
-    directory = Path(tempfile.mkdtemp(prefix="kccm-openstack-emulator-"))
-    ca_file, cert_file, key_file = tls.write(directory)
-    args += ["--cert-file", cert_file, "--key-file", key_file]
-    return ca_file
-
-
-@contextlib.contextmanager
-def openstack_emulator(lb_active_delay: float = 0.05, **opts: Any) -> Iterator[Emulator]:
+def openstack_emulator(
+    lb_active_delay: float = 0.05, **opts: Any
+) -> contextlib.AbstractContextManager[Emulator]:
     """A running emulator for the block (``opts``: ``token_ttl``, ``host``, ``log_path``,
     ``tls``)."""
-    emulator = start_emulator(lb_active_delay=lb_active_delay, **opts)
-    try:
-        yield emulator
-    finally:
-        emulator.stop()
+    return running(start_emulator, lb_active_delay=lb_active_delay, **opts)
