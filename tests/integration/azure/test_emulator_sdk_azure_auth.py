@@ -5,6 +5,7 @@ each token then opens ARM."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -58,9 +59,10 @@ def secret(emu: AzureEmulator, tmp: Path) -> TokenCredential:
 
 def certificate(emu: AzureEmulator, tmp: Path) -> TokenCredential:
     """MSAL's signed assertion, verified by the emulator against the registered certificate."""
-    cert = ClientCertificate()
-    emu.admin.add_client(emu.config["client_id"], certificates=[cert.cert_pem()])
-    return CertificateCredential(certificate_data=cert.pem(), **adfs(emu))  # type: ignore[arg-type]
+    cert, client = ClientCertificate(), f"kccm-cert-{uuid.uuid4().hex[:6]}"
+    emu.admin.add_client(client, certificates=[cert.cert_pem()])
+    options = {**adfs(emu), "client_id": client}
+    return CertificateCredential(certificate_data=cert.pem(), **options)  # type: ignore[arg-type]
 
 
 def assertion(emu: AzureEmulator, tmp: Path) -> TokenCredential:
