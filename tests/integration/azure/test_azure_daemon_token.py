@@ -12,6 +12,7 @@ that shares it.
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import AsyncIterator
 
@@ -19,9 +20,10 @@ import pytest
 from azure_daemon_support import ROOT, World, blocking, start_daemon
 
 from kccm.emulators.azure.launcher import azure_emulator
+from kccm.emulators.azure.world import DEFAULTS
 from kccm.kube.client import KubeApiClient
 from kccm.kube.resources import NODES
-from kccm.testing.azuresignin import FORMS, SignIn
+from kccm.testing.azuresignin import CERT_PASSWORD, FORMS, SA_TOKEN, SignIn
 from kccm.testing.certs import emulator_tls
 from kccm.testing.controllers import delete_until_gone, initialised_nodes
 from kccm.testing.controlplane import ControlPlane
@@ -63,7 +65,8 @@ async def test_an_expired_token_is_renewed(
 ) -> None:
     """A Node initialised (kccm signed in), every token expired, another Node created: kccm
     signs in again the same way (a new token of the same source and identity after a 401) and
-    initialises it."""
+    initialises it; its log holds no secret, password, service account token or bearer
+    token."""
     world, form = signed_in
     admin, tag = world.admin, uuid.uuid4().hex[:6]
     first, second = (kube_cleanup.add(NODES, f"az-token-{tag}-{i}") for i in range(2))
@@ -84,7 +87,16 @@ async def test_an_expired_token_is_renewed(
         assert {(t["source"], t["client_id"]) for t in renewed} == {
             (form.source, before[-1]["client_id"])
         }
+        _no_secret_in(world.daemon.logs(), form)
     finally:
         await delete_until_gone(kube, NODES, [first, second])
         for machine in machines:
             await blocking(admin.delete_vm, machine.vm_id)
+
+
+def _no_secret_in(logs: str, form: SignIn) -> None:
+    """The daemon's log names the form it signed in with and nothing secret."""
+    assert "azure: signing in with" in logs
+    for secret in (DEFAULTS["client_secret"], CERT_PASSWORD, SA_TOKEN, "PRIVATE KEY"):
+        assert secret not in logs
+    assert not re.search(r"kccm-emu\.[0-9a-f]{8}|eyJ[A-Za-z0-9_-]{8}", logs)
