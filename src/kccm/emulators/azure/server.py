@@ -12,12 +12,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
 import os
 import signal
-import socket
-import ssl
 import sys
 from collections.abc import Sequence
 
@@ -27,6 +24,7 @@ from kccm.emulators.azure.app import build_app
 from kccm.emulators.azure.imds import build_imds_app
 from kccm.emulators.azure.seed import seed_world
 from kccm.emulators.azure.world import World
+from kccm.emulators.serving import listen, tls_context, watch_parent
 
 __all__ = ["main", "parse_args", "serve"]
 
@@ -50,39 +48,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-async def _watch_parent(pid: int, stop: asyncio.Event) -> None:
-    while pid and not stop.is_set():
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            stop.set()
-            return
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(stop.wait(), 1.0)
-
-
-def _tls(args: argparse.Namespace) -> ssl.SSLContext | None:
-    if not args.cert_file:
-        return None
-    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    context.load_cert_chain(args.cert_file, args.key_file or None)
-    return context
-
-
-def _listen(host: str, port: int) -> socket.socket:
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
-    sock.listen(128)
-    sock.setblocking(False)
-    return sock
-
-
 async def serve(args: argparse.Namespace) -> None:
-    arm_sock, imds_sock = _listen(args.host, args.port), _listen(args.host, args.imds_port)
+    arm_sock, imds_sock = listen(args.host, args.port), listen(args.host, args.imds_port)
     host = f"[{args.host}]" if ":" in args.host else args.host
-    context = _tls(args)
+    context = tls_context(args.cert_file, args.key_file)
     scheme = "https" if context else "http"
     world = seed_world(
         World(
@@ -108,7 +77,7 @@ async def serve(args: argparse.Namespace) -> None:
     ready = {"url": world.base_url, "imds_url": world.imds_url, "pid": os.getpid()}
     sys.stdout.write(json.dumps(ready) + "\n")
     sys.stdout.flush()
-    watcher = asyncio.create_task(_watch_parent(args.parent_pid, stop))
+    watcher = asyncio.create_task(watch_parent(args.parent_pid, stop))
     try:
         await stop.wait()
     finally:

@@ -10,12 +10,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
 import os
 import signal
-import socket
-import ssl
 import sys
 from collections.abc import Sequence
 
@@ -24,6 +21,7 @@ from aiohttp import web
 from kccm.emulators.openstack.app import build_app
 from kccm.emulators.openstack.seed import seed_world
 from kccm.emulators.openstack.world import World
+from kccm.emulators.serving import listen, tls_context, watch_parent
 
 __all__ = ["main", "parse_args", "serve"]
 
@@ -55,42 +53,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-async def _watch_parent(pid: int, stop: asyncio.Event) -> None:
-    """Stop once ``pid`` is gone (checked every second), so an emulator never outlives the
-    test process that started it, whichever thread started it."""
-    while pid and not stop.is_set():
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            stop.set()
-            return
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(stop.wait(), 1.0)
-
-
-def _tls(args: argparse.Namespace) -> ssl.SSLContext | None:
-    if not args.cert_file:
-        return None
-    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    context.load_cert_chain(args.cert_file, args.key_file or None)
-    return context
-
-
-def _listen(host: str, port: int) -> socket.socket:
-    """A socket bound to ``host``:``port`` (0: a port the kernel chooses), held from now on."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
-    sock.listen(128)
-    sock.setblocking(False)
-    return sock
-
-
 async def serve(args: argparse.Namespace) -> None:
-    sock = _listen(args.host, args.port)
+    sock = listen(args.host, args.port)
     host = f"[{args.host}]" if ":" in args.host else args.host
-    context = _tls(args)
+    context = tls_context(args.cert_file, args.key_file)
     scheme = "https" if context else "http"
     world = seed_world(
         World(
@@ -109,7 +75,7 @@ async def serve(args: argparse.Namespace) -> None:
         loop.add_signal_handler(signum, stop.set)
     sys.stdout.write(json.dumps({"url": world.base_url, "pid": os.getpid()}) + "\n")
     sys.stdout.flush()
-    watcher = asyncio.create_task(_watch_parent(args.parent_pid, stop))
+    watcher = asyncio.create_task(watch_parent(args.parent_pid, stop))
     try:
         await stop.wait()
     finally:
