@@ -24,6 +24,7 @@ from occm_support import (
     error_answers,
     occm_processes,
     require_occm,
+    routes_removed,
 )
 
 from kccm.emulators.openstack.launcher import Emulator, openstack_emulator
@@ -157,7 +158,7 @@ async def _routes_judged_twice(daemon: Daemon, nodes: list[str]) -> bool:
 
 async def routes_gone(reader: CloudReader, router_id: str, daemon: Daemon) -> bool:
     _running(daemon)
-    return not (await asyncio.to_thread(reader.router, router_id))["routes"]
+    return await asyncio.to_thread(routes_removed, reader, router_id)
 
 
 def summary(requests: list[dict[str, Any]]) -> str:

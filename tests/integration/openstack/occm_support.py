@@ -366,3 +366,14 @@ def routes_made(reader: CloudReader, router_id: str, cidrs: Collection[str]) -> 
     routed = {r["destination"] for r in reader.router(router_id)["routes"]}
     allowed = {p["ip_address"] for port in reader.ports() for p in port["allowed_address_pairs"]}
     return set(cidrs) <= routed & allowed
+
+
+def routes_removed(reader: CloudReader, router_id: str) -> bool:
+    """Whether ``DeleteRoute`` finished for every route: the router routes nothing AND no
+    port allows an address pair (blocking). The route goes first and the port's pair after
+    (v1.36.0 ``pkg/openstack/routes.go``: ``DeleteRoute``, kccm's ``delete_route`` likewise),
+    and a failed port write puts the route back: a router without routes alone is no steady
+    state (a test that deleted the servers then lost the port under that write, and the route
+    came back after its check)."""
+    allowed = [p for port in reader.ports() for p in port["allowed_address_pairs"]]
+    return not reader.router(router_id)["routes"] and not allowed
