@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from kccm.cloudprovider import (
     LoadBalancerStatus,
@@ -73,11 +74,16 @@ class LocalLoadBalancers(LocalBase):
     ) -> LoadBalancerStatus:
         """Read the row and the claim; write (claim and row, one transaction) only when they
         differ from what the Service, the nodes and the config ask for."""
+        return self._ensure(service, nodes, self._backends_of(nodes))
+
+    def _ensure(
+        self, service: Service, nodes: Sequence[Node], backends: Sequence[Mapping[str, Any]]
+    ) -> LoadBalancerStatus:
         desired = desired_load_balancer(
             service,
             nodes,
             health_check_mode=self.config.global_.health_check_mode,
-            backends=self._backends_of(nodes),
+            backends=backends,
         )
         requested = str(spec_of(service).get("loadBalancerIP") or "") or None
         self._read("describe_load_balancer")
@@ -107,8 +113,10 @@ class LocalLoadBalancers(LocalBase):
         self, cluster_name: str, service: Service, nodes: Sequence[Node]
     ) -> None:
         """Read the row; rewrite its backends only when they differ."""
+        self._update(service, self._backends_of(nodes))
+
+    def _update(self, service: Service, backends: Sequence[Mapping[str, Any]]) -> None:
         name = default_load_balancer_name(service)
-        backends = self._backends_of(nodes)
         self._read("find_load_balancer")
         current = self.store.find_load_balancer(name)
         if current is not None and backends_are_current(current, backends):

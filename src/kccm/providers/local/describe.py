@@ -99,7 +99,8 @@ def _target(
     else:
         health, detail = TargetHealth.UNHEALTHY, verdict.detail
     address = str(backend.get("address", ""))
-    return TargetView(node, f"local://{node}", address, node_port, health, detail)
+    draining = bool(backend.get("draining"))
+    return TargetView(node, f"local://{node}", address, node_port, health, detail, draining)
 
 
 def _health_check(health: Mapping[str, Any]) -> str:

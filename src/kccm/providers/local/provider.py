@@ -43,6 +43,7 @@ from kccm.cloudprovider import (
     LoadBalancer,
     LoadBalancerDescriber,
     Routes,
+    TargetDrainer,
     Zones,
 )
 from kccm.providers.local.base import PROVIDER_NAME
@@ -55,6 +56,7 @@ from kccm.providers.local.desired import (
     LocalLoadBalancerError,
     desired_load_balancer,
 )
+from kccm.providers.local.drain import LocalDraining
 from kccm.providers.local.instances import LocalInstances
 from kccm.providers.local.retention import LocalRetention
 from kccm.providers.local.routes import LocalRoutes
@@ -90,7 +92,7 @@ __all__ = [
 ]
 
 
-class LocalCloud(LocalInstances, LocalRetention, LocalRoutes, LocalDescribing):
+class LocalCloud(LocalInstances, LocalRetention, LocalDraining, LocalRoutes, LocalDescribing):
     """The ``local`` provider over one :class:`LocalStore`: the composition root of its
     capabilities (one class each, sharing :class:`~.base.LocalBase`'s store and ledger)."""
 
@@ -147,6 +149,7 @@ def _implements(
     LoadBalancer,
     LoadBalancerDescriber,
     AddressRetainer,
+    TargetDrainer,
     InstancesV2,
     InstanceDescriber,
     InstanceMetadataLister,
@@ -154,7 +157,7 @@ def _implements(
     Routes,
 ]:
     """Never called: mypy checks here that LocalCloud implements these interfaces."""
-    return (cloud, cloud, cloud, cloud, cloud, cloud, cloud, cloud, cloud)
+    return (cloud, cloud, cloud, cloud, cloud, cloud, cloud, cloud, cloud, cloud)
 
 
 new_local_cloud.config_schema = LocalCloudConfig  # type: ignore[attr-defined]

@@ -54,6 +54,8 @@ _MODES: tuple[HealthMode, ...] = ("kube-proxy", "node-port", "tcp")
 class Backend:
     node: str
     address: str
+    draining: bool = False
+    """kccm's drain: no new connection or UDP session; established ones are kept."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,7 +159,10 @@ def parse_backends(text: str) -> tuple[Backend, ...]:
     """A backend list (JSON text); ValueError when malformed."""
     try:
         return tuple(
-            Backend(node=str(b["node"]), address=str(b["address"])) for b in json.loads(text)
+            Backend(
+                node=str(b["node"]), address=str(b["address"]), draining=bool(b.get("draining"))
+            )
+            for b in json.loads(text)
         )
     except (KeyError, TypeError, json.JSONDecodeError) as exc:
         raise ValueError(f"backends: {exc}") from exc

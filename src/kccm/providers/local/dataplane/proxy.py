@@ -3,6 +3,8 @@
 A listener owns one socket on ``vip:port`` and a :class:`ListenerSpec` that can be swapped at
 any time (:meth:`update`): connections already forwarded keep their backend and keep flowing;
 only new connections (and UDP sessions whose backend left the healthy set) see the new spec.
+A backend marked ``draining`` (kccm's drain) gets no new connection or UDP session, and keeps
+the ones it has.
 
 TCP: a client outside the source ranges, or arriving while no backend is healthy, is reset at
 once (``SO_LINGER`` 0). Otherwise a backend is chosen — rendezvous hash of the client IP for
@@ -69,8 +71,9 @@ class Listener:
         self.spec = spec
 
     def healthy(self) -> list[Backend]:
+        """The backends a new connection may go to: usable, and not draining."""
         lb = self.spec.load_balancer
-        return [b for b in self.spec.backends if self._usable(lb, b.node)]
+        return [b for b in self.spec.backends if not b.draining and self._usable(lb, b.node)]
 
     def candidates(self, client_ip: str) -> list[Backend]:
         """Healthy backends in the order to try them: the chosen one first."""
@@ -335,7 +338,12 @@ class UdpListener(Listener, asyncio.DatagramProtocol):
         session.forward(data)
 
     def _still_usable(self, backend: Backend) -> bool:
-        return backend in self.healthy()
+        """An established session keeps its backend while it is listed (draining or not)
+        and usable."""
+        listed = any(
+            b.node == backend.node and b.address == backend.address for b in self.spec.backends
+        )
+        return listed and self._usable(self.spec.load_balancer, backend.node)
 
     def _open(self, addr: tuple[Any, ...], client_ip: str) -> _UdpSession | None:
         candidates = self.candidates(client_ip)
