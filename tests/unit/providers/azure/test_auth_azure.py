@@ -103,6 +103,16 @@ KINDS = [
                  WorkloadIdentityCredential, id="workload-identity-from-environment"),
     pytest.param({"aad_client_cert_path": "CERT"}, {}, "client-certificate",
                  CertificateCredential, id="client-certificate"),
+    pytest.param({"aad_client_cert_path": "CERT", "aad_client_secret": "x"}, {}, "client-secret",
+                 ClientSecretCredential, id="client-secret-before-certificate"),
+    pytest.param({"aad_client_cert_path": "CERT"}, {"AZURE_CLIENT_SECRET": "x"}, "client-secret",
+                 ClientSecretCredential, id="environment-secret-before-certificate"),
+    pytest.param({"use_managed_identity_extension": True, "aad_client_cert_path": "CERT"}, {},
+                 "managed-identity", ManagedIdentityCredential,
+                 id="managed-identity-before-certificate"),
+    pytest.param({"use_managed_identity_extension": True}, {"AZURE_FEDERATED_TOKEN_FILE": "TOKEN",
+                  "AZURE_CLIENT_SECRET": "x"}, "workload-identity", WorkloadIdentityCredential,
+                 id="webhook-token-file-before-everything"),
 ]  # fmt: skip
 
 
