@@ -9,7 +9,8 @@ token endpoint (``aud``) and not have expired (``exp``), as AD FS and Entra ID c
 
 A **federated** assertion (a Kubernetes service account token, workload identity) is read, not
 verified: the emulator models no issuer's keys. Its subject must be one registered for the
-client when any is.
+client when any is, and, when it has an ``exp``, it must not have expired (a token file the
+kubelet stopped rotating).
 """
 
 from __future__ import annotations
@@ -130,4 +131,7 @@ def assertion_source(world: World, client_id: str, assertion: str) -> str:
     subjects = world.federated_subjects.get(client_id)
     if subjects and claims.get("sub") not in subjects:
         raise ValueError(f"no federated credential of the client matches {claims.get('sub')!r}")
+    expires = claims.get("exp")
+    if isinstance(expires, int | float) and expires <= world.clock():
+        raise ValueError("AADSTS700024: the client assertion is not within its valid time range.")
     return "federated"

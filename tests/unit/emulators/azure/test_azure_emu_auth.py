@@ -15,8 +15,8 @@ from kccm.emulators.azure.world import DEFAULTS
 from kccm.testing.clientcert import ClientCertificate
 
 
-def jwt(header: dict[str, str], claims: dict[str, str]) -> str:
-    def part(value: dict[str, str]) -> str:
+def jwt(header: dict[str, Any], claims: dict[str, Any]) -> str:
+    def part(value: dict[str, Any]) -> str:
         return base64.urlsafe_b64encode(json.dumps(value).encode()).rstrip(b"=").decode()
 
     return f"{part(header)}.{part(claims)}.c2ln"
@@ -120,6 +120,16 @@ async def test_a_federated_subject_must_be_registered_when_any_is(api: Api) -> N
     right = assertion_form(jwt({"alg": "RS256"}, {"sub": "system:serviceaccount:kube-system:ccm"}))
     assert (await api.sign_in(wrong))[0] == 401
     assert (await api.sign_in(right))[0] == 200
+
+
+@pytest.mark.parametrize(
+    ("offset", "status"),
+    [pytest.param(600, 200, id="valid"), pytest.param(-1, 401, id="expired")],
+)
+async def test_an_expired_federated_token_is_refused(api: Api, offset: int, status: int) -> None:
+    claims = {"sub": "system:serviceaccount:kube-system:ccm", "exp": int(api.clock.now) + offset}
+    found, body = await api.sign_in(assertion_form(jwt({"alg": "RS256"}, claims)))
+    assert found == status, body
 
 
 @pytest.mark.parametrize(
