@@ -37,6 +37,7 @@ from kccm.providers.aws.api import AWSAPI
 from kccm.providers.aws.classic import ClassicLoadBalancers
 from kccm.providers.aws.config import AWSGlobalConfig
 from kccm.providers.aws.describe import classic_view, nlb_view
+from kccm.providers.aws.drain import NLBTargetHolding
 from kccm.providers.aws.loadbalancer import (
     LB,
     NetworkLoadBalancers,
@@ -96,7 +97,7 @@ def kind_change_error(service: Service) -> ServiceAnnotationError | None:
     )
 
 
-class ServiceLoadBalancers(ElasticIPRetention):
+class ServiceLoadBalancers(ElasticIPRetention, NLBTargetHolding):
     """The LoadBalancer capability: Classic ELB by default, NLB for ``type: nlb``."""
 
     def __init__(

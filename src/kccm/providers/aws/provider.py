@@ -16,6 +16,7 @@ from kccm.cloudprovider import (
     LoadBalancer,
     LoadBalancerDescriber,
     Routes,
+    TargetDrainer,
 )
 from kccm.cloudprovider.apicalls import CloudAPICalls
 from kccm.providers.aws.annotations import ProbeMode
@@ -127,10 +128,21 @@ def _implements(
     LoadBalancer,
     LoadBalancerDescriber,
     AddressRetainer,
+    TargetDrainer,
     InstancesV2,
     InstanceDescriber,
     InstanceMetadataLister,
     Routes,
 ]:
     """Never called: mypy checks here that each capability implements its Protocol."""
-    return (cloud, balancers, balancers, balancers, instances, instances, instances, routes)
+    return (
+        cloud,
+        balancers,
+        balancers,
+        balancers,
+        balancers,
+        instances,
+        instances,
+        instances,
+        routes,
+    )
