@@ -30,7 +30,8 @@ def test_the_scan_sees_the_known_call_sites() -> None:
         for s in calls[("coordination.k8s.io", "leases", "update")]
     )
     assert any(
-        s.startswith("controllers/service_patches.py") for s in calls[("", "services/status", "patch")]
+        s.startswith("controllers/service_patches.py")
+        for s in calls[("", "services/status", "patch")]
     )
     assert ("", "services", "patch") not in calls, "services are patched via status only"
 
