@@ -29,6 +29,7 @@ __all__ = [
     "ControllerManagerSettings",
     "controller_manager_argv",
     "controller_manager_healthy",
+    "serving_flags",
 ]
 
 CONTROLLERS = (
@@ -62,6 +63,21 @@ def _seconds(value: float) -> str:
     return f"{int(value * 1000)}ms"
 
 
+def serving_flags(*, kubeconfig: Path, cert_dir: Path, port: int) -> list[str]:
+    """A Go controller manager's API and serving flags as the tests run one: ``kubeconfig``
+    for the API and for delegated authentication/authorization, health paths open, HTTPS
+    on ``127.0.0.1:port`` with a self-signed certificate kept in ``cert_dir``."""
+    return [
+        f"--kubeconfig={kubeconfig}",
+        f"--authentication-kubeconfig={kubeconfig}",
+        f"--authorization-kubeconfig={kubeconfig}",
+        "--authorization-always-allow-paths=/healthz,/readyz,/livez",
+        "--bind-address=127.0.0.1",
+        f"--secure-port={port}",
+        f"--cert-dir={cert_dir}",
+    ]
+
+
 def controller_manager_argv(
     binary: Path,
     *,
@@ -76,13 +92,7 @@ def controller_manager_argv(
     /healthz on ``127.0.0.1:port``."""
     return [
         str(binary),
-        f"--kubeconfig={kubeconfig}",
-        f"--authentication-kubeconfig={kubeconfig}",
-        f"--authorization-kubeconfig={kubeconfig}",
-        "--authorization-always-allow-paths=/healthz,/readyz,/livez",
-        "--bind-address=127.0.0.1",
-        f"--secure-port={port}",
-        f"--cert-dir={cert_dir}",
+        *serving_flags(kubeconfig=kubeconfig, cert_dir=cert_dir, port=port),
         "--cloud-provider=external",
         f"--controllers={','.join(settings.controllers)}",
         "--use-service-account-credentials=true",

@@ -51,6 +51,7 @@ __all__ = [
     "Binaries",
     "ControlPlane",
     "ControlPlaneError",
+    "die_with_parent",
     "find_binaries",
     "leftover_processes",
 ]
@@ -116,7 +117,8 @@ def _b64(data: bytes) -> str:
 _PR_SET_PDEATHSIG = 1
 
 
-def _die_with_parent() -> None:  # runs in the child between fork and exec
+def die_with_parent() -> None:
+    """``PR_SET_PDEATHSIG`` SIGKILL: a ``preexec_fn``, run in the child between fork and exec."""
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
@@ -169,7 +171,7 @@ class _Process:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
-                preexec_fn=_die_with_parent,  # PDEATHSIG needs it
+                preexec_fn=die_with_parent,  # PDEATHSIG needs it
             )
 
     @property

@@ -21,6 +21,7 @@ import urllib.request
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -97,6 +98,41 @@ def daemon_env(env: Mapping[str, str] | None = None, unset: Iterable[str] = ()) 
     return merged
 
 
+async def logged_by(
+    proc: subprocess.Popen[Any],
+    log: Path,
+    text: str,
+    exited: str,
+    error: type[AssertionError] = AssertionError,
+    tail: int = 3000,
+) -> bool:
+    """Whether ``proc``'s ``log`` holds ``text`` (a probe for ``eventually``); ``error``
+    (``exited``, the status and the log's last ``tail`` characters) once the process has
+    ended without logging it. The exit is looked at before the log is read: a line logged
+    just before the exit is found, never reported missing."""
+    ended = proc.poll() is not None
+    logs = await asyncio.to_thread(log.read_text, errors="replace")
+    if text in logs:
+        return True
+    if ended:
+        raise error(f"{exited} ({proc.returncode}):\n{logs[-tail:]}")
+    return False
+
+
+def stop_child(proc: subprocess.Popen[Any], grace: float) -> int:
+    """SIGTERM, SIGKILL after ``grace`` seconds (at once when ``grace`` is 0); the exit
+    status."""
+    if proc.poll() is None and grace > 0:
+        proc.terminate()
+        try:
+            return proc.wait(grace)
+        except subprocess.TimeoutExpired:
+            pass
+    if proc.poll() is None:
+        proc.kill()
+    return proc.wait(KILL_WAIT)
+
+
 @dataclass
 class Daemon:
     """One started daemon: its process, serving port and log file."""
@@ -135,26 +171,11 @@ class Daemon:
         :class:`DaemonExited` once the process has ended without logging it, so a waiting
         test fails at once instead of at its time limit. The exit is looked at before the
         log is read: a line logged just before the exit is found, never reported missing."""
-        ended = self.proc.poll() is not None
-        logs = await asyncio.to_thread(self.logs)
-        if text in logs:
-            return True
-        if ended:
-            raise DaemonExited(f"kccm exited early ({self.proc.returncode}):\n{logs[-3000:]}")
-        return False
+        return await logged_by(self.proc, self.log, text, "kccm exited early", DaemonExited)
 
     def stop(self, grace: float) -> int:
-        """SIGTERM, SIGKILL after ``grace`` seconds (at once when ``grace`` is 0); the exit
-        status."""
-        if self.proc.poll() is None and grace > 0:
-            self.proc.terminate()
-            try:
-                return self.proc.wait(grace)
-            except subprocess.TimeoutExpired:
-                pass
-        if self.proc.poll() is None:
-            self.proc.kill()
-        return self.proc.wait(KILL_WAIT)
+        """:func:`stop_child`: SIGTERM, SIGKILL after ``grace`` seconds; the exit status."""
+        return stop_child(self.proc, grace)
 
 
 @dataclass

@@ -53,7 +53,13 @@ from kccm.testing import leaks
 from kccm.testing.controllers import ControllerRun, controller_run, delete_until_gone
 from kccm.testing.controlplane import ControlPlane, ControlPlaneError, find_binaries
 
-__all__ = ["KubeCleanup", "OpenControllerRun", "require_control_plane", "unique_name"]
+__all__ = [
+    "KubeCleanup",
+    "OpenControllerRun",
+    "require_control_plane",
+    "unavailable",
+    "unique_name",
+]
 
 REQUIRE_ENV = "KCCM_REQUIRE_CONTROL_PLANE"
 RELEASE_WAIT = 30.0
@@ -150,10 +156,16 @@ def _no_leaks() -> Iterator[None]:
         pytest.fail(f"the test left on the shared control plane: {leaked}", pytrace=False)
 
 
-def _unavailable(reason: str) -> NoReturn:
+def unavailable(what: str, reason: str) -> NoReturn:
+    """Skip the test for want of ``what``, or fail it under ``KCCM_REQUIRE_CONTROL_PLANE=1``
+    (where ``make test`` has built everything a test needs)."""
     if require_control_plane():
-        pytest.fail(f"{REQUIRE_ENV}=1 but the control plane is unavailable: {reason}")
-    pytest.skip(f"control plane unavailable: {reason}")
+        pytest.fail(f"{REQUIRE_ENV}=1 but {what} is unavailable: {reason}")
+    pytest.skip(f"{what} unavailable: {reason}")
+
+
+def _unavailable(reason: str) -> NoReturn:
+    unavailable("the control plane", reason)
 
 
 def start_vcsim_or_skip(**shape: Any) -> Vcsim:
@@ -162,9 +174,7 @@ def start_vcsim_or_skip(**shape: Any) -> Vcsim:
     try:
         return start_vcsim(**shape)
     except VcsimError as exc:
-        if require_control_plane():
-            pytest.fail(f"{REQUIRE_ENV}=1 but vcsim is unavailable: {exc}")
-        pytest.skip(f"vcsim unavailable: {exc}")
+        unavailable("vcsim", str(exc))
 
 
 @pytest.fixture(scope="module")

@@ -1,86 +1,77 @@
-"""Upstream's openstack-cloud-controller-manager (OCCM) as a subprocess of a test.
+"""Upstream's openstack-cloud-controller-manager (OCCM) as a subprocess of a test, and readers
+of what it leaves in the emulator.
 
 The binary is built from Go modules by ``hack/openstack/build-occm.sh`` (``make occm``) into
-``$KCCM_CACHE_DIR/bin/occm-<version>/openstack-cloud-controller-manager``; ``KCCM_OCCM_BIN``
-overrides the path. The version is the one ``hack/openstack/occm/go.mod`` requires, read from
-that file so the two cannot drift apart. Without the binary a test is skipped, or fails when
-``KCCM_REQUIRE_CONTROL_PLANE=1`` (CI: ``make test`` builds it), as the vcsim tests do.
-
-:func:`occm_argv` is OCCM's command line as the brief of issue 26 runs it: the cloud.conf, the
-test's kubeconfig for the API and for delegated authentication/authorization, a free loopback
-secure port, no leader election, the controllers asked for; the route controller's flags
-(``--configure-cloud-routes``, ``--allocate-node-cidrs``, ``--cluster-cidr``) when ``route`` is
-among them. :class:`Occm` is the running process: its log, a probe for a logged line, stop.
+``$KCCM_CACHE_DIR/bin/occm-<version>/openstack-cloud-controller-manager`` (the version
+``hack/openstack/occm/go.mod`` requires); ``KCCM_OCCM_BIN`` overrides the path. What running an
+upstream binary takes whichever cloud it serves (finding it, the skip-or-fail rule, the
+command line as the brief of issue 26 runs it, the processes and their logs) is
+:mod:`kccm.testing.upstream`'s; this module keeps OCCM's own: its controllers, its pod CIDRs
+allocated by its route controller, its ``cloud.conf`` written per start.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import ctypes
 import json
 import os
 import re
-import signal
 import ssl
-import subprocess
 import urllib.request
 from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
-import pytest
-
+from kccm.testing import upstream
 from kccm.testing.ports import free_port
-from kccm.testing.pytest_plugin import REQUIRE_ENV, require_control_plane
+from kccm.testing.pytest_plugin import unavailable as skip_or_fail
+from kccm.testing.upstream import (
+    CLUSTER_CIDR,
+    CLUSTER_NAME,
+    UpstreamProcess,
+    running_processes,
+)
+from kccm.testing.upstream import UpstreamUnavailable as OccmUnavailable
+
+__all__ = [
+    "CLUSTER_CIDR",
+    "CLUSTER_NAME",
+    "CONTROLLERS",
+    "CloudReader",
+    "Occm",
+    "OccmProcesses",
+    "OccmUnavailable",
+    "error_answers",
+    "occm_argv",
+    "occm_binary",
+    "occm_processes",
+    "require_occm",
+    "routes_made",
+    "routes_removed",
+]
 
 ROOT = Path(__file__).resolve().parents[3]
 GO_MOD = ROOT / "hack" / "openstack" / "occm" / "go.mod"
 BINARY = "openstack-cloud-controller-manager"
-CLUSTER_NAME = "kubernetes"
-"""OCCM's default ``--cluster-name``: balancer names are ``kube_service_kubernetes_<ns>_<name>``."""
-CLUSTER_CIDR = "10.244.0.0/16"
-KILL_WAIT = 10.0
-_PR_SET_PDEATHSIG = 1
 CONTROLLERS = ("cloud-node", "cloud-node-lifecycle", "service", "route")
+Occm = UpstreamProcess
 
 
 def occm_version() -> str:
     """The release ``hack/openstack/occm/go.mod`` requires (``v1.36.0``)."""
-    text = GO_MOD.read_text()
-    found = re.search(r"^require k8s\.io/cloud-provider-openstack (v\S+)$", text, re.MULTILINE)
-    if found is None:
-        raise RuntimeError(f"{GO_MOD}: no require of k8s.io/cloud-provider-openstack")
-    return found.group(1)
-
-
-class OccmUnavailable(RuntimeError):
-    """The OCCM binary was not built."""
+    return upstream.required_version(GO_MOD, "k8s.io/cloud-provider-openstack")
 
 
 def occm_binary() -> Path:
     """The OCCM binary, or :class:`OccmUnavailable` saying how to build it."""
     override = os.environ.get("KCCM_OCCM_BIN")
-    if override:
-        path = Path(override)
-    else:
-        root = os.environ.get("KCCM_CACHE_DIR") or os.path.join(
-            os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "kccm"
-        )
-        path = Path(root) / "bin" / f"occm-{occm_version()}" / BINARY
-    if not os.access(path, os.X_OK):
-        raise OccmUnavailable(
-            f"{BINARY} not found at {path} (build it with `make occm`, or set KCCM_OCCM_BIN)"
-        )
-    return path
+    path = Path(override) if override else upstream.bin_cache() / f"occm-{occm_version()}" / BINARY
+    return upstream.built(path, "build it with `make occm`, or set KCCM_OCCM_BIN")
 
 
 def unavailable(reason: str) -> NoReturn:
     """Skip, or fail under ``KCCM_REQUIRE_CONTROL_PLANE=1`` (where ``make test`` built it)."""
-    if require_control_plane():
-        pytest.fail(f"{REQUIRE_ENV}=1 but OCCM is unavailable: {reason}")
-    pytest.skip(f"OCCM unavailable: {reason}")
+    skip_or_fail("OCCM", reason)
 
 
 def require_occm() -> Path:
@@ -100,122 +91,24 @@ def occm_argv(
     controllers: Sequence[str] = CONTROLLERS,
     extra: Sequence[str] = (),
 ) -> list[str]:
-    """OCCM's command line (see the module docstring)."""
-    argv = [
-        str(binary),
-        "--cloud-provider=openstack",
-        f"--cloud-config={cloud_config}",
-        f"--kubeconfig={kubeconfig}",
-        f"--authentication-kubeconfig={kubeconfig}",
-        f"--authorization-kubeconfig={kubeconfig}",
-        "--authorization-always-allow-paths=/healthz,/readyz,/livez",
-        "--bind-address=127.0.0.1",
-        f"--secure-port={port}",
-        f"--cert-dir={cert_dir}",
-        "--authentication-skip-lookup=true",  # no requestheader CA here: spares the log
-        "--use-service-account-credentials=false",
-        "--leader-elect=false",
-        f"--cluster-name={CLUSTER_NAME}",
-        f"--controllers={','.join(controllers)}",
-        "--v=4",
-    ]
-    if "route" in controllers:
-        argv += [
-            "--configure-cloud-routes=true",
-            "--allocate-node-cidrs=true",
-            f"--cluster-cidr={CLUSTER_CIDR}",
-            "--route-reconciliation-period=2s",
-        ]
-    return [*argv, *extra]
-
-
-def _die_with_parent() -> None:  # in the child between fork and exec, as the control plane's
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-
-
-@dataclass
-class Occm:
-    """A running OCCM: its process and log file."""
-
-    proc: subprocess.Popen[bytes]
-    log: Path
-
-    def logs(self) -> str:
-        return self.log.read_text(errors="replace")
-
-    async def logged(self, text: str) -> bool:
-        """Whether the log holds ``text`` (a probe for ``eventually``); fails at once when
-        the process ended without logging it."""
-        ended = self.proc.poll() is not None
-        logs = await asyncio.to_thread(self.logs)
-        if text in logs:
-            return True
-        if ended:
-            raise AssertionError(f"OCCM exited ({self.proc.returncode}):\n{logs[-4000:]}")
-        return False
-
-    def alive(self) -> None:
-        """Raise with the log's tail if the process has ended."""
-        if self.proc.poll() is not None:
-            raise AssertionError(f"OCCM exited ({self.proc.returncode}):\n{self.logs()[-4000:]}")
-
-    def stop(self, grace: float = 10.0) -> int:
-        """SIGTERM, SIGKILL after ``grace`` seconds; the exit status."""
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                return self.proc.wait(grace)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-        return self.proc.wait(KILL_WAIT)
-
-    def digest(self, tail: int = 60) -> str:
-        """klog errors and warnings, then the last ``tail`` lines (for a failing test's output)."""
-        lines = self.logs().splitlines()
-        notable = [line for line in lines[:-tail] if line.startswith(("E", "W"))]
-        return "\n".join([*notable[-40:], "...", *lines[-tail:]])
-
-
-def start_occm(
-    tmp: Path,
-    cloud_conf: str,
-    kubeconfig: Path,
-    *,
-    controllers: Sequence[str] = CONTROLLERS,
-    extra: Sequence[str] = (),
-    name: str = "occm",
-) -> Occm:
-    """Write ``cloud_conf`` to ``tmp`` and start OCCM with it; its log is ``tmp/<name>.log``."""
-    binary = require_occm()
-    config = tmp / f"{name}-cloud.conf"
-    config.write_text(cloud_conf)
-    cert_dir = tmp / f"{name}-certs"
-    cert_dir.mkdir(exist_ok=True)
-    argv = occm_argv(
+    """OCCM's command line (:func:`kccm.testing.upstream.ccm_argv`; its route controller
+    allocates the pod CIDRs)."""
+    return upstream.ccm_argv(
         binary,
-        cloud_config=config,
+        "openstack",
+        cloud_config=cloud_config,
         kubeconfig=kubeconfig,
         cert_dir=cert_dir,
-        port=free_port(),
+        port=port,
         controllers=controllers,
+        allocate_node_cidrs=True,
         extra=extra,
     )
-    log = tmp / f"{name}.log"
-    with log.open("wb") as sink:
-        proc = subprocess.Popen(
-            argv, stdout=sink, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent
-        )
-    return Occm(proc, log)
 
 
 @dataclass
-class OccmProcesses:
-    """The OCCMs a test started; :meth:`stop_all` stops them and prints each log's digest
-    (pytest shows it when the test failed)."""
-
-    tmp: Path
-    started: list[Occm]
+class OccmProcesses(upstream.UpstreamProcesses):
+    """The OCCMs a test started (:class:`kccm.testing.upstream.UpstreamProcesses`)."""
 
     def start(
         self,
@@ -225,27 +118,29 @@ class OccmProcesses:
         controllers: Sequence[str] = CONTROLLERS,
         extra: Sequence[str] = (),
     ) -> Occm:
+        """Write ``cloud_conf`` to ``tmp`` and start OCCM with it; its log is
+        ``tmp/occm-<n>.log``."""
+        binary = require_occm()
         name = f"occm-{len(self.started)}"
-        occm = start_occm(
-            self.tmp, cloud_conf, kubeconfig, controllers=controllers, extra=extra, name=name
+        config = self.tmp / f"{name}-cloud.conf"
+        config.write_text(cloud_conf)
+        cert_dir = self.tmp / f"{name}-certs"
+        cert_dir.mkdir(exist_ok=True)
+        argv = occm_argv(
+            binary,
+            cloud_config=config,
+            kubeconfig=kubeconfig,
+            cert_dir=cert_dir,
+            port=free_port(),
+            controllers=controllers,
+            extra=extra,
         )
-        self.started.append(occm)
-        return occm
-
-    def stop_all(self) -> None:
-        for occm in self.started:
-            occm.stop()
-        for occm in self.started:
-            print(f"\n--- {occm.log.name} (exit {occm.proc.returncode}) ---\n{occm.digest()}")
+        return self.spawn("occm", argv)
 
 
 def occm_processes(tmp: Path) -> Iterator[OccmProcesses]:
     """A fixture body: the OCCMs of one test, stopped at its end."""
-    processes = OccmProcesses(tmp, [])
-    try:
-        yield processes
-    finally:
-        processes.stop_all()
+    return running_processes(OccmProcesses(tmp))
 
 
 DELETED_LB_POLL = re.compile(r"^/load-balancer/v2(\.0)?/lbaas/loadbalancers/[0-9a-f-]+$")
