@@ -147,6 +147,8 @@ class OctaviaTamper:
 class TestOpenStackCloud(CloudProviderConformance):
     max_load_balancer_name_length = 255
     """OCCM's ``kube_service_<cluster>_<namespace>_<name>``, cut to 255 (``Sprintf255``)."""
+    describes_draining = False
+    """Octavia's status tree has no member weight: the weights are checked below instead."""
 
     @pytest.fixture
     def cloud(self, world: World) -> OpenStackCloud:
@@ -194,6 +196,40 @@ class TestOpenStackCloud(CloudProviderConformance):
         assert first == again == f"kube_service_kccm-conformance_{namespace}_{name}"
         assert first != different
         assert 0 < len(first.encode()) <= self.max_load_balancer_name_length
+
+
+def _weights(world: World, service: Service) -> dict[str, int]:
+    """Member name -> weight, over every pool of the Service's balancer."""
+    lb = world.ops.load_balancer(load_balancer_name("kccm-conformance", service))
+    assert lb is not None
+    return {
+        str(m["name"]): int(m["weight"])
+        for li in world.ops.listeners(lb["id"])
+        for m in world.ops.members(li["default_pool_id"])
+    }
+
+
+def test_a_draining_member_gets_weight_zero_then_goes(world: World) -> None:
+    """kccm's drain on Octavia (docs/behaviour.md "Draining a Node's targets"): the member of
+    a draining Node is kept with weight 0 (no new connections), through an update and an
+    ensure; the plain update at the end of the drain removes it."""
+    cloud = new_openstack_cloud(io.StringIO(world.emulator.cloud_conf()))
+    lb = cloud.load_balancer()
+    nodes = [node_of(s) for s in world.servers]
+    leaving, staying = nodes[:1], nodes[1:]
+    gone = leaving[0]["metadata"]["name"]
+    kept = {n["metadata"]["name"]: 1 for n in staying}
+    svc = make_service("conf-drain-weights")
+    try:
+        lb.ensure_load_balancer("kccm-conformance", svc, nodes)
+        lb.update_load_balancer_draining("kccm-conformance", svc, staying, leaving)
+        assert _weights(world, svc) == {gone: 0, **kept}
+        lb.ensure_load_balancer_draining("kccm-conformance", svc, staying, leaving)
+        assert _weights(world, svc) == {gone: 0, **kept}
+        lb.update_load_balancer("kccm-conformance", svc, staying)
+        assert _weights(world, svc) == kept
+    finally:
+        lb.ensure_load_balancer_deleted("kccm-conformance", svc)
 
 
 DAMAGE = [

@@ -33,6 +33,7 @@ from kccm.cloudprovider import (
     LoadBalancer,
     LoadBalancerDescriber,
     Routes,
+    TargetDrainer,
 )
 from kccm.cloudprovider.apicalls import CloudAPICalls
 from kccm.providers.openstack.api import OpenStackAPI
@@ -194,6 +195,7 @@ def _implements(
     LoadBalancer,
     LoadBalancerDescriber,
     AddressRetainer,
+    TargetDrainer,
     InstancesV2,
     InstanceDescriber,
     InstanceMetadataLister,
@@ -201,7 +203,17 @@ def _implements(
 ]:
     """Never called: mypy checks here that each capability implements its Protocol (a method
     added to one of them and missing here fails ``make typecheck``)."""
-    return (cloud, balancers, balancers, balancers, instances, instances, instances, routes)
+    return (
+        cloud,
+        balancers,
+        balancers,
+        balancers,
+        balancers,
+        instances,
+        instances,
+        instances,
+        routes,
+    )
 
 
 new_openstack_cloud.config_schema = CheckedOpenStackConfig  # type: ignore[attr-defined]  # checked before start-up

@@ -50,6 +50,7 @@ from kccm.providers.openstack.loadbalancer.classes import Classes
 from kccm.providers.openstack.loadbalancer.create import create_load_balancer
 from kccm.providers.openstack.loadbalancer.delete import delete_for_service
 from kccm.providers.openstack.loadbalancer.describe import balancer_view
+from kccm.providers.openstack.loadbalancer.drain import OctaviaDraining
 from kccm.providers.openstack.loadbalancer.events import occm_event
 from kccm.providers.openstack.loadbalancer.floatingips import ensure_floating_ip
 from kccm.providers.openstack.loadbalancer.keymanager import KeyManager
@@ -107,7 +108,7 @@ def _is_ipv6(address: str) -> bool:
         return False
 
 
-class OctaviaLoadBalancers:
+class OctaviaLoadBalancers(OctaviaDraining):
     """kccm's :class:`~kccm.cloudprovider.LoadBalancer` for OpenStack (plain ``def`` methods:
     the framework runs them in its thread pool)."""
 

@@ -7,12 +7,18 @@ Members are compared as ``name-address-port-monitorport`` strings and replaced i
 PUT only when the sets differ. One deliberate difference: upstream puts the
 healthCheckNodePort in the wanted key even where it sends no ``monitor_port`` (ovn, UDP on
 Octavia < 2.16), so it rewrites those members on every sync; kccm keys what it sends.
+
+kccm's drain (:mod:`.drain`): during a call made with :data:`DRAINING` Node names, the member
+of such a Node is sent with ``weight`` 0 (Octavia sends it no new connection, established ones
+stay) when the pool has it now, and left out when it has not (never added). The serial path
+(``SeriallyReconcilePoolMembers``) has no weights: a draining Node goes at once there.
 """
 
 from __future__ import annotations
 
+import contextvars
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from kccm.cloudprovider import Node, node_name
@@ -21,9 +27,14 @@ from kccm.providers.openstack.loadbalancer.nodes import node_address_for_lb
 from kccm.providers.openstack.loadbalancer.octavia import LB, Octavia
 from kccm.providers.openstack.loadbalancer.svcconf import ServiceConfig
 
-__all__ = ["build_members", "can_use_http_monitor", "ensure_members", "member_key"]
+__all__ = ["DRAINING", "build_members", "can_use_http_monitor", "ensure_members", "member_key"]
 
 log = logging.getLogger(__name__)
+
+DRAINING: contextvars.ContextVar[frozenset[str]] = contextvars.ContextVar(
+    "kccm_openstack_draining_nodes", default=frozenset()
+)
+"""kccm's drain: the names of the Nodes draining during the current call."""
 
 
 def can_use_http_monitor(octavia: Octavia, port: Mapping[str, Any]) -> bool:
@@ -36,23 +47,35 @@ def can_use_http_monitor(octavia: Octavia, port: Mapping[str, Any]) -> bool:
 
 
 def member_key(member: Mapping[str, Any]) -> str:
-    return "-".join(
+    """``name-address-port-monitorport``; kccm: ``-w0`` after it for a member of weight 0
+    (draining), so a drain's start and end are changes (other weights key as upstream's)."""
+    key = "-".join(
         str(member.get(k) or 0) if k != "name" else str(member.get(k) or "")
         for k in ("name", "address", "protocol_port", "monitor_port")
     )
+    return key + "-w0" if str(member.get("weight")) == "0" else key
 
 
 def build_members(
-    octavia: Octavia, port: Mapping[str, Any], nodes: Sequence[Node], conf: ServiceConfig
+    octavia: Octavia,
+    port: Mapping[str, Any],
+    nodes: Sequence[Node],
+    conf: ServiceConfig,
+    current: Collection[str] = (),
 ) -> list[dict[str, Any]]:
     """Upstream ``buildBatchUpdateMemberOpts`` (the same shape serves the fully populated
-    create): nodes without a usable address are skipped; nothing when nodePort is 0."""
+    create): nodes without a usable address are skipped; nothing when nodePort is 0.
+    ``current``: the names of the pool's members now (a draining Node's member is kept, with
+    weight 0, only if it is one)."""
     node_port = int(port.get("nodePort") or 0)
     if not node_port:
         return []
     http = conf.health_check_node_port > 0 and can_use_http_monitor(octavia, port)
+    draining = DRAINING.get()
     members = []
     for node in nodes:
+        if node_name(node) in draining and node_name(node) not in current:
+            continue
         address = node_address_for_lb(node, conf.ip_family)
         if not address:
             log.warning("Failed to get the address of node %s for creating member", node_name(node))
@@ -66,6 +89,8 @@ def build_members(
             member["subnet_id"] = conf.member_subnet_id
         if http:
             member["monitor_port"] = conf.health_check_node_port
+        if node_name(node) in draining:
+            member["weight"] = 0
         members.append(member)
     return members
 
@@ -81,11 +106,18 @@ def ensure_members(
 ) -> None:
     """The member half of upstream ``ensureOctaviaPool``."""
     pool_id = str(pool["id"])
+    draining = DRAINING.get()
     if serial:
-        _serial(octavia, lb_id, pool_id, int(port.get("nodePort") or 0), nodes)
+        serving = [n for n in nodes if node_name(n) not in draining] if draining else nodes
+        _serial(octavia, lb_id, pool_id, int(port.get("nodePort") or 0), serving)
         return
-    wanted = build_members(octavia, port, nodes, conf)
-    current = {member_key(m) for m in octavia.members(pool_id)}
+    if draining:  # the pool's members first: a draining Node's is kept only if it is there
+        found = octavia.members(pool_id)
+        wanted = build_members(octavia, port, nodes, conf, {str(m.get("name")) for m in found})
+    else:  # upstream's order
+        wanted = build_members(octavia, port, nodes, conf)
+        found = octavia.members(pool_id)
+    current = {member_key(m) for m in found}
     if current != {member_key(m) for m in wanted}:
         log.info("Updating %d members for pool %s", len(wanted), pool_id)
         octavia.batch_update_members(lb_id, pool_id, wanted)
