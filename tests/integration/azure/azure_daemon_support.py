@@ -12,40 +12,64 @@ probes ``base-<Protocol>-<port>``, its public IP ``<cluster>-base``; the balance
 
 from __future__ import annotations
 
-import asyncio
-import functools
 import ipaddress
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from kccm.emulators.azure.launcher import AzureEmulator, AzureEmulatorError
 from kccm.kube.client import KubeApiClient
 from kccm.kube.interface import Obj
-from kccm.kube.resources import NODES, SERVICES
-from kccm.testing.controllers import absent
-from kccm.testing.controllers import eventually as shared_eventually
+from kccm.testing import daemonworld
 from kccm.testing.controlplane import ControlPlane
-from kccm.testing.daemon import SA_GROUPS, SA_USER, Daemon, DaemonExited, Daemons
-from kccm.testing.kubelet import ready_condition
+from kccm.testing.daemon import Daemon, Daemons
+from kccm.testing.daemonworld import (
+    SHUTDOWN,
+    UNINITIALIZED,
+    EmulatorWorld,
+    blocking,
+    get_service,
+    has_taint,
+    ingress_ip,
+    node_gone,
+    set_ready,
+)
+from kccm.testing.daemonworld import patient as eventually
+from kccm.testing.upstream import PROXY_VARS
+
+__all__ = [
+    "CLUSTER",
+    "INTERNAL",
+    "ROOT",
+    "SHUTDOWN",
+    "UNINITIALIZED",
+    "Machine",
+    "View",
+    "World",
+    "base_name",
+    "blocking",
+    "eventually",
+    "get_service",
+    "has_taint",
+    "in_subnet",
+    "ingress_ip",
+    "lb_service",
+    "machine_of",
+    "node_gone",
+    "provider_id",
+    "routes",
+    "routes_are",
+    "serves",
+    "set_ready",
+    "shows",
+    "start_daemon",
+    "view",
+]
 
 ROOT = Path(__file__).resolve().parents[3]
 CLUSTER = "kccm-az-e2e"
-SHUTDOWN = "node.cloudprovider.kubernetes.io/shutdown"
-UNINITIALIZED = "node.cloudprovider.kubernetes.io/uninitialized"
 INTERNAL = "service.beta.kubernetes.io/azure-load-balancer-internal"
-PROXY_VARS = ("http_proxy", "https_proxy", "no_proxy", "all_proxy")
-T = TypeVar("T")
-
-eventually = functools.partial(shared_eventually, within=120.0, interval=0.2)
-"""The shared :func:`kccm.testing.controllers.eventually` with this module's bound and pace
-(it polls the apiserver and the emulator, two other processes)."""
-
-
-def blocking(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Awaitable[Any]:
-    """``fn(*args, **kwargs)`` in a thread (the emulator's admin API blocks)."""
-    return asyncio.to_thread(fn, *args, **kwargs)
 
 
 def base_name(uid: str) -> str:
@@ -64,23 +88,20 @@ class Machine:
 
 
 @dataclass
-class World:
-    """The module's emulator, daemon and base machines."""
+class World(EmulatorWorld[AzureEmulator]):
+    """The module's emulator, daemon and base machines (:class:`EmulatorWorld`: ``until``,
+    ``state_is``, ``quiet_state``, ``back_to_steady``)."""
 
-    emulator: AzureEmulator
-    daemon: Daemon
-    baseline: dict[str, list[str]]
     base: list[Machine] = field(default_factory=list)
-    steady: dict[str, list[str]] = field(default_factory=dict)
-    figures: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def admin(self) -> Any:
-        return self.emulator.admin
 
     @property
     def config(self) -> dict[str, Any]:
         return self.emulator.config
+
+    def quiet(self, state: Mapping[str, list[Any]]) -> bool:
+        """No ARM operation pending: a write's operation in progress (``lro_delay``) is in
+        the state until it completes a moment later."""
+        return not state["pendingOperations"]
 
     def rid(self, provider: str, kind: str, name: str) -> str:
         c = self.config
@@ -97,31 +118,6 @@ class World:
             if " 404 " in str(exc):
                 return None
             raise
-
-    async def until(self, probe: Callable[[], Awaitable[T | None]]) -> T:
-        """:data:`eventually`, failing at once (with the log) when the daemon has exited."""
-
-        async def watched() -> T | None:
-            if self.daemon.proc.poll() is not None:
-                logs = await blocking(self.daemon.logs)
-                raise DaemonExited(f"kccm exited ({self.daemon.proc.returncode}):\n{logs[-3000:]}")
-            return await probe()
-
-        return await eventually(watched)
-
-    async def state_is(self, wanted: dict[str, list[str]]) -> bool:
-        return await blocking(self.admin.state) == wanted
-
-    async def quiet_state(self) -> dict[str, list[str]]:
-        """The emulator's state once no operation is pending: the steady state tests return
-        to. (Taken while a write's operation is still in progress, it would list that
-        operation, which completes a moment later, so no later state could ever equal it.)"""
-
-        async def quiet() -> dict[str, list[str]] | None:
-            found: dict[str, list[str]] = await blocking(self.admin.state)
-            return None if found["pendingOperations"] else found
-
-        return await self.until(quiet)
 
     async def add_machine(self, name: str, **spec: Any) -> Machine:
         vm = await blocking(self.admin.add_vm, name, **spec)
@@ -147,44 +143,21 @@ def start_daemon(
 ) -> tuple[Daemons, Daemon]:
     """kccm as the shipped ServiceAccount on the emulator's ``azure.json`` (upstream's file,
     unchanged but for ``keys``) and environment file (and ``env``), routes on the config's
-    route table."""
+    route table (pod CIDRs the test's)."""
     files = emulator.cloud_files(tmp / "cloud", **(keys or {}))
-    daemons = Daemons(tmp)
-    daemon = daemons.start(
+    return daemonworld.start_world_daemon(
         "azure",
         files.azure_json,
-        plane.kubeconfig_for(SA_USER, SA_GROUPS),
-        f"--cluster-name={CLUSTER}",
-        "--cluster-cidr=10.244.0.0/16",
-        "--allocate-node-cidrs=false",
-        "--configure-cloud-routes=true",
-        "--leader-elect=false",
-        "--node-monitor-period=1s",
-        "--route-reconciliation-period=2s",
-        "--v=2",
+        plane,
+        tmp,
+        cluster=CLUSTER,
+        allocate_node_cidrs=False,
         env={**files.env, **(env or {})},
         unset=[*PROXY_VARS, *(v.upper() for v in PROXY_VARS)],
     )
-    return daemons, daemon
 
 
 # -- Nodes ------------------------------------------------------------------------------------
-
-
-async def set_ready(kube: KubeApiClient, name: str, status: str) -> None:
-    # a patch, not get + replace: kccm may write the Node in between (409)
-    await kube.patch(
-        NODES, name, {"status": {"conditions": [ready_condition(status)]}}, subresource="status"
-    )
-
-
-async def has_taint(kube: KubeApiClient, name: str, taint: str, wanted: bool) -> bool:
-    node = await kube.get(NODES, name)
-    return (taint in {t["key"] for t in node["spec"].get("taints") or []}) == wanted
-
-
-async def node_gone(kube: KubeApiClient, name: str) -> bool:
-    return await absent(kube, NODES, name)
 
 
 def provider_id(resource_id: str) -> str:
@@ -217,25 +190,8 @@ async def routes_are(world: World, wanted: set[tuple[str, str]]) -> bool:
 def lb_service(
     name: str, port: int = 80, annotations: dict[str, str] | None = None, **spec: Any
 ) -> Obj:
-    return {
-        "metadata": {"name": name, "annotations": dict(annotations or {})},
-        "spec": {
-            "type": "LoadBalancer",
-            "selector": {"app": name},
-            "ports": [{"name": "http", "port": port, "protocol": "TCP"}],
-            **spec,
-        },
-    }
-
-
-async def get_service(kube: KubeApiClient, ns: str, name: str) -> Obj:
-    return await kube.get(SERVICES, name, namespace=ns)
-
-
-async def ingress_ip(kube: KubeApiClient, ns: str, name: str) -> str | None:
-    svc = await get_service(kube, ns, name)
-    ingress = (svc.get("status") or {}).get("loadBalancer", {}).get("ingress") or []
-    return str(ingress[0]["ip"]) if ingress and ingress[0].get("ip") else None
+    """:func:`kccm.testing.daemonworld.lb_service` selecting ``app: name``."""
+    return daemonworld.lb_service(name, port, annotations, selector={"app": name}, **spec)
 
 
 @dataclass(frozen=True)
@@ -407,9 +363,3 @@ def serves(
         return found.security == []
     allowed_ports = {p for a in found.security if a.access == "Allow" for p in a.ports}
     return {str(p) for p in ports} <= allowed_ports
-
-
-def leftovers_of(world: World) -> dict[str, list[str]]:
-    """What the emulator holds beyond the steady state (for a failing test's message)."""
-    now = world.admin.state()
-    return {k: sorted(set(v) - set(world.steady.get(k, ()))) for k, v in now.items() if v}

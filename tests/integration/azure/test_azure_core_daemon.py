@@ -11,95 +11,57 @@ shipped ServiceAccount with the shipped RBAC (``deploy/rbac.yaml``).
 
 from __future__ import annotations
 
-import asyncio
-import functools
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator, Awaitable
 from pathlib import Path
-from typing import Any, TypeVar
 
 import pytest
 import pytest_asyncio
+from azure_daemon_support import World
 
+from kccm.emulators.azure.launcher import AzureEmulator, azure_emulator
 from kccm.kube.client import KubeApiClient
 from kccm.kube.config import load_cluster_config
 from kccm.kube.resources import NODES, SERVICES
+from kccm.testing.certs import emulator_tls
 from kccm.testing.controllers import absent, delete_until_gone, initialised_nodes
-from kccm.testing.controllers import eventually as shared_eventually
 from kccm.testing.controlplane import ControlPlane
-from kccm.testing.daemon import SA_GROUPS, SA_USER, Daemon, DaemonExited, Daemons, apply_rbac
-from kccm.testing.kubelet import kubelet_node, ready_condition
+from kccm.testing.daemon import Daemon, Daemons, apply_rbac
+from kccm.testing.daemonworld import SHUTDOWN, blocking, start_world_daemon
+from kccm.testing.daemonworld import has_taint as has
+from kccm.testing.daemonworld import set_ready as _set_ready
+from kccm.testing.kubelet import kubelet_node
 from kccm.testing.pytest_plugin import KubeCleanup
-
-launcher = pytest.importorskip("kccm.emulators.azure")
 
 ROOT = Path(__file__).resolve().parents[3]
 CLUSTER = "kccm-az-e2e"
-SHUTDOWN = "node.cloudprovider.kubernetes.io/shutdown"
-T = TypeVar("T")
-
-eventually = functools.partial(shared_eventually, within=120.0, interval=0.2)
 
 
-def blocking(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Awaitable[Any]:
-    return asyncio.to_thread(fn, *args, **kwargs)
-
-
-@dataclass
-class World:
-    emulator: Any
-    daemon: Daemon
-    steady: dict[str, list[Any]] = field(default_factory=dict)
-
-    @property
-    def admin(self) -> Any:
-        return self.emulator.admin
-
-    async def until(self, probe: Callable[[], Awaitable[T | None]]) -> T:
-        async def watched() -> T | None:
-            if self.daemon.proc.poll() is not None:
-                logs = await blocking(self.daemon.logs)
-                raise DaemonExited(f"kccm exited ({self.daemon.proc.returncode}):\n{logs[-3000:]}")
-            return await probe()
-
-        return await eventually(watched)
-
-
-def _start(emulator: Any, plane: ControlPlane, tmp: Path) -> tuple[Daemons, Daemon]:
+def _start(emulator: AzureEmulator, plane: ControlPlane, tmp: Path) -> tuple[Daemons, Daemon]:
     files = emulator.cloud_files(tmp, vmType="vmss")
-    daemons = Daemons(tmp)
-    daemon = daemons.start(
+    return start_world_daemon(
         "azure",
         Path(files.azure_json),
-        plane.kubeconfig_for(SA_USER, SA_GROUPS),
-        f"--cluster-name={CLUSTER}",
-        "--cluster-cidr=10.244.0.0/16",
-        "--allocate-node-cidrs=true",
-        "--configure-cloud-routes=true",
-        "--leader-elect=false",
-        "--node-monitor-period=1s",
-        "--route-reconciliation-period=2s",
-        "--v=2",
+        plane,
+        tmp,
+        cluster=CLUSTER,
+        allocate_node_cidrs=True,
         env=files.env,
     )
-    return daemons, daemon
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def world(
     control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory
 ) -> AsyncIterator[World]:
-    from kccm.testing.certs import emulator_tls
-
     kube = KubeApiClient(load_cluster_config(str(control_plane.admin_kubeconfig)), qps=0, burst=0)
-    with launcher.azure_emulator(tls=emulator_tls()) as emulator:
+    with azure_emulator(tls=emulator_tls()) as emulator:
         baseline = emulator.state()
         await apply_rbac(kube, ROOT / "deploy" / "rbac.yaml", "kccm-azure-e2e")
         daemons, daemon = _start(emulator, control_plane, tmp_path_factory.mktemp("az-e2e"))
-        env = World(emulator, daemon)
+        env = World(emulator, daemon, dict(baseline))
         try:
-            env.steady = await blocking(emulator.state)
+            env.steady = await env.quiet_state()
             yield env
         finally:
             daemons.stop_all(grace=30)
@@ -112,27 +74,11 @@ async def world(
 @pytest.fixture
 async def settled(world: World) -> AsyncIterator[World]:
     yield world
-    world.emulator.clear_faults()
-    await world.until(lambda: _state_is(world, world.steady))
-
-
-async def _state_is(world: World, wanted: dict[str, list[Any]]) -> bool:
-    return await blocking(world.emulator.state) == wanted
-
-
-async def _taints(kube: KubeApiClient, name: str) -> set[str]:
-    node = await kube.get(NODES, name)
-    return {t["key"] for t in node["spec"].get("taints") or []}
+    await world.back_to_steady()
 
 
 async def _has_taint(kube: KubeApiClient, name: str, wanted: bool) -> bool:
-    return (SHUTDOWN in await _taints(kube, name)) == wanted
-
-
-async def _set_ready(kube: KubeApiClient, name: str, status: str) -> None:
-    await kube.patch(
-        NODES, name, {"status": {"conditions": [ready_condition(status)]}}, subresource="status"
-    )
+    return await has(kube, name, SHUTDOWN, wanted)
 
 
 def _routes(world: World) -> set[str]:

@@ -40,7 +40,6 @@ from azure_daemon_support import (
     in_subnet,
     ingress_ip,
     lb_service,
-    leftovers_of,
     machine_of,
     node_gone,
     provider_id,
@@ -115,11 +114,7 @@ async def settled(world: World) -> AsyncIterator[World]:
     public IP, security rule, route, pool membership or VM of its own left in the emulator,
     no fault pending."""
     yield world
-    world.admin.clear_faults()
-    try:
-        await world.until(lambda: world.state_is(world.steady))
-    except TimeoutError as exc:
-        raise AssertionError(f"left behind: {leftovers_of(world)}") from exc
+    await world.back_to_steady()
 
 
 def base_members(world: World) -> set[str]:

@@ -75,7 +75,7 @@ async def world(
         baseline = emulator.admin.state()
         await apply_rbac(kube, ROOT / "deploy" / "rbac.yaml", "kccm-openstack-e2e")
         daemons, daemon = start_daemon(emulator, control_plane, tmp_path_factory.mktemp("os-e2e"))
-        env = World(emulator, Operator(emulator), daemon, baseline)
+        env = World(emulator, daemon, baseline, ops=Operator(emulator))
         names: list[str] = []
         try:
             tag = uuid.uuid4().hex[:6]
@@ -91,7 +91,7 @@ async def world(
             # the steady state is taken once both are there (under load the pairs came later)
             cidrs = {cidr for cidr, _ in routes}
             await env.until(lambda: address_pairs_are(env, cidrs))
-            env.steady = await blocking(emulator.admin.state)
+            env.steady = await env.quiet_state()
             yield env
         finally:
             try:
@@ -119,8 +119,7 @@ async def settled(world: World) -> AsyncIterator[World]:
     """The world, which the test must leave as the module fixture made it: no balancer,
     floating IP, route, port or server of its own left in the emulator, no fault pending."""
     yield world
-    world.admin.clear_faults()
-    await world.until(lambda: world.state_is(world.steady))
+    await world.back_to_steady()
 
 
 # -- Nodes ----------------------------------------------------------------------------------
