@@ -241,9 +241,14 @@ def lro_headers(world: World, op: Operation, api_version: str, *, location: bool
 
 
 def operation_body(world: World, op: Operation) -> dict[str, Any]:
-    body: dict[str, Any] = {"name": op.id, "status": op.status, "startTime": iso_at(op.started)}
-    if op.status != "InProgress":
-        body["endTime"] = iso_at(op.done_at)
+    """An operation's status as its provider answers it: Network's ``AzureAsyncOperationResult``
+    has only ``status`` and ``error`` (network.json, 2025-05-01); Compute's adds the
+    operation's name and times."""
+    body: dict[str, Any] = {"status": op.status}
+    if op.namespace.lower() != "microsoft.network":
+        body.update(name=op.id, startTime=iso_at(op.started))
+        if op.status != "InProgress":
+            body["endTime"] = iso_at(op.done_at)
     if op.error:
         body["error"] = dict(op.error)
     return body
