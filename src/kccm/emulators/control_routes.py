@@ -1,6 +1,8 @@
 """The part of the ``/_emu/`` test API every aiohttp emulator serves alike (the server side of
 :class:`kccm.emulators.control.EmulatorControl`): the request log, faults and token expiry.
 
+- ``GET /_emu/config``: the world's ids, names, credentials and settings (the cloud's
+  ``config``);
 - ``GET /_emu/requests?since=N``: the logged calls after sequence number ``N``;
 - ``GET /_emu/seq``: the sequence number of the last logged call (0 before any);
 - ``GET|POST|DELETE /_emu/faults``: the faults not yet met, a new one (the cloud's
@@ -8,7 +10,7 @@
 - ``POST /_emu/expire-tokens``: every token issued so far expires now.
 
 Each cloud's ``admin`` module starts its route table with :func:`control_routes` and adds its
-own: seeding, settings, settling and its state.
+own: seeding, changing its settings, settling and its state.
 """
 
 from __future__ import annotations
@@ -46,13 +48,18 @@ def _reply(body: Any, status: int = 200) -> web.Response:
 
 def control_routes(
     world_key: web.AppKey[WorldT],
+    config: Callable[[WorldT], dict[str, Any]],
     add_fault: Callable[[WorldT, dict[str, Any]], Any],
     json_body: Callable[[web.Request], Awaitable[dict[str, Any]]],
 ) -> web.RouteTableDef:
-    """A route table with the shared routes on the world under ``world_key``; a fault is
-    read with the cloud's ``json_body`` (its error for a malformed body) and made by its
-    ``add_fault`` (a dataclass)."""
+    """A route table with the shared routes on the world under ``world_key``: its
+    ``config`` as the cloud renders it; a fault read with the cloud's ``json_body`` (its
+    error for a malformed body) and made by its ``add_fault`` (a dataclass)."""
     routes = web.RouteTableDef()
+
+    @routes.get("/_emu/config")
+    async def get_config(request: web.Request) -> web.Response:
+        return _reply(config(request.app[world_key]))
 
     @routes.get("/_emu/requests")
     async def get_requests(request: web.Request) -> web.Response:

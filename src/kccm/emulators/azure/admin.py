@@ -40,7 +40,6 @@ from kccm.emulators.control_routes import control_routes
 
 __all__ = ["IMDS_LISTENERS", "config", "routes", "state"]
 
-routes = control_routes(WORLD, add_fault, json_body)
 IMDS_LISTENERS = web.AppKey("imds_listeners", list[web.AppRunner])
 
 STATE_TYPES = {
@@ -72,9 +71,7 @@ def config(world: World) -> dict[str, Any]:
     }
 
 
-@routes.get("/_emu/config")
-async def get_config(request: web.Request) -> web.Response:
-    return reply(config(request.app[WORLD]))
+routes = control_routes(WORLD, config, add_fault, json_body)
 
 
 @routes.patch("/_emu/config")

@@ -12,10 +12,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
-import os
-import signal
-import sys
 from collections.abc import Sequence
 
 from aiohttp import web
@@ -24,7 +20,13 @@ from kccm.emulators.azure.app import build_app
 from kccm.emulators.azure.imds import build_imds_app
 from kccm.emulators.azure.seed import seed_world
 from kccm.emulators.azure.world import World
-from kccm.emulators.serving import listen, tls_context, watch_parent
+from kccm.emulators.serving import (
+    listen,
+    serve_until_stopped,
+    serving_args,
+    tls_context,
+    url_host,
+)
 
 __all__ = ["main", "parse_args", "serve"]
 
@@ -36,21 +38,18 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--port", type=int, default=0, help="ARM's port; 0: any free port")
     parser.add_argument("--imds-port", type=int, default=0, help="IMDS's port; 0: any")
-    parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument(
         "--lro-delay", type=float, default=0.0, help="seconds a PUT/DELETE stays InProgress"
     )
     parser.add_argument("--page-size", type=int, default=100, help="items per list page")
     parser.add_argument("--token-ttl", type=float, default=3600.0, help="a token's lifetime")
-    parser.add_argument("--cert-file", default="", help="serve ARM over HTTPS with this")
-    parser.add_argument("--key-file", default="", help="the certificate's private key")
-    parser.add_argument("--parent-pid", type=int, default=0, help="stop when this process is gone")
+    serving_args(parser, "ARM")
     return parser.parse_args(argv)
 
 
 async def serve(args: argparse.Namespace) -> None:
     arm_sock, imds_sock = listen(args.host, args.port), listen(args.host, args.imds_port)
-    host = f"[{args.host}]" if ":" in args.host else args.host
+    host = url_host(args.host)
     context = tls_context(args.cert_file, args.key_file)
     scheme = "https" if context else "http"
     world = seed_world(
@@ -70,18 +69,10 @@ async def serve(args: argparse.Namespace) -> None:
         await runner.setup()
     await web.SockSite(runners[0], arm_sock, ssl_context=context).start()
     await web.SockSite(runners[1], imds_sock).start()
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, stop.set)
-    ready = {"url": world.base_url, "imds_url": world.imds_url, "pid": os.getpid()}
-    sys.stdout.write(json.dumps(ready) + "\n")
-    sys.stdout.flush()
-    watcher = asyncio.create_task(watch_parent(args.parent_pid, stop))
     try:
-        await stop.wait()
+        ready = {"url": world.base_url, "imds_url": world.imds_url}
+        await serve_until_stopped(ready, args.parent_pid)
     finally:
-        watcher.cancel()
         for runner in runners:
             await runner.cleanup()
 

@@ -31,7 +31,6 @@ from kccm.emulators.openstack.world import Obj, World, new_id, now_iso
 
 __all__ = ["routes", "state"]
 
-routes = control_routes(WORLD, add_fault, json_body)
 STATUSES = set(nova.POWER)
 
 
@@ -63,9 +62,7 @@ def config(world: World) -> Obj:
     }
 
 
-@routes.get("/_emu/config")
-async def get_config(request: web.Request) -> web.Response:
-    return reply(config(request.app[WORLD]))
+routes = control_routes(WORLD, config, add_fault, json_body)
 
 
 @routes.patch("/_emu/config")

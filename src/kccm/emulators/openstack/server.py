@@ -10,10 +10,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
-import os
-import signal
-import sys
 from collections.abc import Sequence
 
 from aiohttp import web
@@ -21,7 +17,13 @@ from aiohttp import web
 from kccm.emulators.openstack.app import build_app
 from kccm.emulators.openstack.seed import seed_world
 from kccm.emulators.openstack.world import World
-from kccm.emulators.serving import listen, tls_context, watch_parent
+from kccm.emulators.serving import (
+    listen,
+    serve_until_stopped,
+    serving_args,
+    tls_context,
+    url_host,
+)
 
 __all__ = ["main", "parse_args", "serve"]
 
@@ -32,7 +34,6 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         description="kccm's OpenStack emulator (Keystone, Nova, Neutron, Octavia) on one port",
     )
     parser.add_argument("--port", type=int, default=0, help="0 (the default): any free port")
-    parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument(
         "--lb-active-delay",
         type=float,
@@ -45,17 +46,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         default=3600.0,
         help="seconds a Keystone token lives (default 3600)",
     )
-    parser.add_argument("--cert-file", default="", help="serve HTTPS with this certificate")
-    parser.add_argument("--key-file", default="", help="the certificate's private key")
-    parser.add_argument(
-        "--parent-pid", type=int, default=0, help="stop when this process is gone (the launcher's)"
-    )
+    serving_args(parser, "every service")
     return parser.parse_args(argv)
 
 
 async def serve(args: argparse.Namespace) -> None:
     sock = listen(args.host, args.port)
-    host = f"[{args.host}]" if ":" in args.host else args.host
+    host = url_host(args.host)
     context = tls_context(args.cert_file, args.key_file)
     scheme = "https" if context else "http"
     world = seed_world(
@@ -69,17 +66,9 @@ async def serve(args: argparse.Namespace) -> None:
     await runner.setup()
     site = web.SockSite(runner, sock, ssl_context=context)
     await site.start()
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, stop.set)
-    sys.stdout.write(json.dumps({"url": world.base_url, "pid": os.getpid()}) + "\n")
-    sys.stdout.flush()
-    watcher = asyncio.create_task(watch_parent(args.parent_pid, stop))
     try:
-        await stop.wait()
+        await serve_until_stopped({"url": world.base_url}, args.parent_pid)
     finally:
-        watcher.cancel()
         await runner.cleanup()
 
 
