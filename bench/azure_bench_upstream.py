@@ -8,7 +8,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import re
 import signal
 import subprocess
 import time
@@ -37,6 +36,7 @@ from kccm.emulators.azure.cloudfiles import CloudFiles
 from kccm.emulators.azure.launcher import AzureEmulator
 from kccm.kube.client import KubeApiClient
 from kccm.kube.resources import NODES
+from kccm.testing import upstream
 from kccm.testing.controlplane import ControlPlane
 from kccm.testing.ports import free_port
 
@@ -48,14 +48,8 @@ def bin_dir() -> Path:
     override = os.environ.get("KCCM_AZURE_BIN_DIR")
     if override:
         return Path(override)
-    found = re.search(r"^require sigs\.k8s\.io/cloud-provider-azure (v\S+)$", GO_MOD.read_text(),
-                      re.MULTILINE)  # fmt: skip
-    if found is None:
-        raise SystemExit(f"{GO_MOD}: no require of sigs.k8s.io/cloud-provider-azure")
-    cache = os.environ.get("KCCM_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "kccm"
-    )
-    return Path(cache) / "bin" / f"azure-{found.group(1)}"
+    version = upstream.required_version(GO_MOD, "sigs.k8s.io/cloud-provider-azure")
+    return upstream.bin_cache() / f"azure-{version}"
 
 
 def binary(name: str) -> str:
