@@ -139,6 +139,10 @@ def prepare_availability_set(world: World, obj: Obj, old: Obj | None) -> None:
 
 
 def render_availability_set(world: World, obj: Obj, expand: bool) -> None:
+    """Its VMs; no ``etag`` and no ``provisioningState``: availabilitySet.json (2025-04-01)
+    defines neither and Azure answers without them (upstream's recordings, v1.36.5)."""
+    obj.pop("etag", None)
+    obj["properties"].pop("provisioningState", None)
     wanted = str(obj["id"]).lower()
     obj["properties"]["virtualMachines"] = [
         {"id": vm["id"]}

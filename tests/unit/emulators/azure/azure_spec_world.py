@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from azure_api import NET, Answer, Api
+from azure_api import COMPUTE, NET, Answer, Api
 
-from kccm.emulators.azure.seed import add_vm
+from kccm.emulators.azure.seed import add_vm, add_vmss
 
 LB = f"{NET}/loadBalancers/kubernetes"
 ILB = f"{NET}/loadBalancers/kubernetes-internal"
@@ -17,6 +17,8 @@ NSG = f"{NET}/networkSecurityGroups/kccm-nsg"
 RT = f"{NET}/routeTables/kccm-rt"
 VNET = f"{NET}/virtualNetworks/kccm-vnet"
 NIC = f"{NET}/networkInterfaces/node-0-nic"
+VM = f"{COMPUTE}/virtualMachines/node-0"
+VMSS = f"{COMPUTE}/virtualMachineScaleSets/pool0"
 
 
 def _lb_body(frontend: dict[str, Any], lb: str, probe: dict[str, Any]) -> dict[str, Any]:
@@ -120,12 +122,59 @@ async def _security_and_routes(api: Api, got: dict[str, Answer]) -> None:
     got["subnet GET"] = await api.call("GET", f"{VNET}/subnets/kccm-subnet")
 
 
+async def _compute(api: Api, got: dict[str, Answer]) -> None:
+    """What kccm and upstream read and write on Microsoft.Compute (azure-surface: 4.2, 4.9,
+    4.10): VMs with and without their instance view, lists (with the scale-set filter), the
+    availability set, scale sets, their instances and the partial scale set / instance PUTs."""
+    got["vm GET"] = await api.call("GET", VM)
+    got["vm GET instanceView"] = await api.call("GET", f"{VM}?$expand=instanceView")
+    got["vm instanceView GET"] = await api.call("GET", f"{VM}/instanceView")
+    got["vm list"] = await api.call("GET", f"{COMPUTE}/virtualMachines")
+    flt = "$filter='virtualMachineScaleSet/id' eq 'notexists'"
+    got["vm list filtered"] = await api.call("GET", f"{COMPUTE}/virtualMachines?{flt}")
+    got["availability set GET"] = await api.call("GET", f"{COMPUTE}/availabilitySets/as1")
+    got["vmss GET"] = await api.call("GET", VMSS)
+    got["vmss list"] = await api.call("GET", f"{COMPUTE}/virtualMachineScaleSets")
+    vms = f"{VMSS}/virtualMachines"
+    got["vmss vm list"] = await api.call("GET", f"{vms}?$expand=instanceView")
+    got["vmss vm GET"] = await api.call("GET", f"{vms}/0")
+    vmss = got["vmss GET"].body
+    configs = vmss["properties"]["virtualMachineProfile"]["networkProfile"][
+        "networkInterfaceConfigurations"
+    ]
+    pool = {"id": f"{LB}/backendAddressPools/kubernetes"}
+    configs[0]["properties"]["ipConfigurations"][0]["properties"][
+        "loadBalancerBackendAddressPools"
+    ] = [pool]
+    partial = {  # what upstream's ensureVMSSInPool sends
+        "location": "eastus",
+        "etag": vmss["etag"],
+        "properties": {
+            "virtualMachineProfile": {"networkProfile": {"networkInterfaceConfigurations": configs}}
+        },
+    }
+    got["vmss PUT"] = await api.call("PUT", VMSS, partial, headers={"If-Match": vmss["etag"]})
+    vm = got["vmss vm GET"].body
+    instance = {
+        "location": "eastus",
+        "etag": vm["etag"],
+        "properties": {
+            "networkProfileConfiguration": vm["properties"]["networkProfileConfiguration"]
+        },
+    }
+    got["vmss vm PUT"] = await api.call(
+        "PUT", f"{vms}/0", instance, headers={"If-Match": vm["etag"]}
+    )
+
+
 async def _errors(api: Api, got: dict[str, Answer]) -> None:
+    stale = {"If-Match": '"0"'}
     got["network 404"] = await api.call("GET", f"{NET}/loadBalancers/absent")
     got["network 400 api-version"] = await api.call("GET", LB, version="1999-01-01")
-    got["network 412"] = await api.call(
-        "PUT", NSG, {"location": "eastus"}, headers={"If-Match": '"0"'}
-    )
+    got["network 412"] = await api.call("PUT", NSG, {"location": "eastus"}, headers=stale)
+    got["compute 404"] = await api.call("GET", f"{COMPUTE}/virtualMachines/absent")
+    got["compute 400 api-version"] = await api.call("GET", VM, version="1999-01-01")
+    got["compute 412"] = await api.call("PUT", VMSS, {"location": "eastus"}, headers=stale)
 
 
 async def _operations(api: Api, got: dict[str, Answer]) -> None:
@@ -149,8 +198,19 @@ async def exercise(api: Api) -> dict[str, Answer]:
     """Every answer the spec check looks at, by name."""
     add_vm(api.world, {"name": "node-0", "availability_set": "as1", "public_ip": True})
     add_vm(api.world, {"name": "node-1", "zone": "1"})
+    add_vmss(
+        api.world,
+        {
+            "name": "pool0",
+            "capacity": 2,
+            "zones": ["1"],
+            "public_ip": True,
+            "power_states": ["running", "deallocated"],
+        },
+    )
     got: dict[str, Answer] = {}
     await _network(api, got)
+    await _compute(api, got)
     await _errors(api, got)
     await _operations(api, got)
     return got

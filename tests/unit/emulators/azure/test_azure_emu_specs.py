@@ -14,6 +14,7 @@ from azure_spec_world import exercise
 from swagger_check import load_specs
 
 NETWORK = "2025-05-01"  # armnetwork/v9 v9.0.0, what upstream v1.36.5 and kccm send
+COMPUTE = "2025-04-01"  # armcompute/v7 v7.3.0, likewise
 
 # What live Azure answers beyond the spec, kept on purpose: upstream's own recordings of Azure
 # (pkg/azclient/interfaceclient/testdata, v1.36.5; tests/unit/emulators/azure/azure_recorded.json)
@@ -31,6 +32,10 @@ NSG = "networkSecurityGroup.json#/definitions/"
 RT = "routeTable.json#/definitions/"
 VNET = "virtualNetwork.json#/definitions/"
 COMMON = "network.json#/definitions/"
+VM = "virtualMachine.json#/definitions/"
+VMSS = "virtualMachineScaleSet.json#/definitions/"
+ASET = "availabilitySet.json#/definitions/"
+CCOMMON = "common.json#/definitions/"
 
 CASES = [
     # (answer, status, provider, api-version, definition)
@@ -59,6 +64,21 @@ CASES = [
     ("network 412", 412, "network", NETWORK, COMMON + "CloudError"),
     ("network operation running", 200, "network", NETWORK, COMMON + "AzureAsyncOperationResult"),
     ("network operation done", 200, "network", NETWORK, COMMON + "AzureAsyncOperationResult"),
+    ("vm GET", 200, "compute", COMPUTE, VM + "VirtualMachine"),
+    ("vm GET instanceView", 200, "compute", COMPUTE, VM + "VirtualMachine"),
+    ("vm instanceView GET", 200, "compute", COMPUTE, VM + "VirtualMachineInstanceView"),
+    ("vm list", 200, "compute", COMPUTE, VM + "VirtualMachineListResult"),
+    ("vm list filtered", 200, "compute", COMPUTE, VM + "VirtualMachineListResult"),
+    ("availability set GET", 200, "compute", COMPUTE, ASET + "AvailabilitySet"),
+    ("vmss GET", 200, "compute", COMPUTE, VMSS + "VirtualMachineScaleSet"),
+    ("vmss list", 200, "compute", COMPUTE, VMSS + "VirtualMachineScaleSetListResult"),
+    ("vmss vm list", 200, "compute", COMPUTE, VMSS + "VirtualMachineScaleSetVMListResult"),
+    ("vmss vm GET", 200, "compute", COMPUTE, VMSS + "VirtualMachineScaleSetVM"),
+    ("vmss PUT", 200, "compute", COMPUTE, VMSS + "VirtualMachineScaleSet"),
+    ("vmss vm PUT", 200, "compute", COMPUTE, VMSS + "VirtualMachineScaleSetVM"),
+    ("compute 404", 404, "compute", COMPUTE, CCOMMON + "CloudError"),
+    ("compute 400 api-version", 400, "compute", COMPUTE, CCOMMON + "CloudError"),
+    ("compute 412", 412, "compute", COMPUTE, CCOMMON + "CloudError"),
 ]
 
 
