@@ -40,13 +40,16 @@ from kccm.controllers.syncstate import SyncStates
 from kccm.kube.interface import Obj
 from kccm.util.clock import Clock
 
-__all__ = ["DRAIN_RECORD", "Draining", "NodeDrains"]
+__all__ = ["DRAIN_RECORD", "PRUNE_EVERY", "Draining", "NodeDrains"]
 
 DRAIN_RECORD = "service-lb-controller/drain"
 """The sync-state record (``kccm explain service``) naming a Service's draining Nodes."""
 
 Node = Mapping[str, Any]
 Draining = tuple[Node, ...]
+PRUNE_EVERY = 1024
+"""Node events between two prunings of departures older than any drain time (deleted Nodes'
+names do not pile up)."""
 
 
 class NodeDrains:
@@ -76,6 +79,7 @@ class NodeDrains:
         """Service key -> the Nodes its balancer was last given as draining."""
         self.asking: dict[str, int] = {}
         """Service key -> its drain time, for the Services asking for one."""
+        self._events = 0
 
     @property
     def supported(self) -> bool:
@@ -88,6 +92,9 @@ class NodeDrains:
         Node was in the set before and after). True when the set changed while a Service asks
         for a drain time: worth a node sync even where upstream waits (a taint, a deletion)."""
         name = node_name(new if new is not None else old or {})
+        self._events += 1
+        if self._events % PRUNE_EVERY == 0:
+            self._prune()
         if is_in:
             self.left.pop(name, None)
         elif was_in or (old is None and new is not None):

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from service_harness import (
@@ -22,10 +22,11 @@ from service_harness import (
 )
 
 from kccm.cloudprovider import LoadBalancerStatus, Node, Service
-from kccm.cloudprovider.drain import ANNOTATION_DRAIN_SECONDS
+from kccm.cloudprovider.drain import ANNOTATION_DRAIN_SECONDS, MAX_DRAIN_SECONDS
+from kccm.cloudprovider.gated import GatedLoadBalancer
 from kccm.cloudprovider.nodes import node_name
 from kccm.controllers.service import ServiceController, ServiceSyncError
-from kccm.controllers.service_drain import DRAIN_RECORD
+from kccm.controllers.service_drain import DRAIN_RECORD, PRUNE_EVERY, NodeDrains
 from kccm.kube.resources import NODES, SERVICES
 from kccm.providers.fake import FakeCloud
 
@@ -228,3 +229,18 @@ async def test_an_invalid_drain_time_fails_the_sync_naming_the_annotation(
     with pytest.raises(ServiceSyncError, match=ANNOTATION_DRAIN_SECONDS):
         await controller.sync_service(key())
     assert h.cloud.writes == []
+
+
+async def test_departures_older_than_any_drain_time_are_forgotten(harness: Harness) -> None:
+    """Deleted Nodes' names do not pile up: a departure older than the longest drain time is
+    dropped at the next pruning (every PRUNE_EVERY node events)."""
+    h = harness
+    drains = NodeDrains(cast(GatedLoadBalancer, None), h.clock, 0)
+    gone = {"metadata": {"name": "gone"}}
+    drains.observe(gone, None, True, False)
+    assert set(drains.left) == {"gone"}
+    await h.clock.advance(MAX_DRAIN_SECONDS)
+    other = {"metadata": {"name": "other"}}
+    for _ in range(PRUNE_EVERY):
+        drains.observe(other, other, True, True)
+    assert drains.left == {}
