@@ -3,7 +3,9 @@ the steady state every test must return to, and the probes its tests wait on.
 
 A module fixture starts the emulator, applies the shipped RBAC, starts the daemon
 (:func:`start_world_daemon`: the shipped ServiceAccount, routes on, short periods), makes its
-base Nodes and, once their routes are there, takes the steady state with
+base Nodes inside :func:`module_world` (which removes them at the end and checks that the
+daemon stopped cleanly and the emulator is as it was) and, once their routes are there,
+takes the steady state with
 :meth:`EmulatorWorld.quiet_state` (never while the cloud still has a write in progress: such a
 snapshot lists what is gone a moment later, so no later state could equal it). Each test's
 ``settled`` fixture ends with :meth:`EmulatorWorld.back_to_steady`: faults cleared, the
@@ -15,8 +17,10 @@ work.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, TypeVar
@@ -24,7 +28,7 @@ from typing import Any, Generic, TypeVar
 from kccm.emulators.control import ControlledEmulator
 from kccm.kube.interface import KubeClient, Obj
 from kccm.kube.resources import NODES, SERVICES
-from kccm.testing.controllers import absent, eventually
+from kccm.testing.controllers import absent, delete_until_gone, eventually
 from kccm.testing.controlplane import ControlPlane
 from kccm.testing.daemon import SA_GROUPS, SA_USER, Daemon, DaemonExited, Daemons
 from kccm.testing.kubelet import ready_condition
@@ -39,6 +43,7 @@ __all__ = [
     "has_taint",
     "ingress_ip",
     "lb_service",
+    "module_world",
     "node_gone",
     "patient",
     "set_ready",
@@ -118,6 +123,39 @@ class EmulatorWorld(Generic[EmulatorT]):
             await self.until(lambda: self.state_is(self.steady))
         except TimeoutError as exc:
             raise AssertionError(f"left behind: {await blocking(self.leftovers)}") from exc
+
+
+@contextlib.asynccontextmanager
+async def module_world(
+    world: EmulatorWorld[Any],
+    kube: KubeClient,
+    daemons: Daemons,
+    *,
+    nodes: list[str],
+    routes_gone: Callable[[], Awaitable[bool]],
+    remove_base: Callable[[], Awaitable[None]],
+    label: str,
+) -> AsyncIterator[None]:
+    """A module fixture's block and its end: the module's base ``nodes`` (filled in the block)
+    are deleted while the daemon runs and their routes go with them (``routes_gone``); then
+    the daemons stop (30 s grace), the base machines go (``remove_base``) and ``kube`` is
+    closed, even when that failed; and the emulator must hold what it held before (the
+    world's ``baseline``), the daemon must have finished its in-flight work, and the world's
+    figures are printed as ``label``."""
+    try:
+        yield
+    finally:
+        try:
+            await delete_until_gone(kube, NODES, nodes)
+            await world.until(routes_gone)
+        finally:
+            daemons.stop_all(grace=30)
+            stopped = world.daemon.proc.returncode
+            await remove_base()
+            await kube.close()
+    world.admin.assert_clean(world.baseline)
+    assert stopped == 0, f"kccm did not finish its in-flight work within 30 s ({stopped})"
+    print(f"\n{label} figures:", json.dumps(world.figures, indent=1))
 
 
 def start_world_daemon(

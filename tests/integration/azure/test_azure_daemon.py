@@ -17,7 +17,6 @@ shipped RBAC alone (``deploy/rbac.yaml``).
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable
@@ -60,6 +59,7 @@ from kccm.testing.certs import emulator_tls
 from kccm.testing.controllers import delete_until_gone, initialised_nodes
 from kccm.testing.controlplane import ControlPlane
 from kccm.testing.daemon import apply_rbac
+from kccm.testing.daemonworld import module_world
 from kccm.testing.kubelet import kubelet_node
 from kccm.testing.pytest_plugin import KubeCleanup
 
@@ -81,7 +81,20 @@ async def world(
         daemons, daemon = start_daemon(emulator, control_plane, tmp_path_factory.mktemp("az-e2e"))
         env = World(emulator, daemon, baseline)
         names: list[str] = []
-        try:
+
+        async def remove_base() -> None:
+            for machine in env.base:
+                await blocking(emulator.admin.delete_vm, machine.vm_id)
+
+        async with module_world(
+            env,
+            kube,
+            daemons,
+            nodes=names,
+            routes_gone=lambda: routes_are(env, set()),
+            remove_base=remove_base,
+            label="azure e2e",
+        ):
             tag = uuid.uuid4().hex[:6]
             for i in range(2):
                 machine = await env.add_machine(f"az-base-{tag}-{i}", zone=str(i + 1))
@@ -93,19 +106,6 @@ async def world(
             await env.until(lambda: routes_are(env, routed))
             env.steady = await env.quiet_state()
             yield env
-        finally:
-            try:
-                await delete_until_gone(kube, NODES, names)
-                await env.until(lambda: routes_are(env, set()))
-            finally:
-                daemons.stop_all(grace=30)
-                stopped = daemon.proc.returncode
-                for machine in env.base:
-                    await blocking(emulator.admin.delete_vm, machine.vm_id)
-                await kube.close()
-        emulator.admin.assert_clean(baseline)
-        assert stopped == 0, f"kccm did not finish its in-flight work within 30 s ({stopped})"
-        print("\nazure e2e figures:", json.dumps(env.figures, indent=1))
 
 
 @pytest.fixture

@@ -16,7 +16,6 @@ annotation goes through ``services/status``).
 
 from __future__ import annotations
 
-import json
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable
@@ -59,6 +58,7 @@ from kccm.kube.resources import EVENTS, NODES, SERVICES
 from kccm.testing.controllers import delete_until_gone, initialised_nodes
 from kccm.testing.controlplane import ControlPlane
 from kccm.testing.daemon import apply_rbac
+from kccm.testing.daemonworld import module_world
 from kccm.testing.kubelet import kubelet_node
 from kccm.testing.pytest_plugin import KubeCleanup
 
@@ -77,7 +77,20 @@ async def world(
         daemons, daemon = start_daemon(emulator, control_plane, tmp_path_factory.mktemp("os-e2e"))
         env = World(emulator, daemon, baseline, ops=Operator(emulator))
         names: list[str] = []
-        try:
+
+        async def remove_base() -> None:
+            for server in env.base.values():
+                await blocking(emulator.admin.delete_server, server["id"])
+
+        async with module_world(
+            env,
+            kube,
+            daemons,
+            nodes=names,
+            routes_gone=lambda: routes_removed(env),
+            remove_base=remove_base,
+            label="openstack e2e",
+        ):
             tag = uuid.uuid4().hex[:6]
             for i in range(2):
                 server = await blocking(emulator.admin.add_server, f"os-base-{tag}-{i}")
@@ -93,25 +106,19 @@ async def world(
             await env.until(lambda: address_pairs_are(env, cidrs))
             env.steady = await env.quiet_state()
             yield env
-        finally:
-            try:
-                await delete_until_gone(kube, NODES, names)
-                await env.until(lambda: routes_are(env, set()))
-            finally:
-                daemons.stop_all(grace=30)
-                stopped = daemon.proc.returncode
-                for server in env.base.values():
-                    await blocking(emulator.admin.delete_server, server["id"])
-                await kube.close()
-        emulator.admin.assert_clean(baseline)
-        assert stopped == 0, f"kccm did not finish its in-flight work within 30 s ({stopped})"
-        print("\nopenstack e2e figures:", json.dumps(env.figures, indent=1))
 
 
 async def address_pairs_are(env: World, cidrs: set[str]) -> bool:
     """The emulator's ports carry exactly these allowed address pairs ("<port>: <cidr>")."""
     pairs = (await blocking(env.admin.state))["allowed_address_pairs"]
     return {pair.rsplit(": ", 1)[-1] for pair in pairs} == cidrs
+
+
+async def routes_removed(env: World) -> bool:
+    """No route on the router and no allowed address pair on a port: DeleteRoute removes the
+    router's route first and the pair after, and puts the route back when the port write
+    fails (so the base servers are deleted only once both are gone)."""
+    return await routes_are(env, set()) and await address_pairs_are(env, set())
 
 
 @pytest.fixture

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from kccm.emulators import leaked
 from kccm.testing import daemonworld
 from kccm.testing.controllers import eventually
 from kccm.testing.daemon import Daemon, DaemonExited
@@ -38,6 +39,11 @@ class ScriptedAdmin:
 
     def clear_faults(self) -> None:
         self.cleared += 1
+
+    def assert_clean(self, baseline: Mapping[str, list[str]]) -> None:
+        left = leaked(self.state(), baseline)
+        if left:
+            raise AssertionError(f"left with: {left}")
 
 
 @dataclass
@@ -104,3 +110,76 @@ async def test_until_fails_at_once_when_the_daemon_exited(daemon: Daemon) -> Non
 
     with pytest.raises(DaemonExited, match="kccm exited"):
         await w.until(never)
+
+
+EXITS_WITH = (
+    "import signal, sys, time\n"
+    "signal.signal(signal.SIGTERM, lambda *_: sys.exit({}))\n"
+    "print('up', flush=True)\n"
+    "time.sleep(60)\n"
+)
+
+
+def daemon_exiting_with(code: int, log: Path) -> Daemon:
+    """A stand-in daemon that runs until SIGTERM, then exits with ``code``."""
+    with log.open("w") as sink:
+        proc = subprocess.Popen(
+            [sys.executable, "-c", EXITS_WITH.format(code)], stdout=sink, text=True
+        )
+    return Daemon(proc, 0, log)
+
+
+@dataclass
+class Ends:
+    """What a module's end did, in order (its daemons: ``daemon``)."""
+
+    daemon: Daemon
+    done: list[str] = field(default_factory=list)
+
+    def stop_all(self, grace: float) -> None:
+        self.daemon.stop(grace)
+        self.done.append(f"stop {grace:g}")
+
+    async def close(self) -> None:
+        self.done.append("close")
+
+    async def remove_base(self) -> None:
+        self.done.append("remove base")
+
+    async def routes_gone(self) -> bool:
+        self.done.append("routes gone")
+        return True
+
+
+ENDINGS = {
+    "clean": (0, QUIET, None),
+    "daemon-failed": (3, QUIET, "did not finish its in-flight work within 30 s \\(3\\)"),
+    "emulator-left": (0, LEFT, "left with: \\{'balancers': \\['lb-1'\\]\\}"),
+}
+
+
+@pytest.mark.parametrize(("code", "state", "error"), ENDINGS.values(), ids=list(ENDINGS))
+async def test_module_world_ends_in_order_and_judges(
+    tmp_path: Path, code: int, state: dict[str, list[str]], error: str | None
+) -> None:
+    daemon = daemon_exiting_with(code, tmp_path / "log")
+    await eventually(lambda: daemon.logged("up"))  # its SIGTERM handler is set
+    w = EmulatorWorld(StandIn(ScriptedAdmin([state])), daemon, QUIET)
+    ends = Ends(daemon)
+    block = daemonworld.module_world(
+        w,
+        ends,  # type: ignore[arg-type]
+        ends,  # type: ignore[arg-type]
+        nodes=[],
+        routes_gone=ends.routes_gone,
+        remove_base=ends.remove_base,
+        label="stand-in",
+    )
+    if error is None:
+        async with block:
+            pass
+    else:
+        with pytest.raises(AssertionError, match=error):
+            async with block:
+                pass
+    assert ends.done == ["routes gone", "stop 30", "remove base", "close"]
