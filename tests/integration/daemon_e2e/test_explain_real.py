@@ -23,6 +23,7 @@ from daemon_e2e_support import (
     eventually,
 )
 
+from kccm.cloudprovider.drain import ANNOTATION_DRAIN_SECONDS
 from kccm.kube.client import KubeApiClient
 from kccm.kube.resources import (
     CLUSTER_ROLE_BINDINGS,
@@ -272,6 +273,28 @@ async def test_no_eligible_nodes_is_shown(
     assert record["detail"]["eligible_nodes"] == 0
     shown = await text(daemon, admin, "service", target)
     assert "no-eligible-nodes" in shown
+    await delete_until_gone(kube, SERVICES, [svc], kube_namespace)
+
+
+async def test_a_drain_the_provider_cannot_make_is_said(
+    cluster: Cluster, kube: KubeApiClient, kube_namespace: str, kube_cleanup: KubeCleanup
+) -> None:
+    """The fake provider has no draining state: a Service asking for a drain time is told
+    that a leaving Node goes at once (docs/behaviour.md, "Draining a Node's targets")."""
+    daemon, _ = await started(cluster, kube, kube_cleanup)
+    drain = {ANNOTATION_DRAIN_SECONDS: "30"}
+    svc = await lb_service(kube, kube_namespace, annotations=drain)
+    admin = cluster.plane.admin_kubeconfig
+
+    async def answered() -> dict[str, Any] | None:  # once this daemon leads
+        body = await answer(daemon, admin, "service", f"{kube_namespace}/{svc}")
+        return body if "drain" in body else None
+
+    body = await eventually(answered)
+    assert body["drain"]["seconds"] == 0
+    assert "provider fake has no draining state" in body["drain"]["note"]
+    shown = await text(daemon, admin, "service", f"{kube_namespace}/{svc}")
+    assert "leaving Nodes: 30s asked by annotation service.kccm.io/drain-seconds" in shown
     await delete_until_gone(kube, SERVICES, [svc], kube_namespace)
 
 
