@@ -77,8 +77,11 @@ def vmss_instance_nics(world: World, vm: Obj) -> list[Obj]:
             if public and key in (vm.get("_pips") or {}):
                 ipc_id = f"{nic_id}/ipConfigurations/{ipc['name']}"
                 ip_props["publicIPAddress"] = {"id": f"{ipc_id}/publicIPAddresses/{public['name']}"}
-            for name in ("loadBalancerBackendAddressPools", "loadBalancerInboundNatPools"):
-                ip_props[name] = [{"id": p["id"]} for p in iprops.get(name) or []]
+            # a NIC's IP configuration has no inbound NAT pools (the scale set model's do):
+            # networkInterface.json (2018-10-01, 2025-05-01) names NAT rules only
+            ip_props["loadBalancerBackendAddressPools"] = [
+                {"id": p["id"]} for p in iprops.get("loadBalancerBackendAddressPools") or []
+            ]
             ip_configs.append(
                 {
                     "name": ipc["name"],

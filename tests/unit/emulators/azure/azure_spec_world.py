@@ -155,16 +155,29 @@ async def _compute(api: Api, got: dict[str, Answer]) -> None:
     }
     got["vmss PUT"] = await api.call("PUT", VMSS, partial, headers={"If-Match": vmss["etag"]})
     vm = got["vmss vm GET"].body
-    instance = {
+    instance = {  # the instance joins the pool as upstream's UpdateVMSSVMsInBatch asks
         "location": "eastus",
         "etag": vm["etag"],
-        "properties": {
-            "networkProfileConfiguration": vm["properties"]["networkProfileConfiguration"]
-        },
+        "properties": {"networkProfileConfiguration": {"networkInterfaceConfigurations": configs}},
     }
     got["vmss vm PUT"] = await api.call(
         "PUT", f"{vms}/0", instance, headers={"If-Match": vm["etag"]}
     )
+
+
+async def _vmss_network(api: Api, got: dict[str, Answer]) -> None:
+    """The scale-set NIC and public IP reads upstream makes at 2018-10-01 (armnetwork's
+    older pin for them), after an instance joined a pool."""
+    old = {"version": "2018-10-01"}
+    nic = f"{VMSS}/virtualMachines/0/networkInterfaces/pool0"
+    got["vmss nic GET"] = await api.call("GET", nic, **old)
+    got["vmss vm nic list"] = await api.call(
+        "GET", f"{VMSS}/virtualMachines/0/networkInterfaces", **old
+    )
+    got["vmss nic list"] = await api.call("GET", f"{VMSS}/networkInterfaces", **old)
+    pip = f"{nic}/ipConfigurations/ipconfig1/publicIPAddresses/pub1"
+    got["vmss pip GET"] = await api.call("GET", pip, **old)
+    got["vmss pip list"] = await api.call("GET", f"{VMSS}/publicIPAddresses", **old)
 
 
 async def _errors(api: Api, got: dict[str, Answer]) -> None:
@@ -211,6 +224,7 @@ async def exercise(api: Api) -> dict[str, Answer]:
     got: dict[str, Answer] = {}
     await _network(api, got)
     await _compute(api, got)
+    await _vmss_network(api, got)
     await _errors(api, got)
     await _operations(api, got)
     return got

@@ -15,6 +15,7 @@ from swagger_check import load_specs
 
 NETWORK = "2025-05-01"  # armnetwork/v9 v9.0.0, what upstream v1.36.5 and kccm send
 COMPUTE = "2025-04-01"  # armcompute/v7 v7.3.0, likewise
+VMSS_NETWORK = "2018-10-01"  # armnetwork/v9's pin for the scale-set NIC and public IP reads
 
 # What live Azure answers beyond the spec, kept on purpose: upstream's own recordings of Azure
 # (pkg/azclient/interfaceclient/testdata, v1.36.5; tests/unit/emulators/azure/azure_recorded.json)
@@ -76,6 +77,11 @@ CASES = [
     ("vmss vm GET", 200, "compute", COMPUTE, VMSS + "VirtualMachineScaleSetVM"),
     ("vmss PUT", 200, "compute", COMPUTE, VMSS + "VirtualMachineScaleSet"),
     ("vmss vm PUT", 200, "compute", COMPUTE, VMSS + "VirtualMachineScaleSetVM"),
+    ("vmss nic GET", 200, "network", VMSS_NETWORK, NIC + "NetworkInterface"),
+    ("vmss vm nic list", 200, "network", VMSS_NETWORK, NIC + "NetworkInterfaceListResult"),
+    ("vmss nic list", 200, "network", VMSS_NETWORK, NIC + "NetworkInterfaceListResult"),
+    ("vmss pip GET", 200, "network", VMSS_NETWORK, PIP + "PublicIPAddress"),
+    ("vmss pip list", 200, "network", VMSS_NETWORK, PIP + "PublicIPAddressListResult"),
     ("compute 404", 404, "compute", COMPUTE, CCOMMON + "CloudError"),
     ("compute 400 api-version", 400, "compute", COMPUTE, CCOMMON + "CloudError"),
     ("compute 412", 412, "compute", COMPUTE, CCOMMON + "CloudError"),
