@@ -5,24 +5,22 @@ Kubernetes objects, waits, and :class:`Figures`."""
 from __future__ import annotations
 
 import asyncio
-import sys
+import functools
 import time
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from kube_helpers import Completion, bounded, delete_quietly, has_ingress
+from cloud_bench import initialised as node_initialised
+from cloud_bench import lb_service
+from kube_helpers import Completion, Emptied, bounded, delete_quietly, has_ingress
 
 from kccm.emulators.azure.launcher import AzureEmulator
 from kccm.kube.client import KubeApiClient
 from kccm.kube.resources import EVENTS, NAMESPACES, SERVICES
-from kccm.testing.kubelet import kubelet_node as shared_kubelet_node
 
-UNINIT = "node.cloudprovider.kubernetes.io/uninitialized"
-
-
-def log(message: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+initialised = functools.partial(node_initialised, scheme="azure")
+"""A Node initialised by the azure provider (or cloud-node-manager)."""
 
 
 # -- the emulator and its log -----------------------------------------------------------------
@@ -38,10 +36,6 @@ def seed_vms(emu: AzureEmulator, count: int, prefix: str) -> list[str]:
 def kind(entry: dict[str, Any]) -> str:
     """``arm GET Microsoft.Network/loadBalancers/{}``: the service and the logged operation."""
     return f"{entry['service']} {entry.get('op') or entry['method'] + ' ' + entry['path']}"
-
-
-def window(emu: AzureEmulator, since: int, until: int | None = None) -> list[dict[str, Any]]:
-    return [e for e in emu.admin.requests(since) if until is None or e["seq"] <= until]
 
 
 def writes(entries: list[dict[str, Any]]) -> list[str]:
@@ -71,65 +65,43 @@ async def quiet(
             last, since = seq, time.monotonic()
         elif time.monotonic() - since >= seconds:
             return last
-        await asyncio.sleep(0.5)
+        await asyncio.sleep(0.5)  # the emulator's log has no watch: quiet is read, not told
     raise SystemExit("the daemon did not settle in time")
 
 
 # -- Kubernetes objects -----------------------------------------------------------------------
 
 
-def kubelet_node(name: str, run: str) -> dict[str, Any]:
-    node = shared_kubelet_node(name)
-    node["metadata"]["labels"]["bench-run"] = run
-    return node
-
-
-def initialised(node: dict[str, Any]) -> bool:
-    labels = node["metadata"].get("labels") or {}
-    taints = {t["key"] for t in node["spec"].get("taints") or []}
-    addresses = {a["type"] for a in (node.get("status") or {}).get("addresses") or []}
-    return (
-        str(node["spec"].get("providerID", "")).startswith("azure://")
-        and UNINIT not in taints
-        and "InternalIP" in addresses
-        and "topology.kubernetes.io/zone" in labels
-        and "node.kubernetes.io/instance-type" in labels
-    )
-
-
-def lb_service(i: int, namespace: str) -> dict[str, Any]:
-    return {
-        "metadata": {"name": f"web-{i:04d}", "namespace": namespace},
-        "spec": {
-            "type": "LoadBalancer",
-            "selector": {"app": f"web-{i:04d}"},
-            "ports": [
-                {"name": "http", "port": 80, "targetPort": 8080, "protocol": "TCP"},
-                {"name": "https", "port": 443, "targetPort": 8443, "protocol": "TCP"},
-            ],
-        },
-    }
-
-
 async def ensured_counts(kube: KubeApiClient, namespace: str) -> Counter[str]:
-    """EnsuredLoadBalancer Events per Service of ``namespace`` (their ``count`` summed)."""
+    """The ``count`` of each EnsuredLoadBalancer Event of ``namespace``, by Event name."""
     found: Counter[str] = Counter()
     for event in (await kube.list(EVENTS, namespace=namespace)).items:
         if event.get("reason") == "EnsuredLoadBalancer":
-            found[event["involvedObject"]["name"]] += int(event.get("count") or 1)
+            found[event["metadata"]["name"]] = int(event.get("count") or 1)
     return found
 
 
 async def ensured_again(
     kube: KubeApiClient, namespace: str, before: Counter[str], services: int, within: float
 ) -> None:
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        now = await ensured_counts(kube, namespace)
-        if sum(1 for name, n in now.items() if n > before[name]) >= services:
-            return
-        await asyncio.sleep(0.5)
-    raise SystemExit("not every Service was ensured again in time")
+    """Until ``services`` Services have an EnsuredLoadBalancer Event that is new or counted
+    higher than in ``before`` (:func:`ensured_counts`), watched."""
+
+    def again(event: dict[str, Any]) -> bool:
+        return (
+            event.get("reason") == "EnsuredLoadBalancer"
+            and int(event.get("count") or 1) > before[event["metadata"]["name"]]
+        )
+
+    def service(event: dict[str, Any]) -> str:
+        return str(event["involvedObject"]["name"])
+
+    async with Completion(kube, EVENTS, services, again, key=service,
+                          namespace=namespace) as done:  # fmt: skip
+        try:
+            await asyncio.wait_for(done.finished.wait(), within)
+        except TimeoutError:
+            raise SystemExit("not every Service was ensured again in time") from None
 
 
 async def create_services(kube: KubeApiClient, namespace: str, count: int, within: float) -> float:
@@ -143,13 +115,17 @@ async def create_services(kube: KubeApiClient, namespace: str, count: int, withi
 
 
 async def delete_services(kube: KubeApiClient, namespace: str, within: float) -> None:
-    names = [i["metadata"]["name"] for i in (await kube.list(SERVICES, namespace=namespace)).items]
-    await bounded(100, [delete_quietly(kube, SERVICES, n, namespace) for n in names])
-    deadline = time.monotonic() + within
-    while (await kube.list(SERVICES, namespace=namespace)).items:
-        if time.monotonic() > deadline:
-            raise SystemExit("the Services were not deleted in time")
-        await asyncio.sleep(0.5)
+    """Every Service of ``namespace`` deleted, until the last is gone (watched), then the
+    namespace."""
+    async with Emptied(kube, SERVICES, namespace=namespace) as emptied:
+        names = [
+            i["metadata"]["name"] for i in (await kube.list(SERVICES, namespace=namespace)).items
+        ]
+        await bounded(100, [delete_quietly(kube, SERVICES, n, namespace) for n in names])
+        try:
+            await asyncio.wait_for(emptied.finished.wait(), within)
+        except TimeoutError:
+            raise SystemExit("the Services were not deleted in time") from None
     await delete_quietly(kube, NAMESPACES, namespace)
 
 

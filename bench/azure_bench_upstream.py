@@ -23,13 +23,11 @@ from azure_bench_common import (
     ensured_again,
     ensured_counts,
     initialised,
-    kubelet_node,
     left_behind,
-    log,
     quiet,
-    window,
     writes,
 )
+from cloud_bench import kubelet_node, log, window
 from kube_helpers import Completion, bounded, delete_quietly
 
 from kccm.emulators.azure.cloudfiles import CloudFiles

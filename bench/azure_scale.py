@@ -66,15 +66,13 @@ from azure_bench_common import (  # bench/ is on sys.path when run as a script
     ensured_again,
     ensured_counts,
     initialised,
-    kubelet_node,
     left_behind,
-    log,
     quiet,
     seed_vms,
-    window,
     writes,
 )
 from azure_bench_upstream import UpstreamBench
+from cloud_bench import kubelet_node, log, scale_arguments, window
 from kube_helpers import Completion, bounded, delete_quietly, metrics_token
 from proc import cpu_seconds
 from scale import Daemon, launch_daemon
@@ -157,7 +155,7 @@ class KccmBench:
                 if not count or f"Update {count} nodes" in lines[index]:
                     return index + 1
             after = max(after, len(lines))
-            await asyncio.sleep(0.05)
+            await asyncio.sleep(0.05)  # the daemon's log file: read until the tick's line
         raise SystemExit("no node status refresh tick was logged in time")
 
     async def ensure(self, drop: list[str], lb_nodes: list[str], namespace: str) -> None:
@@ -262,16 +260,10 @@ def print_tables(results: list[Figures], args: argparse.Namespace) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--nodes", type=int, default=1000)
-    parser.add_argument("--services", type=int, default=100)
-    parser.add_argument("--lb-nodes", type=int, default=3, help="the balancers' Nodes")
-    parser.add_argument("--refresh-every", type=float, default=30.0, help="seconds per tick")
+    scale_arguments(parser, timeout=900.0)
     parser.add_argument("--steady-seconds", type=float, default=120.0, help="span counted")
     parser.add_argument("--cnm-sample", type=int, default=10, help="cloud-node-managers run")
     parser.add_argument("--only", default="kccm,upstream")
-    parser.add_argument("--timeout", type=float, default=900.0)
-    parser.add_argument("--quick", action="store_true", help="50 nodes, 10 services, 5 s ticks")
-    parser.add_argument("--json", help="write the figures to this file")
     args = parser.parse_args()
     if args.quick:
         args.nodes, args.services, args.refresh_every, args.cnm_sample = 50, 10, 5.0, 3

@@ -36,10 +36,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from azure_bench_common import log  # bench/ is on sys.path when run as a script
-from azure_bench_upstream import binary
+from azure_bench_upstream import binary  # bench/ is on sys.path when run as a script
 from azure_sbs_objects import differences, normalised, object_names, snapshot
 from azure_sbs_scenarios import SCENARIOS, Run, Scenario, seed_node
+from cloud_bench import log
 
 from kccm.emulators.azure.launcher import AzureEmulator, start_azure
 from kccm.kube.client import KubeApiClient

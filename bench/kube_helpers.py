@@ -70,8 +70,14 @@ async def metrics_token(kube: KubeApiClient) -> str:
     return str(review["status"]["token"])
 
 
+def object_key(obj: dict[str, Any]) -> str:
+    meta = obj["metadata"]
+    return f"{meta.get('namespace', '')}/{meta['name']}"
+
+
 class Completion:
-    """An informer that fires once ``done(obj)`` holds for ``total`` objects."""
+    """An informer that fires once ``done(obj)`` holds for ``total`` objects (``total``
+    distinct ``key(obj)``, the object's namespace/name unless given)."""
 
     def __init__(
         self,
@@ -79,12 +85,14 @@ class Completion:
         resource: Resource,
         total: int,
         done: Callable[[dict[str, Any]], bool],
+        key: Callable[[dict[str, Any]], str] = object_key,
         **selector: Any,
     ) -> None:
         self.total = total
         self.done: set[str] = set()
         self.finished = asyncio.Event()
         self._test = done
+        self._key = key
         self.informer = Informer(kube, resource, **selector)
         self.informer.add_event_handler(
             EventHandler(on_add=self._seen, on_update=lambda _old, new: self._seen(new))
@@ -93,14 +101,43 @@ class Completion:
 
     def _seen(self, obj: dict[str, Any]) -> None:
         if self._test(obj):
-            meta = obj["metadata"]
-            self.done.add(f"{meta.get('namespace', '')}/{meta['name']}")
+            self.done.add(self._key(obj))
             if len(self.done) >= self.total:
                 self.finished.set()
 
     async def __aenter__(self) -> Completion:
         self._task = asyncio.create_task(self.informer.run())
         await self.informer.wait_for_sync()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self._task is not None
+        self._task.cancel()
+        await asyncio.gather(self._task, return_exceptions=True)
+
+
+class Emptied:
+    """An informer that fires once none of the objects it selects is left."""
+
+    def __init__(self, kube: KubeApiClient, resource: Resource, **selector: Any) -> None:
+        self.left: set[str] = set()
+        self.finished = asyncio.Event()
+        self.informer = Informer(kube, resource, **selector)
+        self.informer.add_event_handler(
+            EventHandler(on_add=lambda obj: self.left.add(object_key(obj)), on_delete=self._gone)
+        )
+        self._task: asyncio.Task[None] | None = None
+
+    def _gone(self, obj: dict[str, Any]) -> None:
+        self.left.discard(object_key(obj))
+        if not self.left:
+            self.finished.set()
+
+    async def __aenter__(self) -> Emptied:
+        self._task = asyncio.create_task(self.informer.run())
+        await self.informer.wait_for_sync()
+        if not self.left:
+            self.finished.set()
         return self
 
     async def __aexit__(self, *exc: object) -> None:

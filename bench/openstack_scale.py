@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import json
 import os
 import re
@@ -52,9 +53,11 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl
 
+from cloud_bench import initialised as node_initialised  # bench/ is on sys.path as a script
+from cloud_bench import kubelet_node, lb_service, log, scale_arguments, window
 from keystoneauth1 import session
 from keystoneauth1.identity import v3
-from kube_helpers import (  # bench/ is on sys.path when run as a script
+from kube_helpers import (
     Completion,
     bounded,
     delete_quietly,
@@ -69,14 +72,15 @@ from kccm.kube.client import KubeApiClient
 from kccm.kube.config import load_cluster_config
 from kccm.kube.resources import NAMESPACES, NODES, SERVICES
 from kccm.testing.controlplane import ControlPlane
-from kccm.testing.kubelet import kubelet_node as shared_kubelet_node
 from kccm.testing.ports import free_port
 
-UNINIT = "node.cloudprovider.kubernetes.io/uninitialized"
 NETWORK = "nodes"
 TICK = re.compile(r"Update (\d+) nodes status took ([\d.]+)s\.")
 UUID = re.compile(r"/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}(?=/|$)")
 CLK_TCK = os.sysconf("SC_CLK_TCK")
+initialised = functools.partial(node_initialised, scheme="openstack")
+"""A Node initialised by the openstack provider."""
+
 PROVIDER = (
     "openstack"
     if entry_points(group="kccm.cloud_providers", name="openstack")
@@ -84,10 +88,6 @@ PROVIDER = (
 )
 """``openstack`` where the entry point is installed; else the same factory by reference (a
 checkout run on a venv installed before the provider existed)."""
-
-
-def log(message: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
 # -- the emulator -----------------------------------------------------------------------------
@@ -150,51 +150,11 @@ def by_kind(entries: list[dict[str, Any]]) -> Counter[tuple[str, str, str]]:
     return Counter((e["service"], e["method"], path_kind(e)) for e in entries)
 
 
-def window(emu: Emulator, since: int, until: int | None = None) -> list[dict[str, Any]]:
-    return [e for e in emu.admin.requests(since) if until is None or e["seq"] <= until]
-
-
 def last_seq(emu: Emulator) -> int:
     return emu.admin.last_seq()
 
 
 # -- Kubernetes objects -----------------------------------------------------------------------
-
-
-def kubelet_node(name: str, run: str) -> dict[str, Any]:
-    """As kubelet --cloud-provider=external registers it (:func:`kccm.testing.kubelet.
-    kubelet_node`): named after the server, a Hostname address, Ready, the uninitialized
-    taint; labelled with the bench run."""
-    node = shared_kubelet_node(name)
-    node["metadata"]["labels"]["bench-run"] = run
-    return node
-
-
-def initialised(node: dict[str, Any]) -> bool:
-    labels = node["metadata"].get("labels") or {}
-    taints = {t["key"] for t in node["spec"].get("taints") or []}
-    addresses = {a["type"] for a in (node.get("status") or {}).get("addresses") or []}
-    return (
-        str(node["spec"].get("providerID", "")).startswith("openstack://")
-        and UNINIT not in taints
-        and "InternalIP" in addresses
-        and "topology.kubernetes.io/zone" in labels
-        and "node.kubernetes.io/instance-type" in labels
-    )
-
-
-def lb_service(i: int, namespace: str) -> dict[str, Any]:
-    return {
-        "metadata": {"name": f"web-{i:04d}", "namespace": namespace},
-        "spec": {
-            "type": "LoadBalancer",
-            "selector": {"app": f"web-{i:04d}"},
-            "ports": [
-                {"name": "http", "port": 80, "targetPort": 8080, "protocol": "TCP"},
-                {"name": "https", "port": 443, "targetPort": 8443, "protocol": "TCP"},
-            ],
-        },
-    }
 
 
 # -- the bench --------------------------------------------------------------------------------
@@ -436,14 +396,8 @@ def print_table(bench: Bench, args: argparse.Namespace) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--nodes", type=int, default=1000)
-    parser.add_argument("--services", type=int, default=100)
-    parser.add_argument("--lb-nodes", type=int, default=3, help="the balancers' Nodes")
-    parser.add_argument("--refresh-every", type=float, default=30.0, help="seconds per tick")
+    scale_arguments(parser, timeout=600.0)
     parser.add_argument("--nodes-cidr", default="10.64.0.0/20", help="the servers' subnet")
-    parser.add_argument("--timeout", type=float, default=600.0)
-    parser.add_argument("--quick", action="store_true", help="50 nodes, 10 services, 5 s ticks")
-    parser.add_argument("--json", help="write the figures to this file")
     args = parser.parse_args()
     if args.quick:
         args.nodes, args.services, args.refresh_every = 50, 10, 5.0

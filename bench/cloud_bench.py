@@ -1,0 +1,84 @@
+"""What the per-cloud scale benches (bench/openstack_scale.py, bench/azure_scale.py and its
+upstream half) share: the log line, an emulator's request-log window, the Nodes and Services
+they create, when a Node counts as initialised, and the command-line options they have in
+common."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from typing import Any, Protocol
+
+from kccm.testing.kubelet import UNINITIALIZED_TAINT
+from kccm.testing.kubelet import kubelet_node as shared_kubelet_node
+
+UNINIT = str(UNINITIALIZED_TAINT["key"])
+
+
+class RequestLog(Protocol):
+    def requests(self, since: int = 0) -> list[dict[str, Any]]: ...
+
+
+class LoggingEmulator(Protocol):
+    @property
+    def admin(self) -> RequestLog: ...
+
+
+def log(message: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def window(emu: LoggingEmulator, since: int, until: int | None = None) -> list[dict[str, Any]]:
+    """The emulator's request log after ``since`` up to ``until`` (every entry when None)."""
+    return [e for e in emu.admin.requests(since) if until is None or e["seq"] <= until]
+
+
+def kubelet_node(name: str, run: str) -> dict[str, Any]:
+    """As kubelet --cloud-provider=external registers it (:func:`kccm.testing.kubelet.
+    kubelet_node`): a Hostname address, Ready, the uninitialized taint; labelled with the
+    bench run."""
+    node = shared_kubelet_node(name)
+    node["metadata"]["labels"]["bench-run"] = run
+    return node
+
+
+def initialised(node: dict[str, Any], scheme: str) -> bool:
+    """The Node has a ``<scheme>://`` providerID, an InternalIP, zone and instance-type
+    labels, and no uninitialized taint."""
+    labels = node["metadata"].get("labels") or {}
+    taints = {t["key"] for t in node["spec"].get("taints") or []}
+    addresses = {a["type"] for a in (node.get("status") or {}).get("addresses") or []}
+    return (
+        str(node["spec"].get("providerID", "")).startswith(f"{scheme}://")
+        and UNINIT not in taints
+        and "InternalIP" in addresses
+        and "topology.kubernetes.io/zone" in labels
+        and "node.kubernetes.io/instance-type" in labels
+    )
+
+
+def lb_service(i: int, namespace: str) -> dict[str, Any]:
+    """LoadBalancer Service ``web-<i>`` with two TCP ports (80 and 443)."""
+    return {
+        "metadata": {"name": f"web-{i:04d}", "namespace": namespace},
+        "spec": {
+            "type": "LoadBalancer",
+            "selector": {"app": f"web-{i:04d}"},
+            "ports": [
+                {"name": "http", "port": 80, "targetPort": 8080, "protocol": "TCP"},
+                {"name": "https", "port": 443, "targetPort": 8443, "protocol": "TCP"},
+            ],
+        },
+    }
+
+
+def scale_arguments(parser: argparse.ArgumentParser, *, timeout: float) -> None:
+    """The options every scale bench takes (``--quick`` is each bench's to apply)."""
+    parser.add_argument("--nodes", type=int, default=1000)
+    parser.add_argument("--services", type=int, default=100)
+    parser.add_argument("--lb-nodes", type=int, default=3, help="the balancers' Nodes")
+    parser.add_argument("--refresh-every", type=float, default=30.0, help="seconds per tick")
+    parser.add_argument("--timeout", type=float, default=timeout)
+    parser.add_argument("--quick", action="store_true", help="50 nodes, 10 services, 5 s ticks")
+    parser.add_argument("--json", help="write the figures to this file")
