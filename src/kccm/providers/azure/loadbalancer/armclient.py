@@ -17,6 +17,7 @@ from kccm.providers.azure.config_fields import AzureConfig
 from kccm.providers.azure.loadbalancer.armapi import PreconditionFailed
 from kccm.providers.azure.loadbalancer.lbrules import Json
 from kccm.providers.azure.loadbalancer.names import LBSettings
+from kccm.providers.azure.loadbalancer.unsupported import unsupported_keys
 from kccm.providers.azure.versions import ApiVersions
 
 __all__ = ["ClientArm", "lb_settings"]
@@ -125,4 +126,5 @@ def lb_settings(config: AzureConfig) -> LBSettings:
         shared_probe_port=config.cluster_service_shared_load_balancer_health_probe_port or 10256,
         shared_probe_path=config.cluster_service_shared_load_balancer_health_probe_path
         or "/healthz",
+        unsupported=unsupported_keys(config),
     )

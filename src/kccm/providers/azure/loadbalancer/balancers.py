@@ -173,6 +173,9 @@ class AzureLoadBalancers:
     def ensure_load_balancer(
         self, cluster_name: str, service: Service, nodes: Sequence[Node]
     ) -> LoadBalancerStatus:
+        if self.settings.unsupported:
+            key, reason = self.settings.unsupported[0]
+            raise InvalidServiceConfig(key, f"cloud config {key}: {reason}")
         ann = read_annotations(service)
         families = (service.get("spec") or {}).get("ipFamilies") or ()
         if any(str(family) != "IPv4" for family in families):

@@ -64,6 +64,9 @@ class LBSettings:
     """``clusterServiceLoadBalancerHealthProbeMode: shared``."""
     shared_probe_port: int = 10256
     shared_probe_path: str = "/healthz"
+    unsupported: tuple[tuple[str, str], ...] = ()
+    """``(key, reason)`` of config keys kccm's balancer does not implement
+    (:mod:`.unsupported`): every ensure is refused while there is one."""
 
     @property
     def standard(self) -> bool:
