@@ -48,6 +48,9 @@ class Run:
     """The Node that left: its VM is deleted once that scenario is counted."""
     doomed: str = ""
     """The Node whose VM the lifecycle scenario deleted."""
+    node_agent: Callable[[str, str], None] | None = None
+    """Starts what initialises a registered Node (upstream: its cloud-node-manager; kccm:
+    nothing, its cloud-node controller does)."""
     node_ports: dict[int, str] = field(default_factory=dict)
     """The Services' node ports (and health-check node ports) -> ``<name>:<port name>``."""
 
@@ -74,7 +77,7 @@ class Run:
                 for r in table["properties"].get("routes") or []}  # fmt: skip
 
     async def routed(self) -> bool:
-        wanted = {(m.pod_cidr, m.ip) for m in self.machines.values()}
+        wanted = {(m.pod_cidr, m.ip) for m in self.machines.values() if m.pod_cidr}
         return await asyncio.to_thread(self.routes) == wanted
 
     def security_ports(self, address: str) -> set[str]:
@@ -289,6 +292,27 @@ async def _node_deleted(run: Run) -> bool:
     return False
 
 
+async def _registered(run: Run) -> None:
+    """A new VM's Node as kubelet registers it (tainted, no providerID, no pod CIDR)."""
+    vm = await asyncio.to_thread(run.emu.admin.add_vm, "sbs-node-5", zone="3")
+    nic_id = vm["properties"]["networkProfile"]["networkInterfaces"][0]["id"]
+    run.machines["sbs-node-5"] = Machine("sbs-node-5", vm["id"], nic_id, "", "")
+    await run.kube.create(NODES, kubelet_node("sbs-node-5"))
+    if run.node_agent is not None:
+        run.node_agent("sbs-node-5", vm["id"])
+
+
+async def _initialised(run: Run) -> bool:
+    node = await run.kube.get(NODES, "sbs-node-5")
+    taints = {t["key"] for t in node["spec"].get("taints") or []}
+    labels = node["metadata"].get("labels") or {}
+    return (
+        str(node["spec"].get("providerID", "")).startswith("azure://")
+        and "node.cloudprovider.kubernetes.io/uninitialized" not in taints
+        and "topology.kubernetes.io/zone" in labels
+    )
+
+
 LOCAL: dict[str, Any] = {"externalTrafficPolicy": "Local",
          "loadBalancerSourceRanges": ["10.20.0.0/16", "192.0.2.0/24"]}  # fmt: skip
 
@@ -310,6 +334,7 @@ SCENARIOS = (
         "Local policy + source ranges created", create("local", 80, **LOCAL), published("local", 80)
     ),
     Scenario("Local policy Service deleted", delete("local"), gone("local")),
+    Scenario("a Node registered uninitialised → initialised", _registered, _initialised),
     Scenario(
         "VM deleted, Node not Ready → Node deleted", _vm_deleted, _node_deleted, prepare=_doomed
     ),

@@ -115,7 +115,7 @@ def start_kccm(daemons: Daemons, files: Any, plane: ControlPlane) -> Callable[[]
         plane.admin_kubeconfig,
         f"--cluster-name={upstream.CLUSTER_NAME}",
         f"--cluster-cidr={upstream.CLUSTER_CIDR}",
-        f"--controllers={','.join(CONTROLLERS)}",
+        f"--controllers={','.join(('cloud-node', *CONTROLLERS))}",  # kccm initialises Nodes
         "--allocate-node-cidrs=false",
         "--configure-cloud-routes=true",
         "--route-reconciliation-period=2s",
@@ -148,6 +148,21 @@ def start_upstream(
     )
     ccm = processes.spawn("ccm", argv, upstream.without_proxies(files.env))
     return ccm.alive
+
+
+def start_cnm(
+    processes: upstream.UpstreamProcesses,
+    plane: ControlPlane,
+    node: str,
+    vm_id: str,
+    emu: AzureEmulator,
+) -> None:
+    """cloud-node-manager for ``node`` as its DaemonSet runs it: from its VM's metadata
+    service (the emulator's, as the HTTP proxy of 169.254.169.254)."""
+    argv = [binary("cloud-node-manager"), f"--node-name={node}",
+            f"--kubeconfig={plane.admin_kubeconfig}", "--wait-routes=false", "--v=2"]  # fmt: skip
+    env = upstream.without_proxies({}, HTTP_PROXY=emu.admin.imds_for(vm_id), NODE_NAME=node)
+    processes.spawn(f"cnm-{node}", argv, env)
 
 
 async def measure(run: Run, scenario: Scenario, alive: Callable[[], None]) -> Measured:
@@ -186,6 +201,8 @@ async def run_daemon(who: str, plane: ControlPlane, tmp: Path) -> Result:
     try:
         baseline = emu.admin.state()
         run = Run(who, emu, kube, f"sbs-{who}")
+        if who == "upstream":
+            run.node_agent = lambda node, vm_id: start_cnm(processes, plane, node, vm_id, emu)
         for index in range(2):
             await seed_node(run, index)
         files = emu.cloud_files(tmp / f"cloud-{who}", **FAST)
