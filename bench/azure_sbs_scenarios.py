@@ -48,6 +48,8 @@ class Run:
     """The Node that left: its VM is deleted once that scenario is counted."""
     doomed: str = ""
     """The Node whose VM the lifecycle scenario deleted."""
+    scale_set: str = ""
+    """The seeded scale set's id (deleted at the end instead of the machines' VMs)."""
     node_agent: Callable[[str, str], None] | None = None
     """Starts what initialises a registered Node (upstream: its cloud-node-manager; kccm:
     nothing, its cloud-node controller does)."""
@@ -113,8 +115,9 @@ class Run:
         for name in list(self.machines):
             await _delete(self.kube, NODES, name)
         await self.until(lambda: _empty_routes(self), alive)
-        for machine in self.machines.values():
-            await asyncio.to_thread(self.emu.admin.delete_vm, machine.vm_id)
+        doomed = [self.scale_set] if self.scale_set else [m.vm_id for m in self.machines.values()]
+        for vm_id in doomed:
+            await asyncio.to_thread(self.emu.admin.delete_vm, vm_id)
         await _delete(self.kube, NAMESPACES, self.namespace)
 
 

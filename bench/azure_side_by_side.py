@@ -39,6 +39,7 @@ from typing import Any
 from azure_bench_upstream import binary  # bench/ is on sys.path when run as a script
 from azure_sbs_objects import differences, normalised, object_names, snapshot
 from azure_sbs_scenarios import SCENARIOS, Run, Scenario, seed_node
+from azure_sbs_vmss import VMSS_JSON, VMSS_SCENARIOS, seed_scale_set
 from cloud_bench import log
 
 from kccm.emulators.azure.launcher import AzureEmulator, start_azure
@@ -192,29 +193,35 @@ def counted(run: Run, since: int, until: int, seconds: float) -> Measured:
     return Measured(arm, len(periodic), writes, counted, objects, object_names(objects), seconds)
 
 
-async def run_daemon(who: str, plane: ControlPlane, tmp: Path) -> Result:
-    """One daemon through every scenario on an emulator of its own."""
+async def run_daemon(who: str, plane: ControlPlane, tmp: Path, world: str) -> Result:
+    """One daemon through every scenario of ``world`` (``standard``: availability-set VMs;
+    ``vmss``: a scale set) on an emulator of its own."""
     result = Result(who)
     kube = KubeApiClient(load_cluster_config(str(plane.admin_kubeconfig)), qps=0, burst=0)
-    emu = start_azure(tls=emulator_tls(), log_path=tmp / f"emulator-{who}.log")
+    emu = start_azure(tls=emulator_tls(), log_path=tmp / f"emulator-{who}-{world}.log")
     daemons, processes = Daemons(tmp), upstream.UpstreamProcesses(tmp)
     try:
         baseline = emu.admin.state()
-        run = Run(who, emu, kube, f"sbs-{who}")
+        run = Run(who, emu, kube, f"sbs-{who}-{world}")
         if who == "upstream":
             run.node_agent = lambda node, vm_id: start_cnm(processes, plane, node, vm_id, emu)
-        for index in range(2):
-            await seed_node(run, index)
-        files = emu.cloud_files(tmp / f"cloud-{who}", **FAST)
+        if world == "vmss":
+            await seed_scale_set(run)
+        else:
+            for index in range(2):
+                await seed_node(run, index)
+        keys = FAST | (VMSS_JSON if world == "vmss" else {})
+        files = emu.cloud_files(tmp / f"cloud-{who}-{world}", **keys)
         since = emu.admin.last_seq()
         started = time.monotonic()
         alive = (start_kccm(daemons, files, plane) if who == "kccm"
                  else start_upstream(processes, files, plane, tmp))  # fmt: skip
         await run.until(lambda: run.routed(), alive)
         until = await settled(emu, alive, since)
-        result.scenarios["start"] = counted(run, since, until, time.monotonic() - started)
-        for scenario in SCENARIOS:
-            result.scenarios[scenario.name] = await measure(run, scenario, alive)
+        prefix = "scale set: " if world == "vmss" else ""
+        result.scenarios[f"{prefix}start"] = counted(run, since, until, time.monotonic() - started)
+        for scenario in VMSS_SCENARIOS if world == "vmss" else SCENARIOS:
+            result.scenarios[prefix + scenario.name] = await measure(run, scenario, alive)
         await run.close(alive)
         emu.admin.assert_clean(baseline)
     finally:
@@ -263,12 +270,17 @@ def report(results: list[Result]) -> dict[str, Any]:
 
 
 async def main_async(args: argparse.Namespace, plane: ControlPlane, tmp: Path) -> list[Result]:
-    return [await run_daemon(who, plane, tmp) for who in ("upstream", "kccm") if who in args.only]
+    results = {w: Result(w) for w in ("upstream", "kccm") if w in args.only}
+    for world in args.worlds.split(","):
+        for who, result in results.items():
+            result.scenarios |= (await run_daemon(who, plane, tmp, world)).scenarios
+    return list(results.values())
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", default="kccm,upstream")
+    parser.add_argument("--worlds", default="standard,vmss", help="availability sets, scale set")
     parser.add_argument("--json", help="write the figures and differences to this file")
     args = parser.parse_args()
     for var in PROXY_VARS:
