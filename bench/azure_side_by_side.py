@@ -1,8 +1,9 @@
 """kccm and upstream's cloud-controller-manager v1.36.5, side by side on the scenarios of
-tests/integration/azure/test_upstream_{lb,routes}.py: the ARM requests each made, the
+tests/integration/azure/test_upstream_{lb,routes,vmss}.py: the ARM requests each made, the
 mutating ones, and the objects each left, compared.
 
-Usage: .venv/bin/python bench/azure_side_by_side.py [--only kccm,upstream] [--json out.json]
+Usage: .venv/bin/python bench/azure_side_by_side.py [--only kccm,upstream]
+           [--worlds standard,vmss] [--json out.json]
 
 Starts its own etcd + kube-apiserver. Each daemon gets an emulator of its own
 (``kccm.emulators.azure``, HTTPS, ADFS sign-in), seeded the same way: two availability-set
@@ -10,8 +11,10 @@ VMs ``sbs-node-0`` (zone 1) and ``sbs-node-1`` (zone 2) whose Nodes are register
 cloud-node-manager leaves them (providerID, addresses, pod CIDRs 10.244.31.0/24 and
 10.244.32.0/24). Both read the same ``azure.json`` (the emulator's, with the route batch and
 VM cache at 1-2 s as the upstream tests set them) and run the same controllers: service,
-route (every 2 s, routes on ``kccm-rt``), cloud-node-lifecycle; cluster name
-``kubernetes``. kccm is ``python -m kccm --cloud-provider=azure`` with those flags, every
+route (every 2 s, routes on ``kccm-rt``), cloud-node-lifecycle, and kccm's cloud-node
+(upstream's cloud-node-manager, started for the Node-initialisation scenario); cluster name
+``kubernetes``. ``--worlds vmss`` runs the scale-set scenarios (:mod:`azure_sbs_vmss`).
+kccm is ``python -m kccm --cloud-provider=azure`` with those flags, every
 other at its default; upstream is ``make azure-upstream``'s binary as the tests start it.
 
 Each scenario is an action on the apiserver (or a VM), then a wait until the emulator shows
