@@ -20,6 +20,7 @@ from kccm.cloudprovider import (
     Node,
     NodeExclusion,
     NodeName,
+    RetainedAddress,
     Route,
     Service,
 )
@@ -109,6 +110,18 @@ class LateBalancers:
 
     def describe_load_balancer(self, cluster_name: str, service: Service) -> BalancerView | None:
         return _ready(self._get).describe_load_balancer(cluster_name, service)
+
+    def ensure_load_balancer_deleted_keeping_address(
+        self, cluster_name: str, service: Service
+    ) -> Sequence[RetainedAddress]:
+        balancers = _ready(self._get)
+        return balancers.ensure_load_balancer_deleted_keeping_address(cluster_name, service)
+
+    def list_retained_addresses(self, cluster_name: str) -> Sequence[RetainedAddress]:
+        return _ready(self._get).list_retained_addresses(cluster_name)
+
+    def release_retained_address(self, cluster_name: str, address: str) -> bool:
+        return _ready(self._get).release_retained_address(cluster_name, address)
 
     def backend_node_exclusion(self, service: Service) -> NodeExclusion | None:
         balancers = self._get()

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any, TextIO
 
 from kccm.cloudprovider import (
+    AddressRetainer,
     BackendNodeSelector,
     CloudProviderInitError,
     ControllerClientBuilder,
@@ -287,8 +288,10 @@ def _implements(
     Interface,
     LoadBalancer,
     LoadBalancerDescriber,
+    AddressRetainer,
     LoadBalancer,
     LoadBalancerDescriber,
+    AddressRetainer,
     InstancesV2,
     InstanceDescriber,
     InstanceMetadataLister,
@@ -304,6 +307,8 @@ def _implements(
         cloud,
         balancers,
         balancers,
+        balancers,
+        late_balancers,
         late_balancers,
         late_balancers,
         instances,

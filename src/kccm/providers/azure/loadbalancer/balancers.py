@@ -58,8 +58,12 @@ from kccm.providers.azure.loadbalancer.lbmerge import (
 )
 from kccm.providers.azure.loadbalancer.lbrules import Json, expected_rules
 from kccm.providers.azure.loadbalancer.names import LBSettings
-from kccm.providers.azure.loadbalancer.pips import choose_pip_name
 from kccm.providers.azure.loadbalancer.pools import PoolMembers, exclusion, pool_member_ids
+from kccm.providers.azure.loadbalancer.retention import (
+    PublicIPRetention,
+    choose_service_pip,
+    is_kept,
+)
 from kccm.providers.azure.loadbalancer.securitygroup import (
     node_addresses,
     reconcile_security_group,
@@ -70,8 +74,9 @@ __all__ = ["AzureLoadBalancers"]
 log = logging.getLogger(__name__)
 
 
-class AzureLoadBalancers:
-    """Service load balancers on Azure, as upstream's cloud-controller-manager makes them."""
+class AzureLoadBalancers(PublicIPRetention):
+    """Service load balancers on Azure, as upstream's cloud-controller-manager makes them;
+    address retention (:mod:`.retention`) on top."""
 
     def __init__(
         self,
@@ -127,10 +132,11 @@ class AzureLoadBalancers:
             return None, False
         pips = PublicIPs(self.arm, self.settings, ann)
         try:
-            name = choose_pip_name(self.settings, cluster_name, service, ann, pips.all())[0]
+            name = choose_service_pip(self.settings, cluster_name, service, ann, pips.all())[0]
         except InvalidServiceConfig:
             return None, False
-        return (None, True) if pips.find(name) is not None else (None, False)
+        pip = pips.find(name)
+        return None, pip is not None and not is_kept(pip, cluster_name)
 
     def describe_load_balancer(self, cluster_name: str, service: Service) -> BalancerView | None:
         """For ``kccm explain``: the Service's rules on its balancer and the pool's members."""

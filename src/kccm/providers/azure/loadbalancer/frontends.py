@@ -15,11 +15,15 @@ from kccm.providers.azure.loadbalancer.lbrules import Json
 from kccm.providers.azure.loadbalancer.names import LBSettings, frontend_name
 from kccm.providers.azure.loadbalancer.pips import (
     SERVICE_TAG,
-    choose_pip_name,
     desired_pip,
     release_plan,
     service_ipv4,
     service_name,
+)
+from kccm.providers.azure.loadbalancer.retention import (
+    choose_service_pip,
+    claimable,
+    reclaimed,
 )
 
 __all__ = ["PublicIPs", "internal_frontend", "public_frontend", "release_public_ips"]
@@ -58,15 +62,18 @@ def public_frontend(
     """The Service's public IP, made or brought to what it should be (``ensurePublicIPExists``),
     and the frontend naming it."""
     settings = pips.settings
-    name, must_exist = choose_pip_name(settings, cluster, service, ann, pips.all())
+    name, must_exist = choose_service_pip(settings, cluster, service, ann, pips.all())
     path = pips.path(name)
     _refuse_sharing(pips.find(name), service)
 
     def change(current: Json | None) -> Json | None:
-        body, changed = desired_pip(settings, cluster, service, ann, name, current, must_exist)
+        base = current
+        if current is not None and claimable(current, cluster, service, ann):
+            base = reclaimed(current, service)
+        body, changed = desired_pip(settings, cluster, service, ann, name, base, must_exist)
         if current is None and zones:
             body["zones"] = list(zones)
-        return body if changed else None
+        return body if changed or base is not current else None
 
     pip, _ = read_modify_write(pips.arm, path, change, known=pips.find(name))
     if pip is None:
@@ -102,7 +109,7 @@ def release_public_ips(
     group and the cluster's; the number of calls made."""
     wanted = ""
     if want_lb and not ann.internal:
-        wanted = choose_pip_name(pips.settings, cluster, service, ann, pips.all())[0]
+        wanted = choose_service_pip(pips.settings, cluster, service, ann, pips.all())[0]
     found = list(pips.all())
     cluster_group = pips.settings.resource_group
     if pips.group.lower() != cluster_group.lower():

@@ -38,6 +38,9 @@ __all__ = [
 SERVICE_TAG, LEGACY_SERVICE_TAG = "k8s-azure-service", "service"
 CLUSTER_TAG, LEGACY_CLUSTER_TAG = "k8s-azure-cluster-name", "kubernetes-cluster-name"
 DNS_TAG, LEGACY_DNS_TAG = "k8s-azure-dns-label-service", "kubernetes-dns-label-service"
+KCCM_MARKS = ("kccm-owner", "kccm-cluster")
+"""kccm's address retention's marks that stay on a public IP given back (:mod:`.retention`):
+kept through ``systemTags``' pruning, as upstream keeps its own tags."""
 
 
 def service_name(service: Service) -> str:
@@ -136,6 +139,7 @@ def _wanted_tags(settings: LBSettings, ann: ServiceAnnotations, pip: Json) -> di
         (CLUSTER_TAG, LEGACY_CLUSTER_TAG),
         (SERVICE_TAG, LEGACY_SERVICE_TAG),
         (DNS_TAG, LEGACY_DNS_TAG),
+        *((mark, mark) for mark in KCCM_MARKS),
     ):
         if _tag(pip, key, legacy):
             wanted[key] = _tag(pip, key, legacy)
