@@ -89,11 +89,32 @@ async def world(
         yield opened
 
 
+@pytest.fixture
+async def basic_world(
+    emulator: AzureEmulator,
+    upstream: UpstreamProcesses,
+    control_plane: ControlPlane,
+    kube: KubeApiClient,
+    kube_cleanup: KubeCleanup,
+) -> AsyncIterator[World]:
+    """Upstream's CCM with ``loadBalancerSku: basic`` (no primary availability set named:
+    every VM in the pool on both sides)."""
+    async for opened in open_world(
+        emulator,
+        upstream,
+        control_plane.admin_kubeconfig,
+        kube,
+        kube_cleanup,
+        loadBalancerSku="basic",
+    ):
+        yield opened
+
+
 def _kccm_balancers(
-    emulator: AzureEmulator, directory: Path, monkeypatch: pytest.MonkeyPatch
+    emulator: AzureEmulator, directory: Path, monkeypatch: pytest.MonkeyPatch, **azure_json: Any
 ) -> Any:
     """kccm's azure provider from the emulator's azure.json, as the daemon makes it."""
-    files = emulator.cloud_files(directory)
+    files = emulator.cloud_files(directory, **azure_json)
     for key, value in files.env.items():
         monkeypatch.setenv(key, value)
     config = io.StringIO(Path(files.azure_json).read_text())
@@ -113,6 +134,48 @@ async def test_kccm_adopts_what_upstream_made_without_a_write(
     made = [await eventually(lambda n=n: published(world, ns, n)) for n in ("web", "inner")]
     nodes = (await kube.list(NODES)).items
     balancers = _kccm_balancers(world.emulator, tmp_path / "kccm", monkeypatch)
+
+    since = await asyncio.to_thread(world.emulator.admin.last_seq)
+    for svc in made:
+        status = await asyncio.to_thread(balancers.ensure_load_balancer, "kubernetes", svc, nodes)
+        assert [i.ip for i in status.ingress] == [ingress_ip(svc)]
+    assert await asyncio.to_thread(world.emulator.admin.mutating, since) == []
+
+    for svc in made:
+        await asyncio.to_thread(balancers.ensure_load_balancer_deleted, "kubernetes", svc)
+    await delete_until_gone(kube, SERVICES, ["web", "inner"], ns, within=120)
+    world.emulator.admin.assert_clean(world.ready)
+
+
+async def test_kccm_adopts_upstreams_basic_sku_objects_without_a_write(
+    basic_world: World,
+    kube: KubeApiClient,
+    kube_namespace: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Basic balancer, Basic public IPs (Static, no zones), their security rules, as
+    upstream's CCM makes them in basic mode: kccm returns the same addresses, writes
+    nothing, and its delete leaves the emulator as upstream found it."""
+    world, ns = basic_world, kube_namespace
+    for body in (PUBLIC, INTERNAL):
+        await kube.create(SERVICES, body, namespace=ns)
+    made = [await eventually(lambda n=n: published(world, ns, n)) for n in ("web", "inner")]
+    state = await asyncio.to_thread(world.emulator.admin.state)
+    assert len(state["loadBalancers"]) == 2
+    assert len(state["publicIPAddresses"]) == 1
+    for lb in state["loadBalancers"]:
+        body = await asyncio.to_thread(world.emulator.admin.resource, lb)
+        assert body["sku"]["name"] == "Basic"
+    for pip in state["publicIPAddresses"]:
+        body = await asyncio.to_thread(world.emulator.admin.resource, pip)
+        assert body["sku"]["name"] == "Basic"
+        assert not body.get("zones")
+        assert body["properties"]["publicIPAllocationMethod"] == "Static"
+    nodes = (await kube.list(NODES)).items
+    balancers = _kccm_balancers(
+        world.emulator, tmp_path / "kccm", monkeypatch, loadBalancerSku="basic"
+    )
 
     since = await asyncio.to_thread(world.emulator.admin.last_seq)
     for svc in made:
