@@ -5,6 +5,8 @@ Nodes; and a refresh of every Node in one list per resource group and scale set.
 
 from __future__ import annotations
 
+import json
+import urllib.request
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -295,10 +297,60 @@ def test_describe_instance(emu: Any, clouds: dict[str, AzureCloud], world: dict[
 
 
 def test_throttling_fails_the_whole_refresh(
-    emu: Any, clouds: dict[str, AzureCloud], world: dict[str, Any]
+    emu: Any, world: dict[str, Any], tmp_path: Path
 ) -> None:
-    """A 429 during a refresh is not a Node "left out": it reaches the call gate."""
-    instances = _instances(clouds, "vmss")
+    """A 429 during a refresh is not a Node "left out": it reaches the call gate. (A cloud of
+    its own: the throttled answer leaves the client paused, which the module's shared clouds
+    must not inherit.)"""
+    instances = _instances({"vmss": make_cloud(emu, tmp_path, vmType="vmss")}, "vmss")
     emu.admin.fault("/virtualMachines", method="GET", kind="throttle", retry_after=0, times=0)
     with pytest.raises(Throttled):
         instances.list_instance_metadata([node("node-a"), node("node-b")])
+
+
+def _imds_addresses(emu: Any, vm_id: str) -> list[tuple[str, str]]:
+    """What the instance's own metadata service says (what upstream's cloud-node-manager
+    reports): its private and public IPv4 addresses."""
+    request = urllib.request.Request(
+        emu.admin.imds_for(vm_id) + "/metadata/instance?api-version=2021-10-01&format=json",
+        headers={"Metadata": "true"},
+    )
+    with urllib.request.urlopen(request, timeout=30) as answer:
+        network = json.load(answer)["network"]
+    return [
+        (a["privateIpAddress"], a.get("publicIpAddress", ""))
+        for a in network["interface"][0]["ipv4"]["ipAddress"]
+    ]
+
+
+@pytest.mark.parametrize(
+    ("vm_type", "by_provider_id"),
+    [
+        pytest.param("vmss", False, id="vmss-mode-by-name"),
+        pytest.param("standard", True, id="standard-mode-by-provider-id"),
+    ],
+)
+def test_a_scale_set_instance_s_public_ip_is_its_external_ip(
+    emu: Any, tmp_path: Path, vm_type: str, by_provider_id: bool
+) -> None:
+    """Upstream v1.36.5 reads a scale-set instance's public IP at the instance NIC's
+    ``ipConfigurations/<c>/publicIPAddresses/<p>`` (pkg/provider/azure_vmss.go,
+    GetIPByNodeName) and reports it as the Node's ExternalIP, as its metadata service does."""
+    baseline = emu.state()
+    scale_set = emu.admin.add_vmss("pubpool", capacity=1, public_ip=True)
+    try:
+        instance = scale_set["instances"][0]
+        [(private, public)] = _imds_addresses(emu, instance["id"])
+        assert public  # the scale set gives its instances public IPs
+        pid = "azure://" + str(instance["id"]) if by_provider_id else ""
+        cloud = make_cloud(emu, tmp_path, vmType=vm_type)
+        found = _instances({vm_type: cloud}, vm_type).instance_metadata(node("pubpool000000", pid))
+        assert found is not None
+        assert list(found.node_addresses) == [
+            NodeAddress("InternalIP", private),
+            NodeAddress("Hostname", "pubpool000000"),
+            NodeAddress("ExternalIP", public),
+        ]
+    finally:
+        emu.admin.delete_vm(scale_set["id"])
+    emu.assert_clean(baseline)
