@@ -14,8 +14,11 @@ Ready, running and Ready again → no taint.
 from __future__ import annotations
 
 import asyncio
+import io
+import os
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from unittest import mock
 
 import pytest
 from azure_upstream_support import (
@@ -42,6 +45,7 @@ from kccm.emulators.azure.launcher import AzureEmulator, azure_emulator
 from kccm.kube.client import KubeApiClient
 from kccm.kube.interface import Obj, PatchType
 from kccm.kube.resources import NODES, SERVICES
+from kccm.providers.azure.provider import new_azure_cloud
 from kccm.testing.certs import emulator_tls
 from kccm.testing.controllers import delete_until_gone, initialised_nodes
 from kccm.testing.controlplane import ControlPlane
@@ -67,10 +71,14 @@ def upstream(tmp_path: Path) -> Iterator[UpstreamProcesses]:
 
 
 @pytest.fixture
-async def instances(emulator: AzureEmulator) -> list[Machine]:
-    """A two-instance scale set in zones 1 and 2; a Machine per instance."""
+async def instances(emulator: AzureEmulator, request: pytest.FixtureRequest) -> list[Machine]:
+    """A two-instance scale set in zones 1 and 2 (each instance with a public IP when the test
+    is parametrised ``instances=True``); a Machine per instance."""
     name = unique_name("vmss")[-12:].replace("-", "")
-    seeded = await asyncio.to_thread(emulator.admin.add_vmss, name, capacity=2, zones=["1", "2"])
+    public = bool(getattr(request, "param", False))
+    seeded = await asyncio.to_thread(
+        emulator.admin.add_vmss, name, capacity=2, zones=["1", "2"], public_ip=public
+    )
     machines = []
     for cidr, vm in zip(POD_CIDRS, seeded["instances"], strict=False):
         node = vm["properties"]["osProfile"]["computerName"].lower()
@@ -103,6 +111,23 @@ async def world(
         yield opened
 
 
+def _kccm_addresses(emulator: AzureEmulator, directory: Path, node: Obj) -> list[dict[str, str]]:
+    """The addresses kccm's provider (``vmType: vmss``) gives the Node, as the API shows them."""
+    files = emulator.cloud_files(directory, vmType="vmss")
+    config = io.StringIO(Path(files.azure_json).read_text())
+    with mock.patch.dict(os.environ, files.env):
+        instances = new_azure_cloud(config).instances_v2()
+        assert instances is not None
+        found = instances.instance_metadata({"metadata": node["metadata"], "spec": {}})
+    assert found is not None
+    return [{"type": a.type, "address": a.address} for a in found.node_addresses]
+
+
+@pytest.mark.parametrize(
+    "instances",
+    [pytest.param(False, id="private"), pytest.param(True, id="public-ip")],
+    indirect=True,
+)
 async def test_cloud_node_manager_initialises_a_scale_set_instance_from_imds(
     emulator: AzureEmulator,
     instances: list[Machine],
@@ -110,7 +135,10 @@ async def test_cloud_node_manager_initialises_a_scale_set_instance_from_imds(
     control_plane: ControlPlane,
     kube: KubeApiClient,
     kube_cleanup: KubeCleanup,
+    request: pytest.FixtureRequest,
 ) -> None:
+    """Upstream's DaemonSet mode; kccm's provider gives the Node the same addresses (the public
+    IP's as ``ExternalIP``, ``GetIPByNodeName`` in ``azure_vmss.go`` v1.36.5)."""
     machine = instances[1]
     await asyncio.to_thread(emulator.admin.set_imds_vm, machine.vm["id"])
     files = emulator.cloud_files(upstream.tmp / "cloud")
@@ -140,6 +168,10 @@ async def test_cloud_node_manager_initialises_a_scale_set_instance_from_imds(
     assert {a["address"] for a in node["status"]["addresses"] if a["type"] == "InternalIP"} == {
         machine.ip
     }
+    types = [a["type"] for a in node["status"]["addresses"]]
+    assert ("ExternalIP" in types) is bool(request.node.callspec.params["instances"])
+    ours = await asyncio.to_thread(_kccm_addresses, emulator, upstream.tmp / "kccm", node)
+    assert sorted(ours, key=str) == sorted(node["status"]["addresses"], key=str)
 
 
 def _instance_members(world: World) -> set[str]:

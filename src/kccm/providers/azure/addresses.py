@@ -6,6 +6,13 @@ IP configuration (the only one, else the one marked ``primary``) gives the ``Int
 node name the ``Hostname``, and the public IP on that IP configuration, when it has an
 address, the ``ExternalIP``; in that order.
 
+A scale set (Uniform) VM's public IP is a child of its IP configuration
+(``.../virtualMachineScaleSets/<ss>/virtualMachines/<i>/networkInterfaces/<nic>/
+ipConfigurations/<ipc>/publicIPAddresses/<pip>``, ``vmssPIPConfigurationRE`` in
+``azure_vmss.go``): upstream GETs it there (``getVMSSPublicIPAddress``) and reports no
+``ExternalIP``, with a warning, for an ID of another form (:func:`scale_set_public_ip`). kccm
+matches the ID without regard to case.
+
 **kccm adds IPv6** on a dual-stack NIC: when the primary IP configuration is IPv4, the first
 IPv6 IP configuration of the same NIC adds an ``InternalIP`` (and an ``ExternalIP`` for its
 public IP). Upstream's cloud-node-manager reports those from IMDS
@@ -14,15 +21,30 @@ public IP). Upstream's cloud-node-manager reports those from IMDS
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from kccm.cloudprovider import CloudProviderError, NodeAddress, NodeAddressType
 
-__all__ = ["node_addresses", "primary_ip_configuration", "public_ip_ids"]
+__all__ = ["node_addresses", "primary_ip_configuration", "public_ip_ids", "scale_set_public_ip"]
+
+_VMSS_PIP = re.compile(
+    r".*/subscriptions/(?:.*)/resourceGroups/(.+)/providers/Microsoft.Compute/"
+    r"virtualMachineScaleSets/(.+)/virtualMachines/(.+)/networkInterfaces/(.+)/"
+    r"ipConfigurations/(.+)/publicIPAddresses/(.+)",
+    re.IGNORECASE,
+)
 
 PublicAddress = Callable[[str], str | None]
 """Given a public IP's resource ID, its address (``None`` when it has none or is gone)."""
+
+
+def scale_set_public_ip(pip_id: str) -> tuple[str, str] | None:
+    """The resource group and scale set of a scale set VM's public IP ID, ``None`` when the ID
+    is not of that form (``vmssPIPConfigurationRE``, ``azure_vmss.go`` v1.36.5)."""
+    found = _VMSS_PIP.match(pip_id)
+    return None if found is None else (found.group(1), found.group(2))
 
 
 def _configs(nic: Mapping[str, Any]) -> list[Mapping[str, Any]]:

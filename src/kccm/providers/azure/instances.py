@@ -23,7 +23,9 @@ after the miss); any other ARM error raises, and the Node stays. A Node younger 
 
 :meth:`AzureInstances.list_instance_metadata` answers a refresh of every Node with one VM list
 per resource group, one VM list per scale set, the NIC lists of those, and the public IP lists
-of the resource groups holding public IPs on Node NICs.
+of the resource groups holding public IPs on Node NICs, and one public IP list per scale set
+whose VMs have public IPs (where upstream GETs each VM's, ``GetIPByNodeName`` in
+``azure_vmss.go``).
 """
 
 from __future__ import annotations
@@ -45,9 +47,9 @@ from kccm.cloudprovider import (
     node_name,
     node_provider_id,
 )
-from kccm.providers.azure.addresses import node_addresses
+from kccm.providers.azure.addresses import PublicAddress, node_addresses, scale_set_public_ip
 from kccm.providers.azure.config_fields import AzureConfig
-from kccm.providers.azure.inventory import Inventory
+from kccm.providers.azure.inventory import Inventory, address_of
 from kccm.providers.azure.machines import (
     PROVIDER_NAME,
     Machine,
@@ -119,7 +121,7 @@ class AzureInstances:
         if machine is None:
             raise InstanceNotFound(f"no Azure machine for node {node_name(node)!r}")
         nic = self.inventory.nic(machine)
-        return self._metadata(node, machine, nic, self.inventory.public_ip)
+        return self._metadata(node, machine, nic, self._public_reader(machine, batch=False))
 
     def describe_instance(self, node: Node) -> InstanceView:
         """kccm's optional describe: the machine's power state and facts."""
@@ -281,7 +283,8 @@ class AzureInstances:
                 nic = self._listed_nic(machine)
                 if nic is None:
                     continue
-                result[name] = self._metadata(by_name[name], machine, nic, self._listed_public_ip)
+                public = self._public_reader(machine, batch=True)
+                result[name] = self._metadata(by_name[name], machine, nic, public)
             except Throttled:
                 raise
             except CloudProviderError as err:
@@ -296,9 +299,23 @@ class AzureInstances:
             listed = self.inventory.nics(_group_of_id(nic_id))
         return listed.get(nic_id.lower())
 
-    def _listed_public_ip(self, pip_id: str) -> str | None:
-        if "/virtualmachinescalesets/" in pip_id.lower():
+    def _public_reader(self, machine: Machine, *, batch: bool) -> PublicAddress:
+        """How the machine's public IP addresses are read: a scale set VM's through its scale
+        set (one GET, or the scale set's list in a refresh), others by ID (one GET, or the
+        resource group's list)."""
+        if machine.scale_set:
+            return lambda pip_id: self._scale_set_public_ip(pip_id, batch)
+        return self._listed_public_ip if batch else self.inventory.public_ip
+
+    def _scale_set_public_ip(self, pip_id: str, batch: bool) -> str | None:
+        where = scale_set_public_ip(pip_id)
+        if where is None:
+            log.warning("azure: failed to get VMSS Public IP with ID %s", pip_id)
+            return None
+        if not batch:
             return self.inventory.public_ip(pip_id)
+        return address_of(self.inventory.scale_set_public_ips(*where).get(pip_id.lower()))
+
+    def _listed_public_ip(self, pip_id: str) -> str | None:
         found = self.inventory.public_ips(_group_of_id(pip_id)).get(pip_id.lower())
-        address = ((found or {}).get("properties") or {}).get("ipAddress")
-        return str(address) if address else None
+        return address_of(found)

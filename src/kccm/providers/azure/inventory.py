@@ -14,7 +14,8 @@ Reads, each with the ``api-version`` upstream v1.36.5 sends (:mod:`.versions`):
   ``GET .../virtualMachineScaleSets/<ss>/virtualMachines/<id>/networkInterfaces/<nic>``
   (``2018-10-01``); all NICs of a resource group or of a scale set, for a refresh of many Nodes;
 - a public IP: ``GET`` its ID (a scale set VM's: the scale set path, ``2018-10-01``); all
-  public IPs of a resource group, for a refresh.
+  public IPs of a resource group, and all public IPs of a scale set's VMs
+  (``GET .../virtualMachineScaleSets/<ss>/publicIPAddresses``, ``2018-10-01``), for a refresh.
 
 **Deliberate difference**: upstream reads a single VM *without* the instance view (its
 track-2 migration, cloud-provider-azure #7833, dropped the ``$expand``), so it never sees an
@@ -45,7 +46,7 @@ from kccm.providers.azure.machines import (
 )
 from kccm.providers.azure.versions import ApiVersions
 
-__all__ = ["DEFAULT_TTL", "Inventory", "TTLCache"]
+__all__ = ["DEFAULT_TTL", "Inventory", "TTLCache", "address_of"]
 
 T = TypeVar("T")
 DEFAULT_TTL = 5.0
@@ -252,7 +253,7 @@ class Inventory:
             ("pip", _id_key(pip_id)),
             lambda: self.arm.find(pip_id, version, operation=operation),
         )
-        return _address(found)
+        return address_of(found)
 
     def public_ips(self, resource_group: str) -> dict[str, dict[str, Any]]:
         """Every public IP of a resource group, by lower-case ID."""
@@ -261,6 +262,20 @@ class Inventory:
             self.arm.collection(resource_group, f"{NETWORK}/publicIPAddresses"),
             self.versions.public_ip_addresses,
             "publicIPAddresses.list",
+        )
+
+    def scale_set_public_ips(
+        self, resource_group: str, scale_set: str
+    ) -> dict[str, dict[str, Any]]:
+        """Every public IP of a scale set's VMs, by lower-case ID (one list per scale set where
+        upstream GETs each instance's, ``getVMSSPublicIPAddress`` in ``azure_vmss.go``)."""
+        return self._by_id(
+            ("vmsspips", resource_group.lower(), scale_set.lower()),
+            self.arm.resource_id(
+                resource_group, f"{COMPUTE}/virtualMachineScaleSets", scale_set, "publicIPAddresses"
+            ),
+            self.versions.vmss_public_ip_addresses,
+            "publicIPAddresses.listVirtualMachineScaleSetPublicIPAddresses",
         )
 
     def _by_id(
@@ -276,7 +291,7 @@ class Inventory:
         return self.cache.get(key, fetch)
 
 
-def _address(pip: Mapping[str, Any] | None) -> str | None:
+def address_of(pip: Mapping[str, Any] | None) -> str | None:
     if not pip:
         return None
     address = (pip.get("properties") or {}).get("ipAddress")

@@ -354,3 +354,75 @@ def test_a_scale_set_instance_s_public_ip_is_its_external_ip(
     finally:
         emu.admin.delete_vm(scale_set["id"])
     emu.assert_clean(baseline)
+
+
+def _imds_public_ip(emu: Any, vm_id: str) -> str:
+    """The instance's public address as the emulator's metadata service tells the VM itself
+    (what upstream's cloud-node-manager reports in its default IMDS mode)."""
+    request = urllib.request.Request(
+        f"{emu.admin.imds_for(vm_id)}/metadata/instance?api-version=2021-10-01&format=json",
+        headers={"Metadata": "True"},
+    )
+    with urllib.request.urlopen(request, timeout=10) as answer:
+        found = json.load(answer)
+    return str(found["network"]["interface"][0]["ipv4"]["ipAddress"][0]["publicIpAddress"])
+
+
+@pytest.fixture
+def public_pool(emu: Any) -> Iterator[dict[str, Any]]:
+    """A two-instance scale set whose instances each have a public IP; removed after."""
+    baseline = emu.state()
+    made: dict[str, Any] = emu.admin.add_vmss("pubpool", capacity=2, public_ip=True)
+    yield made
+    emu.clear_faults()
+    emu.admin.delete_vm(made["id"])
+    emu.assert_clean(baseline)
+
+
+def _external(found: Any) -> list[str]:
+    return [a.address for a in found.node_addresses if a.type == "ExternalIP"]
+
+
+def test_scale_set_instances_report_their_public_ip_read_once_per_scale_set(
+    emu: Any, clouds: dict[str, AzureCloud], public_pool: dict[str, Any]
+) -> None:
+    """``GetIPByNodeName`` (``azure_vmss.go`` v1.36.5): the public IP on the primary IP
+    configuration is the ``ExternalIP``; one GET per instance, a refresh one list per scale
+    set."""
+    instances = _instances(clouds, "vmss")
+    vms = public_pool["instances"]
+    nodes = [node(vm["properties"]["osProfile"]["computerName"].lower()) for vm in vms]
+    wanted = {
+        n["metadata"]["name"]: [_imds_public_ip(emu, vm["id"])]
+        for n, vm in zip(nodes, vms, strict=True)
+    }
+    one_by_one = {n["metadata"]["name"]: instances.instance_metadata(n) for n in nodes}
+    assert {name: _external(found) for name, found in one_by_one.items()} == wanted
+    instances.inventory.cache.ttl = 60.0
+    instances.inventory.cache.clear()
+    instances.inventory.scale_set_cache.clear()
+    try:
+        since = emu.admin.last_seq()
+        listed = instances.list_instance_metadata(nodes)
+        calls = [r for r in emu.admin.requests(since) if "/_emu" not in r["path"]]
+    finally:
+        instances.inventory.cache.ttl = 0.0
+    assert listed == one_by_one
+    pip_reads = [r["path"].rsplit("/providers/", 1)[-1] for r in calls if "ublicIP" in r["path"]]
+    assert pip_reads == ["Microsoft.Compute/virtualMachineScaleSets/pubpool/publicIPAddresses"]
+
+
+def test_a_scale_set_public_ip_of_another_form_gives_no_external_ip(
+    emu: Any, clouds: dict[str, AzureCloud], public_pool: dict[str, Any]
+) -> None:
+    """An ID not matching ``vmssPIPConfigurationRE``: upstream warns and reports none."""
+    instances = _instances(clouds, "vmss")
+    for batch in (False, True):
+        read = instances._public_reader(instances.machine_of(node("pubpool000000")), batch=batch)
+        assert (
+            read(
+                f"/subscriptions/{_sub(emu)}/resourceGroups/kccm-rg/providers/"
+                "Microsoft.Network/publicIPAddresses/x"
+            )
+            is None
+        )
