@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import io
 import json
 import urllib.request
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -15,12 +16,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pytest
 from azure_upstream_support import Upstream, UpstreamProcesses, upstream_env
 
 from kccm.emulators.azure.launcher import AzureEmulator
 from kccm.kube.client import KubeApiClient
 from kccm.kube.interface import Obj
 from kccm.kube.resources import NODES, SERVICES
+from kccm.providers.azure.provider import new_azure_cloud
 from kccm.testing.controllers import delete_until_gone
 from kccm.testing.controllers import eventually as shared_eventually
 from kccm.testing.kubelet import kubelet_node
@@ -252,3 +255,15 @@ async def published(world: World, namespace: str, name: str) -> Obj | None:
 
 def ingress_ip(svc: Obj) -> str:
     return str(svc["status"]["loadBalancer"]["ingress"][0]["ip"])
+
+
+def kccm_balancers(
+    emulator: AzureEmulator, directory: Path, monkeypatch: pytest.MonkeyPatch, **azure_json: Any
+) -> Any:
+    """kccm's azure provider's balancers from the emulator's azure.json, as the daemon makes
+    them (its environment set for the rest of the test)."""
+    files = emulator.cloud_files(directory, **azure_json)
+    for key, value in files.env.items():
+        monkeypatch.setenv(key, value)
+    config = io.StringIO(Path(files.azure_json).read_text())
+    return new_azure_cloud(config).load_balancer()

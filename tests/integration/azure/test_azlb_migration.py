@@ -13,20 +13,24 @@ the emulator writes for upstream.
 from __future__ import annotations
 
 import asyncio
-import io
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from azure_upstream_support import UpstreamProcesses, require_upstream, upstream_processes
-from azure_upstream_world import World, eventually, ingress_ip, open_world, published
+from azure_upstream_world import (
+    World,
+    eventually,
+    ingress_ip,
+    kccm_balancers,
+    open_world,
+    published,
+)
 
 from kccm.emulators.azure.launcher import AzureEmulator, azure_emulator
 from kccm.kube.client import KubeApiClient
 from kccm.kube.interface import Obj
 from kccm.kube.resources import NODES, SERVICES
-from kccm.providers.azure.provider import new_azure_cloud
 from kccm.testing.certs import emulator_tls
 from kccm.testing.controllers import delete_until_gone
 from kccm.testing.controlplane import ControlPlane
@@ -110,17 +114,6 @@ async def basic_world(
         yield opened
 
 
-def _kccm_balancers(
-    emulator: AzureEmulator, directory: Path, monkeypatch: pytest.MonkeyPatch, **azure_json: Any
-) -> Any:
-    """kccm's azure provider from the emulator's azure.json, as the daemon makes it."""
-    files = emulator.cloud_files(directory, **azure_json)
-    for key, value in files.env.items():
-        monkeypatch.setenv(key, value)
-    config = io.StringIO(Path(files.azure_json).read_text())
-    return new_azure_cloud(config).load_balancer()
-
-
 async def test_kccm_adopts_what_upstream_made_without_a_write(
     world: World,
     kube: KubeApiClient,
@@ -133,7 +126,7 @@ async def test_kccm_adopts_what_upstream_made_without_a_write(
         await kube.create(SERVICES, body, namespace=ns)
     made = [await eventually(lambda n=n: published(world, ns, n)) for n in ("web", "inner")]
     nodes = (await kube.list(NODES)).items
-    balancers = _kccm_balancers(world.emulator, tmp_path / "kccm", monkeypatch)
+    balancers = kccm_balancers(world.emulator, tmp_path / "kccm", monkeypatch)
 
     since = await asyncio.to_thread(world.emulator.admin.last_seq)
     for svc in made:
@@ -173,7 +166,7 @@ async def test_kccm_adopts_upstreams_basic_sku_objects_without_a_write(
         assert not body.get("zones")
         assert body["properties"]["publicIPAllocationMethod"] == "Static"
     nodes = (await kube.list(NODES)).items
-    balancers = _kccm_balancers(
+    balancers = kccm_balancers(
         world.emulator, tmp_path / "kccm", monkeypatch, loadBalancerSku="basic"
     )
 

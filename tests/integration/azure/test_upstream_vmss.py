@@ -33,7 +33,9 @@ from azure_upstream_world import (
     Machine,
     World,
     eventually,
+    ingress_ip,
     initialised_node,
+    kccm_balancers,
     lb_service,
     open_world,
     private_ip,
@@ -221,3 +223,36 @@ async def test_upstream_taints_a_deallocated_instance_shut_down_and_untaints_it(
         return SHUTDOWN_TAINT not in await _taints(world, machine.node)
 
     await eventually(untainted)
+
+
+async def test_kccm_adopts_upstreams_scale_set_balancer_without_a_write(
+    world: World,
+    kube: KubeApiClient,
+    kube_namespace: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Switching from upstream with scale-set Nodes (issue 37, deliverable 4): the balancer,
+    public IP, security rule and pool memberships upstream's CCM made through the scale set's
+    model and its instances are adopted by kccm's provider (``vmType: vmss``) with the same
+    address and no write; kccm's delete takes the instances and the model out of the pool and
+    leaves the emulator as upstream found it."""
+    ns = kube_namespace
+    await kube.create(SERVICES, lb_service("web"), namespace=ns)
+    made = await eventually(lambda: published(world, ns, "web"))
+    expected = {m.vm["id"].lower() for m in world.machines}
+    assert await asyncio.to_thread(_instance_members, world) == expected
+    nodes = (await kube.list(NODES)).items
+    balancers = await asyncio.to_thread(
+        kccm_balancers, world.emulator, tmp_path / "kccm", monkeypatch, vmType="vmss"
+    )
+
+    since = await asyncio.to_thread(world.emulator.admin.last_seq)
+    status = await asyncio.to_thread(balancers.ensure_load_balancer, "kubernetes", made, nodes)
+    assert [i.ip for i in status.ingress] == [ingress_ip(made)]
+    assert await asyncio.to_thread(world.emulator.admin.mutating, since) == []
+
+    await asyncio.to_thread(balancers.ensure_load_balancer_deleted, "kubernetes", made)
+    assert await asyncio.to_thread(_instance_members, world) == set()
+    await delete_until_gone(kube, SERVICES, ["web"], ns, within=BUDGET)
+    world.emulator.admin.assert_clean(world.ready)
