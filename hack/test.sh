@@ -66,7 +66,12 @@ if step "venv + wheelhouse" $MAKE venv wheelhouse; then
   step "types (mypy --strict)" $MAKE typecheck
   step "unit layer (but the chart tests)" $MAKE unit UNIT_MARKERS="not helm"
 fi
-step "wait: control plane, helm, vcsim" read -r core_rc core_took <&7
+core_built() {  # the first group's report; a failure when the build job is gone without one
+  until read -r -t 5 core_rc core_took <&7; do
+    kill -0 "$builds" 2>/dev/null || { core_rc=1 core_took=0; return 1; }
+  done
+}
+step "wait: control plane, helm, vcsim" core_built
 build_summary "  (built in the background)" "${core_rc:-1}" "${core_took:-0}"
 if [[ ${core_rc:-1} == 0 ]]; then
   step "chart tests (helm)" $MAKE unit UNIT_MARKERS="helm"
