@@ -1,5 +1,6 @@
 """The Service patch seam: only changed annotations are sent, as one strategic-merge patch of
-``metadata.annotations``, from a worker thread onto the client's event loop."""
+``metadata.annotations``, from a worker thread onto the client's event loop (on the real
+apiserver: tests/integration/openstack/test_servicepatch_real.py)."""
 
 from __future__ import annotations
 
@@ -72,23 +73,3 @@ def test_patch_runs_on_the_clients_loop(loop_thread: asyncio.AbstractEventLoop) 
             "kube-loop",
         )
     ]
-
-
-@pytest.mark.asyncio
-async def test_annotations_reach_a_real_apiserver_through_status(
-    kube: Any, kube_namespace: str
-) -> None:
-    """On the real apiserver the status subresource takes the annotations (the Service
-    status strategy keeps metadata) and leaves the others and the spec alone."""
-    created = await kube.create(
-        SERVICES,
-        {
-            "metadata": {"name": "web", "namespace": kube_namespace, "annotations": {"keep": "me"}},
-            "spec": {"ports": [{"port": 80}]},
-        },
-    )
-    patcher = KubeServicePatcher(kube, asyncio.get_running_loop())
-    await asyncio.to_thread(patcher.patch_annotations, created, {LB_ID: "x", ADDRESS: "1.2.3.4"})
-    got = await kube.get(SERVICES, "web", namespace=kube_namespace)
-    assert got["metadata"]["annotations"] == {"keep": "me", LB_ID: "x", ADDRESS: "1.2.3.4"}
-    assert got["spec"]["ports"][0]["port"] == 80
