@@ -6,8 +6,8 @@
 # openstack-cloud-controller-manager, upstream's Azure cloud-controller-manager +
 # cloud-node-manager; cached after the first run), and with them the real
 # Octavia API's venv (hack/openstack/octavia-api.sh), run in the background while the steps that
-# need none of them run (venv, lint, types, the unit layer); the conformance and integration
-# layers wait for the builds they need (see below).
+# need none of them run (venv, lint, types, the unit layer); each part of the conformance and
+# integration layers starts as soon as the builds it needs are done (see `groups` below).
 # Every step runs even when an earlier one failed, so one run shows every failure; the exit
 # status is non-zero when any step failed.
 set -uo pipefail
@@ -30,28 +30,33 @@ step() {  # step NAME COMMAND...: run, time and record one step
   return "$rc"
 }
 
-# Two groups of Go builds, one after the other in one background job (niced: the steps beside
-# them keep their share of the two cores). The first (control plane, helm, vcsim) is all the
-# chart tests and most of the integration layer need: its end is reported through a FIFO, so
-# that half starts while the second group (upstream's OCCM and Azure binaries, the Octavia API)
-# still builds; the openstack and azure tests wait for all of them.
-go_log=$(mktemp)
+# The background builds, in groups, one after the other in one background job (niced: the steps
+# beside them keep their share of the two cores). Each group's end is reported through a FIFO,
+# so the tests that need only that group (and the ones before it) start while the next group
+# still builds: the first group (control plane, helm, vcsim) is what the chart tests and most of
+# the integration layer need; each later group is one cloud's upstream binaries, and that
+# cloud's tests run as soon as it is built.
+#   group label | make targets built | make targets of the tests it unlocks
+groups=(
+  "control plane, helm, vcsim|controlplane helm vcsim|"
+  "OCCM, Octavia API|occm octavia-api|integration-openstack"
+  "Azure CCM + CNM|azure-upstream|integration-azure"
+)
 ready=$(mktemp -u)
 mkfifo "$ready"
-exec 7<>"$ready"  # opened read-write: the build job's report never blocks on a reader
+exec 7<>"$ready"  # opened read-write: the build job's reports never block on a reader
 rm -f "$ready"
 (
-  began=$(date +%s)
-  trap '[[ -n ${reported:-} ]] || echo "1 0" >&7' EXIT  # the wait below never outlives this job
-  nice -n 10 $MAKE controlplane helm vcsim 2>&1 | sed -u 's/^/[go builds] /'
-  rc=${PIPESTATUS[0]}
-  echo "$rc $(($(date +%s) - began))" >&7
-  reported=1
-  [[ $rc == 0 ]] || { echo "$rc $(($(date +%s) - began))" >"$go_log"; exit "$rc"; }
-  nice -n 10 $MAKE occm azure-upstream octavia-api 2>&1 | sed -u 's/^/[go builds] /'
-  rc=${PIPESTATUS[0]}
-  echo "$rc $(($(date +%s) - began))" >"$go_log"
-  exit "$rc"
+  began=$(date +%s) reported=0
+  # The waits below never outlive this job: a group it could not report is reported failed.
+  trap 'for ((g = reported; g < ${#groups[@]}; g++)); do echo "1 0" >&7; done' EXIT
+  for group in "${groups[@]}"; do
+    IFS='|' read -r _ targets _ <<<"$group"
+    # shellcheck disable=SC2086  # targets is a word list
+    nice -n 10 $MAKE $targets 2>&1 | sed -u 's/^/[go builds] /'
+    echo "${PIPESTATUS[0]} $(($(date +%s) - began))" >&7
+    reported=$((reported + 1))
+  done
 ) &
 builds=$!
 trap 'kill "$builds" 2>/dev/null' EXIT  # an interrupted run leaves no build behind
@@ -66,24 +71,27 @@ if step "venv + wheelhouse" $MAKE venv wheelhouse; then
   step "types (mypy --strict)" $MAKE typecheck
   step "unit layer (but the chart tests)" $MAKE unit UNIT_MARKERS="not helm"
 fi
-core_built() {  # the first group's report; a failure when the build job is gone without one
-  until read -r -t 5 core_rc core_took <&7; do
-    kill -0 "$builds" 2>/dev/null || { core_rc=1 core_took=0; return 1; }
+group_built() {  # the next group's report; a failure when the build job is gone without one
+  until read -r -t 5 group_rc group_took <&7; do
+    kill -0 "$builds" 2>/dev/null || { group_rc=1 group_took=0; return 1; }
   done
+  [[ $group_rc == 0 ]]
 }
-step "wait: control plane, helm, vcsim" core_built
-build_summary "  (built in the background)" "${core_rc:-1}" "${core_took:-0}"
-if [[ ${core_rc:-1} == 0 ]]; then
-  step "chart tests (helm)" $MAKE unit UNIT_MARKERS="helm"
-  step "conformance + integration (core)" $MAKE integration-core
-fi
-step "wait: OCCM, Azure, Octavia API" wait "$builds"
-read -r go_rc go_took <"$go_log" || { go_rc=1 go_took=0; }
-rm -f "$go_log"
-build_summary "  (all builds, in the background)" "$go_rc" "$go_took"
-if [[ $go_rc == 0 ]]; then
-  step "integration (openstack, azure)" $MAKE integration-clouds
-fi
+core_ok=0
+for group in "${groups[@]}"; do
+  IFS='|' read -r label _ tests <<<"$group"
+  step "wait: $label" group_built
+  build_summary "  (built in the background)" "${group_rc:-1}" "${group_took:-0}"
+  [[ ${group_rc:-1} == 0 ]] || continue
+  if [[ -z $tests ]]; then  # the first group
+    core_ok=1
+    step "chart tests (helm)" $MAKE unit UNIT_MARKERS="helm"
+    step "conformance + integration (core)" $MAKE integration-core
+  elif [[ $core_ok == 1 ]]; then
+    step "integration: ${tests#integration-}" $MAKE "$tests"
+  fi
+done
+wait "$builds"
 
 printf '== [test %4ds] summary\n' "$(($(date +%s) - started))"
 printf '   %s\n' "${summary[@]}"
