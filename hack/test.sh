@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `make test` (README's test command; CI's .ci/run calls it): lint, types, unit, conformance and
-# integration tests on the real control plane, each step timed.
+# integration tests on the real control plane, and what Python 3.13 changes, each step timed.
 #
 # The Go builds (etcd + kube-apiserver, kube-controller-manager + kubectl, helm, vcsim, upstream's
 # openstack-cloud-controller-manager, upstream's Azure cloud-controller-manager +
@@ -87,6 +87,9 @@ for group in "${groups[@]}"; do
     core_ok=1
     step "chart tests (helm)" $MAKE unit UNIT_MARKERS="helm"
     step "conformance + integration (core)" $MAKE integration-core
+    # What Python 3.13 changes (Makefile PY313_TESTS): it needs only the first group, so it
+    # runs while upstream's binaries still build.
+    step "Python 3.13 (make test-py313)" $MAKE test-py313
   elif [[ $core_ok == 1 ]]; then
     step "integration: ${tests#integration-}" $MAKE "$tests"
   fi
