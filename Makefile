@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: help venv wheelhouse controlplane helm vcsim octavia-api occm azure-upstream upstream-ccm test-vsphere lint format typecheck unit integration integration-core integration-openstack integration-azure test test-aws demo clean test-py313 flake-hunt flags-doc walkthroughs
+.PHONY: help venv wheelhouse controlplane helm vcsim octavia-api occm azure-upstream alibabacloud-upstream upstream-ccm test-vsphere lint format typecheck unit integration integration-core integration-openstack integration-azure integration-alibabacloud test test-aws demo clean test-py313 flake-hunt flags-doc walkthroughs
 
 help:
 	@echo "make demo          the local provider end to end: control plane, 3 nodes, kccm, a LoadBalancer"
@@ -16,6 +16,7 @@ help:
 	@echo "make octavia-api   install the real Octavia API (octavia from PyPI, own venv, cached)"
 	@echo "make occm          build upstream's openstack-cloud-controller-manager from Go modules (cached)"
 	@echo "make azure-upstream build upstream's Azure cloud-controller-manager + cloud-node-manager (cached)"
+	@echo "make alibabacloud-upstream build upstream's Alibaba Cloud CCM from its source archive (cached)"
 	@echo "make upstream-ccm  build upstream's cloud-controller-manager (k8s.io/cloud-provider + its fake; bench only)"
 	@echo "make test-vsphere  the vsphere provider's tests (unit, conformance, vcsim + apiserver)"
 	@echo "make test-py313    unit + conformance tests and the demo on Python 3.13 (in .venv313)"
@@ -83,6 +84,12 @@ occm:
 azure-upstream:
 	@bash hack/azure/build.sh
 
+# Upstream's Alibaba Cloud CCM (hack/alibabacloud: from the source archive in
+# $KCCM_UPSTREAM_ARCHIVES or ../shared/upstream; without the archive it builds nothing and
+# tests/integration/alibabacloud skips what needs it).
+alibabacloud-upstream:
+	@bash hack/alibabacloud/build.sh
+
 # Upstream's cloud-controller-manager (hack/upstream-ccm: k8s.io/cloud-provider's framework with
 # its own fake cloud) for bench/node_init_vs_upstream.py. Bench-only: no test or CI target needs it.
 upstream-ccm:
@@ -106,13 +113,14 @@ UNIT_MARKERS ?=
 unit: venv
 	$(PY) -m pytest $(XDIST_UNIT) $(if $(UNIT_MARKERS),-m "$(UNIT_MARKERS)") tests/unit
 
-integration: venv wheelhouse controlplane helm vcsim occm azure-upstream octavia-api
+integration: venv wheelhouse controlplane helm vcsim occm azure-upstream alibabacloud-upstream octavia-api
 	$(PY) -m pytest $(XDIST_INTEGRATION) tests/conformance tests/integration
 
 # The same layer in parts, for make test (hack/test.sh): the core needs only the control plane,
 # helm and vcsim, so it runs while upstream's binaries still build; then each cloud whose tests
 # run an upstream binary, as soon as its own builds are done.
-UPSTREAM_CLOUD_TESTS := tests/integration/openstack tests/integration/azure
+UPSTREAM_CLOUD_TESTS := tests/integration/openstack tests/integration/azure \
+	tests/integration/alibabacloud
 integration-core: venv wheelhouse controlplane helm vcsim
 	$(PY) -m pytest $(XDIST_INTEGRATION) tests/conformance tests/integration \
 		$(addprefix --ignore=,$(UPSTREAM_CLOUD_TESTS))
@@ -123,12 +131,15 @@ integration-openstack: venv wheelhouse controlplane occm octavia-api
 integration-azure: venv wheelhouse controlplane azure-upstream
 	$(PY) -m pytest $(XDIST_INTEGRATION) tests/integration/azure
 
+integration-alibabacloud: venv wheelhouse controlplane alibabacloud-upstream
+	$(PY) -m pytest $(XDIST_INTEGRATION) tests/integration/alibabacloud
+
 # Everything, timed step by step: the Go builds compile in the background while lint, types
 # and the unit layer run (they need no Go binary); then conformance + integration.
 test:
 	@bash hack/test.sh
 
-flake-hunt: venv wheelhouse controlplane helm vcsim occm azure-upstream octavia-api
+flake-hunt: venv wheelhouse controlplane helm vcsim occm azure-upstream alibabacloud-upstream octavia-api
 	@bash hack/flake-hunt.sh
 
 # The aws provider's whole suite against moto (kccm.emulators.aws: moto's server in a process

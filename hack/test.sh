@@ -4,7 +4,7 @@
 #
 # The Go builds (etcd + kube-apiserver, kube-controller-manager + kubectl, helm, vcsim, upstream's
 # openstack-cloud-controller-manager, upstream's Azure cloud-controller-manager +
-# cloud-node-manager; cached after the first run), and with them the real
+# cloud-node-manager, upstream's Alibaba Cloud CCM; cached after the first run), and with them the real
 # Octavia API's venv (hack/openstack/octavia-api.sh), run in the background while the steps that
 # need none of them run (venv, lint, types, the unit layer); each part of the conformance and
 # integration layers starts as soon as the builds it needs are done (see `groups` below).
@@ -41,6 +41,7 @@ groups=(
   "control plane, helm, vcsim|controlplane helm vcsim|"
   "OCCM, Octavia API|occm octavia-api|integration-openstack"
   "Azure CCM + CNM|azure-upstream|integration-azure"
+  "Alibaba Cloud CCM|alibabacloud-upstream|integration-alibabacloud"
 )
 ready=$(mktemp -u)
 mkfifo "$ready"

@@ -1,0 +1,72 @@
+"""Upstream's Alibaba Cloud CCM (kubernetes/cloud-provider-alibaba-cloud, ``cmd/manager``) for
+the tests that run it: where ``hack/alibabacloud/build.sh`` puts it, and what a test does when
+it is missing.
+
+The binary is built from a source archive that a clone may not have (see the script): without
+the archive the tests that need the binary skip, naming it, even under
+``KCCM_REQUIRE_CONTROL_PLANE=1``; with the archive and no binary they skip, or fail under
+``KCCM_REQUIRE_CONTROL_PLANE=1`` (``make test`` builds it).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+from typing import NoReturn
+
+import pytest
+
+from kccm.testing import upstream
+from kccm.testing.pytest_plugin import unavailable as skip_or_fail
+
+__all__ = ["BUILD", "archive", "manager_binary", "require_manager", "version"]
+
+ROOT = Path(__file__).resolve().parents[3]
+BUILD = ROOT / "hack" / "alibabacloud" / "build.sh"
+VERSIONS = ROOT / "hack" / "alibabacloud" / "versions.env"
+
+
+def version() -> str:
+    """The release ``hack/alibabacloud/versions.env`` pins (``v2.14.0``)."""
+    for line in VERSIONS.read_text().splitlines():
+        key, _, value = line.partition("=")
+        if key == "ALIBABACLOUD_VERSION":
+            return value
+    raise RuntimeError(f"{VERSIONS}: no ALIBABACLOUD_VERSION")
+
+
+def archive() -> Path:
+    """Where the build script looks for upstream's source archive."""
+    found = subprocess.run(
+        ["bash", str(BUILD), "--print-archive"], capture_output=True, text=True, check=True
+    )
+    return Path(found.stdout.strip())
+
+
+def manager_binary() -> Path:
+    """The manager binary, or :class:`~kccm.testing.upstream.UpstreamUnavailable` saying how to
+    build it (``KCCM_ALIBABACLOUD_BIN`` names another one)."""
+    override = os.environ.get("KCCM_ALIBABACLOUD_BIN")
+    path = (
+        Path(override)
+        if override
+        else upstream.bin_cache() / f"alibabacloud-{version()}" / "manager"
+    )
+    return upstream.built(
+        path, "build it with `make alibabacloud-upstream`, or set KCCM_ALIBABACLOUD_BIN"
+    )
+
+
+def _unavailable(reason: str) -> NoReturn:
+    if not os.environ.get("KCCM_ALIBABACLOUD_BIN") and not archive().is_file():
+        pytest.skip(f"upstream's source archive is not here: {archive()} (KCCM_UPSTREAM_ARCHIVES)")
+    skip_or_fail("upstream's Alibaba Cloud CCM", reason)
+
+
+def require_manager() -> Path:
+    """The manager binary, or the test skipped (see the module's docstring)."""
+    try:
+        return manager_binary()
+    except upstream.UpstreamUnavailable as exc:
+        _unavailable(str(exc))
