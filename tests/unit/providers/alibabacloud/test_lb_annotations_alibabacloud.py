@@ -1,0 +1,50 @@
+"""The annotation table in docs/providers/alibabacloud-loadbalancer.md is the code's."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from kccm.providers.alibabacloud.loadbalancer.annotations import TABLE, refused, value
+
+DOC = Path(__file__).resolve().parents[4] / "docs" / "providers" / "alibabacloud-loadbalancer.md"
+
+
+def _rows() -> list[tuple[str, ...]]:
+    rows = []
+    for line in DOC.read_text().splitlines():
+        match = re.match(r"^\| `([^`]+)` \|(.*)\|$", line)
+        if match:
+            cells = [c.strip() for c in match.group(2).split("|")]
+            rows.append((match.group(1), *cells))
+    return rows
+
+
+def test_the_docs_table_equals_the_code() -> None:
+    expected = [(a.name, a.balancer, a.default or "—", a.parse, a.status) for a in TABLE]
+    assert _rows() == expected
+
+
+def test_names_are_unique_and_prefixed() -> None:
+    names = [a.name for a in TABLE]
+    assert len(names) == len(set(names))
+    assert all(
+        n.startswith("service.beta.kubernetes.io/alibaba-cloud-loadbalancer-") for n in names
+    )
+
+
+def test_legacy_prefix_and_refusal_name_the_annotation() -> None:
+    service = {
+        "metadata": {
+            "annotations": {
+                "service.beta.kubernetes.io/alicloud-loadbalancer-spec": "slb.s2.small",
+                "service.beta.kubernetes.io/alibaba-cloud-loadbalancer-address-type": "intranet",
+                "unrelated": "x",
+            }
+        }
+    }
+    assert value(service, "loadbalancer-spec") == "slb.s2.small"
+    assert value(service, "loadbalancer-bandwidth") is None
+    lines = refused(service)
+    assert len(lines) == 2
+    assert any("alibaba-cloud-loadbalancer-address-type='intranet'" in line for line in lines)
