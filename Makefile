@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: help venv wheelhouse controlplane helm vcsim octavia-api occm azure-upstream alibabacloud-upstream upstream-ccm test-vsphere lint format typecheck unit integration integration-core integration-openstack integration-azure integration-alibabacloud test test-aws demo clean test-py313 flake-hunt flags-doc walkthroughs
+.PHONY: help venv wheelhouse controlplane helm vcsim octavia-api occm azure-upstream alibabacloud-upstream upstream-ccm test-vsphere lint format typecheck unit integration integration-core integration-openstack integration-azure integration-alibabacloud test test-aws demo clean venv313 test-py313 flake-hunt flags-doc walkthroughs
 
 help:
 	@echo "make demo          the local provider end to end: control plane, 3 nodes, kccm, a LoadBalancer"
@@ -175,6 +175,8 @@ PY313_TESTS ?= tests/unit/runtime tests/unit/kube tests/unit/util tests/unit/clo
 	tests/unit/testing tests/unit/emulators tests/conformance \
 	tests/integration/test_kube_contract.py \
 	tests/integration/test_demo.py
+venv313: $(STAMP313)
+
 test-py313: $(STAMP313) controlplane vcsim
 	$(VENV313)/bin/python -m pytest $(XDIST_INTEGRATION) $(PY313_TESTS)
 

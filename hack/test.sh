@@ -60,7 +60,20 @@ rm -f "$ready"
   done
 ) &
 builds=$!
-trap 'kill "$builds" 2>/dev/null' EXIT  # an interrupted run leaves no build behind
+trap 'kill "$builds" "${venv313:-}" 2>/dev/null' EXIT  # an interrupted run leaves no build behind
+
+# The Python 3.13 venv (pip installs only) is made beside everything else from the start, so the
+# Python 3.13 step below only runs its tests.
+venv313_log=$(mktemp)
+$MAKE venv313 >"$venv313_log" 2>&1 &
+venv313=$!
+venv313_made() {  # its log, and whether it was made
+  wait "$venv313"
+  local rc=$?
+  sed 's/^/[venv313] /' "$venv313_log"
+  rm -f "$venv313_log"
+  return "$rc"
+}
 
 build_summary() {  # build_summary NAME RC TOOK
   summary+=("$(printf '%-34s %5ds  %s' "$1" "$3" \
@@ -90,7 +103,8 @@ for group in "${groups[@]}"; do
     step "conformance + integration (core)" $MAKE integration-core
     # What Python 3.13 changes (Makefile PY313_TESTS): it needs only the first group, so it
     # runs while upstream's binaries still build.
-    step "Python 3.13 (make test-py313)" $MAKE test-py313
+    step "wait: the Python 3.13 venv" venv313_made \
+      && step "Python 3.13 (make test-py313)" $MAKE test-py313
   elif [[ $core_ok == 1 ]]; then
     step "integration: ${tests#integration-}" $MAKE "$tests"
   fi
