@@ -17,6 +17,12 @@ cloud v2.14.0, ``pkg/controller/node`` and ``pkg/provider/alibaba/ecs/ecs.go``).
 - Exists: the instance answers (whatever its ``Status``); a Node without a providerID that no
   instance matches is taken to exist (upstream never deletes such a Node). Shut down: never —
   upstream v2.14.0 has no shutdown taint; ``describe_instance`` shows ECS's ``Status``.
+- A Node still carrying the uninitialized taint gets its instance's primary ENI's
+  source/destination check turned off before its metadata is returned (pod traffic routed to
+  the instance must pass it): ``DescribeNetworkInterfaces`` by ID, then
+  ``ModifyNetworkInterfaceAttribute`` with ``SourceDestCheck=false`` only when it is on
+  (``disableNetworkInterfaceSourceDestCheck``, ``node_controller.go``); a failure fails the
+  initialisation, which is retried (upstream keeps the taint).
 - :meth:`EcsInstances.list_instance_metadata`: one ``DescribeInstances`` per 100 providerIDs of
   a region (upstream's ``MAX_BATCH_NUM`` batches), Nodes labelled
   ``service.alibabacloud.com/exclude-node`` or ``service.beta.kubernetes.io/exclude-node`` and
@@ -31,6 +37,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from kccm.api.wellknown import TAINT_UNINITIALIZED
 from kccm.cloudprovider import (
     CloudProviderError,
     ForeignProviderID,
@@ -172,6 +179,11 @@ def is_excluded(node: Node) -> bool:
     )
 
 
+def _uninitialized(node: Node) -> bool:
+    taints = (node.get("spec") or {}).get("taints") or ()
+    return any(t.get("key") == TAINT_UNINITIALIZED for t in taints)
+
+
 def _internal_ips(node: Node) -> list[str]:
     addresses = (node.get("status") or {}).get("addresses") or ()
     return [str(a.get("address", "")) for a in addresses if a.get("type") == "InternalIP"]
@@ -246,7 +258,28 @@ class EcsInstances:
         found = self.instance_of(node)
         if found is None:
             raise InstanceNotFound(f"no ECS instance for node {node_name(node)!r}")
+        if _uninitialized(node):
+            self.disable_source_dest_check(found)
         return self.metadata(node, found)
+
+    def disable_source_dest_check(self, instance: Instance) -> None:
+        """Turn the primary ENI's source/destination check off when it is on."""
+        eni = str(_primary_nic(instance.raw).get("NetworkInterfaceId") or "")
+        if not eni:
+            log.info("alibabacloud: no primary ENI for %s, source/dest check left", instance.id)
+            return
+        params = {"RegionId": instance.region, "NetworkInterfaceId.1": eni}
+        page = self.rpc.call("ecs", "DescribeNetworkInterfaces", params)
+        sets = _items(page, "NetworkInterfaceSets", "NetworkInterfaceSet")
+        if not any(s.get("NetworkInterfaceId") == eni and s.get("SourceDestCheck") for s in sets):
+            return
+        modify = {
+            "RegionId": instance.region,
+            "NetworkInterfaceId": eni,
+            "SourceDestCheck": "false",
+        }
+        self.rpc.call("ecs", "ModifyNetworkInterfaceAttribute", modify)
+        log.info("alibabacloud: source/dest check of %s (%s) turned off", eni, instance.id)
 
     def metadata(self, node: Node, instance: Instance) -> InstanceMetadata:
         raw = instance.raw

@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 from ali_stub import StubRPC
 
-from kccm.cloudprovider import ForeignProviderID, InstanceNotFound, NodeAddress
+from kccm.cloudprovider import ForeignProviderID, InstanceNotFound, NodeAddress, Throttled
 from kccm.providers.alibabacloud.config import load_alibaba_config
+from kccm.providers.alibabacloud.errors import api_error
 from kccm.providers.alibabacloud.instances import EcsInstances, parse_provider_id
 
 
@@ -182,3 +183,64 @@ def test_describe_shows_the_ecs_status() -> None:
     gone = instances.describe_instance(node("n3", "cn-hangzhou.i-3"))
     assert gone is not None
     assert not gone.exists
+
+
+TAINT = {
+    "key": "node.cloudprovider.kubernetes.io/uninitialized",
+    "value": "true",
+    "effect": "NoSchedule",
+}
+
+
+@pytest.mark.parametrize(
+    ("taints", "check_on", "expected"),
+    [
+        pytest.param(
+            [TAINT],
+            True,
+            ["DescribeNetworkInterfaces", "ModifyNetworkInterfaceAttribute"],
+            id="new-node-check-on",
+        ),
+        pytest.param([TAINT], False, ["DescribeNetworkInterfaces"], id="new-node-check-off"),
+        pytest.param([], True, [], id="initialised-node-untouched"),
+    ],
+)
+def test_source_dest_check_of_a_new_nodes_primary_eni(
+    taints: list[dict[str, str]], check_on: bool, expected: list[str]
+) -> None:
+    instances, rpc = world([ecs("i-1")])
+    rpc.handlers["ecs:DescribeNetworkInterfaces"] = lambda p: {
+        "NetworkInterfaceSets": {
+            "NetworkInterfaceSet": [{"NetworkInterfaceId": "eni-1", "SourceDestCheck": check_on}]
+        }
+    }
+    rpc.handlers["ecs:ModifyNetworkInterfaceAttribute"] = lambda p: {"RequestId": "r"}
+    the_node = node("n1", "cn-hangzhou.i-1")
+    the_node["spec"]["taints"] = taints
+    instances.instance_metadata(the_node)
+    eni_calls = [(a, p) for a, p in rpc.calls if a != "ecs:DescribeInstances"]
+    assert [a.split(":")[1] for a, _ in eni_calls] == expected
+    if "ModifyNetworkInterfaceAttribute" in expected:
+        assert eni_calls[-1][1] == {
+            "RegionId": "cn-hangzhou",
+            "NetworkInterfaceId": "eni-1",
+            "SourceDestCheck": "false",
+        }
+
+
+def test_a_failed_source_dest_change_fails_the_initialisation() -> None:
+    instances, rpc = world([ecs("i-1")])
+    rpc.handlers["ecs:DescribeNetworkInterfaces"] = lambda p: {
+        "NetworkInterfaceSets": {
+            "NetworkInterfaceSet": [{"NetworkInterfaceId": "eni-1", "SourceDestCheck": True}]
+        }
+    }
+
+    def refuse(params: Mapping[str, Any]) -> dict[str, Any]:
+        raise api_error(400, {"Code": "Throttling.User"}, "ecs:ModifyNetworkInterfaceAttribute")
+
+    rpc.handlers["ecs:ModifyNetworkInterfaceAttribute"] = refuse
+    the_node = node("n1", "cn-hangzhou.i-1")
+    the_node["spec"]["taints"] = [TAINT]
+    with pytest.raises(Throttled):
+        instances.instance_metadata(the_node)
