@@ -31,6 +31,27 @@ def test_signature_matches_alibabas_documented_example() -> None:
     assert sign("GET", params, "testsecret") == "OLeaidS1JvxuMvnyHOwuJ+uX5qY="
 
 
+def test_signature_equals_the_go_sdks_on_awkward_characters() -> None:
+    """The expected value was computed by the Go SDK upstream vendors
+    (``sdk/utils.GetUrlFormedMap`` + ``buildRpcStringToSign``'s replacements + ``ShaHmac1``,
+    alibaba-cloud-sdk-go in cloud-provider-alibaba-cloud v2.14.0's vendor/)."""
+    params = {
+        "Action": "DescribeInstances",
+        "Version": "2014-05-26",
+        "Format": "JSON",
+        "AccessKeyId": "AKID",
+        "SignatureMethod": "HMAC-SHA1",
+        "SignatureVersion": "1.0",
+        "SignatureNonce": "n-1",
+        "Timestamp": "2026-11-28T20:00:00Z",
+        "RegionId": "cn-hangzhou",
+        "InstanceIds": '["i-1","i-2"]',
+        "Tag.1.Key": "ack.aliyun.com",
+        "Odd": "a b*c~d/e+f=g&h",
+    }
+    assert sign("POST", params, "the-secret") == "pP4OUi3+Jn5N26gtdfW6amyeJIg="
+
+
 class _Server:
     def __init__(self) -> None:
         self.seen: list[dict[str, str]] = []
