@@ -30,6 +30,7 @@ from kccm.app.explain import Explainer
 from kccm.app.serving import AuthLookupError, resolve_auth_material
 from kccm.app.shutdown import SHUTDOWN_SLACK, ExitDeadline, guard_interpreter_exit
 from kccm.cloudprovider.apicalls import register_api_call_metrics
+from kccm.cloudprovider.clusterview import as_cluster_view_user
 from kccm.cloudprovider.errors import CloudConfigError, CloudProviderInitError
 from kccm.cloudprovider.gate import Budget, CallGate, GateConfig
 from kccm.cloudprovider.gated import GatedCloud
@@ -45,6 +46,7 @@ from kccm.kube.client import KubeApiClient
 from kccm.kube.config import ClusterConfig, KubeConfigError, load_cluster_config
 from kccm.kube.projection import NODE_PROJECTION
 from kccm.kube.resources import NODES
+from kccm.runtime.clusterview import informer_cluster_view
 from kccm.runtime.events import EventBroadcaster
 from kccm.runtime.healthz import LoopPulse
 from kccm.runtime.informers import SharedInformerFactory
@@ -444,6 +446,7 @@ class Manager:
         self._set_leading(True)
         try:
             self._build_controllers(informers, events, cloud)
+            _hand_cluster_view(cloud, informers)
             await self._sync(informers)
             _log.info("caches synced; starting %d controllers", len(self.started))
             tasks = [asyncio.create_task(c.run(), name=n) for n, c in self.started.items()]
@@ -513,6 +516,15 @@ class Manager:
         _log.info("Started %r", name)
         if self.server is not None:
             self.server.add_check(name, self.pulse.check, endpoints=("healthz",))
+
+
+def _hand_cluster_view(cloud: GatedCloud, informers: SharedInformerFactory) -> None:
+    """A provider asking for the cluster's Services and Nodes gets the caches' view, before
+    they start (:mod:`kccm.cloudprovider.clusterview`)."""
+    user = as_cluster_view_user(cloud.cloud)
+    view = informer_cluster_view(informers)
+    if user is not None and view is not None:
+        user.set_cluster_view(view)
 
 
 def _listen_error(address: str, port: int, exc: OSError) -> str:

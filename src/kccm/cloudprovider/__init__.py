@@ -9,6 +9,8 @@
   DiskNotFound, ForeignProviderID, RetryError, Throttled, QuotaExceeded, PermissionDenied,
   InvalidServiceConfig, StillProvisioning, and registry/config errors;
 - :mod:`.backends`: the optional ``BackendNodeSelector`` (which nodes a balancer leaves out);
+- :mod:`.clusterview`: the optional ``ClusterViewUser``, handed every Service and Node the
+  daemon's caches hold (``ClusterView``);
 - :mod:`.reasons`: ``Reason`` and ``classify(error)``, the cause users act on;
 - :mod:`.helpers`: default_load_balancer_name and providerID helpers;
 - :mod:`.nodes`: node_name and node_provider_id, what providers read of a Node;
@@ -41,6 +43,7 @@ from kccm.cloudprovider.backends import (
     NodeExclusion,
     as_backend_node_selector,
 )
+from kccm.cloudprovider.clusterview import ClusterView, ClusterViewUser, as_cluster_view_user
 from kccm.cloudprovider.config import (
     ConfigEntry,
     ParsedConfig,
@@ -158,6 +161,8 @@ __all__ = [
     "CloudProviderError",
     "CloudProviderInitError",
     "CloudProviderRegistry",
+    "ClusterView",
+    "ClusterViewUser",
     "Clusters",
     "ConfigEntry",
     "ControllerClientBuilder",
@@ -216,6 +221,7 @@ __all__ = [
     "as_address_retainer",
     "as_api_call_reporter",
     "as_backend_node_selector",
+    "as_cluster_view_user",
     "as_informer_user",
     "as_instance_describer",
     "as_instance_metadata_lister",

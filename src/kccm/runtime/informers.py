@@ -410,6 +410,11 @@ class SharedInformerFactory:
             self._informers[key] = informer
         return self._informers[key]
 
+    def find(self, resource: Resource) -> Informer | None:
+        """The cluster-wide, unfiltered informer of ``resource`` if a controller asked for it
+        (none is made)."""
+        return self._informers.get((str(resource), "", ""))
+
     def start(self) -> None:
         """Start every informer not yet running."""
         running = len(self._tasks)

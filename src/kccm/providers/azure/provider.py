@@ -31,6 +31,8 @@ from kccm.cloudprovider import (
     AddressRetainer,
     BackendNodeSelector,
     CloudProviderInitError,
+    ClusterView,
+    ClusterViewUser,
     ControllerClientBuilder,
     InstanceDescriber,
     InstanceMetadataLister,
@@ -154,6 +156,7 @@ class AzureCloud:
         self._parts = parts
         self._ledger = parts.arm.ledger if parts is not None else CloudAPICalls()
         self.region_zones: dict[str, list[str]] = {}
+        self._view: ClusterView | None = None
 
     @property
     def parts(self) -> Parts | None:
@@ -195,6 +198,8 @@ class AzureCloud:
                 raise CloudProviderInitError(f"azure: {err}") from err
             parts.arm.ledger = self._ledger
             self._parts = parts
+            if self._view is not None:
+                parts.balancers.use_cluster_view(self._view)
             await asyncio.to_thread(self.verify)
         config = self._parts.config
         log.info(
@@ -204,6 +209,13 @@ class AzureCloud:
             config.vm_type,
             config.load_balancer_sku,
         )
+
+    def set_cluster_view(self, view: ClusterView) -> None:
+        """Every Service and Node (``ClusterViewUser``): the security group's retain pass
+        needs them, as upstream's lists them (``listAvailableSecurityGroupDestinations``)."""
+        self._view = view
+        if self._parts is not None:
+            self._parts.balancers.use_cluster_view(view)
 
     # -- capabilities -----------------------------------------------------------------------
 
@@ -286,6 +298,7 @@ def _implements(
     late_routes: LateRoutes,
 ) -> tuple[
     Interface,
+    ClusterViewUser,
     LoadBalancer,
     LoadBalancerDescriber,
     AddressRetainer,
@@ -304,6 +317,7 @@ def _implements(
     """Never called: mypy checks here that each capability implements its Protocol (a method
     added to one of them and missing here fails ``make typecheck``)."""
     return (
+        cloud,
         cloud,
         balancers,
         balancers,

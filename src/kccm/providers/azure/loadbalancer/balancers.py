@@ -24,6 +24,7 @@ from contextlib import contextmanager
 
 from kccm.cloudprovider import (
     BalancerView,
+    ClusterView,
     InvalidServiceConfig,
     LoadBalancerIngress,
     LoadBalancerStatus,
@@ -58,6 +59,10 @@ from kccm.providers.azure.loadbalancer.lbmerge import (
 )
 from kccm.providers.azure.loadbalancer.lbrules import Json, expected_rules
 from kccm.providers.azure.loadbalancer.names import LBSettings
+from kccm.providers.azure.loadbalancer.nsgretain import (
+    EnsuredDestinations,
+    retained_destinations,
+)
 from kccm.providers.azure.loadbalancer.pools import PoolMembers, exclusion, pool_member_ids
 from kccm.providers.azure.loadbalancer.retention import (
     PublicIPRetention,
@@ -94,10 +99,17 @@ class AzureLoadBalancers(PublicIPRetention):
         self.pools = PoolMembers(arm, settings)
         self._guard = threading.Lock()
         self._locks: dict[str, threading.Lock] = {}
+        self._view: ClusterView | None = None
+        self._ensured = EnsuredDestinations()
 
     def use_zones(self, zones: Sequence[str]) -> None:
         """The region's zones, once the provider has read them (``syncRegionZonesMap``)."""
         self._region_zones = tuple(zones)
+
+    def use_cluster_view(self, view: ClusterView) -> None:
+        """Every Service and Node of the cluster: the security group's retain pass
+        (:mod:`.nsgretain`) runs only with it."""
+        self._view = view
 
     @contextmanager
     def _locked(self, key: str) -> Iterator[None]:
@@ -214,8 +226,12 @@ class AzureLoadBalancers(PublicIPRetention):
             raise StillProvisioning(f"load balancer {lb_name}: the frontend has no address yet")
         addresses = [item.ip for item in status.ingress]
         dsts = node_addresses(nodes) if ann.disable_floating_ip else addresses
+        self._ensured.record(service, dsts)
         with self._locked(self.settings.nsg_path()):
-            reconcile_security_group(self.arm, self.settings, service, ann, dsts, want_lb=True)
+            retain = retained_destinations(self._view, addresses, self._ensured)
+            reconcile_security_group(
+                self.arm, self.settings, service, ann, dsts, want_lb=True, retain=retain
+            )
         self._remove_from(cluster_name, service, not internal)
         release_public_ips(pips, cluster_name, service, ann, want_lb=True)
         return status
@@ -264,8 +280,12 @@ class AzureLoadBalancers(PublicIPRetention):
             if lb is not None:
                 addresses += [a for a in self._frontend_addresses(lb, service, internal) if a]
         dsts = [*addresses, *ann.additional_public_ips]
+        self._ensured.forget(service)
         with self._locked(self.settings.nsg_path()):
-            reconcile_security_group(self.arm, self.settings, service, ann, dsts, want_lb=False)
+            retain = retained_destinations(self._view, dsts, self._ensured)
+            reconcile_security_group(
+                self.arm, self.settings, service, ann, dsts, want_lb=False, retain=retain
+            )
         for internal in (ann.internal, not ann.internal):
             self._remove_from(cluster_name, service, internal)
         pips = PublicIPs(self.arm, self.settings, ann)

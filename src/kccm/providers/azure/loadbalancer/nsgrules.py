@@ -8,7 +8,8 @@ destination address (each Service's balancer IP) allowed from those sources to t
 ``k8s-azure-lb_deny-all_<family>`` denies the rest. Allow rules take the lowest free priority
 from 500, deny rules the highest below 4096. A Service adds or removes only its own
 destination addresses; a rule left without any is dropped. Only rules upstream manages are
-touched: named ``k8s-azure-lb...`` with a priority from 500 to 4096.
+touched: named ``k8s-azure-lb...`` with a priority from 500 to 4096. A reconcile ends by
+keeping, in those rules, only destinations the cluster still has (:mod:`.nsgretain`).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from __future__ import annotations
 import hashlib
 import ipaddress
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 
 from kccm.providers.azure.loadbalancer.lbrules import Json
 
@@ -187,6 +188,15 @@ class RuleHelper:
         if kept_ports:
             sources = _list(_props(rule), "sourceAddressPrefix", "sourceAddressPrefixes")
             self.add_allow(str(_props(rule)["protocol"]), sources, dsts, kept_ports)
+
+    def retain_destinations(self, keep: Collection[str]) -> None:
+        """``RetainDestinationFromRules``: every managed rule, of any protocol and access,
+        keeps only the destinations in ``keep``."""
+        for rule in self.rules.values():
+            current = destinations(rule)
+            kept = [prefix for prefix in current if prefix in keep]
+            if _managed(rule) and len(kept) != len(current):
+                _set_destinations(rule, kept)
 
     def result(self) -> tuple[Json, bool]:
         """``SecurityGroup()``: rules without any destination dropped; changed or not."""

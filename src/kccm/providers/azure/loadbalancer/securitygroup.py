@@ -4,16 +4,19 @@ of every managed rule, then (while it wants a balancer, unless
 ``azure-disable-load-balancer-nsg-rule``) put back where its access configuration says; the
 group is written only when its rules differ, with ``If-Match``.
 
-Not done (upstream's ``RetainSecurityGroup`` and ``listSharedIPPortMapping``, which list every
-Service and Node of the cluster): removing destinations of Services that no longer exist, and
-keeping ports of other Services sharing this Service's address (kccm refuses such sharing).
+The group's managed rules then keep only destinations the cluster still has (upstream's
+``RetainSecurityGroup``, :mod:`.nsgretain`), in the same read-compare-write: nothing stale,
+nothing written.
+
+Not done (upstream's ``listSharedIPPortMapping``): keeping ports of other Services sharing
+this Service's address (kccm refuses such sharing).
 """
 
 from __future__ import annotations
 
 import copy
 import logging
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from kccm.cloudprovider import Node, Service
 from kccm.providers.azure.loadbalancer.access import access_control, destination_ports
@@ -60,8 +63,10 @@ def reconcile_security_group(
     dsts: Sequence[str],
     *,
     want_lb: bool,
+    retain: Collection[str] | None = None,
 ) -> bool:
-    """Bring the Service's rules to what it wants (``want_lb``) or remove them; True when
+    """Bring the Service's rules to what it wants (``want_lb``) or remove them, then keep in
+    the managed rules only the destinations of ``retain`` (None: skip that pass); True when
     the group was written."""
     if not settings.security_group_name:
         log.warning("azure: no securityGroupName in the cloud config; no security rules made")
@@ -81,6 +86,8 @@ def reconcile_security_group(
                 helper.remove_destinations(protocol, targets)
         if control is not None and not ann.disable_nsg_rule:
             control.patch(helper, list(dsts))
+        if retain is not None:
+            helper.retain_destinations(retain)
         group, changed = helper.result()
         wanted = parse_tags(settings.tags, settings.tags_map)
         if wanted:
