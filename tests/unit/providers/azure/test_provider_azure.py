@@ -60,6 +60,10 @@ def test_the_factory_reads_azure_json_and_signs_in(emu: Any, files: Any) -> None
     assert cloud.zones() is None
     reads = cloud.cloud_api_calls().snapshot().reads
     assert reads == {"providers.get": 1}
+    view = _View()
+    cloud.set_cluster_view(view)
+    assert cloud.parts is not None
+    assert cloud.parts.balancers.cluster_view is view
 
 
 @pytest.mark.parametrize(
@@ -120,6 +124,17 @@ class _Builder:
         return None
 
 
+class _View:
+    def services(self) -> list[Any]:
+        return []
+
+    def nodes(self) -> list[Any]:
+        return []
+
+    def has_synced(self) -> bool:
+        return False
+
+
 def _secret(text: str) -> dict[str, Any]:
     return {"data": {"cloud-config": base64.b64encode(text.encode()).decode()}}
 
@@ -128,6 +143,8 @@ async def test_without_a_file_the_config_secret_is_read_at_initialize(emu: Any, 
     cloud = new_azure_cloud(None)
     instances = cloud.instances_v2()
     assert isinstance(instances, LateInstances)
+    view = _View()
+    cloud.set_cluster_view(view)  # before the balancers exist: handed on when built
     text = await asyncio.to_thread(Path(files.azure_json).read_text)
     vm = emu.admin.add_vm("from-secret")
     try:
@@ -137,6 +154,8 @@ async def test_without_a_file_the_config_secret_is_read_at_initialize(emu: Any, 
         assert found is not None
         assert found.provider_id == f"azure://{vm['id']}"
         assert cloud.cloud_api_calls().snapshot().reads["providers.get"] == 1
+        assert cloud.parts is not None
+        assert cloud.parts.balancers.cluster_view is view
         selector = as_backend_node_selector(cloud.load_balancer())
         assert selector is not None
         assert selector.backend_node_exclusion({"metadata": {"name": "s"}, "spec": {}}) is not None

@@ -111,6 +111,10 @@ class AzureLoadBalancers(PublicIPRetention):
         (:mod:`.nsgretain`) runs only with it."""
         self._view = view
 
+    @property
+    def cluster_view(self) -> ClusterView | None:
+        return self._view
+
     @contextmanager
     def _locked(self, key: str) -> Iterator[None]:
         with self._guard:
