@@ -1,0 +1,165 @@
+"""Upstream's retain pass and kccm's on the same scenario (cloud-provider-azure v1.36.5
+``reconcileSecurityGroup``, its ``RetainSecurityGroup`` step), on kccm's ARM emulator and the
+real apiserver: a Service's managed security rule also names an address the cluster does not
+have (what a Service deleted while no controller ran leaves behind), and a user's own rule
+names it too. Upstream's cloud-controller-manager, made to reconcile the Service (an annotation
+change), drops the stale address from its rule and leaves the user's rule; kccm's provider,
+handed the cluster's Services and Nodes, does the same in one security group write, and the
+rules end identical.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from azure_upstream_support import UpstreamProcesses, require_upstream, upstream_processes
+from azure_upstream_world import (
+    BUDGET,
+    World,
+    eventually,
+    ingress_ip,
+    kccm_balancers,
+    lb_service,
+    open_world,
+    published,
+)
+
+from kccm.emulators.azure.launcher import AzureEmulator, azure_emulator
+from kccm.kube.client import KubeApiClient
+from kccm.kube.resources import NODES, SERVICES
+from kccm.testing.certs import emulator_tls
+from kccm.testing.controllers import delete_until_gone
+from kccm.testing.controlplane import ControlPlane
+from kccm.testing.pytest_plugin import KubeCleanup
+
+STALE = "20.99.0.9"
+USER_RULE = "user-allow-ssh"
+
+
+@dataclass
+class View:
+    """The cluster as listed from the apiserver (kccm's daemon hands its caches')."""
+
+    services_: Sequence[Any]
+    nodes_: Sequence[Any]
+
+    def services(self) -> Sequence[Any]:
+        return self.services_
+
+    def nodes(self) -> Sequence[Any]:
+        return self.nodes_
+
+    def has_synced(self) -> bool:
+        return True
+
+
+@pytest.fixture
+def emulator() -> Iterator[AzureEmulator]:
+    require_upstream()
+    with azure_emulator(tls=emulator_tls()) as emu:
+        yield emu
+
+
+@pytest.fixture
+def upstream(tmp_path: Path) -> Iterator[UpstreamProcesses]:
+    yield from upstream_processes(tmp_path)
+
+
+@pytest.fixture
+async def world(
+    emulator: AzureEmulator,
+    upstream: UpstreamProcesses,
+    control_plane: ControlPlane,
+    kube: KubeApiClient,
+    kube_cleanup: KubeCleanup,
+) -> AsyncIterator[World]:
+    async for opened in open_world(
+        emulator, upstream, control_plane.admin_kubeconfig, kube, kube_cleanup
+    ):
+        yield opened
+
+
+def _dsts(props: dict[str, Any]) -> list[str]:
+    return sorted(props.get("destinationAddressPrefixes") or [props["destinationAddressPrefix"]])
+
+
+def _tamper(lbs: Any, world: World, ip: str, *, user_rule: bool) -> str:
+    """The stale address added to the rule naming ``ip`` (and the user's rule naming it);
+    the managed rule's name."""
+    path = world.rid("networkSecurityGroups", world.config["nsg"])
+    group = lbs.arm.get(path)
+    rules = group["properties"]["securityRules"]
+    (managed,) = [r for r in rules if ip in _dsts(r["properties"])]
+    props = managed["properties"]
+    props.pop("destinationAddressPrefix", None)
+    props["destinationAddressPrefixes"] = sorted([ip, STALE])
+    if user_rule:
+        user = {
+            "priority": 300,
+            "protocol": "Tcp",
+            "access": "Allow",
+            "direction": "Inbound",
+            "sourceAddressPrefix": "*",
+            "sourcePortRange": "*",
+            "destinationAddressPrefix": STALE,
+            "destinationPortRange": "22",
+        }
+        rules.append({"name": USER_RULE, "properties": user})
+    lbs.arm.put(path, group, if_match=group.get("etag"))
+    return str(managed["name"])
+
+
+def _drop_user_rule(lbs: Any, world: World) -> None:
+    path = world.rid("networkSecurityGroups", world.config["nsg"])
+    group = lbs.arm.get(path)
+    rules = group["properties"]["securityRules"]
+    group["properties"]["securityRules"] = [r for r in rules if r["name"] != USER_RULE]
+    lbs.arm.put(path, group, if_match=group.get("etag"))
+
+
+async def test_upstream_and_kccm_drop_a_stale_destination_alike(
+    world: World,
+    kube: KubeApiClient,
+    kube_namespace: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    ns = kube_namespace
+    await kube.create(SERVICES, lb_service("web"), namespace=ns)
+    svc = await eventually(lambda: published(world, ns, "web"))
+    ip = ingress_ip(svc)
+    lbs = kccm_balancers(world.emulator, tmp_path / "kccm", monkeypatch)
+    try:
+        name = await asyncio.to_thread(_tamper, lbs, world, ip, user_rule=True)
+        poke = {"metadata": {"annotations": {"kccm.test/poke": "1"}}}
+        await kube.patch(SERVICES, "web", poke, namespace=ns)
+
+        async def upstream_pruned() -> dict[str, Any] | None:
+            world.ccm.alive()
+            rules = await asyncio.to_thread(world.security_rules)
+            return rules if _dsts(rules[name]) == [ip] else None
+
+        after_upstream = await eventually(upstream_pruned)
+        assert _dsts(after_upstream[USER_RULE]) == [STALE], "the user's rule is untouched"
+
+        await asyncio.to_thread(_tamper, lbs, world, ip, user_rule=False)
+        services = (await kube.list(SERVICES)).items
+        nodes = (await kube.list(NODES)).items
+        lbs.use_cluster_view(View(services, nodes))
+        fresh = await kube.get(SERVICES, "web", namespace=ns)
+        since = await asyncio.to_thread(world.emulator.admin.last_seq)
+        await asyncio.to_thread(lbs.ensure_load_balancer, "kubernetes", fresh, nodes)
+        written = await asyncio.to_thread(world.emulator.admin.mutating, since)
+        assert [(r["method"], r["path"].rsplit("/", 1)[1]) for r in written] == [
+            ("PUT", world.config["nsg"])
+        ]
+        assert await asyncio.to_thread(world.security_rules) == after_upstream
+    finally:
+        await asyncio.to_thread(_drop_user_rule, lbs, world)
+    await delete_until_gone(kube, SERVICES, ["web"], ns, within=BUDGET)
+    world.emulator.admin.assert_clean(world.ready)
