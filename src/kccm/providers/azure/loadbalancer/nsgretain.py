@@ -13,12 +13,16 @@ none of: an ingress IP in the status of any Service, an address of any Service's
 destination left by a Service deleted while no controller ran, or by a Node that left, goes at
 the next reconcile of any Service; a rule left with no destination goes with it.
 
-kccm differs in two ways, both keeping more, never less: without a synced cluster view (a
+kccm keeps more in two cases: without a synced cluster view (a
 provider used outside the daemon, or before the caches' first list) the pass is skipped, as an
 empty view would prune every other Service's address; and the destinations this process put
 in the group for a Service that still exists are kept even while that Service's status does
 not show them yet (its status is written after the ensure returns, and the cache follows the
 write later), where upstream's pass may take a concurrently ensured Service's address out.
+And one where kccm keeps less: upstream skips a rule when the count of its destinations found
+among the kept ones (with repeats: the Service's own address is listed twice, as its balancer
+address and from its status) equals its count of destinations, so a rule with the Service's
+address and exactly one stale address keeps both there; kccm compares sets and drops it.
 """
 
 from __future__ import annotations

@@ -89,7 +89,7 @@ def kept(rules: list[dict[str, Any]], view: View, ensured: EnsuredDestinations) 
 
 STALE = "20.0.0.9"
 CASES = [
-    pytest.param(
+    pytest.param(  # upstream keeps it once the Service is published (see nsgretain)
         [rule(MANAGED, 500, OWN, STALE)], View(), {MANAGED: [OWN]}, id="deleted-service-ip-goes"
     ),
     pytest.param(
