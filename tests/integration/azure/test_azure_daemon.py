@@ -21,6 +21,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -49,6 +50,7 @@ from azure_daemon_support import (
     start_daemon,
     view,
 )
+from azure_nsg_support import USER_RULE, drop_user_rule, emulator_arm, user_rule
 
 from kccm.emulators.azure.launcher import azure_emulator
 from kccm.kube.client import KubeApiClient
@@ -437,6 +439,60 @@ async def test_two_services_on_the_shared_balancer_changed_at_once(
         assert await blocking(admin.faults) == []
     finally:
         await delete_until_gone(kube, SERVICES, list(names), ns)
+
+
+def _security_rules(world: World) -> dict[str, list[str]]:
+    group = world.network("networkSecurityGroups", world.config["nsg"]) or {}
+    found = {}
+    for rule in (group.get("properties") or {}).get("securityRules") or ():
+        props = rule["properties"]
+        found[rule["name"]] = props.get("destinationAddressPrefixes") or [
+            props["destinationAddressPrefix"]
+        ]
+    return found
+
+
+async def test_a_stale_security_rule_destination_goes_at_the_next_sync(
+    settled: World, kube: KubeApiClient, kube_namespace: str, tmp_path: Path
+) -> None:
+    """A Service's managed rule also names an address no Service or Node has (what a Service
+    deleted while kccm was down leaves), and a user's rule names it too: the daemon's next
+    sync of the Service (an annotation change) drops it from the managed rule alone, as
+    upstream's ``RetainSecurityGroup`` does (the daemon hands the provider its caches)."""
+    world, ns, stale = settled, kube_namespace, "20.99.0.7"
+    base = base_members(world)
+    await kube.create(SERVICES, lb_service("keep"), namespace=ns)
+    arm = await blocking(emulator_arm, world.emulator, tmp_path)
+    path = world.rid("Microsoft.Network", "networkSecurityGroups", world.config["nsg"])
+    try:
+        found = await world.until(
+            lambda: shows(world, kube, ns, "keep", lambda v, s: serves(v, s, {80: 80}, base))
+        )
+        ip = found.frontend_ip
+
+        def tamper() -> str:
+            group = arm.get(path)
+            rules = group["properties"]["securityRules"]
+            (managed,) = [r for r in rules if r["properties"].get("destinationAddressPrefix") == ip]
+            managed["properties"].pop("destinationAddressPrefix", None)
+            managed["properties"]["destinationAddressPrefixes"] = [ip, stale]
+            rules.append(user_rule(stale))
+            arm.put(path, group, if_match=group.get("etag"))
+            return str(managed["name"])
+
+        name = await blocking(tamper)
+        poke = {"metadata": {"annotations": {"kccm.test/poke": "1"}}}
+        await kube.patch(SERVICES, "keep", poke, namespace=ns)
+
+        async def pruned() -> dict[str, list[str]] | None:
+            rules = await blocking(_security_rules, world)
+            return rules if rules[name] == [ip] else None
+
+        rules = await world.until(pruned)
+        assert rules[USER_RULE] == [stale]
+    finally:
+        await blocking(drop_user_rule, arm, path)
+        await delete_until_gone(kube, SERVICES, ["keep"], ns)
 
 
 # -- routes -----------------------------------------------------------------------------------

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from azure_nsg_support import USER_RULE, drop_user_rule, user_rule
 from azure_upstream_support import UpstreamProcesses, require_upstream, upstream_processes
 from azure_upstream_world import (
     BUDGET,
@@ -45,7 +46,6 @@ from kccm.testing.pytest_plugin import KubeCleanup
 
 STALE = "20.99.0.9"
 STALE_TOO = "20.99.0.10"
-USER_RULE = "user-allow-ssh"
 
 
 @dataclass
@@ -103,7 +103,7 @@ def _dsts(props: dict[str, Any]) -> list[str]:
     return sorted(props.get("destinationAddressPrefixes") or [props["destinationAddressPrefix"]])
 
 
-def _tamper(lbs: Any, world: World, ip: str, *, user_rule: bool) -> str:
+def _tamper(lbs: Any, world: World, ip: str, *, with_user_rule: bool) -> str:
     """The stale address added to the rule naming ``ip`` (and the user's rule naming it);
     the managed rule's name."""
     path = world.rid("networkSecurityGroups", world.config["nsg"])
@@ -113,28 +113,10 @@ def _tamper(lbs: Any, world: World, ip: str, *, user_rule: bool) -> str:
     props = managed["properties"]
     props.pop("destinationAddressPrefix", None)
     props["destinationAddressPrefixes"] = sorted([ip, STALE, STALE_TOO])
-    if user_rule:
-        user = {
-            "priority": 300,
-            "protocol": "Tcp",
-            "access": "Allow",
-            "direction": "Inbound",
-            "sourceAddressPrefix": "*",
-            "sourcePortRange": "*",
-            "destinationAddressPrefix": STALE,
-            "destinationPortRange": "22",
-        }
-        rules.append({"name": USER_RULE, "properties": user})
+    if with_user_rule:
+        rules.append(user_rule(STALE))
     lbs.arm.put(path, group, if_match=group.get("etag"))
     return str(managed["name"])
-
-
-def _drop_user_rule(lbs: Any, world: World) -> None:
-    path = world.rid("networkSecurityGroups", world.config["nsg"])
-    group = lbs.arm.get(path)
-    rules = group["properties"]["securityRules"]
-    group["properties"]["securityRules"] = [r for r in rules if r["name"] != USER_RULE]
-    lbs.arm.put(path, group, if_match=group.get("etag"))
 
 
 async def test_upstream_and_kccm_drop_a_stale_destination_alike(
@@ -150,7 +132,7 @@ async def test_upstream_and_kccm_drop_a_stale_destination_alike(
     ip = ingress_ip(svc)
     lbs = kccm_balancers(world.emulator, tmp_path / "kccm", monkeypatch)
     try:
-        name = await asyncio.to_thread(_tamper, lbs, world, ip, user_rule=True)
+        name = await asyncio.to_thread(_tamper, lbs, world, ip, with_user_rule=True)
         poke = {"metadata": {"annotations": {"kccm.test/poke": "1"}}}
         await kube.patch(SERVICES, "web", poke, namespace=ns)
 
@@ -162,7 +144,7 @@ async def test_upstream_and_kccm_drop_a_stale_destination_alike(
         after_upstream = await eventually(upstream_pruned)
         assert _dsts(after_upstream[USER_RULE]) == [STALE], "the user's rule is untouched"
 
-        await asyncio.to_thread(_tamper, lbs, world, ip, user_rule=False)
+        await asyncio.to_thread(_tamper, lbs, world, ip, with_user_rule=False)
         services = (await kube.list(SERVICES)).items
         nodes = (await kube.list(NODES)).items
         lbs.use_cluster_view(View(services, nodes))
@@ -175,6 +157,7 @@ async def test_upstream_and_kccm_drop_a_stale_destination_alike(
         ]
         assert await asyncio.to_thread(world.security_rules) == after_upstream
     finally:
-        await asyncio.to_thread(_drop_user_rule, lbs, world)
+        path = world.rid("networkSecurityGroups", world.config["nsg"])
+        await asyncio.to_thread(drop_user_rule, lbs.arm, path)
     await delete_until_gone(kube, SERVICES, ["web"], ns, within=BUDGET)
     world.emulator.admin.assert_clean(world.ready)
