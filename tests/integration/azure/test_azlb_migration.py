@@ -13,11 +13,11 @@ the emulator writes for upstream.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from azure_upstream_support import UpstreamProcesses, require_upstream, upstream_processes
+from azure_upstream_support import UpstreamProcesses
 from azure_upstream_world import (
     World,
     eventually,
@@ -27,11 +27,10 @@ from azure_upstream_world import (
     published,
 )
 
-from kccm.emulators.azure.launcher import AzureEmulator, azure_emulator
+from kccm.emulators.azure.launcher import AzureEmulator
 from kccm.kube.client import KubeApiClient
 from kccm.kube.interface import Obj
 from kccm.kube.resources import NODES, SERVICES
-from kccm.testing.certs import emulator_tls
 from kccm.testing.controllers import delete_until_gone
 from kccm.testing.controlplane import ControlPlane
 from kccm.testing.pytest_plugin import KubeCleanup
@@ -65,18 +64,6 @@ INTERNAL: Obj = {
         "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}],
     },
 }
-
-
-@pytest.fixture
-def emulator() -> Iterator[AzureEmulator]:
-    require_upstream()
-    with azure_emulator(tls=emulator_tls()) as emu:
-        yield emu
-
-
-@pytest.fixture
-def upstream(tmp_path: Path) -> Iterator[UpstreamProcesses]:
-    yield from upstream_processes(tmp_path)
 
 
 @pytest.fixture

@@ -31,16 +31,13 @@ from azure_upstream_support import (
     CLUSTER_CIDR,
     CLUSTER_NAME,
     UpstreamProcesses,
-    require_upstream,
     upstream_env,
-    upstream_processes,
 )
 
-from kccm.emulators.azure.launcher import AzureEmulator, azure_emulator
+from kccm.emulators.azure.launcher import AzureEmulator
 from kccm.kube.client import KubeApiClient
 from kccm.kube.interface import Obj
 from kccm.kube.resources import NODES, SERVICES
-from kccm.testing.certs import emulator_tls
 from kccm.testing.controllers import delete_until_gone, event_counts, initialised_nodes
 from kccm.testing.controllers import eventually as shared_eventually
 from kccm.testing.controlplane import ControlPlane
@@ -68,18 +65,6 @@ NODE_LABELS = (
     "topology.kubernetes.io/region",
     "node.kubernetes.io/instance-type",
 )
-
-
-@pytest.fixture
-def emulator() -> Iterator[AzureEmulator]:
-    require_upstream()  # skip (or fail under KCCM_REQUIRE_CONTROL_PLANE=1) before starting
-    with azure_emulator(tls=emulator_tls()) as emu:
-        yield emu
-
-
-@pytest.fixture
-def upstream(tmp_path: Path) -> Iterator[UpstreamProcesses]:
-    yield from upstream_processes(tmp_path)
 
 
 @pytest.fixture

@@ -15,12 +15,11 @@ the CCM found it.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from azure_upstream_support import UpstreamProcesses, require_upstream, upstream_processes
+from azure_upstream_support import UpstreamProcesses
 from azure_upstream_world import (
     BUDGET,
     POD_CIDRS,
@@ -33,28 +32,15 @@ from azure_upstream_world import (
     published,
 )
 
-from kccm.emulators.azure.launcher import AzureEmulator, azure_emulator
+from kccm.emulators.azure.launcher import AzureEmulator
 from kccm.kube.client import KubeApiClient
 from kccm.kube.interface import Obj, PatchType
 from kccm.kube.resources import NODES, SERVICES
-from kccm.testing.certs import emulator_tls
 from kccm.testing.controllers import delete_until_gone
 from kccm.testing.controlplane import ControlPlane
 from kccm.testing.pytest_plugin import KubeCleanup
 
 INTERNAL = "service.beta.kubernetes.io/azure-load-balancer-internal"
-
-
-@pytest.fixture
-def emulator() -> Iterator[AzureEmulator]:
-    require_upstream()  # skip (or fail under KCCM_REQUIRE_CONTROL_PLANE=1) before starting
-    with azure_emulator(tls=emulator_tls()) as emu:
-        yield emu
-
-
-@pytest.fixture
-def upstream(tmp_path: Path) -> Iterator[UpstreamProcesses]:
-    yield from upstream_processes(tmp_path)
 
 
 @pytest.fixture

@@ -17,24 +17,19 @@ from __future__ import annotations
 import functools
 import re
 import socket
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 from azure_upstream_support import (
     UpstreamProcesses,
-    require_upstream,
     upstream_env,
-    upstream_processes,
 )
 from azure_upstream_world import request_log
 
-from kccm.emulators.azure.launcher import AzureEmulator, azure_emulator
+from kccm.emulators.azure.launcher import AzureEmulator
 from kccm.kube.client import KubeApiClient
 from kccm.kube.interface import Obj
 from kccm.kube.resources import NODES
-from kccm.testing.certs import emulator_tls
 from kccm.testing.controllers import eventually as shared_eventually
 from kccm.testing.controllers import initialised_nodes
 from kccm.testing.controlplane import ControlPlane
@@ -47,18 +42,6 @@ ZONE = "topology.kubernetes.io/zone"
 REGION = "topology.kubernetes.io/region"
 INSTANCE_TYPE = "node.kubernetes.io/instance-type"
 HOST_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
-
-
-@pytest.fixture
-def emulator() -> Iterator[AzureEmulator]:
-    require_upstream()  # skip (or fail under KCCM_REQUIRE_CONTROL_PLANE=1) before starting
-    with azure_emulator(tls=emulator_tls()) as emu:
-        yield emu
-
-
-@pytest.fixture
-def upstream(tmp_path: Path) -> Iterator[UpstreamProcesses]:
-    yield from upstream_processes(tmp_path)
 
 
 def _private_ip(emulator: AzureEmulator, vm: dict[str, Any]) -> str:

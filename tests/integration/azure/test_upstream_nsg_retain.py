@@ -17,14 +17,14 @@ rule holding that address and exactly one stale one is left as it is (seen in it
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 from azure_nsg_support import USER_RULE, drop_user_rule, user_rule
-from azure_upstream_support import UpstreamProcesses, require_upstream, upstream_processes
+from azure_upstream_support import UpstreamProcesses
 from azure_upstream_world import (
     BUDGET,
     World,
@@ -36,10 +36,9 @@ from azure_upstream_world import (
     published,
 )
 
-from kccm.emulators.azure.launcher import AzureEmulator, azure_emulator
+from kccm.emulators.azure.launcher import AzureEmulator
 from kccm.kube.client import KubeApiClient
 from kccm.kube.resources import NODES, SERVICES
-from kccm.testing.certs import emulator_tls
 from kccm.testing.controllers import delete_until_gone
 from kccm.testing.controlplane import ControlPlane
 from kccm.testing.pytest_plugin import KubeCleanup
@@ -63,18 +62,6 @@ class View:
 
     def has_synced(self) -> bool:
         return True
-
-
-@pytest.fixture
-def emulator() -> Iterator[AzureEmulator]:
-    require_upstream()
-    with azure_emulator(tls=emulator_tls()) as emu:
-        yield emu
-
-
-@pytest.fixture
-def upstream(tmp_path: Path) -> Iterator[UpstreamProcesses]:
-    yield from upstream_processes(tmp_path)
 
 
 @pytest.fixture

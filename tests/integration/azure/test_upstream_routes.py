@@ -16,34 +16,20 @@ controller deletes its Node.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
+from collections.abc import AsyncIterator
 
 import pytest
-from azure_upstream_support import UpstreamProcesses, require_upstream, upstream_processes
+from azure_upstream_support import UpstreamProcesses
 from azure_upstream_world import POD_CIDRS, World, add_machine, eventually, open_world
 
-from kccm.emulators.azure.launcher import AzureEmulator, azure_emulator
+from kccm.emulators.azure.launcher import AzureEmulator
 from kccm.kube.client import KubeApiClient
 from kccm.kube.errors import NotFound
 from kccm.kube.interface import PatchType
 from kccm.kube.resources import NODES
-from kccm.testing.certs import emulator_tls
 from kccm.testing.controlplane import ControlPlane
 from kccm.testing.kubelet import ready_condition
 from kccm.testing.pytest_plugin import KubeCleanup
-
-
-@pytest.fixture
-def emulator() -> Iterator[AzureEmulator]:
-    require_upstream()  # skip (or fail under KCCM_REQUIRE_CONTROL_PLANE=1) before starting
-    with azure_emulator(tls=emulator_tls()) as emu:
-        yield emu
-
-
-@pytest.fixture
-def upstream(tmp_path: Path) -> Iterator[UpstreamProcesses]:
-    yield from upstream_processes(tmp_path)
 
 
 @pytest.fixture

@@ -16,16 +16,14 @@ from __future__ import annotations
 import asyncio
 import io
 import os
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from unittest import mock
 
 import pytest
 from azure_upstream_support import (
     UpstreamProcesses,
-    require_upstream,
     upstream_env,
-    upstream_processes,
 )
 from azure_upstream_world import (
     BUDGET,
@@ -43,12 +41,11 @@ from azure_upstream_world import (
     published,
 )
 
-from kccm.emulators.azure.launcher import AzureEmulator, azure_emulator
+from kccm.emulators.azure.launcher import AzureEmulator
 from kccm.kube.client import KubeApiClient
 from kccm.kube.interface import Obj, PatchType
 from kccm.kube.resources import NODES, SERVICES
 from kccm.providers.azure.provider import new_azure_cloud
-from kccm.testing.certs import emulator_tls
 from kccm.testing.controllers import delete_until_gone, initialised_nodes
 from kccm.testing.controlplane import ControlPlane
 from kccm.testing.kubelet import ready_condition
@@ -58,18 +55,6 @@ SHUTDOWN_TAINT = "node.cloudprovider.kubernetes.io/shutdown"
 FAST_CACHES = {"vmssCacheTTLInSeconds": 2, "vmssVirtualMachinesCacheTTLInSeconds": 2}
 """azure.json keys upstream reads: its scale-set and instance lists are cached 600 s by
 default, which would hide a power change that long."""
-
-
-@pytest.fixture
-def emulator() -> Iterator[AzureEmulator]:
-    require_upstream()  # skip (or fail under KCCM_REQUIRE_CONTROL_PLANE=1) before starting
-    with azure_emulator(tls=emulator_tls()) as emu:
-        yield emu
-
-
-@pytest.fixture
-def upstream(tmp_path: Path) -> Iterator[UpstreamProcesses]:
-    yield from upstream_processes(tmp_path)
 
 
 @pytest.fixture
