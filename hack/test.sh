@@ -7,7 +7,9 @@
 # cloud-node-manager, upstream's Alibaba Cloud CCM; cached after the first run), and with them the real
 # Octavia API's venv (hack/openstack/octavia-api.sh), run in the background while the steps that
 # need none of them run (venv, lint, types, the unit layer); each part of the conformance and
-# integration layers starts as soon as the builds it needs are done (see `groups` below).
+# integration layers starts as soon as the builds it needs are done (see `groups` below). When
+# every build is already cached (a warm machine), nothing waits for one: the integration layer runs
+# whole, with the unit layer and Python 3.13 beside it (see "Warm caches" below).
 # Every step runs even when an earlier one failed, so one run shows every failure; the exit
 # status is non-zero when any step failed.
 set -uo pipefail
