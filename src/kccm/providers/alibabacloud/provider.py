@@ -10,8 +10,8 @@ config's when ``vpcid`` and ``vswitchid`` are set (``CfgMetaData``) and it has o
 metadata service's ``region-id``; the VPC likewise (``vpc-id``). No region, or no credential
 from the source upstream would pick, stops kccm with one line (exit 2).
 
-Capabilities: ``InstancesV2`` and ``Routes``. The load balancers (CLB, NLB) are not offered
-yet (``load_balancer()`` is ``None``: the service controller does not run); their annotation
+Capabilities: ``InstancesV2``, ``Routes`` and ``LoadBalancer``: classic load balancers
+(:mod:`kccm.providers.alibabacloud.loadbalancer.clb`; NLB is not offered); the annotation
 table is in :mod:`kccm.providers.alibabacloud.loadbalancer.annotations`.
 """
 
@@ -33,6 +33,7 @@ from kccm.cloudprovider import (
     InstanceMetadataLister,
     InstancesV2,
     Interface,
+    LoadBalancer,
     Routes,
 )
 from kccm.cloudprovider.apicalls import CloudAPICalls
@@ -40,6 +41,7 @@ from kccm.cloudprovider.errors import CloudConfigError
 from kccm.providers.alibabacloud.config import AlibabaConfig, config_summary, load_alibaba_config
 from kccm.providers.alibabacloud.credentials import ADDON_TOKEN_PATH, Credentials, pick_source
 from kccm.providers.alibabacloud.instances import PROVIDER_NAME, EcsInstances
+from kccm.providers.alibabacloud.loadbalancer.clb import ClassicLoadBalancers
 from kccm.providers.alibabacloud.metadata import MetadataService
 from kccm.providers.alibabacloud.routes import NodeDirectory, Tables, VpcRoutes
 from kccm.providers.alibabacloud.rpc import RPCClient
@@ -62,6 +64,7 @@ class Parts:
     rpc: RPCClient
     instances: EcsInstances
     routes: VpcRoutes
+    balancers: ClassicLoadBalancers
 
 
 def _located(config: AlibabaConfig, metadata: MetadataService) -> tuple[str, str]:
@@ -93,8 +96,9 @@ def build_parts(
     rpc = RPCClient(region, credentials.get, environ, cluster_id=config.cluster_id)
     instances = EcsInstances(rpc, config, vpc_id)
     routes = VpcRoutes(Tables(rpc, config, vpc_id), region)
+    balancers = ClassicLoadBalancers(rpc, config, vpc_id)
     log.info("alibabacloud: region %s, VPC %s, credential: %s", region, vpc_id or "-", name)
-    return Parts(config, region, vpc_id, credentials, rpc, instances, routes)
+    return Parts(config, region, vpc_id, credentials, rpc, instances, routes, balancers)
 
 
 class AlibabaCloud:
@@ -119,8 +123,8 @@ class AlibabaCloud:
         loop = asyncio.get_running_loop()
         self._parts.routes.directory = NodeDirectory.of_client(client, loop)
 
-    def load_balancer(self) -> None:
-        return None
+    def load_balancer(self) -> ClassicLoadBalancers:
+        return self._parts.balancers
 
     def instances(self) -> None:
         return None
@@ -160,7 +164,7 @@ def new_alibabacloud_cloud(config: TextIO | None) -> AlibabaCloud:
 
 
 def _implements(
-    cloud: AlibabaCloud, instances: EcsInstances, routes: VpcRoutes
-) -> tuple[Interface, InstancesV2, InstanceDescriber, InstanceMetadataLister, Routes]:
+    cloud: AlibabaCloud, instances: EcsInstances, routes: VpcRoutes, lbs: ClassicLoadBalancers
+) -> tuple[Interface, InstancesV2, InstanceDescriber, InstanceMetadataLister, Routes, LoadBalancer]:
     """Never called: mypy checks here that each capability implements its Protocol."""
-    return (cloud, instances, instances, instances, routes)
+    return (cloud, instances, instances, instances, routes, lbs)

@@ -5,7 +5,21 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from kccm.providers.alibabacloud.loadbalancer.annotations import TABLE, refused, value
+from kccm.providers.alibabacloud.loadbalancer.annotations import SUPPORTED, TABLE, refused, value
+from kccm.providers.alibabacloud.loadbalancer.spec import (
+    BALANCER_ANNOTATIONS,
+    LISTENER_ANNOTATIONS,
+)
+
+# read by build_spec and _protocol themselves
+BUILD_SPEC_READS = (
+    "id",
+    "name",
+    "additional-resource-tags",
+    "force-override-listeners",
+    "preserve-lb-on-delete",
+    "protocol-port",
+)
 
 DOC = Path(__file__).resolve().parents[4] / "docs" / "providers" / "alibabacloud-loadbalancer.md"
 
@@ -38,7 +52,8 @@ def test_legacy_prefix_and_refusal_name_the_annotation() -> None:
         "metadata": {
             "annotations": {
                 "service.beta.kubernetes.io/alicloud-loadbalancer-spec": "slb.s2.small",
-                "service.beta.kubernetes.io/alibaba-cloud-loadbalancer-address-type": "intranet",
+                "service.beta.kubernetes.io/alicloud-loadbalancer-weight": "20",
+                "service.beta.kubernetes.io/alibaba-cloud-loadbalancer-hostname": "a.example",
                 "unrelated": "x",
             }
         }
@@ -47,4 +62,14 @@ def test_legacy_prefix_and_refusal_name_the_annotation() -> None:
     assert value(service, "loadbalancer-bandwidth") is None
     lines = refused(service)
     assert len(lines) == 2
-    assert any("alibaba-cloud-loadbalancer-address-type='intranet'" in line for line in lines)
+    assert any("alibaba-cloud-loadbalancer-hostname='a.example'" in line for line in lines)
+    assert any("alibaba-cloud-loadbalancer-weight='20'" in line for line in lines)
+
+
+def test_supported_is_what_the_classic_balancer_reads() -> None:
+    read = {suffix for suffix, *_ in LISTENER_ANNOTATIONS} | {
+        suffix for suffix, _ in BALANCER_ANNOTATIONS
+    }
+    read |= {f"loadbalancer-{s}" for s in BUILD_SPEC_READS}
+    assert {f"loadbalancer-{s}" for s in SUPPORTED} == read
+    assert {a.suffix for a in TABLE if a.status == "supported"} == read

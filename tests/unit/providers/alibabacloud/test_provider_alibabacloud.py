@@ -74,7 +74,7 @@ def test_region_and_vpc_from_the_config_with_vpcid_and_vswitchid(tmp_path: Path)
     assert parts.credentials.name == "AccessKey (environment)"
     cloud = AlibabaCloud(parts)
     assert cloud.provider_name() == "alibabacloud"
-    assert cloud.load_balancer() is None
+    assert cloud.load_balancer() is cloud.parts.balancers
     assert cloud.routes() is parts.routes
 
 

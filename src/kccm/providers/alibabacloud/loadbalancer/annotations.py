@@ -8,10 +8,10 @@ absent, under the legacy ``service.beta.kubernetes.io/alicloud-`` (``AnnotationR
 ``on`` is off), ``true``/``false`` ones likewise with ``true``; integers are Go's
 ``strconv.Atoi``; lists are comma-separated.
 
-kccm offers no Alibaba Cloud load balancer yet, so every annotation is ``not yet``:
-:func:`refused` names each one a Service carries (with its value), for the Warning Event the
-balancer will record. The table in docs/providers/alibabacloud-loadbalancer.md is kept equal
-to :data:`TABLE` by a test.
+kccm's classic load balancer (:mod:`.clb`) honours the annotations of :data:`SUPPORTED`
+(``supported``); every other one is ``not yet``: :func:`refused` names each one a Service
+carries (with its value), for the Warning Event the balancer records. The table in
+docs/providers/alibabacloud-loadbalancer.md is kept equal to :data:`TABLE` by a test.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["LEGACY_PREFIX", "PREFIX", "TABLE", "Annotation", "refused", "value"]
+__all__ = ["LEGACY_PREFIX", "PREFIX", "SUPPORTED", "TABLE", "Annotation", "refused", "value"]
 
 PREFIX = "service.beta.kubernetes.io/alibaba-cloud-"
 LEGACY_PREFIX = "service.beta.kubernetes.io/alicloud-"
@@ -51,8 +51,29 @@ class Annotation:
         return f"{PREFIX}{self.suffix}"
 
 
+# what the classic load balancer reads (spec.py: BALANCER_ANNOTATIONS, LISTENER_ANNOTATIONS
+# and build_spec); a test keeps the two equal
+SUPPORTED = frozenset(
+    {
+        *("address-type", "id", "name", "resource-group-id", "additional-resource-tags"),
+        *("delete-protection", "modification-protection", "cert-id", "protocol-port"),
+        *("idle-timeout", "tls-cipher-policy", "scheduler", "connection-drain"),
+        *("connection-drain-timeout", "preserve-lb-on-delete", "vswitch-id", "network-type"),
+        *("charge-type", "force-override-listeners", "master-zoneid", "slave-zoneid"),
+        *("bandwidth", "spec", "ip-version", "acl-status", "acl-id", "acl-type"),
+        *("health-check-switch", "health-check-flag", "health-check-type", "health-check-uri"),
+        *("health-check-connect-port", "healthy-threshold", "unhealthy-threshold"),
+        *("health-check-interval", "health-check-connect-timeout", "health-check-timeout"),
+        *("health-check-domain", "health-check-httpcode", "health-check-method"),
+        *("sticky-session", "sticky-session-type", "cookie-timeout", "cookie"),
+        *("persistence-timeout", "request-timeout", "established-timeout"),
+    }
+)
+
+
 def _a(suffix: str, default: str, parse: str, balancer: str = "CLB, NLB") -> Annotation:
-    return Annotation(f"loadbalancer-{suffix}", default, parse, balancer)
+    status = "supported" if suffix in SUPPORTED else "not yet"
+    return Annotation(f"loadbalancer-{suffix}", default, parse, balancer, status)
 
 
 TABLE: tuple[Annotation, ...] = (

@@ -1,0 +1,266 @@
+"""What a Service asks of its classic load balancer: upstream's "local model"
+(``pkg/controller/service/clbv1``: ``LoadBalancerManager.BuildLocalModel`` and
+``setModelDefaultValue`` in ``loadbalancer.go``, ``buildListenerFromServicePort``,
+``protocol``, ``setDefaultValueForListener`` in ``listeners.go``, ``getVGroupNamedKey``,
+``buildClusterBackends`` in ``vgroups.go``; v2.14.0).
+
+Names and tags are upstream's, so kccm finds and adopts the balancers upstream made:
+the balancer is named (and tagged ``kubernetes.do.not.delete``) ``a<UID without dashes>``[:32]
+and tagged ``ack.aliyun.com=<cluster ID>``; listener descriptions are
+``k8s/<port>/<service>/<namespace>/<cluster ID>``; vServer group names (and their backends'
+descriptions) ``k8s/<node port>/<service>/<namespace>/<cluster ID>``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from kccm.cloudprovider import InvalidServiceConfig, Node, Service, default_load_balancer_name
+from kccm.providers.alibabacloud.instances import parse_provider_id
+from kccm.providers.alibabacloud.loadbalancer.annotations import PREFIX, value
+from kccm.providers.alibabacloud.loadbalancer.slbapi import Backend
+
+__all__ = [
+    "CLUSTER_TAG",
+    "NAME_TAG",
+    "REUSE_TAG",
+    "BalancerSpec",
+    "ListenerSpec",
+    "build_spec",
+    "node_backends",
+]
+
+NAME_TAG = "kubernetes.do.not.delete"  # helper.TAGKEY
+REUSE_TAG = "kubernetes.reused.by.user"  # helper.REUSEKEY
+CLUSTER_TAG = "ack.aliyun.com"  # util.ClusterTagKey
+BACKEND_TYPE = "service.beta.kubernetes.io/backend-type"  # helper.BackendType
+DEFAULT_WEIGHT = 100  # vgroups.go DefaultServerWeight
+LISTENER_BANDWIDTH = "-1"  # listeners.go DefaultListenerBandwidth
+_EXCLUDE = (
+    "node.kubernetes.io/exclude-from-external-load-balancers",
+    "alpha.service-controller.kubernetes.io/exclude-balancer",
+    "service.beta.kubernetes.io/exclude-node",
+)
+_PROTOCOLS = ("tcp", "udp", "http", "https")
+_GO_INT = re.compile(r"[+-]?[0-9]+")  # strconv.Atoi: no spaces, no underscores
+
+# annotation suffix -> (listener parameter, protocols it applies to, integer?)
+_L4, _L7, _ALL = ("tcp", "udp"), ("http", "https"), _PROTOCOLS
+LISTENER_ANNOTATIONS: tuple[tuple[str, str, tuple[str, ...], bool], ...] = (
+    ("loadbalancer-scheduler", "Scheduler", _ALL, False),
+    ("loadbalancer-acl-status", "AclStatus", _ALL, False),
+    ("loadbalancer-acl-id", "AclId", _ALL, False),
+    ("loadbalancer-acl-type", "AclType", _ALL, False),
+    ("loadbalancer-persistence-timeout", "PersistenceTimeout", ("tcp",), True),
+    ("loadbalancer-established-timeout", "EstablishedTimeout", ("tcp",), True),
+    ("loadbalancer-connection-drain", "ConnectionDrain", _L4, False),
+    ("loadbalancer-connection-drain-timeout", "ConnectionDrainTimeout", _L4, True),
+    ("loadbalancer-health-check-switch", "HealthCheckSwitch", _L4, False),
+    ("loadbalancer-health-check-flag", "HealthCheck", _L7, False),
+    ("loadbalancer-health-check-type", "HealthCheckType", ("tcp",), False),
+    ("loadbalancer-health-check-uri", "HealthCheckURI", ("tcp", "http", "https"), False),
+    ("loadbalancer-health-check-connect-port", "HealthCheckConnectPort", _ALL, True),
+    ("loadbalancer-healthy-threshold", "HealthyThreshold", _ALL, True),
+    ("loadbalancer-unhealthy-threshold", "UnhealthyThreshold", _ALL, True),
+    ("loadbalancer-health-check-interval", "HealthCheckInterval", _ALL, True),
+    ("loadbalancer-health-check-connect-timeout", "HealthCheckConnectTimeout", _L4, True),
+    ("loadbalancer-health-check-timeout", "HealthCheckTimeout", _L7, True),
+    ("loadbalancer-health-check-domain", "HealthCheckDomain", ("tcp", "http", "https"), False),
+    ("loadbalancer-health-check-httpcode", "HealthCheckHttpCode", ("tcp", "http", "https"), False),
+    ("loadbalancer-health-check-method", "HealthCheckMethod", _L7, False),
+    ("loadbalancer-sticky-session", "StickySession", _L7, False),
+    ("loadbalancer-sticky-session-type", "StickySessionType", _L7, False),
+    ("loadbalancer-cookie", "Cookie", _L7, False),
+    ("loadbalancer-cookie-timeout", "CookieTimeout", _L7, True),
+    ("loadbalancer-idle-timeout", "IdleTimeout", _L7, True),
+    ("loadbalancer-request-timeout", "RequestTimeout", _L7, True),
+    ("loadbalancer-cert-id", "ServerCertificateId", ("https",), False),
+    ("loadbalancer-tls-cipher-policy", "TLSCipherPolicy", ("https",), False),
+)
+
+# annotation suffix -> CreateLoadBalancer parameter (BuildLocalModel / setRequest)
+BALANCER_ANNOTATIONS: tuple[tuple[str, str], ...] = (
+    ("loadbalancer-address-type", "AddressType"),
+    ("loadbalancer-charge-type", "InternetChargeType"),
+    ("loadbalancer-bandwidth", "Bandwidth"),
+    ("loadbalancer-spec", "LoadBalancerSpec"),
+    ("loadbalancer-vswitch-id", "VSwitchId"),
+    ("loadbalancer-master-zoneid", "MasterZoneId"),
+    ("loadbalancer-slave-zoneid", "SlaveZoneId"),
+    ("loadbalancer-resource-group-id", "ResourceGroupId"),
+    ("loadbalancer-ip-version", "AddressIPVersion"),
+    ("loadbalancer-delete-protection", "DeleteProtection"),
+    ("loadbalancer-modification-protection", "ModificationProtectionStatus"),
+    ("loadbalancer-network-type", "NetworkType"),
+)
+
+
+@dataclass
+class ListenerSpec:
+    """One Service port's listener: ``params`` are the create / set-attribute parameters
+    (``ListenerPort``, ``Description``, ``Scheduler``, ...; ``VServerGroupId`` added once the
+    group is known)."""
+
+    port: int
+    protocol: str
+    vgroup_name: str
+    node_port: int
+    params: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class BalancerSpec:
+    """The Service's balancer as upstream's local model has it."""
+
+    default_name: str
+    cluster_id: str
+    reuse_id: str = ""
+    force_override: bool = False
+    preserve_on_delete: bool = False
+    name: str = ""
+    attributes: dict[str, str] = field(default_factory=dict)
+    extra_tags: dict[str, str] = field(default_factory=dict)
+    listeners: list[ListenerSpec] = field(default_factory=list)
+
+    @property
+    def default_tags(self) -> dict[str, str]:
+        """``GetDefaultTags``."""
+        return {NAME_TAG: self.default_name, CLUSTER_TAG: self.cluster_id}
+
+    def create_params(
+        self, vpc_id: str, config_vswitch: str, resource_group: str
+    ) -> dict[str, str]:
+        """``setModelDefaultValue`` + ``setRequest``: the ``CreateLoadBalancer`` parameters."""
+        params = {k: v for k, v in self.attributes.items() if v}
+        params.setdefault("AddressType", "internet")
+        params.setdefault("DeleteProtection", "on")
+        if "ModificationProtectionStatus" not in params:
+            params["ModificationProtectionStatus"] = "ConsoleProtection"
+            params["ModificationProtectionReason"] = "managed.by.ack"
+        params["LoadBalancerName"] = self.name or self.default_name
+        network = params.pop("NetworkType", "")
+        if params["AddressType"] == "intranet":
+            params["VpcId"] = vpc_id
+            if network != "classic" and "VSwitchId" not in params and config_vswitch:
+                params["VSwitchId"] = config_vswitch.split(",")[0].split(":")[-1]
+        if network == "classic":
+            params.pop("VSwitchId", None)
+        if resource_group and "ResourceGroupId" not in params:
+            params["ResourceGroupId"] = resource_group
+        tags = {**self.default_tags, **self.extra_tags}
+        for i, (key, val) in enumerate(tags.items(), start=1):
+            params[f"Tag.{i}.Key"] = key
+            params[f"Tag.{i}.Value"] = val
+        return params
+
+
+def _int(service: Service, suffix: str) -> str | None:
+    found = value(service, suffix)
+    if found is None or found == "":
+        return None
+    if not _GO_INT.fullmatch(found):
+        raise InvalidServiceConfig(
+            f"{PREFIX}{suffix}", f"{PREFIX}{suffix} must be an integer, got {found!r}"
+        )
+    return str(int(found))
+
+
+def _pairs(text: str) -> dict[str, str]:
+    """``GetLoadBalancerAdditionalTags``: ``k=v,k2=v2`` (``k`` and ``k=`` give empty values)."""
+    tags: dict[str, str] = {}
+    for item in text.strip().split(","):
+        parts = item.strip().split("=")
+        if parts[0]:
+            tags[parts[0]] = parts[1] if len(parts) >= 2 else ""
+    return tags
+
+
+def _protocol(service: Service, port: Mapping[str, Any]) -> str:
+    """``protocol``: the ``protocol-port`` entry for this port, else the port's own."""
+    own = str(port.get("protocol") or "TCP").lower()
+    text = value(service, "loadbalancer-protocol-port") or ""
+    if not text:
+        return own
+    for item in text.split(","):
+        pair = item.split(":")
+        if len(pair) < 2:
+            raise InvalidServiceConfig(
+                f"{PREFIX}loadbalancer-protocol-port",
+                f"port and protocol format must be like 'https:443' with colon separated. "
+                f"got={pair}",
+            )
+        if pair[0] not in _PROTOCOLS:
+            raise InvalidServiceConfig(
+                f"{PREFIX}loadbalancer-protocol-port",
+                f"port protocol format must be either [http|https|tcp|udp], "
+                f"protocol not supported wit [{pair[0]}]",
+            )
+        if pair[1] == str(port.get("port")):
+            return pair[0]
+    return own
+
+
+def _listener(service: Service, port: Mapping[str, Any], cluster_id: str) -> ListenerSpec:
+    meta = service.get("metadata") or {}
+    where = f"{meta.get('name')}/{meta.get('namespace')}/{cluster_id}"
+    number, node_port = int(port.get("port") or 0), int(port.get("nodePort") or 0)
+    protocol = _protocol(service, port)
+    params = {"ListenerPort": str(number), "Description": f"k8s/{number}/{where}"}
+    for suffix, name, protocols, integer in LISTENER_ANNOTATIONS:
+        if protocol not in protocols:
+            continue
+        found = _int(service, suffix) if integer else value(service, suffix)
+        if found:
+            params[name] = found
+    params.setdefault("Scheduler", "rr")
+    if protocol != "http":
+        params.setdefault("Bandwidth", LISTENER_BANDWIDTH)
+    if protocol in _L7:
+        params.setdefault("HealthCheck", "off")
+        params.setdefault("StickySession", "off")
+    return ListenerSpec(number, protocol, f"k8s/{node_port}/{where}", node_port, params)
+
+
+def build_spec(service: Service, cluster_id: str) -> BalancerSpec:
+    """The Service's :class:`BalancerSpec`; raises
+    :class:`~kccm.cloudprovider.InvalidServiceConfig` where upstream's build fails."""
+    spec = BalancerSpec(default_load_balancer_name(service), cluster_id)
+    spec.reuse_id = value(service, "loadbalancer-id") or ""
+    spec.force_override = value(service, "loadbalancer-force-override-listeners") == "true"
+    spec.preserve_on_delete = bool(value(service, "loadbalancer-preserve-lb-on-delete"))
+    spec.name = value(service, "loadbalancer-name") or ""
+    for suffix, name in BALANCER_ANNOTATIONS:
+        found = _int(service, suffix) if name == "Bandwidth" else value(service, suffix)
+        if found:
+            spec.attributes[name] = found
+    spec.extra_tags = _pairs(value(service, "loadbalancer-additional-resource-tags") or "")
+    ports = (service.get("spec") or {}).get("ports") or []
+    spec.listeners = [_listener(service, port, cluster_id) for port in ports]
+    return spec
+
+
+def eni_backends(service: Service, config_backend_type: str) -> bool:
+    """``IsENIBackendType``: the Service's ``backend-type`` annotation, else the config's."""
+    annotations = (service.get("metadata") or {}).get("annotations") or {}
+    if annotations.get(BACKEND_TYPE):
+        return bool(annotations[BACKEND_TYPE] == "eni")
+    return config_backend_type == "eni"
+
+
+def node_backends(nodes: Sequence[Node], listener: ListenerSpec) -> list[Backend]:
+    """``buildClusterBackends``: every node not excluded, by its ECS instance ID, weight
+    100, on the port's node port."""
+    backends: dict[str, Backend] = {}
+    for node in nodes:
+        labels = (node.get("metadata") or {}).get("labels") or {}
+        provider_id = str((node.get("spec") or {}).get("providerID") or "")
+        if any(label in labels for label in _EXCLUDE) or not provider_id:
+            continue
+        _, instance = parse_provider_id(provider_id)
+        backends[instance] = Backend(
+            instance, listener.node_port, DEFAULT_WEIGHT, "ecs", listener.vgroup_name
+        )
+    return [backends[k] for k in sorted(backends)]

@@ -1,0 +1,341 @@
+"""Classic load balancers for LoadBalancer Services, over an in-memory SLB at the RPC seam
+(upstream pkg/controller/service/clbv1 v2.14.0 is the reference)."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+from slb_fake import FakeSlb
+
+from kccm.cloudprovider import InvalidServiceConfig
+from kccm.cloudprovider.servicewarnings import collect_service_warnings
+from kccm.providers.alibabacloud.config import load_alibaba_config
+from kccm.providers.alibabacloud.loadbalancer.clb import ClassicLoadBalancers
+
+A = "service.beta.kubernetes.io/alibaba-cloud-loadbalancer-"
+UID = "1b4e28ba-2fa1-11d2-883f-0016d3cca427"
+NAME = "a1b4e28ba2fa111d2883f0016d3cca427"[:32]
+NODES = (
+    {"metadata": {"name": "n1"}, "spec": {"providerID": "cn-hangzhou.i-1"}},
+    {"metadata": {"name": "n2"}, "spec": {"providerID": "cn-hangzhou.i-2"}},
+    {
+        "metadata": {
+            "name": "n3",
+            "labels": {"node.kubernetes.io/exclude-from-external-load-balancers": ""},
+        },
+        "spec": {"providerID": "cn-hangzhou.i-3"},
+    },
+    {"metadata": {"name": "pending"}, "spec": {}},
+)
+
+
+def service(annotations: dict[str, str] | None = None, **spec: Any) -> dict[str, Any]:
+    return {
+        "metadata": {
+            "name": "web",
+            "namespace": "default",
+            "uid": UID,
+            "annotations": dict(annotations or {}),
+        },
+        "spec": {
+            "type": "LoadBalancer",
+            "ports": [{"port": 80, "protocol": "TCP", "nodePort": 30080}],
+            **spec,
+        },
+    }
+
+
+def world(config: str = "") -> tuple[FakeSlb, ClassicLoadBalancers]:
+    slb = FakeSlb()
+    text = config or "global:\n  clusterID: c1\n  vswitchid: cn-hangzhou-a:vsw-1\n"
+    return slb, ClassicLoadBalancers(slb, load_alibaba_config(text), "vpc-1")
+
+
+def ensure(lbs: ClassicLoadBalancers, svc: dict[str, Any], nodes: Any = NODES) -> str:
+    with collect_service_warnings():
+        status = lbs.ensure_load_balancer("kubernetes", svc, nodes)
+    return status.ingress[0].ip
+
+
+def the_balancer(slb: FakeSlb) -> dict[str, Any]:
+    (lb,) = slb.balancers.values()
+    return lb
+
+
+def test_a_new_service_gets_a_tagged_balancer_listener_and_group() -> None:
+    slb, lbs = world()
+    ip = ensure(lbs, service())
+    lb = the_balancer(slb)
+    assert ip == lb["Address"]
+    assert lb["LoadBalancerName"] == NAME
+    assert lb["tags"] == {"kubernetes.do.not.delete": NAME, "ack.aliyun.com": "c1"}
+    assert (lb["AddressType"], lb["DeleteProtection"]) == ("internet", "on")
+    assert lb["ModificationProtectionStatus"] == "ConsoleProtection"
+    ((group_id, group),) = slb.vgroups.items()
+    assert group["name"] == "k8s/30080/web/default/c1"
+    assert sorted(group["backends"]) == ["i-1", "i-2"]
+    assert {b["Port"] for b in group["backends"].values()} == {30080}
+    listener = slb.listeners[lb["LoadBalancerId"]][(80, "tcp")]
+    assert listener["Status"] == "running"
+    assert listener["Description"] == "k8s/80/web/default/c1"
+    assert (listener["VServerGroupId"], listener["Scheduler"]) == (group_id, "rr")
+
+
+def test_a_second_ensure_makes_no_mutating_call() -> None:
+    slb, lbs = world()
+    svc = service({f"{A}health-check-type": "http", f"{A}healthy-threshold": "4"})
+    ensure(lbs, svc)
+    slb.calls.clear()
+    ensure(lbs, svc)
+    assert slb.mutating() == []
+
+
+def test_a_restarted_kccm_adopts_the_balancer_with_no_mutating_call() -> None:
+    slb, lbs = world()
+    ensure(lbs, service())
+    slb.calls.clear()
+    _, fresh = world()
+    fresh.api.rpc = slb
+    ensure(fresh, service())
+    assert slb.mutating() == []
+
+
+@pytest.mark.parametrize(
+    ("change", "calls"),
+    [
+        pytest.param(
+            {f"{A}scheduler": "wrr"}, ["SetLoadBalancerTCPListenerAttribute"], id="scheduler"
+        ),
+        pytest.param(
+            {f"{A}delete-protection": "off"}, ["SetLoadBalancerDeleteProtection"], id="protection"
+        ),
+        pytest.param({f"{A}name": "mine"}, ["SetLoadBalancerName"], id="name"),
+        pytest.param(
+            {f"{A}additional-resource-tags": "team=a,env"}, ["TagResources"], id="extra-tags"
+        ),
+        pytest.param(
+            {f"{A}charge-type": "paybybandwidth", f"{A}bandwidth": "20"},
+            ["ModifyLoadBalancerInternetSpec"],
+            id="bandwidth",
+        ),
+    ],
+)
+def test_a_changed_annotation_makes_exactly_its_call(
+    change: dict[str, str], calls: list[str]
+) -> None:
+    slb, lbs = world()
+    ensure(lbs, service())
+    slb.calls.clear()
+    ensure(lbs, service(change))
+    assert slb.mutating() == calls
+    slb.calls.clear()
+    ensure(lbs, service(change))
+    assert slb.mutating() == []
+
+
+def test_node_changes_touch_only_the_members() -> None:
+    slb, lbs = world()
+    ensure(lbs, service())
+    slb.calls.clear()
+    with collect_service_warnings():
+        lbs.update_load_balancer("kubernetes", service(), NODES[1:])
+    assert slb.mutating() == ["RemoveVServerGroupBackendServers"]
+    (group,) = slb.vgroups.values()
+    assert sorted(group["backends"]) == ["i-2"]
+
+
+def test_a_user_member_in_the_group_is_kept() -> None:
+    slb, lbs = world()
+    ensure(lbs, service())
+    (group,) = slb.vgroups.values()
+    group["backends"]["i-9"] = {"ServerId": "i-9", "Port": 8080, "Weight": 10, "Type": "ecs"}
+    slb.calls.clear()
+    ensure(lbs, service(), NODES[1:])
+    assert sorted(group["backends"]) == ["i-2", "i-9"]
+
+
+def test_a_port_change_replaces_listener_and_group() -> None:
+    slb, lbs = world()
+    ensure(lbs, service())
+    ports = [{"port": 443, "protocol": "TCP", "nodePort": 30443}]
+    ensure(lbs, service(ports=ports))
+    lb_id = the_balancer(slb)["LoadBalancerId"]
+    assert list(slb.listeners[lb_id]) == [(443, "tcp")]
+    assert [g["name"] for g in slb.vgroups.values()] == ["k8s/30443/web/default/c1"]
+
+
+@pytest.mark.parametrize(
+    ("annotations", "protocol", "expected"),
+    [
+        pytest.param({}, "udp", {"Bandwidth": "-1"}, id="udp"),
+        pytest.param(
+            {f"{A}protocol-port": "http:80"},
+            "http",
+            {"HealthCheck": "off", "StickySession": "off"},
+            id="http",
+        ),
+        pytest.param(
+            {f"{A}protocol-port": "https:80", f"{A}cert-id": "cert-1"},
+            "https",
+            {"ServerCertificateId": "cert-1", "Bandwidth": "-1"},
+            id="https",
+        ),
+        pytest.param(
+            {f"{A}acl-status": "on", f"{A}acl-id": "acl-1", f"{A}acl-type": "white"},
+            "udp",
+            {"AclStatus": "on", "AclId": "acl-1", "AclType": "white"},
+            id="acl",
+        ),
+    ],
+)
+def test_listener_protocols_and_parameters(
+    annotations: dict[str, str], protocol: str, expected: dict[str, str]
+) -> None:
+    slb, lbs = world()
+    own = "UDP" if protocol == "udp" else "TCP"
+    ensure(lbs, service(annotations, ports=[{"port": 80, "protocol": own, "nodePort": 30080}]))
+    lb_id = the_balancer(slb)["LoadBalancerId"]
+    listener = slb.listeners[lb_id][(80, protocol)]
+    assert {k: listener[k] for k in expected} == expected
+
+
+@pytest.mark.parametrize(
+    ("annotations", "key"),
+    [
+        pytest.param({f"{A}healthy-threshold": "three"}, f"{A}healthy-threshold", id="not-int"),
+        pytest.param({f"{A}bandwidth": " 5"}, f"{A}bandwidth", id="spaces"),
+        pytest.param({f"{A}protocol-port": "ftp:80"}, f"{A}protocol-port", id="protocol"),
+        pytest.param(
+            {"service.beta.kubernetes.io/backend-type": "eni"},
+            "service.beta.kubernetes.io/backend-type",
+            id="eni",
+        ),
+    ],
+)
+def test_invalid_settings_are_refused_naming_them(annotations: dict[str, str], key: str) -> None:
+    slb, lbs = world()
+    with pytest.raises(InvalidServiceConfig) as caught:
+        ensure(lbs, service(annotations))
+    assert caught.value.key == key
+    assert slb.mutating() == []
+
+
+def test_unsupported_annotations_give_a_warning_naming_them() -> None:
+    _, lbs = world()
+    with collect_service_warnings() as warnings:
+        lbs.ensure_load_balancer("kubernetes", service({f"{A}hostname": "x.example"}), NODES)
+    (warning,) = list(warnings)
+    assert f"{A}hostname" in warning.message
+
+
+def test_the_address_type_can_not_change() -> None:
+    _, lbs = world()
+    ensure(lbs, service())
+    with pytest.raises(InvalidServiceConfig):
+        ensure(lbs, service({f"{A}address-type": "intranet"}))
+
+
+def test_an_intranet_balancer_is_made_in_the_vpc_and_vswitch() -> None:
+    slb, lbs = world()
+    ensure(lbs, service({f"{A}address-type": "intranet"}))
+    lb = the_balancer(slb)
+    assert (lb["AddressType"], lb["VpcId"], lb["VSwitchId"]) == ("intranet", "vpc-1", "vsw-1")
+
+
+def test_an_upstream_balancer_found_by_name_is_adopted_and_tagged() -> None:
+    slb, lbs = world()
+    lb_id = slb.add_balancer(LoadBalancerName=NAME)
+    ensure(lbs, service())
+    assert list(slb.balancers) == [lb_id]
+    assert slb.balancers[lb_id]["tags"] == {"kubernetes.do.not.delete": NAME}
+
+
+def test_two_balancers_with_the_tag_is_an_error() -> None:
+    slb, lbs = world()
+    for _ in range(2):
+        slb.add_balancer(tags={"kubernetes.do.not.delete": NAME})
+    with pytest.raises(Exception, match="multiple"):
+        ensure(lbs, service())
+
+
+def test_deletion_turns_protection_off_and_deletes() -> None:
+    slb, lbs = world()
+    ensure(lbs, service())
+    slb.calls.clear()
+    lbs.ensure_load_balancer_deleted("kubernetes", service())
+    assert slb.mutating() == ["SetLoadBalancerDeleteProtection", "DeleteLoadBalancer"]
+    assert slb.balancers == {}
+    slb.calls.clear()
+    lbs.ensure_load_balancer_deleted("kubernetes", service())
+    assert slb.mutating() == []
+    assert lbs.get_load_balancer("kubernetes", service()) == (None, False)
+
+
+def test_preserve_on_delete_keeps_the_balancer_untagged() -> None:
+    slb, lbs = world()
+    svc = service({f"{A}preserve-lb-on-delete": "true"})
+    ensure(lbs, svc)
+    lbs.ensure_load_balancer_deleted("kubernetes", svc)
+    lb = the_balancer(slb)
+    assert lb["tags"] == {}
+    assert (lb["DeleteProtection"], lb["ModificationProtectionStatus"]) == ("off", "NonProtection")
+
+
+def reused(slb: FakeSlb, **fields: Any) -> str:
+    lb_id = slb.add_balancer(LoadBalancerName="user-lb", **fields)
+    slb.listeners[lb_id][(22, "tcp")] = {
+        "ListenerPort": 22,
+        "ListenerProtocol": "tcp",
+        "Description": "ssh",
+        "Status": "running",
+    }
+    return lb_id
+
+
+@pytest.mark.parametrize(
+    ("override", "listeners"),
+    [
+        pytest.param("false", [(22, "tcp")], id="listeners-kept"),
+        pytest.param("true", [(22, "tcp"), (80, "tcp")], id="override"),
+    ],
+)
+def test_a_reused_balancer(override: str, listeners: list[tuple[int, str]]) -> None:
+    slb, lbs = world()
+    lb_id = reused(slb)
+    svc = service({f"{A}id": lb_id, f"{A}force-override-listeners": override})
+    ensure(lbs, svc)
+    assert sorted(slb.listeners[lb_id]) == listeners
+    assert slb.balancers[lb_id]["tags"] == {"kubernetes.reused.by.user": "true"}
+    slb.calls.clear()
+    ensure(lbs, svc)
+    assert slb.mutating() == []
+    lbs.ensure_load_balancer_deleted("kubernetes", svc)
+    assert list(slb.balancers) == [lb_id]
+    assert list(slb.listeners[lb_id]) == [(22, "tcp")]
+    assert slb.vgroups == {}
+
+
+def test_a_balancer_kubernetes_made_can_not_be_reused() -> None:
+    slb, lbs = world()
+    lb_id = reused(slb, tags={"ack.aliyun.com": "other"})
+    with pytest.raises(InvalidServiceConfig, match="can not be reused"):
+        ensure(lbs, service({f"{A}id": lb_id}))
+
+
+def test_the_service_is_not_modified() -> None:
+    _, lbs = world()
+    svc = service({f"{A}scheduler": "wrr"})
+    before = copy.deepcopy(svc)
+    ensure(lbs, svc)
+    lbs.ensure_load_balancer_deleted("kubernetes", svc)
+    assert svc == before
+
+
+def test_disable_public_slb_refuses_an_internet_balancer() -> None:
+    slb, lbs = world("global:\n  disablePublicSLB: true\n")
+    with pytest.raises(InvalidServiceConfig, match="disablePublicSLB"):
+        ensure(lbs, service())
+    ensure(lbs, service({f"{A}address-type": "intranet"}))
+    assert the_balancer(slb)["AddressType"] == "intranet"
