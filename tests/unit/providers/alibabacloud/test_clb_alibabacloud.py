@@ -339,3 +339,36 @@ def test_disable_public_slb_refuses_an_internet_balancer() -> None:
         ensure(lbs, service())
     ensure(lbs, service({f"{A}address-type": "intranet"}))
     assert the_balancer(slb)["AddressType"] == "intranet"
+
+
+def test_a_listener_default_changed_in_the_console_is_left_alone() -> None:
+    slb, lbs = world()
+    ensure(lbs, service())
+    lb_id = the_balancer(slb)["LoadBalancerId"]
+    slb.listeners[lb_id][(80, "tcp")]["Scheduler"] = "wrr"
+    slb.calls.clear()
+    ensure(lbs, service())
+    assert slb.mutating() == []
+
+
+@pytest.mark.parametrize(
+    ("spec", "reason"),
+    [
+        pytest.param({"loadBalancerSourceRanges": ["10.0.0.0/8"]}, "UnsupportedSourceRanges"),
+        pytest.param({"externalTrafficPolicy": "Local"}, "UnsupportedTrafficPolicy"),
+    ],
+)
+def test_spec_fields_kccm_does_not_apply_give_a_warning(spec: dict[str, Any], reason: str) -> None:
+    _, lbs = world()
+    with collect_service_warnings() as warnings:
+        lbs.ensure_load_balancer("kubernetes", service(**spec), NODES)
+    assert [w.reason for w in warnings] == [reason]
+
+
+def test_a_missing_reused_balancer_is_absent_and_an_error_to_ensure() -> None:
+    _, lbs = world()
+    svc = service({f"{A}id": "lb-gone"})
+    assert lbs.get_load_balancer("kubernetes", svc) == (None, False)
+    lbs.ensure_load_balancer_deleted("kubernetes", svc)
+    with pytest.raises(Exception, match="can not find loadbalancer lb-gone"):
+        ensure(lbs, svc)

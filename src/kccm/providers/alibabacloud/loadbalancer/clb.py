@@ -95,7 +95,12 @@ class ClassicLoadBalancers:
         """``FindLoadBalancer``: by ID, else by the name tag, else by the default name."""
         reuse = value(service, "loadbalancer-id") or ""
         if reuse:
-            found = self.api.describe(reuse)
+            try:
+                found = self.api.describe(reuse)
+            except AlibabaError as err:
+                if err.code.startswith("InvalidLoadBalancerId"):
+                    return None
+                raise
             if found.id != reuse:
                 raise AlibabaError(f"find loadbalancer by id {reuse}: the API gave {found.id!r}")
             return found
@@ -161,6 +166,12 @@ class ClassicLoadBalancers:
             )
         for line in refused(service):
             warn_service("UnsupportedAnnotation", line)
+        if (service.get("spec") or {}).get("loadBalancerSourceRanges"):
+            warn_service(
+                "UnsupportedSourceRanges",
+                "alibabacloud: spec.loadBalancerSourceRanges is not applied to a CLB (as "
+                f"upstream); use the {PREFIX}loadbalancer-acl-* annotations",
+            )
         if (service.get("spec") or {}).get("externalTrafficPolicy") == "Local":
             warn_service(
                 "UnsupportedTrafficPolicy",
@@ -271,12 +282,7 @@ class ClassicLoadBalancers:
         first) or, with ``loadbalancer-preserve-lb-on-delete``, kept with its protections off
         and the Service's tags removed; a reused one keeps everything but this Service's
         listeners (with override) and vServer groups."""
-        try:
-            balancer = self._find(service)
-        except AlibabaError as err:
-            if err.code.startswith("InvalidLoadBalancerId"):
-                return
-            raise
+        balancer = self._find(service)
         if balancer is None:
             return
         reuse = value(service, "loadbalancer-id") or ""

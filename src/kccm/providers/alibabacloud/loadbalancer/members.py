@@ -134,7 +134,7 @@ def sync_listeners(
         params = {**listener.params, "VServerGroupId": vgroup_ids[listener.vgroup_name]}
         found = have.get(key)
         if found is None:
-            api.create_listener(lb_id, listener.protocol, params)
+            api.create_listener(lb_id, listener.protocol, {**listener.defaults, **params})
             api.start_listener(lb_id, listener.port, listener.protocol)
             continue
         if found.get("Status") == "stopped":

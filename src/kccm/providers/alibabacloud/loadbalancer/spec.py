@@ -100,15 +100,17 @@ BALANCER_ANNOTATIONS: tuple[tuple[str, str], ...] = (
 
 @dataclass
 class ListenerSpec:
-    """One Service port's listener: ``params`` are the create / set-attribute parameters
-    (``ListenerPort``, ``Description``, ``Scheduler``, ...; ``VServerGroupId`` added once the
-    group is known)."""
+    """One Service port's listener: ``params`` are what the Service sets (``ListenerPort``,
+    ``Description`` and the annotations; ``VServerGroupId`` added once the group is known),
+    compared with the listener's and set when they differ; ``defaults``
+    (``setDefaultValueForListener``) are sent only when the listener is created."""
 
     port: int
     protocol: str
     vgroup_name: str
     node_port: int
     params: dict[str, str] = field(default_factory=dict)
+    defaults: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -215,13 +217,12 @@ def _listener(service: Service, port: Mapping[str, Any], cluster_id: str) -> Lis
         found = _int(service, suffix) if integer else value(service, suffix)
         if found:
             params[name] = found
-    params.setdefault("Scheduler", "rr")
+    defaults = {"Scheduler": "rr"}
     if protocol != "http":
-        params.setdefault("Bandwidth", LISTENER_BANDWIDTH)
+        defaults["Bandwidth"] = LISTENER_BANDWIDTH
     if protocol in _L7:
-        params.setdefault("HealthCheck", "off")
-        params.setdefault("StickySession", "off")
-    return ListenerSpec(number, protocol, f"k8s/{node_port}/{where}", node_port, params)
+        defaults.update(HealthCheck="off", StickySession="off")
+    return ListenerSpec(number, protocol, f"k8s/{node_port}/{where}", node_port, params, defaults)
 
 
 def build_spec(service: Service, cluster_id: str) -> BalancerSpec:
