@@ -34,6 +34,7 @@ from kccm.cloudprovider import (
     InstancesV2,
     Interface,
     LoadBalancer,
+    LoadBalancerDescriber,
     Routes,
 )
 from kccm.cloudprovider.apicalls import CloudAPICalls
@@ -165,6 +166,14 @@ def new_alibabacloud_cloud(config: TextIO | None) -> AlibabaCloud:
 
 def _implements(
     cloud: AlibabaCloud, instances: EcsInstances, routes: VpcRoutes, lbs: ClassicLoadBalancers
-) -> tuple[Interface, InstancesV2, InstanceDescriber, InstanceMetadataLister, Routes, LoadBalancer]:
+) -> tuple[
+    Interface,
+    InstancesV2,
+    InstanceDescriber,
+    InstanceMetadataLister,
+    Routes,
+    LoadBalancer,
+    LoadBalancerDescriber,
+]:
     """Never called: mypy checks here that each capability implements its Protocol."""
-    return (cloud, instances, instances, instances, routes, lbs)
+    return (cloud, instances, instances, instances, routes, lbs, lbs)

@@ -33,6 +33,7 @@ class FakeSlb:
         self.listeners: dict[str, dict[tuple[int, str], dict[str, Any]]] = {}
         self.vgroups: dict[str, dict[str, Any]] = {}
         self.calls: list[tuple[str, dict[str, Any]]] = []
+        self.health: dict[str, str] = {}
         self.ledger = CloudAPICalls()
         self.region = "cn-hangzhou"
         self._ids = itertools.count(1)
@@ -213,6 +214,15 @@ class FakeSlb:
     def _DeleteLoadBalancerListener(self, p: dict[str, Any]) -> dict[str, Any]:
         del self.listeners[p["LoadBalancerId"]][(int(p["ListenerPort"]), p["ListenerProtocol"])]
         return {}
+
+    def _DescribeHealthStatus(self, p: dict[str, Any]) -> dict[str, Any]:
+        items = []
+        for (port, _), fields in self.listeners[self._lb(p)["LoadBalancerId"]].items():
+            group = self.vgroups.get(str(fields.get("VServerGroupId")), {"backends": {}})
+            for member in group["backends"].values():
+                status = self.health.get(member["ServerId"], "normal")
+                items.append({**member, "ListenerPort": port, "ServerHealthStatus": status})
+        return {"BackendServers": {"BackendServer": items}}
 
     # vServer groups
     def _DescribeVServerGroups(self, p: dict[str, Any]) -> dict[str, Any]:

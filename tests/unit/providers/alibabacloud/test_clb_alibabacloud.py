@@ -372,3 +372,19 @@ def test_a_missing_reused_balancer_is_absent_and_an_error_to_ensure() -> None:
     lbs.ensure_load_balancer_deleted("kubernetes", svc)
     with pytest.raises(Exception, match="can not find loadbalancer lb-gone"):
         ensure(lbs, svc)
+
+
+def test_describe_shows_listeners_members_and_their_health_with_reads_only() -> None:
+    slb, lbs = world()
+    ensure(lbs, service())
+    slb.health["i-2"] = "abnormal"
+    slb.calls.clear()
+    view = lbs.describe_load_balancer("kubernetes", service())
+    assert slb.mutating() == []
+    assert view is not None
+    (listener,) = view.listeners
+    assert (listener.port, listener.protocol) == (80, "TCP")
+    health = {t.instance: (t.health.value, t.detail, t.port) for t in listener.targets}
+    assert health == {"i-1": ("healthy", "", 30080), "i-2": ("unhealthy", "abnormal", 30080)}
+    lbs.ensure_load_balancer_deleted("kubernetes", service())
+    assert lbs.describe_load_balancer("kubernetes", service()) is None

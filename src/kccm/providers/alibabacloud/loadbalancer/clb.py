@@ -26,6 +26,7 @@ import uuid
 from collections.abc import Sequence
 
 from kccm.cloudprovider import (
+    BalancerView,
     InvalidServiceConfig,
     LoadBalancerIngress,
     LoadBalancerStatus,
@@ -37,6 +38,7 @@ from kccm.cloudprovider.servicewarnings import warn_service
 from kccm.providers.alibabacloud.config import AlibabaConfig
 from kccm.providers.alibabacloud.errors import AlibabaError
 from kccm.providers.alibabacloud.loadbalancer.annotations import PREFIX, refused, value
+from kccm.providers.alibabacloud.loadbalancer.describe import describe
 from kccm.providers.alibabacloud.loadbalancer.members import (
     Owner,
     delete_unused_vgroups,
@@ -124,6 +126,11 @@ class ClassicLoadBalancers:
         if found is None:
             return None, False
         return self._status(found), True
+
+    def describe_load_balancer(self, cluster_name: str, service: Service) -> BalancerView | None:
+        """kccm's ``describe_load_balancer`` (:mod:`.describe`)."""
+        found = self._find(service)
+        return None if found is None else describe(self.api, found)
 
     @staticmethod
     def _status(balancer: Balancer) -> LoadBalancerStatus:
