@@ -20,6 +20,15 @@ BUILD_SPEC_READS = (
     "preserve-lb-on-delete",
     "protocol-port",
 )
+# read by backends.py
+BACKENDS_READS = (
+    "vgroup-port",
+    "weight",
+    "default-weight",
+    "ignore-weight-update",
+    "backend-label",
+    "remove-unscheduled-backend",
+)
 
 DOC = Path(__file__).resolve().parents[4] / "docs" / "providers" / "alibabacloud-loadbalancer.md"
 
@@ -52,7 +61,7 @@ def test_legacy_prefix_and_refusal_name_the_annotation() -> None:
         "metadata": {
             "annotations": {
                 "service.beta.kubernetes.io/alicloud-loadbalancer-spec": "slb.s2.small",
-                "service.beta.kubernetes.io/alicloud-loadbalancer-weight": "20",
+                "service.beta.kubernetes.io/alicloud-loadbalancer-forward-port": "80:443",
                 "service.beta.kubernetes.io/alibaba-cloud-loadbalancer-hostname": "a.example",
                 "unrelated": "x",
             }
@@ -63,13 +72,13 @@ def test_legacy_prefix_and_refusal_name_the_annotation() -> None:
     lines = refused(service)
     assert len(lines) == 2
     assert any("alibaba-cloud-loadbalancer-hostname='a.example'" in line for line in lines)
-    assert any("alibaba-cloud-loadbalancer-weight='20'" in line for line in lines)
+    assert any("alibaba-cloud-loadbalancer-forward-port='80:443'" in line for line in lines)
 
 
 def test_supported_is_what_the_classic_balancer_reads() -> None:
     read = {suffix for suffix, *_ in LISTENER_ANNOTATIONS} | {
         suffix for suffix, _ in BALANCER_ANNOTATIONS
     }
-    read |= {f"loadbalancer-{s}" for s in BUILD_SPEC_READS}
+    read |= {f"loadbalancer-{s}" for s in BUILD_SPEC_READS + BACKENDS_READS}
     assert {f"loadbalancer-{s}" for s in SUPPORTED} == read
     assert {a.suffix for a in TABLE if a.status == "supported"} == read

@@ -52,7 +52,7 @@ class Annotation:
 
 
 # what the classic load balancer reads (spec.py: BALANCER_ANNOTATIONS, LISTENER_ANNOTATIONS
-# and build_spec); a test keeps the two equal
+# and build_spec; backends.py); a test keeps them equal
 SUPPORTED = frozenset(
     {
         *("address-type", "id", "name", "resource-group-id", "additional-resource-tags"),
@@ -67,6 +67,8 @@ SUPPORTED = frozenset(
         *("health-check-domain", "health-check-httpcode", "health-check-method"),
         *("sticky-session", "sticky-session-type", "cookie-timeout", "cookie"),
         *("persistence-timeout", "request-timeout", "established-timeout"),
+        *("vgroup-port", "weight", "default-weight", "ignore-weight-update"),
+        *("backend-label", "remove-unscheduled-backend"),
     }
 )
 

@@ -38,8 +38,10 @@ from kccm.cloudprovider.servicewarnings import warn_service
 from kccm.providers.alibabacloud.config import AlibabaConfig
 from kccm.providers.alibabacloud.errors import AlibabaError
 from kccm.providers.alibabacloud.loadbalancer.annotations import PREFIX, refused, value
+from kccm.providers.alibabacloud.loadbalancer.backends import group_wants, vgroup_ports
 from kccm.providers.alibabacloud.loadbalancer.describe import describe
 from kccm.providers.alibabacloud.loadbalancer.members import (
+    GroupWant,
     Owner,
     delete_unused_vgroups,
     read_vgroups,
@@ -55,7 +57,6 @@ from kccm.providers.alibabacloud.loadbalancer.spec import (
     BalancerSpec,
     build_spec,
     eni_backends,
-    node_backends,
 )
 
 __all__ = ["ClassicLoadBalancers"]
@@ -141,6 +142,7 @@ class ClassicLoadBalancers:
         self, cluster_name: str, service: Service, nodes: Sequence[Node]
     ) -> LoadBalancerStatus:
         spec = self._spec(service)
+        wants = group_wants(service, spec, nodes)
         balancer = self._find(service)
         if balancer is None:
             if spec.reuse_id:
@@ -150,7 +152,7 @@ class ClassicLoadBalancers:
         if spec.reuse_id:
             self._check_reusable(service, balancer, tags)
         self._update(spec, balancer, tags)
-        self._members(service, spec, balancer.id, nodes)
+        self._members(service, spec, balancer.id, wants)
         return self._status(balancer)
 
     def update_load_balancer(
@@ -271,12 +273,12 @@ class ClassicLoadBalancers:
             self.api.untag(lb_id, gone)
 
     def _members(
-        self, service: Service, spec: BalancerSpec, lb_id: str, nodes: Sequence[Node]
+        self, service: Service, spec: BalancerSpec, lb_id: str, wants: Sequence[GroupWant]
     ) -> None:
         owner = _owner(service, self.cluster_id)
-        groups = read_vgroups(self.api, lb_id, owner)
-        wanted = {ls.vgroup_name: node_backends(nodes, ls) for ls in spec.listeners}
-        ids = sync_vgroups(self.api, lb_id, groups, wanted, owner)
+        reused = {w.reused_id for w in wants if w.reused_id}
+        groups = read_vgroups(self.api, lb_id, owner, reused)
+        ids = sync_vgroups(self.api, lb_id, groups, wants, owner)
         if not spec.reuse_id or spec.force_override:
             sync_listeners(self.api, lb_id, spec.listeners, ids, owner)
         else:
@@ -307,7 +309,9 @@ class ClassicLoadBalancers:
         owner = _owner(service, self.cluster_id)
         if value(service, "loadbalancer-force-override-listeners") == "true":
             sync_listeners(self.api, lb_id, [], {}, owner)
-        delete_unused_vgroups(self.api, read_vgroups(self.api, lb_id, owner), {}, owner)
+        reused = set(vgroup_ports(service, value(service, "loadbalancer-id") or "").values())
+        groups = read_vgroups(self.api, lb_id, owner, reused)
+        delete_unused_vgroups(self.api, groups, {}, owner)
 
     def _preserve(self, service: Service, lb: Balancer) -> None:
         """``SetProtectionsOff`` and ``CleanupLoadBalancerTags``."""

@@ -12,13 +12,14 @@ a backend whose description, a listener whose description is ``k8s/<port>/<servi
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
+from kccm.cloudprovider import InvalidServiceConfig
 from kccm.providers.alibabacloud.loadbalancer.slbapi import Backend, SlbApi, VGroup
 from kccm.providers.alibabacloud.loadbalancer.spec import ListenerSpec
 
-__all__ = ["Owner", "read_vgroups", "sync_listeners", "sync_vgroups"]
+__all__ = ["GroupWant", "Owner", "read_vgroups", "sync_listeners", "sync_vgroups"]
 
 log = logging.getLogger(__name__)
 
@@ -46,26 +47,43 @@ class Owner:
         )
 
 
-def read_vgroups(api: SlbApi, lb_id: str, owner: Owner) -> list[VGroup]:
-    """The balancer's vServer groups; the backends of this Service's ones."""
+def read_vgroups(
+    api: SlbApi, lb_id: str, owner: Owner, reused: Collection[str] = ()
+) -> list[VGroup]:
+    """The balancer's vServer groups; the members of this Service's ones and of the user's
+    groups it reuses (``DescribeVServerGroups`` in upstream's ``vgroups.go``)."""
     groups = api.vgroups(lb_id)
     for group in groups:
-        if owner.owns(group.name):
+        if owner.owns(group.name) or group.id in reused:
             group.backends = api.vgroup_backends(group.id)
     return groups
 
 
-def _sync_backends(api: SlbApi, group: VGroup, wanted: Sequence[Backend], owner: Owner) -> None:
+@dataclass
+class GroupWant:
+    """One port's group: its name (``k8s/<nodePort>/...``), the user's group to use instead
+    (``vgroup-port`` on a reused balancer), its members and whether weights are left as
+    they are (``ignore-weight-update``)."""
+
+    name: str
+    reused_id: str
+    backends: Sequence[Backend]
+    ignore_weight: bool = False
+
+
+def _sync_backends(api: SlbApi, group: VGroup, want: GroupWant, owner: Owner) -> None:
     """``diff``: remove this Service's members no longer wanted, add the new ones, set those
     whose port, weight or description changed."""
     have = {b.key: b for b in group.backends}
-    want = {b.key: b for b in wanted}
-    stale = [b for k, b in have.items() if k not in want and owner.owns(b.description)]
-    new = [b for k, b in want.items() if k not in have]
+    wanted = {b.key: b for b in want.backends}
+    stale = [b for k, b in have.items() if k not in wanted and owner.owns(b.description)]
+    new = [b for k, b in wanted.items() if k not in have]
     changed = [
         b
-        for k, b in want.items()
-        if k in have and owner.owns(have[k].description) and not have[k].same(b)
+        for k, b in wanted.items()
+        if k in have
+        and owner.owns(have[k].description)
+        and not have[k].same(b, weight=not want.ignore_weight)
     ]
     if stale:
         api.remove_backends(group.id, stale)
@@ -75,33 +93,51 @@ def _sync_backends(api: SlbApi, group: VGroup, wanted: Sequence[Backend], owner:
         api.update_backends(group.id, changed)
 
 
+def _reused(remote: Sequence[VGroup], want: GroupWant, lb_id: str) -> VGroup:
+    """``buildVGroupForServicePort``: the user's group must be on the balancer and not one
+    a Service's balancer made."""
+    found = [g for g in remote if g.id == want.reused_id]
+    key = "service.beta.kubernetes.io/alibaba-cloud-loadbalancer-vgroup-port"
+    if not found:
+        raise InvalidServiceConfig(key, f"can not find vgroupId {want.reused_id} in lb {lb_id}")
+    if found[0].name.startswith("k8s/") and len(found[0].name.split("/")) == 5:
+        raise InvalidServiceConfig(
+            key, f"cannot reuse a ccm created vgroup {want.reused_id} for slb {lb_id}"
+        )
+    return found[0]
+
+
 def sync_vgroups(
-    api: SlbApi,
-    lb_id: str,
-    remote: Sequence[VGroup],
-    wanted: Mapping[str, Sequence[Backend]],
-    owner: Owner,
+    api: SlbApi, lb_id: str, remote: Sequence[VGroup], wants: Sequence[GroupWant], owner: Owner
 ) -> dict[str, str]:
-    """Create or update one group per wanted name; ``{name: group ID}``."""
+    """Create or update one group per port; ``{name: group ID}``."""
     by_name = {g.name: g for g in remote}
     ids: dict[str, str] = {}
-    for name, backends in wanted.items():
-        group = by_name.get(name)
+    for want in wants:
+        group = _reused(remote, want, lb_id) if want.reused_id else by_name.get(want.name)
         if group is None:
-            group = VGroup(api.create_vgroup(lb_id, name), name)
-            log.info("alibabacloud: %s: created vServer group %s (%s)", lb_id, name, group.id)
-        _sync_backends(api, group, backends, owner)
-        ids[name] = group.id
+            group = VGroup(api.create_vgroup(lb_id, want.name), want.name)
+            log.info("alibabacloud: %s: created vServer group %s (%s)", lb_id, want.name, group.id)
+        _sync_backends(api, group, want, owner)
+        ids[want.name] = group.id
     return ids
 
 
 def delete_unused_vgroups(
     api: SlbApi, remote: Sequence[VGroup], keep: Mapping[str, str], owner: Owner
 ) -> None:
-    """``cleanup``: delete this Service's groups no listener of it uses any more."""
+    """``cleanup``: delete this Service's groups no port of it uses any more; from the user's
+    groups it used, remove its members."""
+    used = set(keep.values())
     for group in remote:
-        if owner.owns(group.name) and group.name not in keep:
+        if group.id in used:
+            continue
+        if owner.owns(group.name):
             api.delete_vgroup(group.id)
+            continue
+        mine = [b for b in group.backends if owner.owns(b.description)]
+        if mine:
+            api.remove_backends(group.id, mine)
 
 
 def _differs(wanted: Mapping[str, str], have: Mapping[str, str]) -> dict[str, str]:

@@ -103,13 +103,11 @@ class Backend:
         """Which member this is (``diff`` in upstream's ``vgroups.go``)."""
         return (self.server_id, self.server_ip if self.type == "eni" else "")
 
-    def same(self, other: Backend) -> bool:
-        """Nothing to set: same port, weight and description."""
-        return (self.port, self.weight, self.description) == (
-            other.port,
-            other.weight,
-            other.description,
-        )
+    def same(self, other: Backend, *, weight: bool = True) -> bool:
+        """Nothing to set: same port, description and (unless ``weight`` is false) weight."""
+        if weight and self.weight != other.weight:
+            return False
+        return (self.port, self.description) == (other.port, other.description)
 
 
 @dataclass

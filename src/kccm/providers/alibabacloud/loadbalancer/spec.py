@@ -14,14 +14,12 @@ descriptions) ``k8s/<node port>/<service>/<namespace>/<cluster ID>``.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kccm.cloudprovider import InvalidServiceConfig, Node, Service, default_load_balancer_name
-from kccm.providers.alibabacloud.instances import parse_provider_id
+from kccm.cloudprovider import InvalidServiceConfig, Service, default_load_balancer_name
 from kccm.providers.alibabacloud.loadbalancer.annotations import PREFIX, value
-from kccm.providers.alibabacloud.loadbalancer.slbapi import Backend
 
 __all__ = [
     "CLUSTER_TAG",
@@ -30,20 +28,14 @@ __all__ = [
     "BalancerSpec",
     "ListenerSpec",
     "build_spec",
-    "node_backends",
+    "go_int",
 ]
 
 NAME_TAG = "kubernetes.do.not.delete"  # helper.TAGKEY
 REUSE_TAG = "kubernetes.reused.by.user"  # helper.REUSEKEY
 CLUSTER_TAG = "ack.aliyun.com"  # util.ClusterTagKey
 BACKEND_TYPE = "service.beta.kubernetes.io/backend-type"  # helper.BackendType
-DEFAULT_WEIGHT = 100  # vgroups.go DefaultServerWeight
 LISTENER_BANDWIDTH = "-1"  # listeners.go DefaultListenerBandwidth
-_EXCLUDE = (
-    "node.kubernetes.io/exclude-from-external-load-balancers",
-    "alpha.service-controller.kubernetes.io/exclude-balancer",
-    "service.beta.kubernetes.io/exclude-node",
-)
 _PROTOCOLS = ("tcp", "udp", "http", "https")
 _GO_INT = re.compile(r"[+-]?[0-9]+")  # strconv.Atoi: no spaces, no underscores
 
@@ -159,7 +151,7 @@ class BalancerSpec:
         return params
 
 
-def _int(service: Service, suffix: str) -> str | None:
+def go_int(service: Service, suffix: str) -> str | None:
     found = value(service, suffix)
     if found is None or found == "":
         return None
@@ -214,7 +206,7 @@ def _listener(service: Service, port: Mapping[str, Any], cluster_id: str) -> Lis
     for suffix, name, protocols, integer in LISTENER_ANNOTATIONS:
         if protocol not in protocols:
             continue
-        found = _int(service, suffix) if integer else value(service, suffix)
+        found = go_int(service, suffix) if integer else value(service, suffix)
         if found:
             params[name] = found
     defaults = {"Scheduler": "rr"}
@@ -234,7 +226,7 @@ def build_spec(service: Service, cluster_id: str) -> BalancerSpec:
     spec.preserve_on_delete = bool(value(service, "loadbalancer-preserve-lb-on-delete"))
     spec.name = value(service, "loadbalancer-name") or ""
     for suffix, name in BALANCER_ANNOTATIONS:
-        found = _int(service, suffix) if name == "Bandwidth" else value(service, suffix)
+        found = go_int(service, suffix) if name == "Bandwidth" else value(service, suffix)
         if found:
             spec.attributes[name] = found
     spec.extra_tags = _pairs(value(service, "loadbalancer-additional-resource-tags") or "")
@@ -249,19 +241,3 @@ def eni_backends(service: Service, config_backend_type: str) -> bool:
     if annotations.get(BACKEND_TYPE):
         return bool(annotations[BACKEND_TYPE] == "eni")
     return config_backend_type == "eni"
-
-
-def node_backends(nodes: Sequence[Node], listener: ListenerSpec) -> list[Backend]:
-    """``buildClusterBackends``: every node not excluded, by its ECS instance ID, weight
-    100, on the port's node port."""
-    backends: dict[str, Backend] = {}
-    for node in nodes:
-        labels = (node.get("metadata") or {}).get("labels") or {}
-        provider_id = str((node.get("spec") or {}).get("providerID") or "")
-        if any(label in labels for label in _EXCLUDE) or not provider_id:
-            continue
-        _, instance = parse_provider_id(provider_id)
-        backends[instance] = Backend(
-            instance, listener.node_port, DEFAULT_WEIGHT, "ecs", listener.vgroup_name
-        )
-    return [backends[k] for k in sorted(backends)]
