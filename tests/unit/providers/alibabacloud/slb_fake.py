@@ -191,6 +191,8 @@ class FakeSlb:
         if any(k[0] == port for k in self.listeners[lb_id]):
             raise AlibabaError("port used", status=400, code="ListenerAlreadyExists")
         fields = {k: str(v) for k, v in p.items()}
+        if "healthCheckInterval" in fields:  # the TCP/UDP create spelling; read back as usual
+            fields["HealthCheckInterval"] = fields.pop("healthCheckInterval")
         self.listeners[lb_id][(port, protocol)] = {
             **fields,
             "ListenerPort": port,

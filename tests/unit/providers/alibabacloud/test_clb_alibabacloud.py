@@ -85,7 +85,14 @@ def test_a_new_service_gets_a_tagged_balancer_listener_and_group() -> None:
 
 def test_a_second_ensure_makes_no_mutating_call() -> None:
     slb, lbs = world()
-    svc = service({f"{A}health-check-type": "http", f"{A}healthy-threshold": "4"})
+    svc = service(
+        {
+            f"{A}health-check-type": "http",
+            f"{A}healthy-threshold": "4",
+            f"{A}health-check-interval": "3",
+            f"{A}proxy-protocol": "on",
+        }
+    )
     ensure(lbs, svc)
     slb.calls.clear()
     ensure(lbs, svc)
@@ -225,9 +232,9 @@ def test_invalid_settings_are_refused_naming_them(annotations: dict[str, str], k
 def test_unsupported_annotations_give_a_warning_naming_them() -> None:
     _, lbs = world()
     with collect_service_warnings() as warnings:
-        lbs.ensure_load_balancer("kubernetes", service({f"{A}hostname": "x.example"}), NODES)
+        lbs.ensure_load_balancer("kubernetes", service({f"{A}domain-extensions": "x"}), NODES)
     (warning,) = list(warnings)
-    assert f"{A}hostname" in warning.message
+    assert f"{A}domain-extensions='x'" in warning.message
 
 
 def test_the_address_type_can_not_change() -> None:
@@ -388,3 +395,45 @@ def test_describe_shows_listeners_members_and_their_health_with_reads_only() -> 
     assert health == {"i-1": ("healthy", "", 30080), "i-2": ("unhealthy", "abnormal", 30080)}
     lbs.ensure_load_balancer_deleted("kubernetes", service())
     assert lbs.describe_load_balancer("kubernetes", service()) is None
+
+
+@pytest.mark.parametrize(
+    ("annotations", "protocol", "expected"),
+    [
+        pytest.param(
+            {f"{A}proxy-protocol": "on", f"{A}health-check-interval": "3"},
+            "tcp",
+            {"ProxyProtocolV2Enabled": "true", "healthCheckInterval": "3"},
+            id="tcp-proxy-protocol-and-the-sdks-spelling",
+        ),
+        pytest.param(
+            {
+                f"{A}protocol-port": "https:80",
+                f"{A}http2-enabled": "on",
+                f"{A}xforwardedfor-proto": "on",
+                f"{A}health-check-interval": "3",
+            },
+            "https",
+            {"EnableHttp2": "on", "XForwardedFor_proto": "on", "HealthCheckInterval": "3"},
+            id="https",
+        ),
+    ],
+)
+def test_listener_creation_parameters_as_sent(
+    annotations: dict[str, str], protocol: str, expected: dict[str, str]
+) -> None:
+    slb, lbs = world()
+    ensure(lbs, service(annotations))
+    (sent,) = [p for a, p in slb.calls if a == f"CreateLoadBalancer{protocol.upper()}Listener"]
+    assert {k: sent.get(k) for k in expected} == expected
+
+
+def test_hostname_and_ip_annotations() -> None:
+    slb, lbs = world()
+    svc = service({f"{A}hostname": "web.example", f"{A}ip": "192.168.0.9"})
+    with collect_service_warnings():
+        status = lbs.ensure_load_balancer("kubernetes", svc, NODES)
+    assert status.ingress[0].hostname == "web.example"
+    assert the_balancer(slb)["Address"] == "192.168.0.9"
+    with pytest.raises(InvalidServiceConfig, match="Address"):
+        ensure(lbs, service({f"{A}ip": "192.168.0.10"}))

@@ -29,6 +29,8 @@ BACKENDS_READS = (
     "backend-label",
     "remove-unscheduled-backend",
 )
+# read by clb.py
+CLB_READS = ("hostname",)
 
 DOC = Path(__file__).resolve().parents[4] / "docs" / "providers" / "alibabacloud-loadbalancer.md"
 
@@ -62,7 +64,7 @@ def test_legacy_prefix_and_refusal_name_the_annotation() -> None:
             "annotations": {
                 "service.beta.kubernetes.io/alicloud-loadbalancer-spec": "slb.s2.small",
                 "service.beta.kubernetes.io/alicloud-loadbalancer-forward-port": "80:443",
-                "service.beta.kubernetes.io/alibaba-cloud-loadbalancer-hostname": "a.example",
+                "service.beta.kubernetes.io/alibaba-cloud-loadbalancer-cps": "100",
                 "unrelated": "x",
             }
         }
@@ -71,7 +73,7 @@ def test_legacy_prefix_and_refusal_name_the_annotation() -> None:
     assert value(service, "loadbalancer-bandwidth") is None
     lines = refused(service)
     assert len(lines) == 2
-    assert any("alibaba-cloud-loadbalancer-hostname='a.example'" in line for line in lines)
+    assert any("alibaba-cloud-loadbalancer-cps='100'" in line for line in lines)
     assert any("alibaba-cloud-loadbalancer-forward-port='80:443'" in line for line in lines)
 
 
@@ -79,6 +81,6 @@ def test_supported_is_what_the_classic_balancer_reads() -> None:
     read = {suffix for suffix, *_ in LISTENER_ANNOTATIONS} | {
         suffix for suffix, _ in BALANCER_ANNOTATIONS
     }
-    read |= {f"loadbalancer-{s}" for s in BUILD_SPEC_READS + BACKENDS_READS}
+    read |= {f"loadbalancer-{s}" for s in BUILD_SPEC_READS + BACKENDS_READS + CLB_READS}
     assert {f"loadbalancer-{s}" for s in SUPPORTED} == read
     assert {a.suffix for a in TABLE if a.status == "supported"} == read

@@ -68,7 +68,9 @@ SUPPORTED = frozenset(
         *("sticky-session", "sticky-session-type", "cookie-timeout", "cookie"),
         *("persistence-timeout", "request-timeout", "established-timeout"),
         *("vgroup-port", "weight", "default-weight", "ignore-weight-update"),
-        *("backend-label", "remove-unscheduled-backend"),
+        *("backend-label", "remove-unscheduled-backend", "http2-enabled", "proxy-protocol"),
+        *("xforwardedfor-proto", "xforwardedfor-slbport", "xforwardedfor-clientsrcport"),
+        *("hostname", "ip"),
     }
 )
 

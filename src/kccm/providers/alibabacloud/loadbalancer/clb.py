@@ -72,6 +72,7 @@ IMMUTABLE = {
     "SlaveZoneId": f"{PREFIX}loadbalancer-slave-zoneid",
     "ResourceGroupId": f"{PREFIX}loadbalancer-resource-group-id",
     "AddressIPVersion": f"{PREFIX}loadbalancer-ip-version",
+    "Address": f"{PREFIX}loadbalancer-ip",
 }
 DEFAULT_CLUSTER_ID = "clusterid"  # base.CLUSTER_ID before the metadata is read
 
@@ -126,7 +127,7 @@ class ClassicLoadBalancers:
         found = self._find(service)
         if found is None:
             return None, False
-        return self._status(found), True
+        return self._status(service, found), True
 
     def describe_load_balancer(self, cluster_name: str, service: Service) -> BalancerView | None:
         """kccm's ``describe_load_balancer`` (:mod:`.describe`)."""
@@ -134,7 +135,11 @@ class ClassicLoadBalancers:
         return None if found is None else describe(self.api, found)
 
     @staticmethod
-    def _status(balancer: Balancer) -> LoadBalancerStatus:
+    def _status(service: Service, balancer: Balancer) -> LoadBalancerStatus:
+        """``updateServiceStatus``: the ``hostname`` annotation, else the address."""
+        hostname = value(service, "loadbalancer-hostname")
+        if hostname:
+            return LoadBalancerStatus(ingress=(LoadBalancerIngress(hostname=hostname),))
         return LoadBalancerStatus(ingress=(LoadBalancerIngress(ip=balancer.address),))
 
     # ensure
@@ -153,7 +158,7 @@ class ClassicLoadBalancers:
             self._check_reusable(service, balancer, tags)
         self._update(spec, balancer, tags)
         self._members(service, spec, balancer.id, wants)
-        return self._status(balancer)
+        return self._status(service, balancer)
 
     def update_load_balancer(
         self, cluster_name: str, service: Service, nodes: Sequence[Node]

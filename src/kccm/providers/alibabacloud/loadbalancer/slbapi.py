@@ -223,8 +223,12 @@ class SlbApi:
                 return found
 
     def create_listener(self, lb_id: str, protocol: str, params: Mapping[str, str]) -> None:
+        """The SDK's TCP and UDP create requests spell the interval ``healthCheckInterval``."""
         action = f"CreateLoadBalancer{protocol.upper()}Listener"
-        self._call(action, LoadBalancerId=lb_id, **params)
+        sent = dict(params)
+        if protocol in ("tcp", "udp") and "HealthCheckInterval" in sent:
+            sent["healthCheckInterval"] = sent.pop("HealthCheckInterval")
+        self._call(action, LoadBalancerId=lb_id, **sent)
 
     def set_listener(self, lb_id: str, protocol: str, params: Mapping[str, str]) -> None:
         action = f"SetLoadBalancer{protocol.upper()}ListenerAttribute"

@@ -71,6 +71,11 @@ LISTENER_ANNOTATIONS: tuple[tuple[str, str, tuple[str, ...], bool], ...] = (
     ("loadbalancer-request-timeout", "RequestTimeout", _L7, True),
     ("loadbalancer-cert-id", "ServerCertificateId", ("https",), False),
     ("loadbalancer-tls-cipher-policy", "TLSCipherPolicy", ("https",), False),
+    ("loadbalancer-http2-enabled", "EnableHttp2", ("https",), False),
+    ("loadbalancer-xforwardedfor-proto", "XForwardedFor_proto", _L7, False),
+    ("loadbalancer-xforwardedfor-slbport", "XForwardedFor_SLBPORT", _L7, False),
+    ("loadbalancer-xforwardedfor-clientsrcport", "XForwardedFor_ClientSrcPort", _L7, False),
+    ("loadbalancer-proxy-protocol", "ProxyProtocolV2Enabled", _L4, False),
 )
 
 # annotation suffix -> CreateLoadBalancer parameter (BuildLocalModel / setRequest)
@@ -87,6 +92,7 @@ BALANCER_ANNOTATIONS: tuple[tuple[str, str], ...] = (
     ("loadbalancer-delete-protection", "DeleteProtection"),
     ("loadbalancer-modification-protection", "ModificationProtectionStatus"),
     ("loadbalancer-network-type", "NetworkType"),
+    ("loadbalancer-ip", "Address"),
 )
 
 
@@ -207,6 +213,8 @@ def _listener(service: Service, port: Mapping[str, Any], cluster_id: str) -> Lis
         if protocol not in protocols:
             continue
         found = go_int(service, suffix) if integer else value(service, suffix)
+        if found and name == "ProxyProtocolV2Enabled":
+            found = "true" if found == "on" else "false"
         if found:
             params[name] = found
     defaults = {"Scheduler": "rr"}
