@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from slb_fake import FakeSlb
 
-from kccm.cloudprovider import InvalidServiceConfig
+from kccm.cloudprovider import ImplementedElsewhere, InvalidServiceConfig
 from kccm.cloudprovider.servicewarnings import collect_service_warnings
 from kccm.providers.alibabacloud.config import load_alibaba_config
 from kccm.providers.alibabacloud.loadbalancer.clb import ClassicLoadBalancers
@@ -437,3 +437,33 @@ def test_hostname_and_ip_annotations() -> None:
     assert the_balancer(slb)["Address"] == "192.168.0.9"
     with pytest.raises(InvalidServiceConfig, match="Address"):
         ensure(lbs, service({f"{A}ip": "192.168.0.10"}))
+
+
+@pytest.mark.parametrize(
+    ("config", "annotations", "raised"),
+    [
+        pytest.param(
+            "", {"service.beta.kubernetes.io/class": "x"}, ImplementedElsewhere, id="class"
+        ),
+        pytest.param("", {f"{A}tunnel-type": "tunnel"}, ImplementedElsewhere, id="tunnel"),
+        pytest.param(
+            "global:\n  featureGates: LoadBalancerTypeAnnotation=true\n",
+            {f"{A}type": "nlb"},
+            InvalidServiceConfig,
+            id="nlb-with-the-gate",
+        ),
+    ],
+)
+def test_services_for_another_balancer(
+    config: str, annotations: dict[str, str], raised: type[Exception]
+) -> None:
+    slb, lbs = world(config)
+    with pytest.raises(raised):
+        ensure(lbs, service(annotations))
+    assert slb.mutating() == []
+
+
+def test_the_type_annotation_without_the_gate_is_a_clb() -> None:
+    slb, lbs = world()
+    ensure(lbs, service({f"{A}type": "nlb"}))
+    assert len(slb.balancers) == 1

@@ -30,7 +30,7 @@ BACKENDS_READS = (
     "remove-unscheduled-backend",
 )
 # read by clb.py
-CLB_READS = ("hostname",)
+CLB_READS = ("hostname", "type", "tunnel-type")
 
 DOC = Path(__file__).resolve().parents[4] / "docs" / "providers" / "alibabacloud-loadbalancer.md"
 

@@ -27,6 +27,7 @@ from collections.abc import Sequence
 
 from kccm.cloudprovider import (
     BalancerView,
+    ImplementedElsewhere,
     InvalidServiceConfig,
     LoadBalancerIngress,
     LoadBalancerStatus,
@@ -64,6 +65,7 @@ __all__ = ["ClassicLoadBalancers"]
 log = logging.getLogger(__name__)
 
 MAX_TAGS = 10  # loadbalancer.go MaxLBTagNum
+CLASS_ANNOTATION = "service.beta.kubernetes.io/class"  # helper.LoadBalancerClass
 # what LoadBalancerManager.Update refuses to change, and the annotation that asks for it
 IMMUTABLE = {
     "AddressType": f"{PREFIX}loadbalancer-address-type",
@@ -165,7 +167,23 @@ class ClassicLoadBalancers:
     ) -> None:
         self.ensure_load_balancer(cluster_name, service, nodes)
 
+    def _handed_off(self, service: Service) -> None:
+        """``NeedCLB`` / ``NeedNLB`` (``pkg/controller/helper/service_utils.go``): a Service for
+        another controller (``service.beta.kubernetes.io/class``, ``tunnel-type``) is
+        :class:`ImplementedElsewhere`; one asking for an NLB (``loadbalancer-type: nlb`` with
+        the ``LoadBalancerTypeAnnotation`` gate) is refused: kccm offers no NLB."""
+        annotations = (service.get("metadata") or {}).get("annotations") or {}
+        if annotations.get(CLASS_ANNOTATION) or f"{PREFIX}loadbalancer-tunnel-type" in annotations:
+            raise ImplementedElsewhere("alibabacloud: the Service is another controller's")
+        kind = annotations.get(f"{PREFIX}loadbalancer-type", "")
+        if kind and self.config.gates.get("LoadBalancerTypeAnnotation"):
+            raise InvalidServiceConfig(
+                f"{PREFIX}loadbalancer-type",
+                f"alibabacloud: {PREFIX}loadbalancer-type={kind!r}: kccm offers no NLB",
+            )
+
     def _spec(self, service: Service) -> BalancerSpec:
+        self._handed_off(service)
         if eni_backends(service, self.config.service_backend_type):
             raise InvalidServiceConfig(
                 BACKEND_TYPE,
