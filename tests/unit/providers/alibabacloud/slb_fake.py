@@ -142,6 +142,11 @@ class FakeSlb:
     def _ModifyLoadBalancerInstanceSpec(self, p: dict[str, Any]) -> dict[str, Any]:
         return self._set(p, "LoadBalancerSpec")
 
+    def _ModifyLoadBalancerInstanceChargeType(self, p: dict[str, Any]) -> dict[str, Any]:
+        if "LoadBalancerSpec" in p:
+            self._set(p, "LoadBalancerSpec")
+        return self._set(p, "InstanceChargeType")
+
     def _ModifyLoadBalancerInternetSpec(self, p: dict[str, Any]) -> dict[str, Any]:
         self._set(p, "InternetChargeType")
         return self._set(p, "Bandwidth")

@@ -120,6 +120,12 @@ def test_a_restarted_kccm_adopts_the_balancer_with_no_mutating_call() -> None:
         ),
         pytest.param({f"{A}name": "mine"}, ["SetLoadBalancerName"], id="name"),
         pytest.param(
+            {f"{A}instance-charge-type": "PayBySpec"},
+            ["ModifyLoadBalancerInstanceChargeType"],
+            id="charge-type",
+        ),
+        pytest.param({f"{A}spec": "slb.s2.small"}, [], id="spec-ignored-when-paid-by-clcu"),
+        pytest.param(
             {f"{A}additional-resource-tags": "team=a,env"}, ["TagResources"], id="extra-tags"
         ),
         pytest.param(
@@ -467,3 +473,16 @@ def test_the_type_annotation_without_the_gate_is_a_clb() -> None:
     slb, lbs = world()
     ensure(lbs, service({f"{A}type": "nlb"}))
     assert len(slb.balancers) == 1
+
+
+def test_a_new_balancer_is_paid_by_clcu_unless_asked_by_spec() -> None:
+    slb, lbs = world()
+    ensure(lbs, service())
+    assert the_balancer(slb)["InstanceChargeType"] == "PayByCLCU"
+    slb, lbs = world()
+    ensure(lbs, service({f"{A}instance-charge-type": "PayBySpec"}))
+    lb = the_balancer(slb)
+    assert (lb["InstanceChargeType"], lb["LoadBalancerSpec"]) == ("PayBySpec", "slb.s1.small")
+    slb.calls.clear()
+    ensure(lbs, service({f"{A}instance-charge-type": "PayBySpec", f"{A}spec": "slb.s2.small"}))
+    assert slb.mutating() == ["ModifyLoadBalancerInstanceSpec"]

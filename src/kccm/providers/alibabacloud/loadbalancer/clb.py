@@ -257,8 +257,7 @@ class ClassicLoadBalancers:
                 raise InvalidServiceConfig(
                     IMMUTABLE[key], f"alicloud: can not change LoadBalancer {key} once created"
                 )
-        if want.get("LoadBalancerSpec") and want["LoadBalancerSpec"] != lb.spec:
-            self.api.modify_spec(lb.id, want["LoadBalancerSpec"])
+        self._charge_and_spec(spec, lb)
         self._internet_spec(spec, lb)
         if want.get("DeleteProtection") and want["DeleteProtection"] != lb.delete_protection:
             self.api.set_delete_protection(lb.id, want["DeleteProtection"])
@@ -268,6 +267,21 @@ class ClassicLoadBalancers:
         if spec.name and spec.name != lb.name:
             self.api.set_name(lb.id, spec.name)
         self._extra_tags(spec, lb.id, tags)
+
+    def _charge_and_spec(self, spec: BalancerSpec, lb: Balancer) -> None:
+        """``updateInstanceChargeTypeAndInstanceSpec``: a new instance charge type (with the
+        spec, default ``slb.s1.small``, for ``PayBySpec``); else, paid by spec, a new spec."""
+        charge = spec.attributes.get("InstanceChargeType", "")
+        have = lb.raw.get("InstanceChargeType", "")
+        want_spec = spec.attributes.get("LoadBalancerSpec", "")
+        if charge and charge != have:
+            by_spec = charge.lower() == "paybyspec"
+            self.api.modify_charge_type(
+                lb.id, charge, (want_spec or "slb.s1.small") if by_spec else ""
+            )
+            return
+        if (charge or have).lower() == "paybyspec" and want_spec and want_spec != lb.spec:
+            self.api.modify_spec(lb.id, want_spec)
 
     def _internet_spec(self, spec: BalancerSpec, lb: Balancer) -> None:
         charge, bandwidth = lb.charge_type, lb.bandwidth

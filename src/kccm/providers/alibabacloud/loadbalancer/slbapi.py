@@ -187,6 +187,14 @@ class SlbApi:
     def modify_spec(self, lb_id: str, spec: str) -> None:
         self._call("ModifyLoadBalancerInstanceSpec", LoadBalancerId=lb_id, LoadBalancerSpec=spec)
 
+    def modify_charge_type(self, lb_id: str, charge: str, spec: str) -> None:
+        self._call(
+            "ModifyLoadBalancerInstanceChargeType",
+            LoadBalancerId=lb_id,
+            InstanceChargeType=charge,
+            LoadBalancerSpec=spec or None,
+        )
+
     def list_tags(self, lb_id: str) -> dict[str, str]:
         answer = self._call("ListTagResources", **{"ResourceId.1": lb_id}, ResourceType="instance")
         items = (answer.get("TagResources") or {}).get("TagResource") or []

@@ -93,6 +93,7 @@ BALANCER_ANNOTATIONS: tuple[tuple[str, str], ...] = (
     ("loadbalancer-modification-protection", "ModificationProtectionStatus"),
     ("loadbalancer-network-type", "NetworkType"),
     ("loadbalancer-ip", "Address"),
+    ("loadbalancer-instance-charge-type", "InstanceChargeType"),
 )
 
 
@@ -141,6 +142,11 @@ class BalancerSpec:
             params["ModificationProtectionStatus"] = "ConsoleProtection"
             params["ModificationProtectionReason"] = "managed.by.ack"
         params["LoadBalancerName"] = self.name or self.default_name
+        charge = params.get("InstanceChargeType", "")
+        if charge.lower() == "paybyspec":
+            params.setdefault("LoadBalancerSpec", "slb.s1.small")
+        elif charge.lower() in ("", "paybyclcu"):
+            params["InstanceChargeType"] = "PayByCLCU"
         network = params.pop("NetworkType", "")
         if params["AddressType"] == "intranet":
             params["VpcId"] = vpc_id
