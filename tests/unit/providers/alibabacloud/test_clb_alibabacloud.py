@@ -486,3 +486,33 @@ def test_a_new_balancer_is_paid_by_clcu_unless_asked_by_spec() -> None:
     slb.calls.clear()
     ensure(lbs, service({f"{A}instance-charge-type": "PayBySpec", f"{A}spec": "slb.s2.small"}))
     assert slb.mutating() == ["ModifyLoadBalancerInstanceSpec"]
+
+
+def web_ports(*ports: int) -> list[dict[str, Any]]:
+    return [{"port": p, "protocol": "TCP", "nodePort": 30000 + p} for p in ports]
+
+
+def test_forward_port_redirects_http_after_its_target_exists() -> None:
+    slb, lbs = world()
+    ann = {
+        f"{A}protocol-port": "http:80,https:443",
+        f"{A}cert-id": "c",
+        f"{A}forward-port": "80:443",
+    }
+    ensure(lbs, service(ann, ports=web_ports(80, 443)))
+    creates = [a for a in slb.actions() if a.startswith("CreateLoadBalancerHTTP")]
+    assert creates == ["CreateLoadBalancerHTTPSListener", "CreateLoadBalancerHTTPListener"]
+    lb_id = the_balancer(slb)["LoadBalancerId"]
+    http = slb.listeners[lb_id][(80, "http")]
+    assert (http["ListenerForward"], http["ForwardPort"]) == ("on", "443")
+    slb.calls.clear()
+    ensure(lbs, service(ann, ports=web_ports(80, 443)))
+    assert slb.mutating() == []
+    del ann[f"{A}forward-port"]
+    ensure(lbs, service(ann, ports=web_ports(80, 443)))
+    assert slb.mutating() == [
+        "DeleteLoadBalancerListener",
+        "CreateLoadBalancerHTTPListener",
+        "StartLoadBalancerListener",
+    ]
+    assert "ListenerForward" not in slb.listeners[lb_id][(80, "http")]

@@ -70,7 +70,7 @@ SUPPORTED = frozenset(
         *("vgroup-port", "weight", "default-weight", "ignore-weight-update"),
         *("backend-label", "remove-unscheduled-backend", "http2-enabled", "proxy-protocol"),
         *("xforwardedfor-proto", "xforwardedfor-slbport", "xforwardedfor-clientsrcport"),
-        *("hostname", "ip", "type", "tunnel-type", "instance-charge-type"),
+        *("hostname", "ip", "type", "tunnel-type", "instance-charge-type", "forward-port"),
     }
 )
 

@@ -146,6 +146,25 @@ def _differs(wanted: Mapping[str, str], have: Mapping[str, str]) -> dict[str, st
     return {k: v for k, v in wanted.items() if have.get(k, "") != v}
 
 
+def _key(item: Mapping[str, str]) -> tuple[int, str]:
+    return (int(item.get("ListenerPort") or 0), item.get("ListenerProtocol", ""))
+
+
+def _forwards(item: Mapping[str, str]) -> bool:
+    """An HTTP listener that redirects (``ListenerForward: on``); a listener without the
+    field does not."""
+    return item.get("ListenerForward", "off") == "on"
+
+
+def _forward_changed(listener: ListenerSpec, item: Mapping[str, str]) -> bool:
+    """``http.Update``: a forwarding rule can not be set, only re-created."""
+    if listener.protocol != "http":
+        return False
+    if listener.forward:
+        return not _forwards(item) or item.get("ForwardPort") != str(listener.forward)
+    return _forwards(item)
+
+
 def sync_listeners(
     api: SlbApi,
     lb_id: str,
@@ -153,29 +172,33 @@ def sync_listeners(
     vgroup_ids: Mapping[str, str],
     owner: Owner,
 ) -> None:
-    """``buildActionsForListeners``: delete this Service's listeners no port wants (first:
-    a port may change protocol), create the missing ones (and start them), set the changed
-    ones (and start a stopped one)."""
+    """``buildActionsForListeners`` and ``buildActionsToUpdate``: delete this Service's
+    listeners no port wants (first: a port may change protocol; those that forward before the
+    ones they forward to), re-create an HTTP listener whose forwarding changed, create the
+    missing ones (and start them; forwarding ones last, after their target), set the changed
+    ones (and start a stopped one; a forwarding one is left as it is)."""
     remote = api.listeners(lb_id)
     local = {(w.port, w.protocol): w for w in wanted}
-    for item in remote:
-        key = (int(item.get("ListenerPort") or 0), item.get("ListenerProtocol", ""))
-        if key not in local and owner.owns(item.get("Description", "")):
-            api.delete_listener(lb_id, key[0], key[1])
-    have = {
-        (int(item.get("ListenerPort") or 0), item.get("ListenerProtocol", "")): item
-        for item in remote
-    }
+    have = {_key(item): item for item in remote}
+    stale = [i for i in remote if _key(i) not in local and owner.owns(i.get("Description", ""))]
+    for item in sorted(stale, key=lambda i: not _forwards(i)):
+        api.delete_listener(lb_id, *_key(item))
     for key, listener in local.items():
+        if key in have and _forward_changed(listener, have[key]):
+            api.delete_listener(lb_id, *key)
+            del have[key]
+    for key, listener in sorted(local.items(), key=lambda kv: kv[1].forward != 0):
         params = {**listener.params, "VServerGroupId": vgroup_ids[listener.vgroup_name]}
         found = have.get(key)
         if found is None:
-            api.create_listener(lb_id, listener.protocol, {**listener.defaults, **params})
+            extra = {"ListenerForward": "on", "ForwardPort": str(listener.forward)}
+            sent = {**listener.defaults, **params, **(extra if listener.forward else {})}
+            api.create_listener(lb_id, listener.protocol, sent)
             api.start_listener(lb_id, listener.port, listener.protocol)
             continue
         if found.get("Status") == "stopped":
             api.start_listener(lb_id, listener.port, listener.protocol)
-        changed = _differs(params, found)
+        changed = {} if _forwards(found) else _differs(params, found)
         if changed:
             changed["ListenerPort"] = str(listener.port)
             api.set_listener(lb_id, listener.protocol, changed)

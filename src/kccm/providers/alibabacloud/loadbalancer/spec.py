@@ -110,6 +110,8 @@ class ListenerSpec:
     node_port: int
     params: dict[str, str] = field(default_factory=dict)
     defaults: dict[str, str] = field(default_factory=dict)
+    forward: int = 0
+    """An HTTP port's redirect target (``forward-port``), 0 for none."""
 
 
 @dataclass
@@ -228,7 +230,29 @@ def _listener(service: Service, port: Mapping[str, Any], cluster_id: str) -> Lis
         defaults["Bandwidth"] = LISTENER_BANDWIDTH
     if protocol in _L7:
         defaults.update(HealthCheck="off", StickySession="off")
-    return ListenerSpec(number, protocol, f"k8s/{node_port}/{where}", node_port, params, defaults)
+    forward = _forward_port(service, number) if protocol == "http" else 0
+    return ListenerSpec(
+        number, protocol, f"k8s/{node_port}/{where}", node_port, params, defaults, forward
+    )
+
+
+def _forward_port(service: Service, port: int) -> int:
+    """``forwardPort``: ``80:443,88:6443``; this port's target, 0 for none."""
+    text = value(service, "loadbalancer-forward-port")
+    if text is None:
+        return 0
+    key = f"{PREFIX}loadbalancer-forward-port"
+    for item in text.split(","):
+        pair = item.split(":")
+        if len(pair) != 2:
+            raise InvalidServiceConfig(
+                key, f"forward port format error: {text}, expect 80:443,88:6443"
+            )
+        if pair[0] == str(port):
+            if not _GO_INT.fullmatch(pair[1]):
+                raise InvalidServiceConfig(key, f"forward port is not an integer, {pair[1]}")
+            return int(pair[1])
+    return 0
 
 
 def build_spec(service: Service, cluster_id: str) -> BalancerSpec:
