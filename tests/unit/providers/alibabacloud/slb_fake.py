@@ -34,6 +34,7 @@ class FakeSlb:
         self.vgroups: dict[str, dict[str, Any]] = {}
         self.calls: list[tuple[str, dict[str, Any]]] = []
         self.health: dict[str, str] = {}
+        self.domains: dict[str, tuple[str, int, str, str]] = {}
         self.ledger = CloudAPICalls()
         self.region = "cn-hangzhou"
         self._ids = itertools.count(1)
@@ -230,6 +231,29 @@ class FakeSlb:
                 status = self.health.get(member["ServerId"], "normal")
                 items.append({**member, "ListenerPort": port, "ServerHealthStatus": status})
         return {"BackendServers": {"BackendServer": items}}
+
+    # domain extensions: {id: (lb, port, domain, cert)}
+    def _DescribeDomainExtensions(self, p: dict[str, Any]) -> dict[str, Any]:
+        items = [
+            {"DomainExtensionId": k, "Domain": d, "ServerCertificateId": c}
+            for k, (lb, port, d, c) in self.domains.items()
+            if lb == p["LoadBalancerId"] and port == int(p["ListenerPort"])
+        ]
+        return {"DomainExtensions": {"DomainExtension": items}}
+
+    def _CreateDomainExtension(self, p: dict[str, Any]) -> dict[str, Any]:
+        key = (p["LoadBalancerId"], int(p["ListenerPort"]), p["Domain"], p["ServerCertificateId"])
+        self.domains[self._new("de")] = key
+        return {}
+
+    def _SetDomainExtensionAttribute(self, p: dict[str, Any]) -> dict[str, Any]:
+        lb, port, domain, _ = self.domains[p["DomainExtensionId"]]
+        self.domains[p["DomainExtensionId"]] = (lb, port, domain, p["ServerCertificateId"])
+        return {}
+
+    def _DeleteDomainExtension(self, p: dict[str, Any]) -> dict[str, Any]:
+        del self.domains[p["DomainExtensionId"]]
+        return {}
 
     # vServer groups
     def _DescribeVServerGroups(self, p: dict[str, Any]) -> dict[str, Any]:

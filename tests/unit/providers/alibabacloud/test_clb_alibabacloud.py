@@ -238,9 +238,9 @@ def test_invalid_settings_are_refused_naming_them(annotations: dict[str, str], k
 def test_unsupported_annotations_give_a_warning_naming_them() -> None:
     _, lbs = world()
     with collect_service_warnings() as warnings:
-        lbs.ensure_load_balancer("kubernetes", service({f"{A}domain-extensions": "x"}), NODES)
+        lbs.ensure_load_balancer("kubernetes", service({f"{A}external-ip-type": "eip"}), NODES)
     (warning,) = list(warnings)
-    assert f"{A}domain-extensions='x'" in warning.message
+    assert f"{A}external-ip-type='eip'" in warning.message
 
 
 def test_the_address_type_can_not_change() -> None:
@@ -516,3 +516,18 @@ def test_forward_port_redirects_http_after_its_target_exists() -> None:
         "StartLoadBalancerListener",
     ]
     assert "ListenerForward" not in slb.listeners[lb_id][(80, "http")]
+
+
+def test_domain_extensions_of_an_https_listener() -> None:
+    slb, lbs = world()
+    ann = {f"{A}protocol-port": "https:443", f"{A}cert-id": "c0"}
+    ports = web_ports(443)
+    ensure(lbs, service({**ann, f"{A}domain-extensions": "a.example:c1,b.example:c2"}, ports=ports))
+    assert sorted(d[2:] for d in slb.domains.values()) == [("a.example", "c1"), ("b.example", "c2")]
+    slb.calls.clear()
+    ensure(lbs, service({**ann, f"{A}domain-extensions": "a.example:c1,b.example:c2"}, ports=ports))
+    assert slb.mutating() == []
+    ensure(lbs, service({**ann, f"{A}domain-extensions": "a.example:c9"}, ports=ports))
+    assert sorted(d[2:] for d in slb.domains.values()) == [("a.example", "c9")]
+    with pytest.raises(InvalidServiceConfig):
+        ensure(lbs, service({**ann, f"{A}domain-extensions": "a.example"}, ports=ports))

@@ -20,6 +20,7 @@ BUILD_SPEC_READS = (
     "preserve-lb-on-delete",
     "protocol-port",
     "forward-port",
+    "domain-extensions",
 )
 # read by backends.py
 BACKENDS_READS = (
@@ -64,7 +65,7 @@ def test_legacy_prefix_and_refusal_name_the_annotation() -> None:
         "metadata": {
             "annotations": {
                 "service.beta.kubernetes.io/alicloud-loadbalancer-spec": "slb.s2.small",
-                "service.beta.kubernetes.io/alicloud-loadbalancer-domain-extensions": "a:b",
+                "service.beta.kubernetes.io/alicloud-loadbalancer-external-ip-type": "eip",
                 "service.beta.kubernetes.io/alibaba-cloud-loadbalancer-cps": "100",
                 "unrelated": "x",
             }
@@ -75,7 +76,7 @@ def test_legacy_prefix_and_refusal_name_the_annotation() -> None:
     lines = refused(service)
     assert len(lines) == 2
     assert any("alibaba-cloud-loadbalancer-cps='100'" in line for line in lines)
-    assert any("alibaba-cloud-loadbalancer-domain-extensions='a:b'" in line for line in lines)
+    assert any("alibaba-cloud-loadbalancer-external-ip-type='eip'" in line for line in lines)
 
 
 def test_supported_is_what_the_classic_balancer_reads() -> None:

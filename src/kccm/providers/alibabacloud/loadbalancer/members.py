@@ -165,6 +165,22 @@ def _forward_changed(listener: ListenerSpec, item: Mapping[str, str]) -> bool:
     return _forwards(item)
 
 
+def _sync_domains(api: SlbApi, lb_id: str, port: int, wanted: Mapping[str, str]) -> None:
+    """``updateDomainExtensions``: add, re-certify and delete an HTTPS listener's domain
+    extensions (read only when the annotation names some, as upstream's ``Describe``).
+    Upstream sets a changed certificate with the old one and no extension ID (a no-op);
+    kccm sets the new one on the extension."""
+    have = api.domain_extensions(lb_id, port) if wanted else {}
+    for domain, cert in wanted.items():
+        if domain not in have:
+            api.create_domain_extension(lb_id, port, domain, cert)
+        elif have[domain][1] != cert:
+            api.set_domain_extension(have[domain][0], cert)
+    for domain, (extension_id, _) in have.items():
+        if domain not in wanted and extension_id:
+            api.delete_domain_extension(extension_id)
+
+
 def sync_listeners(
     api: SlbApi,
     lb_id: str,
@@ -194,10 +210,14 @@ def sync_listeners(
             extra = {"ListenerForward": "on", "ForwardPort": str(listener.forward)}
             sent = {**listener.defaults, **params, **(extra if listener.forward else {})}
             api.create_listener(lb_id, listener.protocol, sent)
+            for domain, cert in (listener.domains or {}).items():
+                api.create_domain_extension(lb_id, listener.port, domain, cert)
             api.start_listener(lb_id, listener.port, listener.protocol)
             continue
         if found.get("Status") == "stopped":
             api.start_listener(lb_id, listener.port, listener.protocol)
+        if listener.domains is not None:
+            _sync_domains(api, lb_id, listener.port, listener.domains)
         changed = {} if _forwards(found) else _differs(params, found)
         if changed:
             changed["ListenerPort"] = str(listener.port)

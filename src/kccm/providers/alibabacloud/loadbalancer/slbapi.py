@@ -251,6 +251,36 @@ class SlbApi:
     def delete_listener(self, lb_id: str, port: int, protocol: str) -> None:
         self._listener_call("DeleteLoadBalancerListener", lb_id, port, protocol)
 
+    # HTTPS domain extensions (pkg/provider/alibaba/slb/cert.go)
+    def domain_extensions(self, lb_id: str, port: int) -> dict[str, tuple[str, str]]:
+        """``{domain: (extension ID, certificate ID)}`` of an HTTPS listener."""
+        answer = self._call("DescribeDomainExtensions", LoadBalancerId=lb_id, ListenerPort=port)
+        items = (answer.get("DomainExtensions") or {}).get("DomainExtension") or []
+        return {
+            str(i.get("Domain")): (
+                str(i.get("DomainExtensionId") or ""),
+                str(i.get("ServerCertificateId") or ""),
+            )
+            for i in items
+        }
+
+    def create_domain_extension(self, lb_id: str, port: int, domain: str, cert: str) -> None:
+        self._call(
+            "CreateDomainExtension",
+            LoadBalancerId=lb_id,
+            ListenerPort=port,
+            Domain=domain,
+            ServerCertificateId=cert,
+        )
+
+    def set_domain_extension(self, extension_id: str, cert: str) -> None:
+        self._call(
+            "SetDomainExtensionAttribute", DomainExtensionId=extension_id, ServerCertificateId=cert
+        )
+
+    def delete_domain_extension(self, extension_id: str) -> None:
+        self._call("DeleteDomainExtension", DomainExtensionId=extension_id)
+
     # vServer groups
     def vgroups(self, lb_id: str) -> list[VGroup]:
         answer = self._call("DescribeVServerGroups", LoadBalancerId=lb_id)

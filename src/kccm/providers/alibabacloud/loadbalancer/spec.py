@@ -112,6 +112,9 @@ class ListenerSpec:
     defaults: dict[str, str] = field(default_factory=dict)
     forward: int = 0
     """An HTTP port's redirect target (``forward-port``), 0 for none."""
+    domains: dict[str, str] | None = None
+    """An HTTPS port's ``{domain: certificate ID}`` (``domain-extensions``); ``None`` when the
+    Service does not have the annotation (the listener's are then left alone)."""
 
 
 @dataclass
@@ -231,9 +234,28 @@ def _listener(service: Service, port: Mapping[str, Any], cluster_id: str) -> Lis
     if protocol in _L7:
         defaults.update(HealthCheck="off", StickySession="off")
     forward = _forward_port(service, number) if protocol == "http" else 0
-    return ListenerSpec(
+    listener = ListenerSpec(
         number, protocol, f"k8s/{node_port}/{where}", node_port, params, defaults, forward
     )
+    if protocol == "https":
+        listener.domains = _domains(service)
+    return listener
+
+
+def _domains(service: Service) -> dict[str, str] | None:
+    """``parseDomainExtensionsAnnotation``: ``domain1:cert1,domain2:cert2``."""
+    text = value(service, "loadbalancer-domain-extensions")
+    if text is None:
+        return None
+    domains: dict[str, str] = {}
+    for item in text.split(",") if text else ():
+        pair = item.strip().split(":")
+        if len(pair) != 2:
+            raise InvalidServiceConfig(
+                f"{PREFIX}loadbalancer-domain-extensions", f"invalid domain extension {item}"
+            )
+        domains[pair[0]] = pair[1]
+    return domains
 
 
 def _forward_port(service: Service, port: int) -> int:
