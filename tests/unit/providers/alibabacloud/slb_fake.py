@@ -34,6 +34,7 @@ class FakeSlb:
         self.vgroups: dict[str, dict[str, Any]] = {}
         self.calls: list[tuple[str, dict[str, Any]]] = []
         self.health: dict[str, str] = {}
+        self.eips: dict[str, list[str]] = {}
         self.domains: dict[str, tuple[str, int, str, str]] = {}
         self.ledger = CloudAPICalls()
         self.region = "cn-hangzhou"
@@ -41,6 +42,8 @@ class FakeSlb:
 
     # the seam
     def call(self, product: str, action: str, params: Mapping[str, Any]) -> dict[str, Any]:
+        if product == "vpc":
+            return self._vpc(action, dict(params))
         assert product == "slb"
         self.calls.append((action, dict(params)))
         self.ledger.record(f"slb:{action}", mutating=classify_by_verb(action))
@@ -52,6 +55,16 @@ class FakeSlb:
             return listener(dict(params))
         result: dict[str, Any] = handler(dict(params))
         return result
+
+    def _vpc(self, action: str, p: dict[str, Any]) -> dict[str, Any]:
+        """The EIPs bound to balancers (``eips``: ``{lb: [ip, ...]}``), 10 a page."""
+        assert action == "DescribeEipAddresses"
+        self.calls.append((action, p))
+        self.ledger.record(f"vpc:{action}", mutating=False)
+        ips = self.eips.get(p["AssociatedInstanceId"], [])
+        page = int(p["PageNumber"])
+        items = [{"IpAddress": ip} for ip in ips[(page - 1) * 10 : page * 10]]
+        return {"EipAddresses": {"EipAddress": items}, "TotalCount": len(ips)}
 
     def mutating(self) -> list[str]:
         return [a for a, _ in self.calls if classify_by_verb(a)]

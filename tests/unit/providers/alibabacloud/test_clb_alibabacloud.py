@@ -238,9 +238,9 @@ def test_invalid_settings_are_refused_naming_them(annotations: dict[str, str], k
 def test_unsupported_annotations_give_a_warning_naming_them() -> None:
     _, lbs = world()
     with collect_service_warnings() as warnings:
-        lbs.ensure_load_balancer("kubernetes", service({f"{A}external-ip-type": "eip"}), NODES)
+        lbs.ensure_load_balancer("kubernetes", service({f"{A}cps": "9"}), NODES)
     (warning,) = list(warnings)
-    assert f"{A}external-ip-type='eip'" in warning.message
+    assert f"{A}cps='9'" in warning.message
 
 
 def test_the_address_type_can_not_change() -> None:
@@ -531,3 +531,17 @@ def test_domain_extensions_of_an_https_listener() -> None:
     assert sorted(d[2:] for d in slb.domains.values()) == [("a.example", "c9")]
     with pytest.raises(InvalidServiceConfig):
         ensure(lbs, service({**ann, f"{A}domain-extensions": "a.example"}, ports=ports))
+
+
+def test_external_ip_type_eip_shows_the_balancers_eips() -> None:
+    slb, lbs = world()
+    svc = service({f"{A}external-ip-type": "eip"})
+    with collect_service_warnings() as warnings:
+        status = lbs.ensure_load_balancer("kubernetes", svc, NODES)
+    lb = the_balancer(slb)
+    assert [i.ip for i in status.ingress] == [lb["Address"]]
+    assert [w.reason for w in warnings] == ["FailedSetEIPAddress"]
+    slb.eips[lb["LoadBalancerId"]] = [f"8.8.0.{i}" for i in range(12)]
+    status = lbs.get_load_balancer("kubernetes", svc)[0]
+    assert status is not None
+    assert [i.ip for i in status.ingress] == [f"8.8.0.{i}" for i in range(12)]

@@ -32,7 +32,7 @@ BACKENDS_READS = (
     "remove-unscheduled-backend",
 )
 # read by clb.py
-CLB_READS = ("hostname", "type", "tunnel-type")
+CLB_READS = ("hostname", "type", "tunnel-type", "external-ip-type")
 
 DOC = Path(__file__).resolve().parents[4] / "docs" / "providers" / "alibabacloud-loadbalancer.md"
 
@@ -65,7 +65,7 @@ def test_legacy_prefix_and_refusal_name_the_annotation() -> None:
         "metadata": {
             "annotations": {
                 "service.beta.kubernetes.io/alicloud-loadbalancer-spec": "slb.s2.small",
-                "service.beta.kubernetes.io/alicloud-loadbalancer-external-ip-type": "eip",
+                "service.beta.kubernetes.io/alicloud-loadbalancer-zone-maps": "z:v",
                 "service.beta.kubernetes.io/alibaba-cloud-loadbalancer-cps": "100",
                 "unrelated": "x",
             }
@@ -76,7 +76,7 @@ def test_legacy_prefix_and_refusal_name_the_annotation() -> None:
     lines = refused(service)
     assert len(lines) == 2
     assert any("alibaba-cloud-loadbalancer-cps='100'" in line for line in lines)
-    assert any("alibaba-cloud-loadbalancer-external-ip-type='eip'" in line for line in lines)
+    assert any("alibaba-cloud-loadbalancer-zone-maps='z:v'" in line for line in lines)
 
 
 def test_supported_is_what_the_classic_balancer_reads() -> None:

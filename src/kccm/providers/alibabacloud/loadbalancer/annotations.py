@@ -71,7 +71,7 @@ SUPPORTED = frozenset(
         *("backend-label", "remove-unscheduled-backend", "http2-enabled", "proxy-protocol"),
         *("xforwardedfor-proto", "xforwardedfor-slbport", "xforwardedfor-clientsrcport"),
         *("hostname", "ip", "type", "tunnel-type", "instance-charge-type", "forward-port"),
-        "domain-extensions",
+        *("domain-extensions", "external-ip-type"),
     }
 )
 

@@ -136,12 +136,22 @@ class ClassicLoadBalancers:
         found = self._find(service)
         return None if found is None else describe(self.api, found)
 
-    @staticmethod
-    def _status(service: Service, balancer: Balancer) -> LoadBalancerStatus:
-        """``updateServiceStatus``: the ``hostname`` annotation, else the address."""
+    def _status(self, service: Service, balancer: Balancer) -> LoadBalancerStatus:
+        """``updateServiceStatus``: the ``hostname`` annotation, else with
+        ``external-ip-type: eip`` the balancer's EIPs (its address, with a Warning, when it has
+        none), else its address."""
         hostname = value(service, "loadbalancer-hostname")
         if hostname:
             return LoadBalancerStatus(ingress=(LoadBalancerIngress(hostname=hostname),))
+        if value(service, "loadbalancer-external-ip-type") == "eip":
+            eips = self.api.eips(balancer.id)
+            if eips:
+                return LoadBalancerStatus(ingress=tuple(LoadBalancerIngress(ip=i) for i in eips))
+            warn_service(
+                "FailedSetEIPAddress",
+                f"slb {balancer.id} has no eip, svc external ip cannot be set to eip address; "
+                "set external ip to slb ip",
+            )
         return LoadBalancerStatus(ingress=(LoadBalancerIngress(ip=balancer.address),))
 
     # ensure

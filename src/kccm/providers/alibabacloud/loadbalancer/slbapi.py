@@ -251,6 +251,30 @@ class SlbApi:
     def delete_listener(self, lb_id: str, port: int, protocol: str) -> None:
         self._listener_call("DeleteLoadBalancerListener", lb_id, port, protocol)
 
+    def eips(self, lb_id: str) -> list[str]:
+        """The EIPs bound to the balancer: VPC ``DescribeEipAddresses`` by
+        ``AssociatedInstanceType=SlbInstance``, pages of 10
+        (``pkg/provider/alibaba/vpc``, ``DescribeEipAddresses``)."""
+        found: list[str] = []
+        page = 1
+        while True:
+            answer = self.rpc.call(
+                "vpc",
+                "DescribeEipAddresses",
+                {
+                    "AssociatedInstanceType": "SlbInstance",
+                    "AssociatedInstanceId": lb_id,
+                    "PageSize": 10,
+                    "PageNumber": page,
+                },
+            )
+            items = (answer.get("EipAddresses") or {}).get("EipAddress") or []
+            found += [str(i.get("IpAddress")) for i in items if i.get("IpAddress")]
+            total = int(answer.get("TotalCount") or 0)
+            if not items or page * 10 >= total:
+                return found
+            page += 1
+
     # HTTPS domain extensions (pkg/provider/alibaba/slb/cert.go)
     def domain_extensions(self, lb_id: str, port: int) -> dict[str, tuple[str, str]]:
         """``{domain: (extension ID, certificate ID)}`` of an HTTPS listener."""
