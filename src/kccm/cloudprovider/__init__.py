@@ -124,6 +124,13 @@ from kccm.cloudprovider.servicewarnings import (
     collect_service_warnings,
     warn_service,
 )
+from kccm.cloudprovider.sharing import (
+    ANNOTATION_SHARE_GROUP,
+    BalancerSharer,
+    ShareGroup,
+    as_balancer_sharer,
+    share_group_of,
+)
 from kccm.cloudprovider.types import (
     BalancerView,
     InstanceMetadata,
@@ -147,6 +154,7 @@ from kccm.cloudprovider.types import (
 )
 
 __all__ = [
+    "ANNOTATION_SHARE_GROUP",
     "DEFAULT_ADAPTER",
     "ENTRY_POINT_GROUP",
     "EXTERNAL",
@@ -155,6 +163,7 @@ __all__ = [
     "APICallReporter",
     "AddressRetainer",
     "BackendNodeSelector",
+    "BalancerSharer",
     "BalancerView",
     "CloudAPICalls",
     "CloudConfigError",
@@ -209,6 +218,7 @@ __all__ = [
     "Routes",
     "Service",
     "ServiceWarning",
+    "ShareGroup",
     "StillProvisioning",
     "TargetDrainer",
     "TargetHealth",
@@ -221,6 +231,7 @@ __all__ = [
     "as_address_retainer",
     "as_api_call_reporter",
     "as_backend_node_selector",
+    "as_balancer_sharer",
     "as_cluster_view_user",
     "as_informer_user",
     "as_instance_describer",
@@ -249,6 +260,7 @@ __all__ = [
     "parse_yaml",
     "register_cloud_provider",
     "setting",
+    "share_group_of",
     "split_provider_id",
     "warn_service",
 ]

@@ -14,13 +14,16 @@ Protocol's methods with the same parameters.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, TypeAlias, TypeVar
 
-__all__ = ["CallKind", "declared_calls", "provider_call"]
+__all__ = ["CallKind", "MaybeAwaitable", "declared_calls", "provider_call"]
 
 F = TypeVar("F", bound=Callable[..., Any])
+T = TypeVar("T")
+MaybeAwaitable: TypeAlias = T | Awaitable[T]
+"""A provider method's result: the value itself (plain ``def``) or an awaitable of it."""
 
 _MARK = "__kccm_call__"
 

@@ -34,10 +34,11 @@ needs a machine's size or OS asks its cloud, not the Node.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Mapping, Sequence
-from typing import Any, Protocol, TypeAlias, TypeVar, cast, runtime_checkable
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol, TypeVar, cast, runtime_checkable
 
-from kccm.cloudprovider.calls import provider_call
+from kccm.cloudprovider.calls import MaybeAwaitable, provider_call
+from kccm.cloudprovider.sharing import BalancerSharer
 from kccm.cloudprovider.types import (
     BalancerView,
     InstanceMetadata,
@@ -81,8 +82,6 @@ __all__ = [
 ]
 
 T = TypeVar("T")
-MaybeAwaitable: TypeAlias = T | Awaitable[T]
-"""A provider method's result: the value itself (plain ``def``) or an awaitable of it."""
 
 
 class ControllerClientBuilder(Protocol):
@@ -534,6 +533,7 @@ CALL_PROTOCOLS: tuple[type, ...] = (
     LoadBalancerDescriber,
     AddressRetainer,
     TargetDrainer,
+    BalancerSharer,
     Zones,
     Clusters,
     Routes,

@@ -66,8 +66,8 @@ from kccm.controllers.service_predicates import (
     service_key,
     wants_load_balancer,
 )
-from kccm.controllers.service_retention import RetainingBalancer
 from kccm.controllers.service_selection import TargetNodes
+from kccm.controllers.service_sharing import SharingBalancer
 from kccm.controllers.service_state import ServiceSyncRecorder
 from kccm.kube.interface import KubeClient, Obj
 from kccm.kube.resources import NODES, SERVICES
@@ -145,7 +145,7 @@ class ServiceController(CloudController):
         self.services: Informer = context.informers.informer(SERVICES)
         self.nodes: Informer = context.informers.informer(NODES)
         self.recorder: EventRecorder = context.events.recorder(EVENT_COMPONENT)
-        self.balancer = RetainingBalancer.of(balancer, self.recorder, context.cloud, options)
+        self.balancer = SharingBalancer.of(balancer, self.recorder, context.cloud, options)
         self.cluster_name = context.cluster_name
         self.workers = options.concurrent_service_syncs
         self.classes = options.classes()
@@ -176,6 +176,7 @@ class ServiceController(CloudController):
             loop_name=NODE_QUEUE,
         )
         self._service_loop, self._node_loop = self._loops
+        self.balancer.watch(self.services.items, self.service_queue.add)  # share groups
         self.wait_for_caches(self.services, self.nodes)
         self.every(SERVICE_SYNC_PERIOD, self._resync_services)
         self.cache: dict[str, Obj] = {}

@@ -18,7 +18,7 @@ LoadBalancer, or moved to another class) reads the Service's :class:`Retention`:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from kccm.cloudprovider.gate import Priority
 from kccm.cloudprovider.gated import GatedCloud, GatedLoadBalancer
@@ -34,6 +34,7 @@ REASON_RETAINED = "RetainedAddress"
 REASON_UNSUPPORTED = "AddressRetentionUnsupported"
 
 _P = Priority.NORMAL
+_B = TypeVar("_B", bound="RetainingBalancer")
 
 
 class _Options(Protocol):
@@ -68,12 +69,12 @@ class RetainingBalancer(ReportingBalancer):
 
     @classmethod
     def of(
-        cls,
+        cls: type[_B],
         balancer: GatedLoadBalancer,
         recorder: EventRecorder,
         cloud: GatedCloud,
         options: _Options,
-    ) -> RetainingBalancer:
+    ) -> _B:
         """The service controller's balancer, with ``--default-retain-address`` applied."""
         return cls(
             balancer,

@@ -11,17 +11,18 @@ from typing import Any
 import pytest
 
 from kccm.cloudprovider import gated as gated_module
-from kccm.cloudprovider import interface
+from kccm.cloudprovider import gated_sharing, interface, sharing
 from kccm.cloudprovider.calls import CallKind, call_kind, declared_calls, provider_call
 from kccm.cloudprovider.gate import METHOD_GROUPS, READ_METHODS
 from kccm.cloudprovider.interface import CALL_PROTOCOLS
 
 TWINS = sorted(
-    (
+    {
         cls
-        for cls in vars(gated_module).values()
+        for module in (gated_module, gated_sharing)
+        for cls in vars(module).values()
         if isinstance(cls, type) and issubclass(cls, gated_module._Gated) and cls.protocols
-    ),
+    },
     key=lambda cls: cls.__name__,
 )
 
@@ -54,6 +55,7 @@ NOT_CALLS: dict[str, str] = {
     "Interface.routes": "capability lookup: GatedCloud asks once and wraps the answer",
     "Interface.provider_name": "a constant of the provider (the providerID scheme), no cloud call",
     "Interface.has_cluster_id": "a check of the provider's own configuration, no cloud call",
+    "BalancerSharer.sharing_settings": "read from the Service alone, no cloud call",
 }
 """Public methods of :data:`CALL_PROTOCOLS` that are not provider calls, and why. The gated
 twin passes each one straight through (same name, no gate)."""
@@ -66,11 +68,13 @@ NOT_CALL_PROTOCOLS: dict[str, str] = {
 
 
 def interface_protocols() -> list[type]:
+    """The Protocols of the provider contract: interface.py's and the capability modules'."""
     return [
         cls
-        for cls in vars(interface).values()
+        for module in (interface, sharing)
+        for cls in vars(module).values()
         if isinstance(cls, type)
-        and cls.__module__ == interface.__name__
+        and cls.__module__ == module.__name__
         and getattr(cls, "_is_protocol", False)
     ]
 

@@ -77,8 +77,15 @@ class LocalLoadBalancers(LocalBase):
         return self._ensure(service, nodes, self._backends_of(nodes))
 
     def _ensure(
-        self, service: Service, nodes: Sequence[Node], backends: Sequence[Mapping[str, Any]]
+        self,
+        service: Service,
+        nodes: Sequence[Node],
+        backends: Sequence[Mapping[str, Any]],
+        *,
+        claimant: str | None = None,
     ) -> LoadBalancerStatus:
+        """``claimant``: who claims the VIP (a share group, :mod:`.sharing`); the Service
+        itself by default."""
         desired = desired_load_balancer(
             service,
             nodes,
@@ -86,11 +93,12 @@ class LocalLoadBalancers(LocalBase):
             backends=backends,
         )
         requested = str(spec_of(service).get("loadBalancerIP") or "") or None
+        retain = claimant is None and retains_ip(service)
         self._read("describe_load_balancer")
-        current, claims = self.store.describe_load_balancer(desired.name, desired.service)
-        if balancer_is_current(
-            current, claims, desired, requested_ip=requested, retain=retains_ip(service)
-        ):
+        current, claims = self.store.describe_load_balancer(
+            desired.name, claimant or desired.service
+        )
+        if balancer_is_current(current, claims, desired, requested_ip=requested, retain=retain):
             assert current is not None
             return status_of(current)
         self._write("put_load_balancer")
@@ -100,7 +108,8 @@ class LocalLoadBalancers(LocalBase):
                 candidates=self.pool.addresses,
                 requested_ip=requested,
                 in_pool=self.pool.__contains__,
-                retain=retains_ip(service),
+                retain=retain,
+                claimant=claimant,
             )
         except PoolExhausted as err:
             raise LocalPoolExhausted(f"{err} (pool {self.pool})") from err
@@ -132,13 +141,16 @@ class LocalLoadBalancers(LocalBase):
     def ensure_load_balancer_deleted(self, cluster_name: str, service: Service) -> None:
         self._delete(service, keep=retains_ip(service))
 
-    def _delete(self, service: Service, *, keep: bool) -> list[IPClaim]:
+    def _delete(
+        self, service: Service, *, keep: bool, claimant: str | None = None
+    ) -> list[IPClaim]:
         """Delete the Service's row; free its claim unless ``keep`` (then it is marked
-        retained). Returns the claims the Service held."""
-        name, owner = default_load_balancer_name(service), service_key_of(service)
+        retained) or another row uses it (a share group's, ``claimant``). Returns the claims
+        the Service (or its group) held."""
+        name, owner = default_load_balancer_name(service), claimant or service_key_of(service)
         self._read("describe_load_balancer")
         current, claims = self.store.describe_load_balancer(name, owner)
-        if nothing_to_delete(current, claims, keep_claim=keep):
+        if nothing_to_delete(current, claims, keep_claim=keep, shared=claimant is not None):
             return claims
         self._write("delete_load_balancer")
         deleted = self.store.delete_load_balancer(name, owner, keep_claim=keep)

@@ -45,10 +45,17 @@ def backends_are_current(
 
 
 def nothing_to_delete(
-    current: LoadBalancerRecord | None, claims: Sequence[IPClaim], *, keep_claim: bool
+    current: LoadBalancerRecord | None,
+    claims: Sequence[IPClaim],
+    *,
+    keep_claim: bool,
+    shared: bool = False,
 ) -> bool:
     """True when :meth:`LocalStore.delete_load_balancer` would change nothing: no row, and
-    no claim to free (or, keeping the claim, every claim already retained)."""
+    no claim to free (or, keeping the claim, every claim already retained). A share group's
+    claim (``shared``) is freed with its last row, never without one."""
     if current is not None:
         return False
+    if shared:
+        return True
     return all(claim.retain for claim in claims) if keep_claim else not claims

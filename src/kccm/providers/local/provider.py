@@ -36,6 +36,7 @@ from typing import TextIO
 
 from kccm.cloudprovider import (
     AddressRetainer,
+    BalancerSharer,
     InstanceDescriber,
     InstanceMetadataLister,
     InstancesV2,
@@ -60,6 +61,7 @@ from kccm.providers.local.drain import LocalDraining
 from kccm.providers.local.instances import LocalInstances
 from kccm.providers.local.retention import LocalRetention
 from kccm.providers.local.routes import LocalRoutes
+from kccm.providers.local.sharing import LocalSharing
 from kccm.providers.local.store import (
     LocalStore,
     resolve_state_path,
@@ -92,7 +94,9 @@ __all__ = [
 ]
 
 
-class LocalCloud(LocalInstances, LocalRetention, LocalDraining, LocalRoutes, LocalDescribing):
+class LocalCloud(
+    LocalInstances, LocalRetention, LocalDraining, LocalSharing, LocalRoutes, LocalDescribing
+):
     """The ``local`` provider over one :class:`LocalStore`: the composition root of its
     capabilities (one class each, sharing :class:`~.base.LocalBase`'s store and ledger)."""
 
@@ -150,6 +154,7 @@ def _implements(
     LoadBalancerDescriber,
     AddressRetainer,
     TargetDrainer,
+    BalancerSharer,
     InstancesV2,
     InstanceDescriber,
     InstanceMetadataLister,
@@ -157,7 +162,7 @@ def _implements(
     Routes,
 ]:
     """Never called: mypy checks here that LocalCloud implements these interfaces."""
-    return (cloud, cloud, cloud, cloud, cloud, cloud, cloud, cloud, cloud, cloud)
+    return (cloud, cloud, cloud, cloud, cloud, cloud, cloud, cloud, cloud, cloud, cloud)
 
 
 new_local_cloud.config_schema = LocalCloudConfig  # type: ignore[attr-defined]

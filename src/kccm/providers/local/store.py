@@ -68,6 +68,7 @@ __all__ = [
     "ENV_STATE_FILE",
     "MIGRATIONS",
     "SCHEMA_VERSION",
+    "SHARE_CLAIM_PREFIX",
     "STATE_FILE_MODE",
     "BackendHealth",
     "DataplaneHeartbeat",
@@ -93,6 +94,10 @@ MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (schema.V1, schem
 """``MIGRATIONS[i]`` takes a file from schema version ``i`` to ``i + 1`` (:mod:`.schema`);
 append only."""
 SCHEMA_VERSION = len(MIGRATIONS)
+
+SHARE_CLAIM_PREFIX = "share:"
+"""``ip_claims.owner`` of a share group's VIP: ``share:<namespace>/<group>`` (a Service's own
+claim is ``<namespace>/<name>``, which never holds a ``:``)."""
 
 
 def _read_version(conn: sqlite3.Connection) -> int:
@@ -281,8 +286,10 @@ class LocalStore:
         requested_ip: str | None,
         in_pool: Callable[[str], bool],
         retain: bool,
+        claimant: str | None = None,
     ) -> LoadBalancerRecord:
-        """Claim a VIP for ``desired.service`` and write its row, in one transaction.
+        """Claim a VIP for ``desired.service`` (or for ``claimant``, a share group whose rows
+        all use its one VIP) and write its row, in one transaction.
 
         The Service keeps the IP it already claims (also a retained claim from an earlier
         incarnation), unless ``requested_ip`` names another one. ``desired.vip`` and
@@ -291,8 +298,22 @@ class LocalStore:
         generation is bumped only when the desired state changed.
         """
         with self._write() as conn:
-            vip = self._claim(conn, desired.service, candidates, requested_ip, in_pool, retain)
-            return self._put_balancer(conn, _with(desired, vip=vip))
+            owner = claimant or desired.service
+            vip = self._claim(conn, owner, candidates, requested_ip, in_pool, retain)
+            record = self._put_balancer(conn, _with(desired, vip=vip))
+            self._drop_unused_claims(conn, desired.service)
+            return record
+
+    def _drop_unused_claims(self, conn: sqlite3.Connection, service: str) -> None:
+        """Free the claims no row uses any more (not retained ones) of ``service`` and of the
+        share groups: what a Service joining or leaving a group left behind."""
+        dropped = conn.execute(
+            "DELETE FROM ip_claims WHERE retain = 0 AND (owner = ? OR (owner >= ? AND owner < ?))"
+            " AND ip NOT IN (SELECT vip FROM load_balancers)",
+            (service, SHARE_CLAIM_PREFIX, SHARE_CLAIM_PREFIX[:-1] + ";"),  # ';' follows ':'
+        ).rowcount
+        if dropped:
+            self._claimed = None
 
     def _claim(
         self,
@@ -398,13 +419,15 @@ class LocalStore:
 
     def delete_load_balancer(self, name: str, owner: str, *, keep_claim: bool) -> bool:
         """Delete balancer ``name``; free ``owner``'s IP claim unless ``keep_claim`` (then it
-        is marked retained) or another balancer row of that owner still exists. Returns
-        whether a row was deleted."""
+        is marked retained) or another balancer row of that owner, or using its VIP (a share
+        group's), still exists. Returns whether a row was deleted."""
         with self._write() as conn:
             deleted = conn.execute("DELETE FROM load_balancers WHERE name = ?", (name,)).rowcount
             conn.execute("DELETE FROM backend_health WHERE load_balancer = ?", (name,))
             still_used = conn.execute(
-                "SELECT 1 FROM load_balancers WHERE service = ?", (owner,)
+                "SELECT 1 FROM load_balancers WHERE service = ?"
+                " OR vip IN (SELECT ip FROM ip_claims WHERE owner = ?)",
+                (owner, owner),
             ).fetchone()
             _drop_unused_sets(conn)
             self._claimed = None
