@@ -36,6 +36,10 @@ re-created Service of the same namespace/name, and release it on demand.
 Optional drain (issue 39, :mod:`.conformance_drain`): a provider implementing
 ``TargetDrainer`` is checked to keep a draining Node a target (described as draining) until
 it is left out, and never to add a draining Node it did not target.
+
+Optional shared balancers (issue 39, :mod:`.conformance_sharing`): a provider implementing
+``BalancerSharer`` is checked to give two Services of one share group one address, keep one
+Service's listeners when the other is deleted, and leave nothing after the last.
 Sync and async providers are both supported: every call goes through the thread-pool
 adapter the framework uses. The tests are ``async`` and marked for pytest-asyncio (strict or
 auto mode both work).
@@ -74,6 +78,7 @@ from kccm.cloudprovider import (
 from kccm.testing.conformance_drain import TargetDrainConformance
 from kccm.testing.conformance_objects import make_node, make_service
 from kccm.testing.conformance_retention import AddressRetentionConformance
+from kccm.testing.conformance_sharing import BalancerSharingConformance
 from kccm.testing.conformance_targets import targeted_nodes
 
 __all__ = ["CloudProviderConformance", "LoadBalancerTamper", "make_node", "make_service"]
@@ -109,7 +114,9 @@ def _usable(status: LoadBalancerStatus) -> bool:
     return bool(status.ingress) and all(i.ip or i.hostname for i in status.ingress)
 
 
-class CloudProviderConformance(AddressRetentionConformance, TargetDrainConformance):
+class CloudProviderConformance(
+    AddressRetentionConformance, TargetDrainConformance, BalancerSharingConformance
+):
     """Subclass it (with a ``Test`` name) and provide the ``cloud`` fixture."""
 
     pytestmark: ClassVar[list[pytest.MarkDecorator]] = [pytest.mark.asyncio]
