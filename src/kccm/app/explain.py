@@ -34,11 +34,13 @@ from kccm.app.explain_rules import (
     handling,
     node_initialisation,
     node_set,
+    share_group,
     target_drain,
 )
 from kccm.cloudprovider.errors import NotImplementedByProvider
 from kccm.cloudprovider.gate import METHOD_GROUPS, CallGate, Priority
 from kccm.cloudprovider.gated import GatedCloud
+from kccm.cloudprovider.sharing import ANNOTATION_SHARE_GROUP, as_balancer_sharer
 from kccm.controllers.service_drain import DRAIN_RECORD
 from kccm.controllers.service_predicates import UPSTREAM_CLASSES, LoadBalancerClasses
 from kccm.controllers.syncstate import SyncStates
@@ -136,6 +138,7 @@ class Explainer:
             "balancer": await self._balancer(svc) if verdict.handled else None,
             "address_retention": self._retention(svc),
             "drain": self._drain(svc, f"{ns}/{name}"),
+            "share_group": await self._sharing(svc, ns),
         }
         return _json(body)
 
@@ -254,6 +257,14 @@ class Explainer:
         record = None if self.states is None else self.states.last("service", key, DRAIN_RECORD)
         until = dict(record.detail.get("draining_until") or {}) if record is not None else {}
         return target_drain(service, self.default_drain_seconds, supported, self.provider, until)
+
+    async def _sharing(self, service: Obj, namespace: str) -> dict[str, Any] | None:
+        if ANNOTATION_SHARE_GROUP not in ((service.get("metadata") or {}).get("annotations") or {}):
+            return None  # no list call for the Services that share nothing
+        lb = self.cloud.load_balancer()
+        supported = lb is not None and as_balancer_sharer(lb.impl) is not None
+        services = (await self.kube.list(SERVICES, namespace=namespace)).items
+        return share_group(service, services, supported, self.provider)
 
     def _budget(self) -> list[dict[str, Any]]:
         return [_plain(group) for group in self.gate.snapshot()]

@@ -21,12 +21,14 @@ from kccm.api.wellknown import (
 from kccm.cloudprovider.drain import ANNOTATION_DRAIN_SECONDS, drain_time_of
 from kccm.cloudprovider.errors import InvalidServiceConfig
 from kccm.cloudprovider.retention import ANNOTATION_RETAIN_ADDRESS, retention_of
+from kccm.cloudprovider.sharing import ANNOTATION_SHARE_GROUP, share_group_of
 from kccm.controllers.service_predicates import (
     UPSTREAM_CLASSES,
     LoadBalancerClasses,
     wants_load_balancer,
 )
 from kccm.controllers.service_selection import NodeSelection, node_selection
+from kccm.controllers.service_sharing import group_members
 from kccm.util.gostrconv import parse_bool
 
 __all__ = [
@@ -269,3 +271,31 @@ def target_drain(
         )
     seconds = drain.seconds if supported else 0
     return {"seconds": seconds, "source": drain.source, "note": note, "draining": dict(draining)}
+
+
+def share_group(
+    service: Mapping[str, Any],
+    services: Iterable[Mapping[str, Any]],
+    supported: bool,
+    provider: str,
+) -> dict[str, Any] | None:
+    """The Service's share group (docs/behaviour.md, "Sharing one balancer") with its members
+    in the order that decides who keeps a port; ``None`` without the annotation."""
+    try:
+        group = share_group_of(service)
+    except InvalidServiceConfig as err:
+        return {"group": None, "members": [], "note": str(err)}
+    if group is None:
+        return None
+    members = [
+        f"{m['metadata'].get('namespace')}/{m['metadata'].get('name')}"
+        for m in group_members(services, group)
+    ]
+    if supported:
+        note = (
+            f"one balancer and one address for the {len(members)} Service(s) of group "
+            f"{group.name} in {group.namespace}; on a port clash the earlier one keeps the port"
+        )
+    else:
+        note = f"{ANNOTATION_SHARE_GROUP} is not supported by provider {provider}: no balancer"
+    return {"group": group.name, "members": members, "note": note}

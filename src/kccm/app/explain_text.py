@@ -135,6 +135,10 @@ def render(answer: Mapping[str, Any]) -> str:
         if answer.get("address_retention"):
             lines.append(f"  address on release: {answer['address_retention'].get('note')}")
         lines += _drain(answer.get("drain"))
+        if answer.get("share_group"):
+            shared = answer["share_group"]
+            lines.append(f"  share group: {shared.get('note')}")
+            lines += [f"    member: {member}" for member in shared.get("members") or ()]
     else:
         state = "initialised" if answer.get("initialised") else "NOT initialised"
         lines.append(f"  {state}: {answer.get('why')}")
