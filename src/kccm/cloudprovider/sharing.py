@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol, cast
+from typing import Protocol, cast, runtime_checkable
 
 from kccm.cloudprovider.calls import MaybeAwaitable, provider_call
 from kccm.cloudprovider.errors import InvalidServiceConfig
@@ -68,6 +68,7 @@ def share_group_of(service: Service) -> ShareGroup | None:
     return ShareGroup(str(meta.get("namespace") or ""), text)
 
 
+@runtime_checkable
 class BalancerSharer(Protocol):
     """Optional, on the :class:`~kccm.cloudprovider.interface.LoadBalancer` implementation
     (kccm, not upstream): one balancer and one address for a :class:`ShareGroup`.

@@ -24,6 +24,7 @@ import pytest
 
 from kccm.cloudprovider import (
     AddressRetainer,
+    BalancerSharer,
     Clusters,
     InstanceDescriber,
     InstanceMetadataLister,
@@ -45,7 +46,10 @@ ENTRY_POINTS: dict[str, str] = tomllib.loads((ROOT / "pyproject.toml").read_text
 ]["kccm.cloud_providers"]
 
 ACCESSORS: dict[str, tuple[type, tuple[type, ...]]] = {
-    "load_balancer": (LoadBalancer, (LoadBalancerDescriber, AddressRetainer, TargetDrainer)),
+    "load_balancer": (
+        LoadBalancer,
+        (LoadBalancerDescriber, AddressRetainer, TargetDrainer, BalancerSharer),
+    ),
     "instances": (Instances, (InstanceDescriber, InstanceMetadataLister)),
     "instances_v2": (InstancesV2, (InstanceDescriber, InstanceMetadataLister)),
     "zones": (Zones, ()),
