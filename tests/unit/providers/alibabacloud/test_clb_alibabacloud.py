@@ -545,3 +545,26 @@ def test_external_ip_type_eip_shows_the_balancers_eips() -> None:
     status = lbs.get_load_balancer("kubernetes", svc)[0]
     assert status is not None
     assert [i.ip for i in status.ingress] == [f"8.8.0.{i}" for i in range(12)]
+
+
+def test_call_counts_for_100_nodes_and_3_ports() -> None:
+    """docs/providers/alibabacloud.md, "Scale": what one Service costs."""
+    slb, lbs = world()
+    nodes = [
+        {"metadata": {"name": f"n{i}"}, "spec": {"providerID": f"cn-hangzhou.i-{i:03d}"}}
+        for i in range(100)
+    ]
+    svc = service(ports=web_ports(80, 443, 8080))
+    ensure(lbs, svc, nodes)
+    writes = slb.mutating()
+    assert (
+        len(writes) == 1 + 3 * (1 + 3 + 2) + 0
+    )  # balancer; per port: group, 3 batches, listener + start
+    assert writes.count("AddVServerGroupBackendServers") == 9
+    slb.calls.clear()
+    ensure(lbs, svc, nodes)
+    assert slb.mutating() == []
+    assert len(slb.calls) == 7  # by tag, tags, groups, 3 groups' members, listeners
+    slb.calls.clear()
+    ensure(lbs, svc, nodes[1:])
+    assert slb.mutating() == ["RemoveVServerGroupBackendServers"] * 3
