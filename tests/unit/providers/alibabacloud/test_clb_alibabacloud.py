@@ -290,6 +290,9 @@ def test_preserve_on_delete_keeps_the_balancer_untagged() -> None:
     slb, lbs = world()
     svc = service({f"{A}preserve-lb-on-delete": "true"})
     ensure(lbs, svc)
+    with collect_service_warnings() as warnings:
+        lbs.ensure_load_balancer("kubernetes", svc, NODES)
+    assert [w.reason for w in warnings] == ["PreservedOnDelete"]
     lbs.ensure_load_balancer_deleted("kubernetes", svc)
     lb = the_balancer(slb)
     assert lb["tags"] == {}

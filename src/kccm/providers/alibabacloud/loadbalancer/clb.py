@@ -161,6 +161,11 @@ class ClassicLoadBalancers:
         spec = self._spec(service)
         wants = group_wants(service, spec, nodes)
         balancer = self._find(service)
+        if balancer is not None and spec.preserve_on_delete:
+            warn_service(
+                "PreservedOnDelete",
+                f"The lb [{balancer.id}] will be preserved after the service is deleted.",
+            )
         if balancer is None:
             if spec.reuse_id:
                 raise AlibabaError(f"alicloud: can not find loadbalancer {spec.reuse_id}")
