@@ -18,6 +18,7 @@ import pytest
 
 import kccm.emulators
 from kccm.emulators import CloudEmulator
+from kccm.emulators.alibabacloud import AlibabaEmulator, start_alibaba
 from kccm.emulators.aws import MotoEmulator, start_moto
 from kccm.emulators.azure import AzureEmulator, start_azure
 from kccm.emulators.openstack import Emulator, start_emulator
@@ -28,6 +29,7 @@ from kccm.testing.emulatorshape import check_running_shape
 REPO = Path(__file__).resolve().parents[3]
 
 EMULATORS: dict[str, tuple[type[Any], Callable[[], Any]]] = {
+    "alibabacloud": (AlibabaEmulator, start_alibaba),
     "aws": (MotoEmulator, start_moto),
     "azure": (AzureEmulator, start_azure),
     "openstack": (Emulator, start_emulator),

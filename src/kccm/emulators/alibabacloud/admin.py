@@ -1,0 +1,117 @@
+"""The Alibaba Cloud emulator's ``/_emu`` test API: the shared routes
+(:func:`kccm.emulators.control_routes.control_routes`: config, request log, faults, token
+expiry) and its own: seeding instances and route tables, an instance's status, the instance the
+metadata service answers for, and the state a leak check compares."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any
+
+from aiohttp import web
+
+from kccm.emulators.alibabacloud.ecs import render_instance
+from kccm.emulators.alibabacloud.world import Fault, Instance, RouteEntry, RouteTable, World
+from kccm.emulators.control_routes import control_routes
+
+__all__ = ["WORLD", "admin_routes"]
+
+WORLD = web.AppKey("world", World)
+
+
+def _reply(body: Any, status: int = 200) -> web.Response:
+    return web.Response(status=status, text=json.dumps(body), content_type="application/json")
+
+
+async def _json(request: web.Request) -> dict[str, Any]:
+    try:
+        body = await request.json()
+    except ValueError as err:
+        raise web.HTTPBadRequest(text=f"not JSON: {err}") from err
+    if not isinstance(body, dict):
+        raise web.HTTPBadRequest(text="a JSON object is expected")
+    return body
+
+
+def _config(world: World) -> dict[str, Any]:
+    return {"region": world.region, "keys": dict(world.keys), "role": world.role}
+
+
+def _add_fault(world: World, body: dict[str, Any]) -> Fault:
+    fields = {f.name for f in dataclasses.fields(Fault)}
+    fault = Fault(**{k: v for k, v in body.items() if k in fields})
+    world.fault_list.append(fault)
+    return fault
+
+
+def _instance(world: World, body: dict[str, Any]) -> Instance:
+    fields = {f.name for f in dataclasses.fields(Instance)}
+    spec = {k: v for k, v in body.items() if k in fields}
+    spec.setdefault("id", world.new_id("i"))
+    spec.setdefault("region", world.region)
+    spec.setdefault("zone", f"{world.region}-h")
+    spec.setdefault("eni", world.new_id("eni"))
+    return Instance(**spec)
+
+
+def admin_routes() -> web.RouteTableDef:
+    routes = control_routes(WORLD, _config, _add_fault, _json)
+
+    @routes.post("/_emu/instances")
+    async def add_instance(request: web.Request) -> web.Response:
+        world = request.app[WORLD]
+        instance = _instance(world, await _json(request))
+        world.instances[instance.id] = instance
+        return _reply(render_instance(instance), 201)
+
+    @routes.get("/_emu/instances/{id}")
+    async def get_instance(request: web.Request) -> web.Response:
+        instance = request.app[WORLD].instances.get(request.match_info["id"])
+        if instance is None:
+            raise web.HTTPNotFound(text="no such instance")
+        return _reply(dataclasses.asdict(instance))
+
+    @routes.put("/_emu/instances/{id}/status")
+    async def set_status(request: web.Request) -> web.Response:
+        instance = request.app[WORLD].instances.get(request.match_info["id"])
+        if instance is None:
+            raise web.HTTPNotFound(text="no such instance")
+        instance.status = str((await _json(request))["status"])
+        return _reply(dataclasses.asdict(instance))
+
+    @routes.delete("/_emu/instances/{id}")
+    async def delete_instance(request: web.Request) -> web.Response:
+        request.app[WORLD].instances.pop(request.match_info["id"], None)
+        return web.Response(status=204)
+
+    @routes.post("/_emu/route-tables")
+    async def add_route_table(request: web.Request) -> web.Response:
+        world, body = request.app[WORLD], await _json(request)
+        table = RouteTable(
+            str(body.get("id") or world.new_id("vtb")),
+            str(body["vpc"]),
+            str(body.get("region") or world.region),
+        )
+        for entry in body.get("entries") or ():
+            table.entries.append(
+                RouteEntry(world.new_id("rte"), str(entry["cidr"]), str(entry["next_hop"]))
+            )
+        world.route_tables[table.id] = table
+        return _reply({"id": table.id}, 201)
+
+    @routes.delete("/_emu/route-tables/{id}")
+    async def delete_route_table(request: web.Request) -> web.Response:
+        request.app[WORLD].route_tables.pop(request.match_info["id"], None)
+        return web.Response(status=204)
+
+    @routes.put("/_emu/metadata-instance")
+    async def set_metadata_instance(request: web.Request) -> web.Response:
+        request.app[WORLD].metadata_instance = str((await _json(request))["id"])
+        return web.Response(status=204)
+
+    @routes.get("/_emu/state")
+    async def state(request: web.Request) -> web.Response:
+        return _reply(request.app[WORLD].state())
+
+    return routes
