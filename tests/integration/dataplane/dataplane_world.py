@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
+from kccm.kube.resources import NODES as NODE_RESOURCE
 from kccm.providers.local.dataplane.health import HealthSettings
 from kccm.providers.local.dataplane.server import DataPlane, DataplaneSettings
 from kccm.providers.local.store import LoadBalancerRecord, LocalStore
@@ -220,3 +221,21 @@ async def refused(vip: str, port: int, source: str | None = None) -> bool:
     except (ConnectionError, TimeoutError):
         return True
     return False
+
+
+async def register_ready_node(kube: Any, cleanup: Any, node: Node) -> None:
+    """``node`` as a Ready Node of the apiserver (its InternalIP, a ``local://`` providerID),
+    removed by ``cleanup`` after the test."""
+    cleanup.add(NODE_RESOURCE, node.name)
+    await kube.create(
+        NODE_RESOURCE,
+        {
+            "metadata": {"name": node.name},
+            "spec": {"providerID": f"local://{node.name}"},
+            "status": {"addresses": [{"type": "InternalIP", "address": node.address}]},
+        },
+    )
+    ready = {"type": "Ready", "status": "True", "reason": "Kubelet"}
+    await kube.patch(
+        NODE_RESOURCE, node.name, {"status": {"conditions": [ready]}}, subresource="status"
+    )

@@ -15,13 +15,21 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from dataplane_world import FAST, Node, _tcp_backend, ask_tcp, refused, subnet
+from dataplane_world import (
+    FAST,
+    Node,
+    _tcp_backend,
+    ask_tcp,
+    refused,
+    register_ready_node,
+    subnet,
+)
 
 from kccm.cloudprovider.sharing import ANNOTATION_SHARE_GROUP
 from kccm.controllers.service import ServiceControllerOptions
 from kccm.controllers.service import build as build_service_controller
 from kccm.kube.client import KubeApiClient
-from kccm.kube.resources import NODES, SERVICES
+from kccm.kube.resources import SERVICES
 from kccm.providers.local import LocalCloud
 from kccm.providers.local.config import load_local_config
 from kccm.providers.local.dataplane.server import DataPlane
@@ -102,17 +110,7 @@ async def cluster(
     cloud = LocalCloud(store, load_local_config(io.StringIO(config)))
     plane = DataPlane(state, FAST)
     await plane.start()
-    kube_cleanup.add(NODES, node.name)
-    await kube.create(
-        NODES,
-        {
-            "metadata": {"name": node.name},
-            "spec": {"providerID": f"local://{node.name}"},
-            "status": {"addresses": [{"type": "InternalIP", "address": node.address}]},
-        },
-    )
-    ready = {"type": "Ready", "status": "True", "reason": "Kubelet"}
-    await kube.patch(NODES, node.name, {"status": {"conditions": [ready]}}, subresource="status")
+    await register_ready_node(kube, kube_cleanup, node)
     run = await controller_runs(cloud)
     run.start(build_service_controller(run.context, ServiceControllerOptions()))
     made = Cluster(kube, kube_namespace, store, node, net)

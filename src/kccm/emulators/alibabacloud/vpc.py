@@ -123,6 +123,15 @@ def _batch(params: Mapping[str, str]) -> list[dict[str, str]]:
     return found
 
 
+def _failed(fields: Mapping[str, str], err: RpcError) -> dict[str, str]:
+    return {
+        "DstCidrBlock": fields.get("DstCidrBlock", ""),
+        "FailedCode": err.code,
+        "FailedMessage": err.message,
+        "NextHop": fields.get("NextHop", ""),
+    }
+
+
 def _outcome(done: list[str], failed: list[dict[str, str]]) -> dict[str, Any]:
     return {
         "SuccessCount": len(done),
@@ -146,14 +155,7 @@ def create_route_entries(world: World, params: Mapping[str, str]) -> dict[str, A
                 )
             )
         except RpcError as err:
-            failed.append(
-                {
-                    "DstCidrBlock": fields.get("DstCidrBlock", ""),
-                    "FailedCode": err.code,
-                    "FailedMessage": err.message,
-                    "NextHop": fields.get("NextHop", ""),
-                }
-            )
+            failed.append(_failed(fields, err))
     return _outcome(done, failed)
 
 
@@ -169,14 +171,7 @@ def delete_route_entries(world: World, params: Mapping[str, str]) -> dict[str, A
             )
             done.append(fields.get("DstCidrBlock", ""))
         except RpcError as err:
-            failed.append(
-                {
-                    "DstCidrBlock": fields.get("DstCidrBlock", ""),
-                    "FailedCode": err.code,
-                    "FailedMessage": err.message,
-                    "NextHop": fields.get("NextHop", ""),
-                }
-            )
+            failed.append(_failed(fields, err))
     return _outcome(done, failed)
 
 
