@@ -12,6 +12,7 @@ import aiohttp
 import pytest
 from aiohttp.test_utils import make_mocked_request
 from cryptography import x509
+from multidict import CIMultiDict, CIMultiDictProxy
 from prometheus_client import CollectorRegistry
 
 from kccm.runtime.delegated import (
@@ -51,6 +52,22 @@ class ReviewStub:
 def _request(token: str | None, path: str = "/metrics") -> Any:
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     return make_mocked_request("GET", path, headers=headers)
+
+
+@dataclass
+class _Bare:
+    """What DelegatedAuth reads of a request (headers, method, path, transport), for tests
+    that make thousands: make_mocked_request's mocks cost ~3 ms each."""
+
+    headers: CIMultiDictProxy[str]
+    path: str
+    method: str = "GET"
+    transport: None = None
+
+
+def _bare(token: str | None, path: str = "/metrics") -> Any:
+    headers = CIMultiDict({"Authorization": f"Bearer {token}"} if token else {})
+    return _Bare(CIMultiDictProxy(headers), path)
 
 
 @pytest.mark.parametrize(
@@ -283,12 +300,12 @@ async def test_random_tokens_and_paths_cannot_grow_the_caches_without_bound() ->
     stub = ReviewStub()
     auth = DelegatedAuth(stub, clock=FakeClock())  # type: ignore[arg-type]
     for i in range(CACHE_LIMIT + 50):
-        await auth(_request(f"random-{i}"))
-        await auth(_request(None, path=f"/metrics/{i}"))
+        await auth(_bare(f"random-{i}"))
+        await auth(_bare(None, path=f"/metrics/{i}"))
     assert len(auth._tokens) <= CACHE_LIMIT
     assert len(auth._access) <= CACHE_LIMIT
     before = len(stub.reviews)
-    await auth(_request(f"random-{CACHE_LIMIT + 49}"))  # the newest answers stay cached
+    await auth(_bare(f"random-{CACHE_LIMIT + 49}"))  # the newest answers stay cached
     assert len(stub.reviews) == before
 
 
