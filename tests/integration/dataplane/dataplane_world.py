@@ -17,6 +17,7 @@ from kccm.kube.resources import NODES as NODE_RESOURCE
 from kccm.providers.local.dataplane.health import HealthSettings
 from kccm.providers.local.dataplane.server import DataPlane, DataplaneSettings
 from kccm.providers.local.store import LoadBalancerRecord, LocalStore
+from kccm.testing.controllers import eventually
 from kccm.testing.ports import loopback_net
 
 FAST = DataplaneSettings(
@@ -239,3 +240,15 @@ async def register_ready_node(kube: Any, cleanup: Any, node: Node) -> None:
     await kube.patch(
         NODE_RESOURCE, node.name, {"status": {"conditions": [ready]}}, subresource="status"
     )
+
+
+async def answered(vip: str, port: int) -> str:
+    """The first line a TCP connection to ``vip:port`` answers, once one does."""
+
+    async def answer() -> str | None:
+        try:
+            return await ask_tcp(vip, port)
+        except (ConnectionError, TimeoutError):
+            return None
+
+    return await eventually(answer)

@@ -18,7 +18,7 @@ from dataplane_world import (
     FAST,
     Node,
     _tcp_backend,
-    ask_tcp,
+    answered,
     refused,
     register_ready_node,
     subnet,
@@ -133,16 +133,6 @@ async def _delete(c: Cluster, name: str) -> None:
     await eventually(lambda: absent(c.kube, SERVICES, name, c.namespace))
 
 
-async def _answers(vip: str, port: int) -> str:
-    async def answer() -> str | None:
-        try:
-            return await ask_tcp(vip, port)
-        except (ConnectionError, TimeoutError):
-            return None
-
-    return await eventually(answer)
-
-
 async def test_a_re_created_service_gets_its_vip_back_and_release_frees_it(
     cluster: Cluster,
 ) -> None:
@@ -150,7 +140,7 @@ async def test_a_re_created_service_gets_its_vip_back_and_release_frees_it(
     owner = f"{c.namespace}/{name}"
     await _create(c, name)
     vip = await c.ingress_ip(name)
-    assert await _answers(vip, c.port) == c.node.name
+    assert await answered(vip, c.port) == c.node.name
 
     await _delete(c, name)
     assert [(k.ip, k.owner, k.retain) for k in c.store.list_ip_claims()] == [(vip, owner, True)]
@@ -161,7 +151,7 @@ async def test_a_re_created_service_gets_its_vip_back_and_release_frees_it(
 
     await _create(c, name)
     assert await c.ingress_ip(name) == vip
-    assert await _answers(vip, c.port) == c.node.name
+    assert await answered(vip, c.port) == c.node.name
 
     await _delete(c, name)
     flags = ["--cloud-provider", "local", "--cloud-config", str(c.config)]

@@ -19,7 +19,7 @@ from dataplane_world import (
     FAST,
     Node,
     _tcp_backend,
-    ask_tcp,
+    answered,
     refused,
     register_ready_node,
     subnet,
@@ -133,16 +133,6 @@ def _ports(net: str) -> tuple[int, int]:
     return first, second
 
 
-async def _answer(vip: str, port: int) -> str:
-    async def answer() -> str | None:
-        try:
-            return await ask_tcp(vip, port)
-        except (ConnectionError, TimeoutError):
-            return None
-
-    return await eventually(answer)
-
-
 async def test_two_services_share_one_vip_each_on_its_port_until_the_last_goes(
     cluster: Cluster,
 ) -> None:
@@ -153,8 +143,8 @@ async def test_two_services_share_one_vip_each_on_its_port_until_the_last_goes(
     await c.create(b, port_b, await c.backend("backend-b"))
     vip = await c.ingress_ip(a)
     assert await c.ingress_ip(b) == vip
-    assert await _answer(vip, port_a) == "backend-a"
-    assert await _answer(vip, port_b) == "backend-b"
+    assert await answered(vip, port_a) == "backend-a"
+    assert await answered(vip, port_b) == "backend-b"
     assert c.claims() == [(vip, f"share:{c.namespace}/{GROUP}")]
     assert sorted(lb.service for lb in c.store.list_load_balancers()) == sorted(
         f"{c.namespace}/{n}" for n in (a, b)
@@ -162,7 +152,7 @@ async def test_two_services_share_one_vip_each_on_its_port_until_the_last_goes(
 
     await c.delete(a)
     assert await eventually(lambda: refused(vip, port_a))
-    assert await _answer(vip, port_b) == "backend-b"
+    assert await answered(vip, port_b) == "backend-b"
     assert c.claims() == [(vip, f"share:{c.namespace}/{GROUP}")], "b still uses the VIP"
 
     await c.delete(b)
@@ -191,10 +181,10 @@ async def test_a_port_clash_warns_the_later_service_which_gets_the_port_once_the
     assert await eventually(warned)
     svc = await c.kube.get(SERVICES, later, namespace=c.namespace)
     assert not (svc.get("status") or {}).get("loadBalancer", {}).get("ingress")
-    assert await _answer(vip, port) == "first", "the first Service keeps its port"
+    assert await answered(vip, port) == "first", "the first Service keeps its port"
 
     await c.delete(first)  # the later Service is synced again at once and takes the port
-    assert await _answer(await c.ingress_ip(later), port) == "later"
+    assert await answered(await c.ingress_ip(later), port) == "later"
     await c.delete(later)
     assert c.claims() == []
     assert c.store.list_load_balancers() == []
