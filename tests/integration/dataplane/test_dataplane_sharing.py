@@ -184,7 +184,12 @@ async def test_a_port_clash_warns_the_later_service_which_gets_the_port_once_the
     assert await answered(vip, port) == "first", "the first Service keeps its port"
 
     await c.delete(first)  # the later Service is synced again at once and takes the port
-    assert await answered(await c.ingress_ip(later), port) == "later"
+    vip = await c.ingress_ip(later)
+
+    async def served_by_later() -> bool:  # the data plane applies the rows' change on reload
+        return await answered(vip, port) == "later"
+
+    assert await eventually(served_by_later)
     await c.delete(later)
     assert c.claims() == []
     assert c.store.list_load_balancers() == []
