@@ -1,7 +1,9 @@
 """The Alibaba Cloud emulator's ``/_emu`` test API: the shared routes
 (:func:`kccm.emulators.control_routes.control_routes`: config, request log, faults, token
 expiry) and its own: seeding instances and route tables, an instance's status, the instance the
-metadata service answers for, and the state a leak check compares."""
+metadata service answers for, the state a leak check compares, and for the SLB: a balancer with
+its listeners and groups as one JSON, its removal whatever its protection, EIPs bound to it and
+the health of a member."""
 
 from __future__ import annotations
 
@@ -12,6 +14,9 @@ from typing import Any
 from aiohttp import web
 
 from kccm.emulators.alibabacloud.ecs import render_instance
+from kccm.emulators.alibabacloud.slb import render_balancer
+from kccm.emulators.alibabacloud.slb_listeners import render_listener
+from kccm.emulators.alibabacloud.slbmodel import Eip
 from kccm.emulators.alibabacloud.world import Fault, Instance, RouteEntry, RouteTable, World
 from kccm.emulators.control_routes import control_routes
 
@@ -55,6 +60,58 @@ def _instance(world: World, body: dict[str, Any]) -> Instance:
     return Instance(**spec)
 
 
+def _balancer_view(world: World, lb_id: str) -> dict[str, Any]:
+    found = world.slb.balancers.get(lb_id)
+    if found is None:
+        raise web.HTTPNotFound(text="no such balancer")
+    groups = [g for g in world.slb.vgroups.values() if g.lb == lb_id]
+    return {
+        **render_balancer(found),
+        "Listeners": [render_listener(lb_id, item) for _, item in sorted(found.listeners.items())],
+        "VServerGroups": [
+            {
+                "VServerGroupId": g.id,
+                "VServerGroupName": g.name,
+                "BackendServers": [m.render() for m in g.members],
+            }
+            for g in groups
+        ],
+    }
+
+
+def slb_routes(routes: web.RouteTableDef) -> None:
+    @routes.get("/_emu/balancers/{id}")
+    async def get_balancer(request: web.Request) -> web.Response:
+        return _reply(_balancer_view(request.app[WORLD], request.match_info["id"]))
+
+    @routes.delete("/_emu/balancers/{id}")
+    async def delete_balancer(request: web.Request) -> web.Response:
+        world, lb_id = request.app[WORLD], request.match_info["id"]
+        if world.slb.balancers.pop(lb_id, None) is not None:
+            for table in (world.slb.vgroups, world.slb.domains):
+                for gone in [k for k, v in table.items() if v.lb == lb_id]:
+                    del table[gone]
+        return web.Response(status=204)
+
+    @routes.post("/_emu/eips")
+    async def add_eip(request: web.Request) -> web.Response:
+        world, body = request.app[WORLD], await _json(request)
+        eip = Eip(world.new_id("eip"), str(body["ip"]), world.region, str(body.get("lb") or ""))
+        world.slb.eips[eip.id] = eip
+        return _reply({"id": eip.id}, 201)
+
+    @routes.delete("/_emu/eips/{id}")
+    async def delete_eip(request: web.Request) -> web.Response:
+        request.app[WORLD].slb.eips.pop(request.match_info["id"], None)
+        return web.Response(status=204)
+
+    @routes.put("/_emu/health/{server}")
+    async def set_health(request: web.Request) -> web.Response:
+        status = str((await _json(request))["status"])
+        request.app[WORLD].slb.health[request.match_info["server"]] = status
+        return web.Response(status=204)
+
+
 def admin_routes() -> web.RouteTableDef:
     routes = control_routes(WORLD, _config, _add_fault, _json)
 
@@ -82,7 +139,10 @@ def admin_routes() -> web.RouteTableDef:
 
     @routes.delete("/_emu/instances/{id}")
     async def delete_instance(request: web.Request) -> web.Response:
-        request.app[WORLD].instances.pop(request.match_info["id"], None)
+        world, gone = request.app[WORLD], request.match_info["id"]
+        world.instances.pop(gone, None)
+        for group in world.slb.vgroups.values():  # a released instance leaves its groups
+            group.members = [m for m in group.members if m.server_id != gone]
         return web.Response(status=204)
 
     @routes.post("/_emu/route-tables")
@@ -109,6 +169,8 @@ def admin_routes() -> web.RouteTableDef:
     async def set_metadata_instance(request: web.Request) -> web.Response:
         request.app[WORLD].metadata_instance = str((await _json(request))["id"])
         return web.Response(status=204)
+
+    slb_routes(routes)
 
     @routes.get("/_emu/state")
     async def state(request: web.Request) -> web.Response:

@@ -5,7 +5,13 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from kccm.emulators.alibabacloud import ecs, vpc  # noqa: F401  (they register their actions)
+from kccm.emulators.alibabacloud import (  # noqa: F401  (they register their actions)
+    ecs,
+    slb,
+    slb_listeners,
+    slb_vgroups,
+    vpc,
+)
 from kccm.emulators.alibabacloud.admin import WORLD, admin_routes
 from kccm.emulators.alibabacloud.metadata import metadata_routes
 from kccm.emulators.alibabacloud.rpc import handle_rpc

@@ -71,6 +71,27 @@ class AlibabaAdmin(EmulatorControl):
     def set_metadata_instance(self, instance_id: str) -> None:
         self._call("PUT", "/_emu/metadata-instance", {"id": instance_id})
 
+    def balancer(self, lb_id: str) -> dict[str, Any]:
+        """A balancer as ``DescribeLoadBalancerAttribute`` renders it, with ``Listeners`` (as
+        ``DescribeLoadBalancerListeners``) and ``VServerGroups`` (with their members)."""
+        return dict(self._call("GET", f"/_emu/balancers/{lb_id}"))
+
+    def delete_balancer(self, lb_id: str) -> None:
+        """The balancer, its groups and domain extensions gone, whatever its protection."""
+        self._call("DELETE", f"/_emu/balancers/{lb_id}")
+
+    def add_eip(self, ip: str, lb: str = "") -> str:
+        """An EIP (bound to the balancer ``lb``); its allocation ID."""
+        return str(self._call("POST", "/_emu/eips", {"ip": ip, "lb": lb})["id"])
+
+    def delete_eip(self, eip_id: str) -> None:
+        self._call("DELETE", f"/_emu/eips/{eip_id}")
+
+    def set_health(self, server_id: str, status: str) -> None:
+        """``DescribeHealthStatus`` gives ``status`` (``normal``, ``abnormal``) for the
+        server's members on running listeners."""
+        self._call("PUT", f"/_emu/health/{server_id}", {"status": status})
+
     def fault(self, action: str, **spec: Any) -> dict[str, Any]:
         """The next ``times`` calls of ``action`` answer ``code`` with ``status``
         (:class:`kccm.emulators.alibabacloud.world.Fault`)."""

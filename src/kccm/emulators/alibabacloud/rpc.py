@@ -25,7 +25,7 @@ from aiohttp import web
 
 from kccm.emulators.alibabacloud.world import World
 
-__all__ = ["ACTIONS", "Handler", "RpcError", "handle_rpc", "pct", "signature_v1"]
+__all__ = ["ACTIONS", "COMMON", "Handler", "RpcError", "handle_rpc", "pct", "signature_v1"]
 
 Handler = Callable[[World, Mapping[str, str]], dict[str, Any]]
 
@@ -90,6 +90,14 @@ async def _params(request: web.Request) -> dict[str, str]:
     return params
 
 
+def _handled(handler: Handler, world: World, params: Mapping[str, str]) -> dict[str, Any]:
+    """The handler's answer; a number parameter that is none is ``InvalidParameter``."""
+    try:
+        return handler(world, params)
+    except ValueError as err:
+        raise RpcError("InvalidParameter", f"a parameter is not valid: {err}") from err
+
+
 async def handle_rpc(world: World, request: web.Request) -> web.Response:
     """One RPC call: ``/`` (any path: SDKs differ) with ``Action`` and ``Version``."""
     request_id = str(uuid.uuid4()).upper()
@@ -111,7 +119,7 @@ async def handle_rpc(world: World, request: web.Request) -> web.Response:
             await asyncio.sleep(fault.latency)
         if fault is not None and fault.code:
             raise RpcError(fault.code, fault.message, fault.status)
-        body = handler(world, params)
+        body = _handled(handler, world, params)
     except RpcError as err:
         world.log({**entry, "params": _logged(params), "status": err.status, "code": err.code})
         return _error(err, request_id)
@@ -119,7 +127,7 @@ async def handle_rpc(world: World, request: web.Request) -> web.Response:
     return _reply({**body, "RequestId": request_id})
 
 
-_COMMON = {
+COMMON = {
     "AccessKeyId",
     "Signature",
     "SignatureMethod",
@@ -136,7 +144,7 @@ _COMMON = {
 
 def _logged(params: Mapping[str, str]) -> dict[str, str]:
     """The action's own parameters (the common ones, secrets and nonces left out)."""
-    return {k: v for k, v in sorted(params.items()) if k not in _COMMON}
+    return {k: v for k, v in sorted(params.items()) if k not in COMMON}
 
 
 def required(params: Mapping[str, str], name: str) -> str:

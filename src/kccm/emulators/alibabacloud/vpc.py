@@ -1,6 +1,7 @@
 """VPC (API ``2016-04-28``): route tables and their custom entries to instances, singly
 (``CreateRouteEntry``/``DeleteRouteEntry``, what kccm sends) and in batches
-(``CreateRouteEntries``/``DeleteRouteEntries``, what upstream's route controller sends)."""
+(``CreateRouteEntries``/``DeleteRouteEntries``, what upstream's route controller sends); the
+EIPs bound to SLB balancers (``DescribeEipAddresses``, what ``external-ip-type: eip`` reads)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kccm.emulators.alibabacloud.rpc import ACTIONS, RpcError, page, required
+from kccm.emulators.alibabacloud.slbmodel import Eip
 from kccm.emulators.alibabacloud.world import RouteEntry, RouteTable, World
 
 VERSION = "2016-04-28"
@@ -175,6 +177,48 @@ def delete_route_entries(world: World, params: Mapping[str, str]) -> dict[str, A
     return _outcome(done, failed)
 
 
+def _eip_matches(eip: Eip, params: Mapping[str, str]) -> bool:
+    have = {"AssociatedInstanceId": eip.lb, "AllocationId": eip.id, "EipAddress": eip.ip}
+    return all(not params.get(k) or params[k] == v for k, v in have.items())
+
+
+def describe_eip_addresses(world: World, params: Mapping[str, str]) -> dict[str, Any]:
+    """Pages of ``PageSize`` (10 by default, at most 100) by ``PageNumber``; filters
+    ``AssociatedInstanceType`` (``SlbInstance``: the emulator binds EIPs to balancers only),
+    ``AssociatedInstanceId``, ``AllocationId``, ``EipAddress``."""
+    region = required(params, "RegionId")
+    kind = params.get("AssociatedInstanceType", "")
+    if kind and kind != "SlbInstance":
+        found = []
+    else:
+        found = [
+            e
+            for _, e in sorted(world.slb.eips.items())
+            if e.region == region and (not kind or e.lb) and _eip_matches(e, params)
+        ]
+    number = int(params.get("PageNumber") or 1)
+    size = min(int(params.get("PageSize") or 10), 100)
+    items = [
+        {
+            "AllocationId": e.id,
+            "IpAddress": e.ip,
+            "RegionId": e.region,
+            "Status": "InUse" if e.lb else "Available",
+            "InstanceId": e.lb,
+            "InstanceType": "SlbInstance" if e.lb else "",
+            "InternetChargeType": "PayByTraffic",
+        }
+        for e in found[(number - 1) * size : number * size]
+    ]
+    return {
+        "EipAddresses": {"EipAddress": items},
+        "TotalCount": len(found),
+        "PageNumber": number,
+        "PageSize": size,
+    }
+
+
+ACTIONS[(VERSION, "DescribeEipAddresses")] = describe_eip_addresses
 ACTIONS[(VERSION, "DescribeRouteTableList")] = describe_route_table_list
 ACTIONS[(VERSION, "DescribeRouteEntryList")] = describe_route_entry_list
 ACTIONS[(VERSION, "CreateRouteEntry")] = create_route_entry

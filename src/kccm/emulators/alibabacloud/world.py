@@ -1,5 +1,6 @@
 """What the Alibaba Cloud emulator holds: access keys, ECS instances with their primary network
-interfaces, VPC route tables and entries, the request log and the faults not yet met."""
+interfaces, VPC route tables and entries, the SLB (:mod:`.slbmodel`), the request log and the
+faults not yet met."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ import itertools
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
+
+from kccm.emulators.alibabacloud.slbmodel import SlbWorld
 
 __all__ = ["Fault", "Instance", "RouteEntry", "RouteTable", "World"]
 
@@ -74,6 +77,7 @@ class World:
     """The instance the metadata service answers for."""
     instances: dict[str, Instance] = field(default_factory=dict)
     route_tables: dict[str, RouteTable] = field(default_factory=dict)
+    slb: SlbWorld = field(default_factory=SlbWorld)
     page_size: int = 100
     requests: list[dict[str, Any]] = field(default_factory=list)
     seq: int = 0
@@ -109,7 +113,8 @@ class World:
         return None
 
     def state(self) -> dict[str, list[str]]:
-        """What a leak check compares: every instance, route table and route entry."""
+        """What a leak check compares: every instance, route table and route entry, and the
+        SLB's balancers, listeners, vServer groups, domain extensions and EIP bindings."""
         return {
             "instances": sorted(self.instances),
             "route_tables": sorted(self.route_tables),
@@ -118,4 +123,5 @@ class World:
                 for t in self.route_tables.values()
                 for e in t.entries
             ),
+            **self.slb.state(),
         }

@@ -6,56 +6,17 @@ the provider as Alibaba's code, and every test leaves the emulator as it found i
 
 from __future__ import annotations
 
-import base64
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from alibaba_emu_support import VPC, VSWITCH, b64, parts, parts_for, seeded
 
 from kccm.cloudprovider import Route
-from kccm.emulators.alibabacloud import AlibabaEmulator, alibaba_emulator
-from kccm.providers.alibabacloud.config import load_alibaba_config
+from kccm.emulators.alibabacloud import AlibabaEmulator
 from kccm.providers.alibabacloud.errors import AlibabaError
-from kccm.providers.alibabacloud.provider import Parts, build_parts
-
-VPC, VSWITCH = "vpc-kccm", "vsw-kccm"
-
-
-def b64(text: str) -> str:
-    return base64.b64encode(text.encode()).decode()
-
-
-@pytest.fixture(scope="module")
-def emu() -> Iterator[AlibabaEmulator]:
-    with alibaba_emulator() as running:
-        yield running
-
-
-@pytest.fixture
-def clean(emu: AlibabaEmulator) -> Iterator[AlibabaEmulator]:
-    baseline = emu.state()
-    yield emu
-    emu.clear_faults()
-    emu.assert_clean(baseline)
-
-
-def parts_for(emu: AlibabaEmulator, **config: str) -> Parts:
-    text = "global:\n" + "".join(f"  {k}: {v!r}\n" for k, v in config.items())
-    return build_parts(load_alibaba_config(text), emu.endpoint_env())
-
-
-def parts(emu: AlibabaEmulator) -> Parts:
-    return parts_for(
-        emu,
-        region="cn-hangzhou",
-        vpcid=VPC,
-        vswitchid=VSWITCH,
-        accessKeyID=b64("kccm-ak"),
-        accessKeySecret=b64("kccm-secret"),
-        clusterID="c-kccm",
-    )
 
 
 def node(instance: dict[str, Any]) -> dict[str, Any]:
@@ -63,14 +24,6 @@ def node(instance: dict[str, Any]) -> dict[str, Any]:
         "metadata": {"name": instance["InstanceId"]},
         "spec": {"providerID": f"cn-hangzhou.{instance['InstanceId']}"},
     }
-
-
-def seeded(emu: AlibabaEmulator, ip: str, **spec: Any) -> Iterator[dict[str, Any]]:
-    made = emu.admin.add_instance(vpc=VPC, vswitch=VSWITCH, private_ip=ip, **spec)
-    try:
-        yield made
-    finally:
-        emu.admin.delete_instance(made["InstanceId"])
 
 
 @pytest.fixture
