@@ -50,6 +50,7 @@ from kccm.providers.aws.nlboptions import TARGET_GROUP_ATTRIBUTES, key_value_lis
 from kccm.providers.aws.retention import ElasticIPRetention, nlb_allocations
 from kccm.providers.aws.securitygroups import NodePorts, SecurityGroups
 from kccm.providers.aws.sgrules import source_ranges
+from kccm.providers.aws.sharing import SharedNetworkLoadBalancers
 from kccm.providers.aws.tags import ClusterTagging
 from kccm.util.clock import REAL_CLOCK, Clock
 
@@ -97,8 +98,9 @@ def kind_change_error(service: Service) -> ServiceAnnotationError | None:
     )
 
 
-class ServiceLoadBalancers(ElasticIPRetention, NLBTargetHolding):
-    """The LoadBalancer capability: Classic ELB by default, NLB for ``type: nlb``."""
+class ServiceLoadBalancers(ElasticIPRetention, NLBTargetHolding, SharedNetworkLoadBalancers):
+    """The LoadBalancer capability: Classic ELB by default, NLB for ``type: nlb``; a share
+    group's NLB Services share one NLB (:mod:`.sharing`)."""
 
     def __init__(
         self,
@@ -285,8 +287,17 @@ class ServiceLoadBalancers(ElasticIPRetention, NLBTargetHolding):
     ) -> None:
         """Upstream ``updateInstanceSecurityGroupsForNLB`` as called at the end of the NLB
         branch of ``EnsureLoadBalancer`` (and so of ``UpdateLoadBalancer``)."""
+        if self._sync_node_rules(lb["LoadBalancerName"], service, nodes, lb, spec):
+            self._undo_if_deleted(service)
+
+    def _sync_node_rules(
+        self, owner: str, service: Service, nodes: Sequence[Node], lb: LB, spec: LoadBalancerSpec
+    ) -> bool:
+        """The node security-group rules of ``spec``'s ports on ``lb``, described with
+        ``owner`` (the balancer's name; a shared balancer's member has its own); True when a
+        rule was added."""
         if self._groups.disable_ingress:
-            return
+            return False
         subnet_ids = sorted(z["SubnetId"] for z in lb.get("AvailabilityZones") or ())
         subnets = self._api.pages("ec2", "describe_subnets", "Subnets", SubnetIds=subnet_ids)
         cidrs = sorted({s["CidrBlock"] for s in subnets})
@@ -300,9 +311,7 @@ class ServiceLoadBalancers(ElasticIPRetention, NLBTargetHolding):
             ),
             protocol="udp" if any(m.protocol == "UDP" for m in spec.mappings) else "tcp",
         )
-        name = lb["LoadBalancerName"]
-        if self._groups.sync_nlb_rules(name, instances.values(), cidrs, clients, ports):
-            self._undo_if_deleted(service)
+        return self._groups.sync_nlb_rules(owner, instances.values(), cidrs, clients, ports)
 
     def _undo_if_deleted(self, service: Service) -> None:
         """Rules added while the Service was being deleted (an update racing the delete that

@@ -267,19 +267,25 @@ class NetworkLoadBalancers:
             self.groups.delete(arn)
 
     def _leftover_groups(
-        self, spec: LoadBalancerSpec, known: Mapping[str, Any]
+        self, spec: LoadBalancerSpec, known: Mapping[str, Any], salt: str = ""
     ) -> list[Mapping[str, Any]]:
         """Target groups this Service's ports would use that no listener holds (left by an
-        ensure interrupted between creating a group and its listener)."""
+        ensure interrupted between creating a group and its listener); ``salt`` as for
+        :meth:`target_group_names`."""
         found = []
         known_names = {str(g.get("TargetGroupName", "")) for g in known.values()}
-        for name in spec.target_group_names(self._tagging.cluster_id).values():
+        for name in self.target_group_names(spec, salt).values():
             if name in known_names:
                 continue
             group = self.groups.by_name(name)
             if group is not None and self.groups.is_ours(group, spec.service_key):
                 found.append(group)
         return found
+
+    def target_group_names(self, spec: LoadBalancerSpec, salt: str = "") -> dict[int, str]:
+        """Upstream's target group names; a non-empty ``salt`` (a shared NLB's members) goes
+        into the hash, so that those names never clash with the Service's own NLB's."""
+        return spec.target_group_names(self._tagging.cluster_id + salt)
 
     # -- ensure steps -------------------------------------------------------------------------
 
@@ -365,12 +371,23 @@ class NetworkLoadBalancers:
             )
 
     def _sync_listeners(
-        self, lb: LB, spec: LoadBalancerSpec, instances: list[str], tags: Mapping[str, str]
+        self,
+        lb: LB,
+        spec: LoadBalancerSpec,
+        instances: list[str],
+        tags: Mapping[str, str],
+        listeners: Sequence[Mapping[str, Any]] | None = None,
+        names: Mapping[int, str] | None = None,
     ) -> None:
-        listeners = self._listeners(lb)
+        """The Service's listeners and their target groups: ``listeners`` (default: every
+        listener of the balancer) are the Service's own; one the spec no longer has goes.
+        ``names``: the target groups' names by port (default: upstream's)."""
+        if listeners is None:
+            listeners = self._listeners(lb)
         groups = self.groups.of_listeners(listeners)
         by_port = {int(li["Port"]): li for li in listeners}
-        names = spec.target_group_names(self._tagging.cluster_id)
+        if names is None:
+            names = spec.target_group_names(self._tagging.cluster_id)
         unused = {arn for arn, g in groups.items() if g["TargetGroupName"] not in names.values()}
         for mapping in spec.mappings:
             listener = by_port.pop(mapping.port, None)
