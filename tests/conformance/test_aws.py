@@ -194,6 +194,7 @@ class TestAWSCloud(CloudProviderConformance):
         return support.node_for(moto_world, next(iter(moto_world.instances)))
 
     describes_draining = False  # an NLB target kept draining is registered as any other
+    sharing_annotations = {TYPE: "nlb"}  # a Classic ELB is not shared
 
     @pytest.fixture
     def drain_service(self) -> dict[str, Any]:

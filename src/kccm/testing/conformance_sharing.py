@@ -11,6 +11,7 @@ idempotent.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
@@ -38,14 +39,20 @@ def _addresses(status: LoadBalancerStatus | None) -> set[str]:
     return {i.ip or i.hostname for i in status.ingress if i.ip or i.hostname}
 
 
-def _member(name: str, port: int, group: ShareGroup) -> dict[str, Any]:
+def _member(
+    name: str, port: int, group: ShareGroup, annotations: Mapping[str, str]
+) -> dict[str, Any]:
     service = make_service(name, namespace=group.namespace, ports=(port,))
-    service["metadata"]["annotations"] = {ANNOTATION_SHARE_GROUP: group.name}
+    service["metadata"]["annotations"] = {**annotations, ANNOTATION_SHARE_GROUP: group.name}
     return service
 
 
 class BalancerSharingConformance:
     """The optional sharing case; mixed into the conformance class."""
+
+    sharing_annotations: Mapping[str, str] = {}
+    """What else the group's Services carry: a provider that shares only some kinds of
+    balancer names the kind here (aws: ``aws-load-balancer-type: nlb``)."""
 
     async def test_a_share_group_has_one_address_and_each_service_only_its_listeners(
         self, cloud: Interface, lb_nodes: list[Node], call: ThreadPoolAdapter
@@ -60,7 +67,9 @@ class BalancerSharingConformance:
         if sharer is None:
             pytest.skip("the provider does not implement shared balancers (optional)")
         group = ShareGroup("default", f"conf-{uuid.uuid4().hex[:8]}")
-        first, second = _member("conf-share-a", 80, group), _member("conf-share-b", 443, group)
+        extra = self.sharing_annotations
+        first = _member("conf-share-a", 80, group, extra)
+        second = _member("conf-share-b", 443, group, extra)
         try:
             one = await self._ensure(sharer, call, group, first, lb_nodes)
             two = await self._ensure(sharer, call, group, second, lb_nodes)

@@ -8,6 +8,7 @@ from typing import Any, TextIO
 
 from kccm.cloudprovider import (
     AddressRetainer,
+    BalancerSharer,
     ControllerClientBuilder,
     InstanceDescriber,
     InstanceMetadataLister,
@@ -129,6 +130,7 @@ def _implements(
     LoadBalancerDescriber,
     AddressRetainer,
     TargetDrainer,
+    BalancerSharer,
     InstancesV2,
     InstanceDescriber,
     InstanceMetadataLister,
@@ -137,6 +139,7 @@ def _implements(
     """Never called: mypy checks here that each capability implements its Protocol."""
     return (
         cloud,
+        balancers,
         balancers,
         balancers,
         balancers,
