@@ -2,7 +2,8 @@
 
 ``BackendServers`` is JSON text: ``[{"ServerId", "Port", "Weight", "Type", "Description",
 "ServerIp"}]`` (``Type`` ``ecs`` by default: a member added must be an existing ECS instance;
-``eni`` members carry their ``ServerIp``; an instance deleted leaves every group). A member is
+``eni`` members carry their ``ServerIp``; an instance deleted leaves every group; the keys in
+any case, as upstream sends ``serverId``, ``port``...). A member is
 named by its server, port and (``eni``) IP: adding one already there changes nothing, removing
 or setting one not there is refused, ``SetVServerGroupAttribute`` changes weights and
 descriptions (and the group's name), ``ModifyVServerGroupBackendServers`` swaps
@@ -37,21 +38,34 @@ def _group(world: World, params: Mapping[str, str]) -> VGroup:
     return found
 
 
-def _member(world: World, item: Any, *, new: bool) -> Member:
-    if not isinstance(item, dict) or not item.get("ServerId"):
-        raise RpcError("InvalidParameter.BackendServers", f"a member needs a ServerId: {item!r}")
+_KEYS = {k.lower(): k for k in ("ServerId", "Port", "Weight", "Type", "Description", "ServerIp")}
+
+
+def _keyed(item: Any) -> dict[str, Any]:
+    """A member's fields by their API spelling: SLB takes them in any case (upstream's
+    ``model.BackendAttribute`` marshals ``serverId``, ``port``, ``weight``...; kccm sends
+    ``ServerId``...)."""
+    if not isinstance(item, dict):
+        raise RpcError("InvalidParameter.BackendServers", f"a member is no object: {item!r}")
+    return {_KEYS.get(str(k).lower(), str(k)): v for k, v in item.items()}
+
+
+def _member(world: World, raw: Any, *, new: bool) -> Member:
+    item = _keyed(raw)
+    if not item.get("ServerId"):
+        raise RpcError("InvalidParameter.BackendServers", f"a member needs a ServerId: {raw!r}")
     kind = str(item.get("Type") or "ecs")
     port = int(str(item.get("Port") or 0))
     weight = int(str(item.get("Weight", 100)))
     if kind not in MEMBER_TYPES or not 1 <= port <= 65535 or not 0 <= weight <= 100:
-        raise RpcError("InvalidParameter.BackendServers", f"member {item!r}")
+        raise RpcError("InvalidParameter.BackendServers", f"member {raw!r}")
     if new and kind == "ecs" and item["ServerId"] not in world.instances:
         raise RpcError(
             "InvalidBackendServers.ServerIdNotExist", f"ECS instance {item['ServerId']} not found"
         )
     if kind == "eni" and not item.get("ServerIp"):
         raise RpcError(
-            "InvalidParameter.BackendServers", f"an eni member needs a ServerIp: {item!r}"
+            "InvalidParameter.BackendServers", f"an eni member needs a ServerIp: {raw!r}"
         )
     return Member(
         server_id=str(item["ServerId"]),

@@ -190,6 +190,17 @@ def test_members_are_named_by_server_and_port(slb: Call, lb: str, instance: str)
     assert have() == [(81, 50)]
 
 
+def test_members_keys_are_taken_in_any_case_as_upstream_sends_them(
+    slb: Call, lb: str, instance: str
+) -> None:
+    group = slb("CreateVServerGroup", LoadBalancerId=lb, VServerGroupName="g")["VServerGroupId"]
+    body = json.dumps([{"serverId": instance, "port": 30080, "weight": 100, "type": "ecs"}])
+    slb("AddVServerGroupBackendServers", VServerGroupId=group, BackendServers=body)
+    answer = slb("DescribeVServerGroupAttribute", VServerGroupId=group)
+    (member,) = answer["BackendServers"]["BackendServer"]
+    assert (member["ServerId"], member["Port"], member["Weight"]) == (instance, 30080, 100)
+
+
 def test_eips_of_a_balancer_come_in_pages(clean: AlibabaEmulator, slb: Call, lb: str) -> None:
     made = [clean.admin.add_eip(f"39.0.0.{i}", lb) for i in range(12)]
     try:
