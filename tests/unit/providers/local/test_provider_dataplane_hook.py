@@ -10,6 +10,9 @@ import logging
 import os
 import signal
 import sqlite3
+import subprocess
+import sys
+import textwrap
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -251,3 +254,34 @@ async def test_a_sigkilled_dataplane_is_replaced(store: LocalStore) -> None:
     finally:
         if made.dataplane_pid not in (None, first):
             _stop(made.dataplane_pid, store.path)  # type: ignore[arg-type]
+
+
+def test_a_data_plane_stopped_by_its_pid_is_reaped_when_the_starter_exits(tmp_path: Path) -> None:
+    """A data plane stopped by its pid after the starter's last probe is still the starter's
+    child: it is reaped at exit, so the interpreter does not warn "subprocess N is still
+    running" (the warning the whole unit layer used to print once at its end)."""
+    state = tmp_path / "state.db"
+    script = textwrap.dedent(
+        f"""
+        import os, signal, time
+        from kccm.providers.local.dataplane.store import pid_alive
+        from kccm.providers.local.dataplane.supervise import ensure_dataplane_running
+        from kccm.providers.local.store import LocalStore
+        LocalStore({str(state)!r}).close()
+        pid = ensure_dataplane_running({str(state)!r})
+        os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + 10
+        while pid_alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert not pid_alive(pid), "the data plane did not stop on SIGTERM"
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-W", "always::ResourceWarning", "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "still running" not in done.stderr
