@@ -135,8 +135,7 @@ def shared_settings(service: Service) -> dict[str, str]:
     default). Pure: no AWS call, never raises."""
     annotations = _annotations(service)
     internal = annotations.get(INTERNAL, "") not in ("", "false")
-    settings = {
-        TYPE: annotations.get(TYPE, ""),
+    settings = {  # no TYPE: a Classic ELB Service fails its ensure with its own message
         INTERNAL: "internal" if internal else "internet-facing",
         CROSS_ZONE: _bool_text(annotations.get(CROSS_ZONE, "") or "false"),
     }

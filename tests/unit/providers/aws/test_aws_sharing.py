@@ -125,6 +125,7 @@ def test_different_groups_get_different_nlbs(
         pytest.param({"security_groups": "sg-1"}, {}, False, id="security-groups"),
         pytest.param({"access_log_enabled": "t"}, {"access_log_enabled": "true"}, True, id="log"),
         pytest.param({}, {"healthcheck_interval": "10"}, True, id="per-listener-may-differ"),
+        pytest.param({}, {"type": ""}, True, id="type-left-to-the-ensure"),
     ],
 )
 def test_sharing_settings_compare_what_is_per_balancer(
