@@ -1,0 +1,118 @@
+"""kccm's daemon (``--cloud-provider=alibabacloud``, the shipped ServiceAccount and RBAC) on the
+Alibaba Cloud emulator and the real apiserver, end to end (issue 38): two kubelet Nodes of ECS
+instances are initialised (taint gone, instance type and zone labels), get pod CIDRs and a VPC
+route each to their instance; a LoadBalancer Service gets a CLB whose address it publishes,
+with its Nodes as members; deleting the Service deletes the balancer, deleting the Nodes their
+routes; the daemon stops within its grace and the emulator is as it was."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kccm.emulators.alibabacloud import AlibabaEmulator, alibaba_emulator
+from kccm.kube.client import KubeApiClient
+from kccm.kube.resources import NODES, SERVICES
+from kccm.testing.controllers import delete_until_gone, initialised_nodes
+from kccm.testing.controlplane import ControlPlane
+from kccm.testing.daemon import apply_rbac
+from kccm.testing.daemonworld import (
+    blocking,
+    ingress_ip,
+    lb_service,
+    patient,
+    start_world_daemon,
+)
+from kccm.testing.kubelet import kubelet_node
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[3]
+VPC, VSWITCH, CLUSTER = "vpc-e2e", "vsw-e2e", "kccm-ali-e2e"
+CONFIG = {
+    "region": "cn-hangzhou",
+    "vpcid": VPC,
+    "vswitchid": VSWITCH,
+    "accessKeyID": "a2NjbS1haw==",  # base64 of the emulator's default key, as upstream's
+    "accessKeySecret": "a2NjbS1zZWNyZXQ=",
+    "clusterID": CLUSTER,
+}
+
+
+def _node(instance: dict[str, Any], index: int) -> dict[str, Any]:
+    node = kubelet_node(instance["InstanceId"], f"10.244.{index}.0/24")
+    node["spec"]["providerID"] = f"cn-hangzhou.{instance['InstanceId']}"
+    return node
+
+
+def _routes(emu: AlibabaEmulator, table: str) -> set[str]:
+    return {e for e in emu.state()["route_entries"] if e.startswith(f"{table}:")}
+
+
+async def _until(check: Any) -> Any:
+    async def probe() -> Any:
+        return await blocking(check)
+
+    return await patient(probe)
+
+
+async def test_the_daemon_initialises_routes_and_balances_on_the_emulator(
+    control_plane: ControlPlane, kube: KubeApiClient, kube_namespace: str, tmp_path: Path
+) -> None:
+    ns = kube_namespace
+    with alibaba_emulator() as emu:
+        baseline = emu.state()
+        instances = [
+            emu.admin.add_instance(
+                vpc=VPC,
+                vswitch=VSWITCH,
+                private_ip=f"10.0.5.{i + 1}",
+                instance_type="ecs.g7.xlarge",
+            )
+            for i in range(2)
+        ]
+        table = emu.admin.add_route_table(VPC)
+        names = [i["InstanceId"] for i in instances]
+        config = tmp_path / "cloud-config.yaml"
+        config.write_text(json.dumps({"Global": CONFIG}))
+        await apply_rbac(kube, ROOT / "deploy" / "rbac.yaml", "kccm-alibabacloud-e2e")
+        daemons, daemon = start_world_daemon(
+            "alibabacloud",
+            config,
+            control_plane,
+            tmp_path,
+            cluster=CLUSTER,
+            allocate_node_cidrs=False,
+            env=emu.endpoint_env(),
+        )
+        try:
+            for index, instance in enumerate(instances):
+                await kube.create(NODES, _node(instance, index))
+            nodes = await patient(lambda: initialised_nodes(kube, names))
+            labels = nodes[0]["metadata"]["labels"]
+            assert labels["node.kubernetes.io/instance-type"] == "ecs.g7.xlarge"
+            wanted = {f"{table}:10.244.{i}.0/24:{n}" for i, n in enumerate(names)}
+            await _until(lambda: _routes(emu, table) == wanted)
+
+            await kube.create(SERVICES, lb_service("web"), namespace=ns)
+            ip = await patient(lambda: ingress_ip(kube, ns, "web"))
+            (lb_id,) = emu.state()["balancers"]
+            lb = emu.admin.balancer(lb_id)
+            assert lb["Address"] == ip
+            members = {m["ServerId"] for g in lb["VServerGroups"] for m in g["BackendServers"]}
+            assert members == set(names)
+
+            await delete_until_gone(kube, SERVICES, ["web"], ns, within=120)
+            await _until(lambda: emu.state()["balancers"] == [])
+            await delete_until_gone(kube, NODES, names, within=120)
+            await _until(lambda: _routes(emu, table) == set())
+        finally:
+            daemons.stop_all(grace=30)
+            emu.admin.delete_route_table(table)
+            for name in names:
+                emu.admin.delete_instance(name)
+        emu.assert_clean(baseline)
+        assert daemon.proc.returncode == 0, "kccm did not finish its in-flight work in 30 s"
