@@ -24,6 +24,7 @@ from prometheus_client import CollectorRegistry
 
 from kccm.cloudprovider import (
     AddressRetainer,
+    BalancerSharer,
     CloudProviderError,
     ControllerClientBuilder,
     InstanceDescriber,
@@ -47,7 +48,7 @@ from kccm.providers.openstack.instances import (
     REGIONAL_PROVIDER_ID_ENV,
     OpenStackInstances,
 )
-from kccm.providers.openstack.loadbalancer import KubeServicePatcher, OctaviaLoadBalancers
+from kccm.providers.openstack.loadbalancer import KubeServicePatcher, OctaviaSharing
 from kccm.providers.openstack.routes import NeutronRoutes, NodeDirectory, network_extensions
 from kccm.util.clock import REAL_CLOCK, Clock
 
@@ -78,9 +79,9 @@ class OpenStackCloud:
             self.api, config, regional=env.get(REGIONAL_PROVIDER_ID_ENV) == "true"
         )
         self._routes: NeutronRoutes | None = None
-        self._balancers: OctaviaLoadBalancers | None = None
+        self._balancers: OctaviaSharing | None = None
         if config.load_balancer.enabled:
-            self._balancers = OctaviaLoadBalancers(self.api, config, clock)
+            self._balancers = OctaviaSharing(self.api, config, clock)
 
     def verify(self) -> None:
         """Authenticate and find the services (``NewOpenStack``); then decide routes support
@@ -143,7 +144,7 @@ class OpenStackCloud:
         if self._balancers is not None:
             self._balancers.set_service_patcher(KubeServicePatcher(client, loop))
 
-    def load_balancer(self) -> OctaviaLoadBalancers | None:
+    def load_balancer(self) -> OctaviaSharing | None:
         return self._balancers
 
     def instances(self) -> None:
@@ -187,7 +188,7 @@ def new_openstack_cloud(config: TextIO | None) -> OpenStackCloud:
 
 def _implements(
     cloud: OpenStackCloud,
-    balancers: OctaviaLoadBalancers,
+    balancers: OctaviaSharing,
     instances: OpenStackInstances,
     routes: NeutronRoutes,
 ) -> tuple[
@@ -196,6 +197,7 @@ def _implements(
     LoadBalancerDescriber,
     AddressRetainer,
     TargetDrainer,
+    BalancerSharer,
     InstancesV2,
     InstanceDescriber,
     InstanceMetadataLister,
@@ -205,6 +207,7 @@ def _implements(
     added to one of them and missing here fails ``make typecheck``)."""
     return (
         cloud,
+        balancers,
         balancers,
         balancers,
         balancers,

@@ -16,8 +16,8 @@ from kccm.emulators.openstack.launcher import Emulator, start_emulator
 from kccm.providers.openstack.api import OpenStackAPI
 from kccm.providers.openstack.config import load_openstack_config
 from kccm.providers.openstack.loadbalancer import annotations as ann
-from kccm.providers.openstack.loadbalancer.balancers import OctaviaLoadBalancers
 from kccm.providers.openstack.loadbalancer.names import load_balancer_name
+from kccm.providers.openstack.loadbalancer.sharing import OctaviaSharing
 
 CLUSTER = "kubernetes"
 SCALE = 0.02
@@ -136,7 +136,7 @@ class LBWorld:
     nodes: list[dict[str, Any]]
     clock: StepClock = field(default_factory=StepClock)
     patcher: RecordingPatcher = field(default_factory=RecordingPatcher)
-    made: list[OctaviaLoadBalancers] = field(default_factory=list)
+    made: list[OctaviaSharing] = field(default_factory=list)
 
     @property
     def ids(self) -> dict[str, Any]:
@@ -144,12 +144,12 @@ class LBWorld:
 
     def balancers(
         self, sections: Mapping[str, Mapping[str, str | None]] | None = None, **lb: str | None
-    ) -> OctaviaLoadBalancers:
-        """An OctaviaLoadBalancers on a cloud.conf with these ``[LoadBalancer]`` keys."""
+    ) -> OctaviaSharing:
+        """The provider's LoadBalancer on a cloud.conf with these ``[LoadBalancer]`` keys."""
         overrides = {k: dict(v) for k, v in (sections or {}).items()}
         overrides.setdefault("LoadBalancer", {}).update(lb)
         config = load_openstack_config(self.emu.cloud_conf(overrides))
-        made = OctaviaLoadBalancers(OpenStackAPI(config), config, self.clock, self.patcher)
+        made = OctaviaSharing(OpenStackAPI(config), config, self.clock, self.patcher)
         self.made.append(made)
         return made
 

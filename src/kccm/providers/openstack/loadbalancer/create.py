@@ -85,9 +85,14 @@ def create_body(
     nodes: Sequence[Node],
     conf: ServiceConfig,
     opts: LoadBalancerOpts,
+    description: str = "",
 ) -> dict[str, Any]:
-    """The ``loadbalancer`` object upstream's ``loadbalancers.CreateOpts`` serialises to."""
-    body: dict[str, Any] = {"name": name, "description": lb_description(cluster, service)}
+    """The ``loadbalancer`` object upstream's ``loadbalancers.CreateOpts`` serialises to
+    (``description``: kccm's, for a share group's balancer; else upstream's)."""
+    body: dict[str, Any] = {
+        "name": name,
+        "description": description or lb_description(cluster, service),
+    }
     if opts.lb_provider:
         body["provider"] = opts.lb_provider
     if conf.support_tags:
@@ -101,7 +106,10 @@ def create_body(
     if address and (conf.internal or conf.ip_family == "IPv6"):
         body["vip_address"] = address
     if not opts.provider_requires_serial_api_calls:
-        body["listeners"] = _listeners(octavia, service, nodes, conf, opts, name)
+        # Children are named after the Service (its own balancer's name; a share group's
+        # balancer has another).
+        children = conf.lb_name or name
+        body["listeners"] = _listeners(octavia, service, nodes, conf, opts, children)
     return body
 
 
@@ -113,12 +121,13 @@ def create_load_balancer(
     nodes: Sequence[Node],
     conf: ServiceConfig,
     opts: LoadBalancerOpts,
+    description: str = "",
 ) -> LB:
     """Create, wait for ACTIVE; ERROR -> delete it (cascade) and fail. An ``lb-method``
     Octavia would refuse for the new pools is refused first
     (:func:`.pools.refuse_unknown_method`)."""
     refuse_unknown_method(conf)
-    body = create_body(octavia, name, cluster, service, nodes, conf, opts)
+    body = create_body(octavia, name, cluster, service, nodes, conf, opts, description)
     log.info("Creating loadbalancer %s", name)
     created = octavia.create_load_balancer(body)
     if not conf.member_subnet_id:

@@ -24,7 +24,7 @@ from kccm.providers.openstack.loadbalancer.octavia import ACTIVE, ERROR, LB, Oct
 from kccm.providers.openstack.loadbalancer.secgroups import ensure_security_group_deleted
 from kccm.providers.openstack.loadbalancer.svcconf import ServiceConfig
 
-__all__ = ["delete_for_service", "delete_load_balancer"]
+__all__ = ["delete_children", "delete_for_service", "delete_load_balancer"]
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +39,8 @@ def _service_listeners(octavia: Octavia, lb: LB, service: Service, conf: Service
     return chosen
 
 
-def _delete_children(octavia: Octavia, lb_id: str, listeners: Sequence[LB]) -> None:
+def delete_children(octavia: Octavia, lb_id: str, listeners: Sequence[LB]) -> None:
+    """The listeners' monitors, then their pools and the listeners."""
     pools = [octavia.pool_of_listener(lb_id, str(listener["id"])) for listener in listeners]
     for pool in pools:
         if pool is not None and pool.get("healthmonitor_id"):
@@ -62,7 +63,7 @@ def delete_load_balancer(
     listeners = (
         octavia.listeners(lb_id) if whole else _service_listeners(octavia, lb, service, conf)
     )
-    _delete_children(octavia, lb_id, listeners)
+    delete_children(octavia, lb_id, listeners)
     if whole:
         octavia.delete_load_balancer(lb_id, cascade=False)
 

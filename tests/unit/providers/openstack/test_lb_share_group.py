@@ -1,0 +1,216 @@
+"""Share groups on the openstack provider (kccm's BalancerSharer, :mod:`.loadbalancer.sharing`):
+one Octavia balancer per group, each member's listeners tagged with its own name, the last
+member removing the balancer and its floating IP; over the OpenStack emulator."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from os_lb_support import CLUSTER, LBWorld, ann, annotated, lb_world, service
+
+from kccm.cloudprovider import (
+    CloudProviderError,
+    InvalidServiceConfig,
+    ShareGroup,
+    collect_service_warnings,
+)
+from kccm.cloudprovider.sharing import ANNOTATION_SHARE_GROUP
+from kccm.providers.openstack.loadbalancer.sharing import (
+    REASON_LB_ID_IGNORED,
+    OctaviaSharing,
+    group_balancer_name,
+)
+
+GROUP = ShareGroup("default", "shop")
+NAME = group_balancer_name(CLUSTER, GROUP)
+
+
+@pytest.fixture
+def world() -> Iterator[LBWorld]:
+    with lb_world(servers=1) as made:
+        yield made
+
+
+def member(name: str, port: int, node_port: int, **annotations: str) -> dict[str, Any]:
+    values = {ANNOTATION_SHARE_GROUP: GROUP.name, **annotations}
+    return service(name, ports=((port, node_port),), annotations=values)
+
+
+def own_name(svc: dict[str, Any]) -> str:
+    return f"kube_service_{CLUSTER}_default_{svc['metadata']['name']}"
+
+
+def group_lb(balancers: OctaviaSharing) -> dict[str, Any] | None:
+    found = balancers.octavia.list_load_balancers(name=NAME)
+    assert len(found) <= 1, found
+    return found[0] if found else None
+
+
+def listener_owners(balancers: OctaviaSharing, lb: dict[str, Any]) -> dict[int, list[str]]:
+    return {
+        int(li["protocol_port"]): list(li.get("tags") or ())
+        for li in balancers.octavia.listeners(str(lb["id"]))
+    }
+
+
+def test_group_balancer_name_cannot_be_a_services_name() -> None:
+    assert NAME == f"kube_service_{CLUSTER}_default_shop.share"
+
+
+def test_two_members_share_one_balancer_and_the_last_leaves_nothing(world: LBWorld) -> None:
+    balancers = world.balancers()
+    web, api = member("web", 80, 30080), member("api", 443, 30443)
+    one = balancers.ensure_shared_load_balancer(CLUSTER, GROUP, web, world.nodes)
+    two = balancers.ensure_shared_load_balancer(CLUSTER, GROUP, api, world.nodes)
+    assert one.ingress[0].ip and one.ingress[0].ip == two.ingress[0].ip
+    lb = group_lb(balancers)
+    assert lb is not None and sorted(lb["tags"]) == sorted([own_name(web), own_name(api)])
+    assert listener_owners(balancers, lb) == {80: [own_name(web)], 443: [own_name(api)]}
+    fip = balancers.neutron.floating_ip_of_port(str(lb["vip_port_id"]))
+    assert fip is not None and "default/shop.share" in str(fip["description"])
+    assert world.patcher.patches == [], "a group member got OCCM's annotations written back"
+    assert balancers.get_shared_load_balancer(CLUSTER, GROUP, web)[1]
+
+    before = world.seq()
+    for svc in (web, api):
+        balancers.ensure_shared_load_balancer(CLUSTER, GROUP, svc, world.nodes)
+    assert world.writes(before) == [], "an unchanged ensure wrote"
+
+    balancers.ensure_shared_load_balancer_deleted(CLUSTER, GROUP, web)
+    lb = group_lb(balancers)
+    assert lb is not None and lb["tags"] == [own_name(api)]
+    assert listener_owners(balancers, lb) == {443: [own_name(api)]}
+    status, found = balancers.get_shared_load_balancer(CLUSTER, GROUP, api)
+    assert found and status is not None and status.ingress[0].ip == one.ingress[0].ip
+    assert not balancers.get_shared_load_balancer(CLUSTER, GROUP, web)[1]
+
+    balancers.ensure_shared_load_balancer_deleted(CLUSTER, GROUP, api)
+    assert group_lb(balancers) is None
+    assert balancers.neutron.floating_ips(floating_ip_address=one.ingress[0].ip) == []
+    before = world.seq()
+    balancers.ensure_shared_load_balancer_deleted(CLUSTER, GROUP, api)
+    assert world.writes(before) == [], "a repeated delete wrote"
+
+
+@pytest.mark.parametrize("cascade", ["true", "false"], ids=["cascade", "one-by-one"])
+def test_the_last_member_deletes_with_or_without_cascade(world: LBWorld, cascade: str) -> None:
+    balancers = world.balancers(**{"cascade-delete": cascade})
+    web = member("web", 80, 30080)
+    balancers.ensure_shared_load_balancer(CLUSTER, GROUP, web, world.nodes)
+    balancers.ensure_shared_load_balancer_deleted(CLUSTER, GROUP, web)
+    assert group_lb(balancers) is None
+
+
+def test_node_update_changes_only_the_members_pool(world: LBWorld) -> None:
+    balancers = world.balancers()
+    web, api = member("web", 80, 30080), member("api", 443, 30443)
+    for svc in (web, api):
+        balancers.ensure_shared_load_balancer(CLUSTER, GROUP, svc, world.nodes)
+    balancers.update_shared_load_balancer(CLUSTER, GROUP, web, [])
+    lb = group_lb(balancers)
+    assert lb is not None
+    pools = {
+        int(li["protocol_port"]): balancers.octavia.pool_of_listener(str(lb["id"]), str(li["id"]))
+        for li in balancers.octavia.listeners(str(lb["id"]))
+    }
+    members = {
+        port: len(balancers.octavia.members(str(pool["id"])))
+        for port, pool in pools.items()
+        if pool is not None
+    }
+    assert members == {80: 0, 443: 1}
+    for svc in (web, api):
+        balancers.ensure_shared_load_balancer_deleted(CLUSTER, GROUP, svc)
+
+
+def test_a_port_of_another_member_is_never_taken(world: LBWorld) -> None:
+    balancers = world.balancers()
+    web, rival = member("web", 80, 30080), member("rival", 80, 30081)
+    balancers.ensure_shared_load_balancer(CLUSTER, GROUP, web, world.nodes)
+    with pytest.raises(CloudProviderError, match="listener port 80 already exists"):
+        balancers.ensure_shared_load_balancer(CLUSTER, GROUP, rival, world.nodes)
+    lb = group_lb(balancers)
+    assert lb is not None and listener_owners(balancers, lb) == {80: [own_name(web)]}
+    for svc in (rival, web):
+        balancers.ensure_shared_load_balancer_deleted(CLUSTER, GROUP, svc)
+    assert group_lb(balancers) is None
+
+
+def test_a_group_balancer_deleted_behind_kccms_back_is_made_again_with_its_address(
+    world: LBWorld,
+) -> None:
+    balancers = world.balancers()
+    web = member("web", 80, 30080)
+    first = balancers.ensure_shared_load_balancer(CLUSTER, GROUP, web, world.nodes)
+    lb = group_lb(balancers)
+    assert lb is not None
+    balancers.octavia.delete_load_balancer(str(lb["id"]), cascade=True)
+    status = balancers.ensure_shared_load_balancer(CLUSTER, GROUP, web, world.nodes)
+    assert status.ingress[0].ip == first.ingress[0].ip
+    again = group_lb(balancers)
+    assert again is not None and again["id"] != lb["id"]
+    assert listener_owners(balancers, again) == {80: [own_name(web)]}
+    balancers.ensure_shared_load_balancer_deleted(CLUSTER, GROUP, web)
+
+
+@pytest.mark.parametrize(
+    ("lb_opts", "annotations", "error"),
+    [
+        ({}, {ann.INTERNAL: "true"}, "internal Service cannot share"),
+        ({"internal-lb": "true"}, {}, "internal Service cannot share"),
+    ],
+    ids=["internal-annotation", "internal-lb-config"],
+)
+def test_internal_services_cannot_share(
+    world: LBWorld, lb_opts: dict[str, str], annotations: dict[str, str], error: str
+) -> None:
+    balancers = world.balancers(**lb_opts)
+    svc = member("web", 80, 30080, **annotations)
+    with pytest.raises(InvalidServiceConfig, match=error) as raised:
+        balancers.ensure_shared_load_balancer(CLUSTER, GROUP, svc, world.nodes)
+    assert raised.value.key == ann.INTERNAL
+    assert group_lb(balancers) is None
+
+
+@pytest.mark.parametrize(
+    ("annotations", "spec", "settings"),
+    [
+        ({}, {}, {}),
+        ({ann.INTERNAL: "true"}, {}, {ann.INTERNAL: "true"}),
+        ({ann.FLOATING_NETWORK_ID: "net"}, {}, {ann.FLOATING_NETWORK_ID: "net"}),
+        (
+            {ann.FLAVOR_ID: "f", ann.AVAILABILITY_ZONE: "z"},
+            {},
+            {ann.FLAVOR_ID: "f", ann.AVAILABILITY_ZONE: "z"},
+        ),
+        ({}, {"loadBalancerIP": "203.0.113.9"}, {"spec.loadBalancerIP": "203.0.113.9"}),
+        ({ann.TIMEOUT_CLIENT_DATA: "5000"}, {"loadBalancerSourceRanges": ["10.0.0.0/8"]}, {}),
+    ],
+    ids=["none", "internal", "floating-network", "flavor-and-zone", "address", "per-listener"],
+)
+def test_sharing_settings(
+    world: LBWorld, annotations: dict[str, str], spec: dict[str, Any], settings: dict[str, str]
+) -> None:
+    svc = annotated(member("web", 80, 30080, **annotations), **spec)
+    assert world.balancers().sharing_settings(svc) == settings
+
+
+def test_a_member_with_load_balancer_id_is_warned_and_leaves_its_own_balancer(
+    world: LBWorld,
+) -> None:
+    balancers = world.balancers()
+    plain = service("web", ports=((80, 30080),))
+    balancers.ensure_load_balancer(CLUSTER, plain, world.nodes)
+    own = world.lb_named(plain)
+    joined = annotated(world.with_written(plain), annotations={ANNOTATION_SHARE_GROUP: "shop"})
+    assert joined["metadata"]["annotations"][ann.LB_ID] == own["id"]
+    with collect_service_warnings() as warnings:
+        balancers.ensure_shared_load_balancer(CLUSTER, GROUP, joined, world.nodes)
+    reasons = [w.reason for w in warnings]
+    assert reasons == [REASON_LB_ID_IGNORED], list(warnings)
+    assert balancers.octavia.list_load_balancers(name=own_name(plain)) == []
+    lb = group_lb(balancers)
+    assert lb is not None and listener_owners(balancers, lb) == {80: [own_name(plain)]}
+    balancers.ensure_shared_load_balancer_deleted(CLUSTER, GROUP, joined)
