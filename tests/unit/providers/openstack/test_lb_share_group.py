@@ -48,6 +48,12 @@ def group_lb(balancers: OctaviaSharing) -> dict[str, Any] | None:
     return found[0] if found else None
 
 
+def the_group_lb(balancers: OctaviaSharing) -> dict[str, Any]:
+    lb = group_lb(balancers)
+    assert lb is not None, "no group balancer"
+    return lb
+
+
 def listener_owners(balancers: OctaviaSharing, lb: dict[str, Any]) -> dict[int, list[str]]:
     return {
         int(li["protocol_port"]): list(li.get("tags") or ())
@@ -56,7 +62,7 @@ def listener_owners(balancers: OctaviaSharing, lb: dict[str, Any]) -> dict[int, 
 
 
 def test_group_balancer_name_cannot_be_a_services_name() -> None:
-    assert NAME == f"kube_service_{CLUSTER}_default_shop.share"
+    assert f"kube_service_{CLUSTER}_default_shop.share" == NAME
 
 
 def test_two_members_share_one_balancer_and_the_last_leaves_nothing(world: LBWorld) -> None:
@@ -64,12 +70,14 @@ def test_two_members_share_one_balancer_and_the_last_leaves_nothing(world: LBWor
     web, api = member("web", 80, 30080), member("api", 443, 30443)
     one = balancers.ensure_shared_load_balancer(CLUSTER, GROUP, web, world.nodes)
     two = balancers.ensure_shared_load_balancer(CLUSTER, GROUP, api, world.nodes)
-    assert one.ingress[0].ip and one.ingress[0].ip == two.ingress[0].ip
-    lb = group_lb(balancers)
-    assert lb is not None and sorted(lb["tags"]) == sorted([own_name(web), own_name(api)])
+    assert one.ingress[0].ip
+    assert one.ingress[0].ip == two.ingress[0].ip
+    lb = the_group_lb(balancers)
+    assert sorted(lb["tags"]) == sorted([own_name(web), own_name(api)])
     assert listener_owners(balancers, lb) == {80: [own_name(web)], 443: [own_name(api)]}
     fip = balancers.neutron.floating_ip_of_port(str(lb["vip_port_id"]))
-    assert fip is not None and "default/shop.share" in str(fip["description"])
+    assert fip is not None
+    assert "default/shop.share" in str(fip["description"])
     assert world.patcher.patches == [], "a group member got OCCM's annotations written back"
     assert balancers.get_shared_load_balancer(CLUSTER, GROUP, web)[1]
 
@@ -79,11 +87,13 @@ def test_two_members_share_one_balancer_and_the_last_leaves_nothing(world: LBWor
     assert world.writes(before) == [], "an unchanged ensure wrote"
 
     balancers.ensure_shared_load_balancer_deleted(CLUSTER, GROUP, web)
-    lb = group_lb(balancers)
-    assert lb is not None and lb["tags"] == [own_name(api)]
+    lb = the_group_lb(balancers)
+    assert lb["tags"] == [own_name(api)]
     assert listener_owners(balancers, lb) == {443: [own_name(api)]}
     status, found = balancers.get_shared_load_balancer(CLUSTER, GROUP, api)
-    assert found and status is not None and status.ingress[0].ip == one.ingress[0].ip
+    assert found
+    assert status is not None
+    assert status.ingress[0].ip == one.ingress[0].ip
     assert not balancers.get_shared_load_balancer(CLUSTER, GROUP, web)[1]
 
     balancers.ensure_shared_load_balancer_deleted(CLUSTER, GROUP, api)
@@ -109,8 +119,7 @@ def test_node_update_changes_only_the_members_pool(world: LBWorld) -> None:
     for svc in (web, api):
         balancers.ensure_shared_load_balancer(CLUSTER, GROUP, svc, world.nodes)
     balancers.update_shared_load_balancer(CLUSTER, GROUP, web, [])
-    lb = group_lb(balancers)
-    assert lb is not None
+    lb = the_group_lb(balancers)
     pools = {
         int(li["protocol_port"]): balancers.octavia.pool_of_listener(str(lb["id"]), str(li["id"]))
         for li in balancers.octavia.listeners(str(lb["id"]))
@@ -131,8 +140,8 @@ def test_a_port_of_another_member_is_never_taken(world: LBWorld) -> None:
     balancers.ensure_shared_load_balancer(CLUSTER, GROUP, web, world.nodes)
     with pytest.raises(CloudProviderError, match="listener port 80 already exists"):
         balancers.ensure_shared_load_balancer(CLUSTER, GROUP, rival, world.nodes)
-    lb = group_lb(balancers)
-    assert lb is not None and listener_owners(balancers, lb) == {80: [own_name(web)]}
+    lb = the_group_lb(balancers)
+    assert listener_owners(balancers, lb) == {80: [own_name(web)]}
     for svc in (rival, web):
         balancers.ensure_shared_load_balancer_deleted(CLUSTER, GROUP, svc)
     assert group_lb(balancers) is None
@@ -144,13 +153,12 @@ def test_a_group_balancer_deleted_behind_kccms_back_is_made_again_with_its_addre
     balancers = world.balancers()
     web = member("web", 80, 30080)
     first = balancers.ensure_shared_load_balancer(CLUSTER, GROUP, web, world.nodes)
-    lb = group_lb(balancers)
-    assert lb is not None
+    lb = the_group_lb(balancers)
     balancers.octavia.delete_load_balancer(str(lb["id"]), cascade=True)
     status = balancers.ensure_shared_load_balancer(CLUSTER, GROUP, web, world.nodes)
     assert status.ingress[0].ip == first.ingress[0].ip
-    again = group_lb(balancers)
-    assert again is not None and again["id"] != lb["id"]
+    again = the_group_lb(balancers)
+    assert again["id"] != lb["id"]
     assert listener_owners(balancers, again) == {80: [own_name(web)]}
     balancers.ensure_shared_load_balancer_deleted(CLUSTER, GROUP, web)
 
@@ -211,6 +219,6 @@ def test_a_member_with_load_balancer_id_is_warned_and_leaves_its_own_balancer(
     reasons = [w.reason for w in warnings]
     assert reasons == [REASON_LB_ID_IGNORED], list(warnings)
     assert balancers.octavia.list_load_balancers(name=own_name(plain)) == []
-    lb = group_lb(balancers)
-    assert lb is not None and listener_owners(balancers, lb) == {80: [own_name(plain)]}
+    lb = the_group_lb(balancers)
+    assert listener_owners(balancers, lb) == {80: [own_name(plain)]}
     balancers.ensure_shared_load_balancer_deleted(CLUSTER, GROUP, joined)
