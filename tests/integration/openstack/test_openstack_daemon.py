@@ -20,11 +20,13 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import pytest
 import pytest_asyncio
 from openstack_daemon_support import (
+    CLUSTER,
     INTERNAL,
     LB_ID,
     MONITOR,
@@ -50,6 +52,7 @@ from openstack_daemon_support import (
 )
 from openstack_operator import BalancerView, Operator
 
+from kccm.cloudprovider.sharing import ANNOTATION_SHARE_GROUP as SHARE_GROUP
 from kccm.emulators.openstack.launcher import openstack_emulator
 from kccm.kube.client import KubeApiClient
 from kccm.kube.config import load_cluster_config
@@ -435,6 +438,54 @@ async def test_a_value_occm_ignores_gives_its_default_and_a_warning(
     finally:
         await delete_until_gone(kube, SERVICES, [name], ns)
     await world.until(lambda: balancer_gone(world, ns, name))
+
+
+async def _group_where(
+    world: World, name: str, check: Callable[[BalancerView], bool]
+) -> BalancerView | None:
+    view = await blocking(world.ops.view, name)
+    ok = view is not None and view.provisioning_status == "ACTIVE" and check(view)
+    return view if ok else None
+
+
+async def _group_gone(world: World, name: str) -> bool:
+    return await blocking(world.ops.view, name) is None
+
+
+async def test_a_share_group_is_one_balancer_and_the_last_service_leaves_nothing(
+    settled: World, kube: KubeApiClient, kube_namespace: str
+) -> None:
+    """Two Services of share group ``shop`` (ports 80 and 443): one Octavia balancer
+    ``kube_service_<cluster>_<ns>_shop.share`` with both listeners, each tagged with its own
+    Service's name, one floating IP in both Services' status and no balancer of their own;
+    deleting one leaves the other's listener and the address; deleting the last leaves no
+    balancer, listener, pool or floating IP (the ``settled`` fixture checks the rest)."""
+    world, ns = settled, kube_namespace
+    group, name = {SHARE_GROUP: "shop"}, f"kube_service_{CLUSTER}_{ns}_shop.share"
+    members = {"web": 80, "api": 443}
+    for member, port in members.items():
+        await kube.create(SERVICES, lb_service(member, port, group), namespace=ns)
+    try:
+        view = await world.until(
+            lambda: _group_where(world, name, lambda v: set(v.listeners) == {80, 443})
+        )
+        for member in members:
+            ip = await world.until(partial(ingress_ip, kube, ns, member))
+            assert ip == view.floating_ip
+            assert await world.view(ns, member) is None, f"{member} got a balancer of its own"
+        listeners = await blocking(world.ops.listeners, view.id)
+        owners = {li["protocol_port"]: li["tags"] for li in listeners}
+        assert owners == {port: [world.balancer_name(ns, m)] for m, port in members.items()}
+        await delete_until_gone(kube, SERVICES, ["web"], ns)
+        left = await world.until(
+            lambda: _group_where(world, name, lambda v: set(v.listeners) == {443})
+        )
+        assert left.floating_ip == view.floating_ip
+        assert left.tags == {world.balancer_name(ns, "api")}
+    finally:
+        await delete_until_gone(kube, SERVICES, list(members), ns)
+    await world.until(lambda: _group_gone(world, name))
+    assert await blocking(world.ops.floating_ips, floating_ip_address=view.floating_ip) == []
 
 
 # -- routes ---------------------------------------------------------------------------------
