@@ -222,3 +222,72 @@ def test_a_member_with_load_balancer_id_is_warned_and_leaves_its_own_balancer(
     lb = the_group_lb(balancers)
     assert listener_owners(balancers, lb) == {80: [own_name(plain)]}
     balancers.ensure_shared_load_balancer_deleted(CLUSTER, GROUP, joined)
+
+
+def _plain_ensure(balancers: OctaviaSharing, svc: dict[str, Any], world: LBWorld) -> None:
+    balancers.ensure_load_balancer(CLUSTER, svc, world.nodes)
+
+
+def _plain_delete(balancers: OctaviaSharing, svc: dict[str, Any], world: LBWorld) -> None:
+    balancers.ensure_load_balancer_deleted(CLUSTER, svc)
+
+
+def _other_group(balancers: OctaviaSharing, svc: dict[str, Any], world: LBWorld) -> None:
+    balancers.ensure_shared_load_balancer(CLUSTER, OTHER, svc, world.nodes)
+
+
+OTHER = ShareGroup("default", "cart")
+
+
+@pytest.mark.parametrize(
+    ("annotation", "then"),
+    [
+        (None, _plain_ensure),
+        (None, _plain_delete),
+        ("cart", _other_group),
+    ],
+    ids=["annotation-removed-own-balancer", "annotation-removed-then-deleted", "moved-to-cart"],
+)
+def test_a_service_that_leaves_its_group_takes_its_listeners_along(
+    world: LBWorld, annotation: str | None, then: Any
+) -> None:
+    balancers = world.balancers()
+    web, api = member("web", 80, 30080), member("api", 443, 30443)
+    for svc in (web, api):
+        balancers.ensure_shared_load_balancer(CLUSTER, GROUP, svc, world.nodes)
+    moved = annotated(web, annotations={ANNOTATION_SHARE_GROUP: annotation})
+    try:
+        then(balancers, moved, world)
+        lb = the_group_lb(balancers)
+        assert listener_owners(balancers, lb) == {443: [own_name(api)]}
+        assert lb["tags"] == [own_name(api)]
+        before = world.seq()
+        then(balancers, moved, world)
+        assert not [w for w in world.writes(before) if NAME in w], "left twice"
+    finally:
+        if annotation is None:
+            balancers.ensure_load_balancer_deleted(CLUSTER, moved)
+        else:
+            balancers.ensure_shared_load_balancer_deleted(CLUSTER, OTHER, moved)
+        balancers.ensure_shared_load_balancer_deleted(CLUSTER, GROUP, api)
+
+
+def test_the_last_service_leaving_its_group_removes_the_group_balancer(world: LBWorld) -> None:
+    balancers = world.balancers()
+    web = member("web", 80, 30080)
+    balancers.ensure_shared_load_balancer(CLUSTER, GROUP, web, world.nodes)
+    fip = balancers.neutron.floating_ip_of_port(str(the_group_lb(balancers)["vip_port_id"]))
+    assert fip is not None
+    plain = annotated(web, annotations={ANNOTATION_SHARE_GROUP: None})
+    balancers.ensure_load_balancer(CLUSTER, plain, world.nodes)
+    assert group_lb(balancers) is None
+    assert fip["id"] not in {f["id"] for f in balancers.neutron.floating_ips()}
+    balancers.ensure_load_balancer_deleted(CLUSTER, plain)
+
+
+def test_a_service_never_in_a_group_costs_no_extra_call(world: LBWorld) -> None:
+    plain = service("web", ports=((80, 30080),))
+    balancers = world.balancers()
+    balancers.ensure_load_balancer(CLUSTER, plain, world.nodes)
+    assert balancers.joined == {}
+    balancers.ensure_load_balancer_deleted(CLUSTER, plain)

@@ -38,6 +38,7 @@ from kccm.cloudprovider import (
     LoadBalancerIngress,
     LoadBalancerStatus,
     Node,
+    RetainedAddress,
     Service,
     ShareGroup,
 )
@@ -131,6 +132,13 @@ class OctaviaSharing(OctaviaLoadBalancers):
     """:class:`OctaviaLoadBalancers` with share groups (plain ``def`` methods, run in the
     framework's thread pool; the service controller runs one call of a group at a time)."""
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.joined: dict[str, ShareGroup] = {}
+        """The group of each Service (``namespace/name``) this process last ensured in one;
+        a Service found in none or another on its next ensure or delete has left it
+        (:meth:`_left`)."""
+
     def sharing_settings(self, service: Service) -> Mapping[str, str]:
         """The balancer-level annotations the Service sets (:data:`SETTINGS`) and the address
         it asks for (one floating IP per group)."""
@@ -170,12 +178,17 @@ class OctaviaSharing(OctaviaLoadBalancers):
             )
             conf.lb_name = load_balancer_name(cluster_name, service)
             _refuse_unshareable(conf, group)
+            self._left(cluster_name, service, group)
             members = filter_nodes(nodes, conf.node_selectors)
             if conf.lb_id:
                 self._leave_annotated(cluster_name, group, service, conf)
             lb, created = self._find_or_create_group(cluster_name, group, service, members, conf)
             with self.locks.hold(str(lb["id"])):
-                return self._ensure_member(lb, created, cluster_name, group, service, members, conf)
+                status = self._ensure_member(
+                    lb, created, cluster_name, group, service, members, conf
+                )
+            self.joined[service_key(service)] = group
+            return status
 
     def _find_or_create_group(
         self,
@@ -263,6 +276,52 @@ class OctaviaSharing(OctaviaLoadBalancers):
                 self.octavia, self.neutron, lb, service, conf, self.opts.cascade_delete
             )
 
+    # -- a Service that left its group ------------------------------------------------------
+
+    def ensure_load_balancer(
+        self, cluster_name: str, service: Service, nodes: Sequence[Node]
+    ) -> LoadBalancerStatus:
+        """A Service of no group: first out of the group it was in (:meth:`_left`)."""
+        self._left(cluster_name, service)
+        return super().ensure_load_balancer(cluster_name, service, nodes)
+
+    def ensure_load_balancer_deleted(self, cluster_name: str, service: Service) -> None:
+        self._left(cluster_name, service)
+        super().ensure_load_balancer_deleted(cluster_name, service)
+
+    def ensure_load_balancer_deleted_keeping_address(
+        self, cluster_name: str, service: Service
+    ) -> Sequence[RetainedAddress]:
+        self._left(cluster_name, service)
+        return super().ensure_load_balancer_deleted_keeping_address(cluster_name, service)
+
+    def _left(self, cluster_name: str, service: Service, now: ShareGroup | None = None) -> None:
+        """A Service this process ensured in a group and now sees in none, or in another
+        (its annotation removed or changed; ``now``: the group it is in): its listeners,
+        pools, monitors and tag leave that group's balancer, as on its delete (the last
+        member's take the balancer and floating IP with them); no call for any other
+        Service. Kept in memory: a Service that left while no kccm ran keeps its listeners
+        there until it rejoins and is deleted."""
+        key = service_key(service)
+        group = self.joined.get(key)
+        if group is None or group == now:
+            return
+        del self.joined[key]
+        conf = config_for_delete(service, self.opts, self.octavia)
+        conf.lb_name = load_balancer_name(cluster_name, service)
+        try:
+            found = self._group_balancer(cluster_name, group)
+            if found is None:
+                return
+            log.info("Service %s left share group %s", key, group)
+            with self.locks.hold(str(found["id"])):
+                lb = by_id(self.octavia, str(found["id"]))
+                if lb is not None and conf.lb_name in (lb.get("tags") or ()):
+                    delete_member(self.octavia, self.neutron, lb, conf, self.opts.cascade_delete)
+        except Exception:
+            self.joined.setdefault(key, group)  # tried again with the next sync
+            raise
+
     # -- update ------------------------------------------------------------------------------
 
     def update_shared_load_balancer(
@@ -293,6 +352,7 @@ class OctaviaSharing(OctaviaLoadBalancers):
     def ensure_shared_load_balancer_deleted(
         self, cluster_name: str, group: ShareGroup, service: Service
     ) -> None:
+        self.joined.pop(service_key(service), None)
         with self.metrics.reconcile("loadbalancer_delete"):
             conf = config_for_delete(service, self.opts, self.octavia)
             conf.lb_name = load_balancer_name(cluster_name, service)
