@@ -458,8 +458,9 @@ async def test_a_share_group_is_one_balancer_and_the_last_service_leaves_nothing
     """Two Services of share group ``shop`` (ports 80 and 443): one Octavia balancer
     ``kube_service_<cluster>_<ns>_shop.share`` with both listeners, each tagged with its own
     Service's name, one floating IP in both Services' status and no balancer of their own;
-    deleting one leaves the other's listener and the address; deleting the last leaves no
-    balancer, listener, pool or floating IP (the ``settled`` fixture checks the rest)."""
+    one leaving the group (annotation removed) gets a balancer of its own and leaves the
+    other's listener and the address; deleting the last leaves no balancer, listener, pool
+    or floating IP (the ``settled`` fixture checks the rest)."""
     world, ns = settled, kube_namespace
     group, name = {SHARE_GROUP: "shop"}, f"kube_service_{CLUSTER}_{ns}_shop.share"
     members = {"web": 80, "api": 443}
@@ -476,12 +477,25 @@ async def test_a_share_group_is_one_balancer_and_the_last_service_leaves_nothing
         listeners = await blocking(world.ops.listeners, view.id)
         owners = {li["protocol_port"]: li["tags"] for li in listeners}
         assert owners == {port: [world.balancer_name(ns, m)] for m, port in members.items()}
-        await delete_until_gone(kube, SERVICES, ["web"], ns)
+        # web leaves the group (annotation removed): a balancer of its own, its listener
+        # off the group's; then it is deleted
+        key = "/metadata/annotations/" + SHARE_GROUP.replace("/", "~1")
+        leave = [{"op": "remove", "path": key}]
+        await kube.patch(SERVICES, "web", leave, patch_type=PatchType.JSON, namespace=ns)
+        api_only = {world.balancer_name(ns, "api")}
         left = await world.until(
-            lambda: _group_where(world, name, lambda v: set(v.listeners) == {443})
+            lambda: _group_where(
+                world, name, lambda v: set(v.listeners) == {443} and v.tags == api_only
+            )
         )
         assert left.floating_ip == view.floating_ip
-        assert left.tags == {world.balancer_name(ns, "api")}
+
+        def own(view: BalancerView, svc: Obj, ip: str) -> bool:
+            return set(view.listeners) == {80} and ip == view.floating_ip != left.floating_ip
+
+        await world.until(lambda: shows(world, kube, ns, "web", own))
+        await delete_until_gone(kube, SERVICES, ["web"], ns)
+        await world.until(lambda: balancer_gone(world, ns, "web"))
     finally:
         await delete_until_gone(kube, SERVICES, list(members), ns)
     await world.until(lambda: _group_gone(world, name))
