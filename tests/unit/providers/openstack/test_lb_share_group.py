@@ -291,3 +291,19 @@ def test_a_service_never_in_a_group_costs_no_extra_call(world: LBWorld) -> None:
     balancers.ensure_load_balancer(CLUSTER, plain, world.nodes)
     assert balancers.joined == {}
     balancers.ensure_load_balancer_deleted(CLUSTER, plain)
+
+
+def test_explain_describes_the_group_balancer_for_a_member(world: LBWorld) -> None:
+    balancers = world.balancers()
+    web, api = member("web", 80, 30080), member("api", 443, 30443)
+    assert balancers.describe_load_balancer(CLUSTER, web) is None
+    for svc in (web, api):
+        balancers.ensure_shared_load_balancer(CLUSTER, GROUP, svc, world.nodes)
+    try:
+        view = balancers.describe_load_balancer(CLUSTER, web)
+        assert view is not None
+        assert view.name == NAME
+        assert sorted(li.port for li in view.listeners) == [80, 443]
+    finally:
+        for svc in (web, api):
+            balancers.ensure_shared_load_balancer_deleted(CLUSTER, GROUP, svc)

@@ -34,7 +34,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kccm.cloudprovider import (
+    BalancerView,
     CloudProviderError,
+    InvalidServiceConfig,
     LoadBalancerIngress,
     LoadBalancerStatus,
     Node,
@@ -43,11 +45,13 @@ from kccm.cloudprovider import (
     ShareGroup,
 )
 from kccm.cloudprovider.servicewarnings import warn_service
+from kccm.cloudprovider.sharing import share_group_of
 from kccm.providers.openstack.loadbalancer import annotations as ann
 from kccm.providers.openstack.loadbalancer.annotations import LBAnnotationError
 from kccm.providers.openstack.loadbalancer.balancers import OctaviaLoadBalancers, with_tag
 from kccm.providers.openstack.loadbalancer.create import create_load_balancer
 from kccm.providers.openstack.loadbalancer.delete import delete_for_service
+from kccm.providers.openstack.loadbalancer.describe import balancer_view
 from kccm.providers.openstack.loadbalancer.floatingips import ensure_floating_ip
 from kccm.providers.openstack.loadbalancer.lookup import by_id, by_name
 from kccm.providers.openstack.loadbalancer.names import (
@@ -166,6 +170,18 @@ class OctaviaSharing(OctaviaLoadBalancers):
         fip = self.neutron.floating_ip_of_port(port_id) if port_id else None
         address = str(fip.get("floating_ip_address")) if fip else str(lb.get("vip_address", ""))
         return LoadBalancerStatus(ingress=[LoadBalancerIngress(ip=address)]), mine
+
+    def describe_load_balancer(self, cluster_name: str, service: Service) -> BalancerView | None:
+        """``kccm explain``: for a Service of a group, the group's balancer (every member's
+        listeners); else upstream's own balancer."""
+        try:
+            group = share_group_of(service)
+        except InvalidServiceConfig:
+            group = None
+        if group is None:
+            return super().describe_load_balancer(cluster_name, service)
+        lb = self._group_balancer(cluster_name, group)
+        return None if lb is None else balancer_view(self.octavia, lb)
 
     # -- ensure ------------------------------------------------------------------------------
 
