@@ -4,17 +4,18 @@ the ECS instance metadata service beside them.
 
 - :mod:`.rpc`: the RPC request (``Action`` and parameters in the query string or a form body,
   GET or POST), its signature checked (Alibaba's signature v1, HMAC-SHA1, keyed with
-  ``<secret>&``), the product chosen by ``Version`` (ECS ``2014-05-26``, VPC ``2016-04-28``),
+  ``<secret>&``, or v3, :mod:`.signature_v3`, the current SDKs' default), the product chosen by
+  ``Version`` (ECS ``2014-05-26``, VPC ``2016-04-28``, SLB ``2014-05-15``),
   JSON answers with a ``RequestId``, Alibaba's error shape (``Code``, ``Message``, ``RequestId``)
   with its HTTP status, faults and the request log;
-- :mod:`.ecs`, :mod:`.vpc`: the actions (Node initialisation: instances and network interfaces;
-  routes: route tables and entries);
+- :mod:`.ecs`, :mod:`.vpc`, :mod:`.slb` (with :mod:`.slb_listeners`, :mod:`.slb_vgroups`): the
+  actions (Node initialisation: instances and network interfaces; routes: route tables and
+  entries; classic load balancers, their listeners, vServer groups and EIPs);
 - :mod:`.metadata`: ``/latest/api/token`` (IMDSv2) and ``/latest/meta-data/...``;
 - :mod:`.admin`: the ``/_emu`` test API (seeding, the request log, faults, the state a leak check
   compares); :mod:`.launcher` starts it as ``python -m kccm.emulators.alibabacloud``.
 
-Not yet: SLB (CLB), NLB, and the signature v3 (``ACS3-HMAC-SHA256``) the newest Python SDKs may
-send; they are refused with ``InvalidAction.NotFound`` / ``SignatureDoesNotMatch``.
+Not yet: NLB (refused with ``InvalidAction.NotFound``), ACLs and server certificates.
 """
 
 from __future__ import annotations

@@ -23,6 +23,7 @@ from typing import Any
 
 from aiohttp import web
 
+from kccm.emulators.alibabacloud.signature_v3 import SignatureRefused, check_v3, is_v3
 from kccm.emulators.alibabacloud.world import World
 
 __all__ = ["ACTIONS", "COMMON", "Handler", "RpcError", "handle_rpc", "pct", "signature_v1"]
@@ -85,9 +86,22 @@ def check_signature(world: World, method: str, params: Mapping[str, str]) -> Non
 async def _params(request: web.Request) -> dict[str, str]:
     params = dict(request.query)
     if request.method == "POST" and request.can_read_body:
+        await request.read()  # kept for a v3 signature's body hash
         form = await request.post()
         params.update({k: str(v) for k, v in form.items()})
     return params
+
+
+async def _check(world: World, request: web.Request, params: Mapping[str, str]) -> None:
+    """Signature v3 when the ``Authorization`` header says so, else v1."""
+    if not is_v3(request.headers):
+        check_signature(world, request.method, params)
+        return
+    body = await request.read() if request.can_read_body else b""
+    try:
+        check_v3(world.keys, request.method, request.path, request.query, request.headers, body)
+    except SignatureRefused as err:
+        raise RpcError(err.code, err.message, err.status) from err
 
 
 def _handled(handler: Handler, world: World, params: Mapping[str, str]) -> dict[str, Any]:
@@ -99,14 +113,22 @@ def _handled(handler: Handler, world: World, params: Mapping[str, str]) -> dict[
 
 
 async def handle_rpc(world: World, request: web.Request) -> web.Response:
-    """One RPC call: ``/`` (any path: SDKs differ) with ``Action`` and ``Version``."""
+    """One RPC call: ``/`` (any path: SDKs differ) with ``Action`` and ``Version`` (parameters,
+    or with signature v3 the ``x-acs-action`` and ``x-acs-version`` headers)."""
     request_id = str(uuid.uuid4()).upper()
     params = await _params(request)
-    action, version = params.get("Action", ""), params.get("Version", "")
+    action = params.get("Action") or str(request.headers.get("x-acs-action", ""))
+    version = params.get("Version") or str(request.headers.get("x-acs-version", ""))
     product = PRODUCTS.get(version, version)
-    entry = {"service": product, "method": request.method, "path": action, "action": action}
+    entry = {
+        "service": product,
+        "method": request.method,
+        "path": action,
+        "action": action,
+        "signature": "v3" if is_v3(request.headers) else "v1",
+    }
     try:
-        check_signature(world, request.method, params)
+        await _check(world, request, params)
         handler = ACTIONS.get((version, action))
         if handler is None:
             raise RpcError(
