@@ -77,6 +77,9 @@ def read_ready(
         timed_out = reader.is_alive()  # before the kill, which ends the read too
         process.kill()
         code = process.wait()
+        reader.join(5)  # the pipe's end reached: the read is over before its file is closed
+        if process.stdout is not None:
+            process.stdout.close()  # or the caller's next test warns of an unclosed file
         if timed_out:
             raise error(f"{name} did not start within {timeout:g}s")
         raise error(f"{name} exited ({code}) before it listened")

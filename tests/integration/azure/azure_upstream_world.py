@@ -167,6 +167,18 @@ async def add_machine(
     return machine
 
 
+async def cidr_routed(world: World, cidr: str) -> bool:
+    """Whether the route table routes ``cidr`` (the CCM still alive: it programs them)."""
+    world.ccm.alive()
+    return cidr in {p for p, _ in (await asyncio.to_thread(world.routes)).values()}
+
+
+async def cidr_unrouted(world: World, cidr: str) -> bool:
+    """Whether ``cidr``'s route is gone: upstream's route controller removes a deleted Node's
+    route on its next reconcile, not with the Node's deletion."""
+    return not await cidr_routed(world, cidr)
+
+
 def routed(world: World, machines: Sequence[Machine]) -> bool:
     """Whether the route table routes each Machine's pod CIDR through its address."""
     found = set(world.routes().values())

@@ -20,7 +20,15 @@ from collections.abc import AsyncIterator
 
 import pytest
 from azure_upstream_support import UpstreamProcesses
-from azure_upstream_world import POD_CIDRS, World, add_machine, eventually, open_world
+from azure_upstream_world import (
+    POD_CIDRS,
+    World,
+    add_machine,
+    cidr_routed,
+    cidr_unrouted,
+    eventually,
+    open_world,
+)
 
 from kccm.emulators.azure.launcher import AzureEmulator
 from kccm.kube.client import KubeApiClient
@@ -85,7 +93,7 @@ async def test_upstream_deletes_the_node_of_a_deleted_vm_once_it_is_not_ready(
     world: World, emulator: AzureEmulator, kube: KubeApiClient, kube_cleanup: KubeCleanup
 ) -> None:
     gone = await add_machine(emulator, kube, kube_cleanup, POD_CIDRS[2], zone="2")
-    await eventually(lambda: _routed(world, gone.pod_cidr))
+    await eventually(lambda: cidr_routed(world, gone.pod_cidr))
     await asyncio.to_thread(emulator.admin.delete_vm, gone.vm["id"])
     await kube.patch(
         NODES,
@@ -96,13 +104,4 @@ async def test_upstream_deletes_the_node_of_a_deleted_vm_once_it_is_not_ready(
     )
     await eventually(lambda: _node_gone(kube, world, gone.node))
     # the route of the deleted Node goes too
-    await eventually(lambda: _unrouted(world, gone.pod_cidr))
-
-
-async def _routed(world: World, cidr: str) -> bool:
-    world.ccm.alive()
-    return cidr in {p for p, _ in (await asyncio.to_thread(world.routes)).values()}
-
-
-async def _unrouted(world: World, cidr: str) -> bool:
-    return not await _routed(world, cidr)
+    await eventually(lambda: cidr_unrouted(world, gone.pod_cidr))

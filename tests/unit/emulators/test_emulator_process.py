@@ -40,14 +40,18 @@ def test_the_first_line_is_the_ready_object() -> None:
 def test_a_child_that_exits_first_is_killed_and_named_with_its_status() -> None:
     child = _child("raise SystemExit(3)")
     with pytest.raises(Unready, match=r"^the child exited \(3\) before it listened$"):
-        _read(child)
+        read_ready(child, timeout=30, name="the child", error=Unready)
+    assert child.stdout is not None
+    assert child.stdout.closed  # no unclosed pipe left for the GC to warn of in a later test
 
 
 def test_a_child_that_never_writes_is_killed_after_the_timeout() -> None:
     child = _child("import time; time.sleep(600)")
     with pytest.raises(Unready, match=r"^the child did not start within 0.2s$"):
-        _read(child, timeout=0.2)
+        read_ready(child, timeout=0.2, name="the child", error=Unready)
     assert child.returncode is not None  # killed and reaped
+    assert child.stdout is not None
+    assert child.stdout.closed
 
 
 def test_stop_terminates_then_kills_a_child_that_ignores_the_signal() -> None:
