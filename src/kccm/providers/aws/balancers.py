@@ -50,7 +50,11 @@ from kccm.providers.aws.nlboptions import TARGET_GROUP_ATTRIBUTES, key_value_lis
 from kccm.providers.aws.retention import ElasticIPRetention, nlb_allocations
 from kccm.providers.aws.securitygroups import NodePorts, SecurityGroups
 from kccm.providers.aws.sgrules import source_ranges
-from kccm.providers.aws.sharing import SharedNetworkLoadBalancers
+from kccm.providers.aws.sharing import (
+    SharedNetworkLoadBalancers,
+    group_balancer_of,
+    published_hostname,
+)
 from kccm.providers.aws.tags import ClusterTagging
 from kccm.util.clock import REAL_CLOCK, Clock
 
@@ -70,11 +74,6 @@ def _annotations(service: Service) -> Mapping[str, str]:
 def is_nlb(service: Service) -> bool:
     """Upstream ``isNLB``: only the value ``nlb``."""
     return _annotations(service).get(TYPE) == "nlb"
-
-
-def published_hostname(service: Service) -> str:
-    ingress = ((service.get("status") or {}).get("loadBalancer") or {}).get("ingress") or []
-    return str((ingress[0] if ingress else {}).get("hostname") or "")
 
 
 def kind_change_error(service: Service) -> ServiceAnnotationError | None:
@@ -170,6 +169,7 @@ class ServiceLoadBalancers(ElasticIPRetention, NLBTargetHolding, SharedNetworkLo
         lb = self._ensure_nlb(cluster_name, service, nodes, spec)
         self._sync_nlb_rules(service, nodes, lb, spec)
         self._unmark(reclaimed)
+        self._leave_published_group(service, published_hostname(service))
         return status_of(lb)
 
     def _nlb_allocations(self, service: Service) -> tuple[str, ...]:
@@ -199,6 +199,11 @@ class ServiceLoadBalancers(ElasticIPRetention, NLBTargetHolding, SharedNetworkLo
     def ensure_load_balancer_deleted(self, cluster_name: str, service: Service) -> None:
         if handled_elsewhere(service):
             return
+        self._leave_published_group(service, published_hostname(service))
+        self._delete_own_balancer(cluster_name, service)
+
+    def _delete_own_balancer(self, cluster_name: str, service: Service) -> None:
+        """The Service's own balancer (``a<uid>``), of either kind, and what goes with it."""
         if not is_nlb(service):
             self.classic.delete(service)
             # an NLB of this name (kccm before Classic ELB support made NLBs by default)
@@ -240,8 +245,8 @@ class ServiceLoadBalancers(ElasticIPRetention, NLBTargetHolding, SharedNetworkLo
                 "target group attributes annotation is only supported for NLB"
             )
         error = kind_change_error(service)
-        if error is None:
-            return
+        if error is None or (is_nlb(service) and group_balancer_of(published_hostname(service))):
+            return  # (published on a share group's NLB, which it is leaving: an NLB too)
         if is_nlb(service):
             lb = self._nlb_of(service)
         else:

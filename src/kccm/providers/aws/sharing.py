@@ -77,7 +77,9 @@ __all__ = [
     "SHARE_GROUP_TAG",
     "SharedNetworkLoadBalancers",
     "group_balancer_name",
+    "group_balancer_of",
     "member_rule_owner",
+    "published_hostname",
     "shared_settings",
 ]
 
@@ -106,6 +108,22 @@ def group_balancer_name(cluster_name: str, group: ShareGroup) -> str:
     ns = _NOT_ALNUM.sub("", group.namespace)[:8]
     name = _NOT_ALNUM.sub("", group.name)[:8]
     return f"k8s-{ns}-{name}-{digest.hexdigest()[:10]}"
+
+
+_GROUP_BALANCER = re.compile(r"k8s-[0-9A-Za-z]{0,8}-[0-9A-Za-z]{1,8}-[0-9a-f]{10}")
+
+
+def group_balancer_of(hostname: str) -> str:
+    """The group NLB's name in a hostname it published (AWS: ``[internal-]<name>-<id>.elb.
+    <region>.amazonaws.com``); "" for any other hostname."""
+    name = hostname.split(".", 1)[0].removeprefix("internal-").rpartition("-")[0]
+    return name if _GROUP_BALANCER.fullmatch(name) else ""
+
+
+def published_hostname(service: Service) -> str:
+    """The first hostname in the Service's ``status.loadBalancer.ingress`` ("" if none)."""
+    ingress = ((service.get("status") or {}).get("loadBalancer") or {}).get("ingress") or []
+    return str((ingress[0] if ingress else {}).get("hostname") or "")
 
 
 def member_rule_owner(balancer: str, service_key: str) -> str:
@@ -165,7 +183,7 @@ class SharedNetworkLoadBalancers:
     def _nlb_of(self, service: Service) -> Mapping[str, Any] | None:
         raise NotImplementedError  # the LoadBalancer's: the Service's own NLB
 
-    def ensure_load_balancer_deleted(self, cluster_name: str, service: Service) -> None:
+    def _delete_own_balancer(self, cluster_name: str, service: Service) -> None:
         raise NotImplementedError  # the LoadBalancer's: the Service's own balancer
 
     def _sync_node_rules(
@@ -210,12 +228,27 @@ class SharedNetworkLoadBalancers:
         ``eip-allocations`` are the user's and stay allocated, as upstream leaves them."""
         if handled_elsewhere(service):
             return
-        name = group_balancer_name(cluster_name, group)
+        self._release(group_balancer_name(cluster_name, group), service, group)
+
+    def _leave_published_group(self, service: Service, hostname: str) -> None:
+        """For a Service no longer of a group (its annotation removed) that is still
+        published on the group's NLB (``hostname``): its listeners, target groups and node
+        rules there go, and the NLB when they were its last. Any other hostname: nothing, no
+        AWS call (a Service's own balancer's name never starts ``k8s-``)."""
+        name = group_balancer_of(hostname)
+        if name:
+            log.info("%s left the share group of the NLB %s", _key(service), name)
+            self._release(name, service, None)
+
+    def _release(self, name: str, service: Service, group: ShareGroup | None) -> None:
+        """A member's delete from the NLB ``name``; ``group`` known: also the target groups an
+        interrupted ensure left (found by name), and the NLB even when the Service had no
+        listener left in it (the last member's delete)."""
         owner = member_rule_owner(name, _key(service))
         self._groups.sync_nlb_rules(owner, (), (), (), None)
-        groups = self._remove_listeners(name, _key(service))
-        spec = self._parsed(service)
-        if spec is not None:
+        groups = self._remove_listeners(name, _key(service), empty_too=group is not None)
+        spec = self._parsed(service) if group is not None else None
+        if spec is not None and group is not None:
             for found in self._nlb._leftover_groups(spec, groups, _salt(group)):
                 groups[found["TargetGroupArn"]] = found
         for arn in sorted(groups):
@@ -279,9 +312,11 @@ class SharedNetworkLoadBalancers:
                 f"{spec.service_key}, but AWS cannot change an existing NLB's "
                 f"{'; '.join(problems)}: the first Service of the group set it"
             )
+        if group_balancer_of(published_hostname(service)) not in ("", name):
+            self._leave_published_group(service, published_hostname(service))  # moved over
         if self._nlb_of(service) is not None:  # joined the group: its own NLB goes
             log.info("%s joined share group %s: deleting its own NLB", spec.service_key, group)
-            self.ensure_load_balancer_deleted(cluster_name, service)
+            self._delete_own_balancer(cluster_name, service)
         return lb
 
     def _create(
@@ -325,13 +360,18 @@ class SharedNetworkLoadBalancers:
                 owners[str(described.get("ResourceArn"))] = tags.get(SERVICE_NAME_TAG, "")
         return owners
 
-    def _remove_listeners(self, name: str, service_key: str) -> dict[str, Mapping[str, Any]]:
-        """Delete the Service's listeners, or the whole NLB when no other listener is left;
-        the target groups they forwarded to, by ARN."""
+    def _remove_listeners(
+        self, name: str, service_key: str, *, empty_too: bool
+    ) -> dict[str, Mapping[str, Any]]:
+        """Delete the Service's listeners, or the whole NLB when no other listener is left
+        (``empty_too``: also when the Service had none there); the target groups they
+        forwarded to, by ARN."""
         lb = self._nlb.describe(name)
         if lb is None:
             return {}
         mine, others = self._split(lb, service_key)
+        if not mine and not empty_too:
+            return {}
         groups = dict(self._nlb.groups.of_listeners(mine))
         if not others:
             log.info("deleting the NLB %s: %s was the last Service of its group", name, service_key)

@@ -21,6 +21,7 @@ from kccm.providers.aws import AWSCloud
 from kccm.providers.aws.sharing import (
     SHARE_GROUP_TAG,
     group_balancer_name,
+    group_balancer_of,
     member_rule_owner,
     shared_settings,
 )
@@ -249,3 +250,86 @@ def test_a_service_joining_a_group_gives_up_its_own_nlb(cloud: AWSCloud, world: 
     assert len(found["target_groups"]) == 1
     lb.ensure_shared_load_balancer_deleted(CLUSTER, GROUP, svc)
     assert leftovers(world.url, world.vpc_id)["load_balancers"] == []
+
+
+# -- leaving a group -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("hostname", "balancer"),
+    [
+        pytest.param(
+            "k8s-shop-front-0123abcdef-1.eu-west-1.elb.amazonaws.com",
+            "k8s-shop-front-0123abcdef",
+            id="moto",
+        ),
+        pytest.param(
+            "k8s-shop-front-0123abcdef-9f8e7d6c5b4a3921.elb.eu-west-1.amazonaws.com",
+            "k8s-shop-front-0123abcdef",
+            id="aws",
+        ),
+        pytest.param(
+            "internal-k8s-shop-front-0123abcdef-9f8e.elb.eu-west-1.amazonaws.com",
+            "k8s-shop-front-0123abcdef",
+            id="internal",
+        ),
+        pytest.param(
+            "a0123456789abcdef0123456789abcde-9f8e.elb.eu-west-1.amazonaws.com", "", id="own-nlb"
+        ),
+        pytest.param("k8s-shop-front-nothex-1.elb.amazonaws.com", "", id="not-a-group-hash"),
+        pytest.param("", "", id="unpublished"),
+    ],
+)
+def test_the_group_nlb_a_hostname_names(hostname: str, balancer: str) -> None:
+    assert group_balancer_of(hostname) == balancer
+
+
+def published_on(svc: dict[str, Any], hostname: str) -> dict[str, Any]:
+    svc["status"] = {"loadBalancer": {"ingress": [{"hostname": hostname}]}}
+    return svc
+
+
+def test_a_service_leaving_its_group_takes_its_listeners_along(
+    cloud: AWSCloud, world: World
+) -> None:
+    lb = lb_of(cloud)
+    web, api = member("web", ((80, 30080),)), member("api", ((443, 30443),))
+    for svc in (web, api):
+        status = lb.ensure_shared_load_balancer(CLUSTER, GROUP, svc, nodes(world))
+    del published_on(web, status.ingress[0].hostname)["metadata"]["annotations"][
+        ANNOTATION_SHARE_GROUP
+    ]
+    own = lb.ensure_load_balancer(CLUSTER, web, nodes(world))
+    assert own != status
+    assert set(listeners(world)) == {443}
+    assert len(leftovers(world.url, world.vpc_id)["target_groups"]) == 2
+    lb.ensure_shared_load_balancer_deleted(CLUSTER, GROUP, api)
+    lb.ensure_load_balancer_deleted(CLUSTER, web)
+    assert leftovers(world.url, world.vpc_id) == {
+        "load_balancers": [],
+        "target_groups": [],
+        "routes": [],
+    }
+
+
+@pytest.mark.parametrize("to", ["deletion", "another-group"])
+def test_a_service_gone_from_its_group_before_an_ensure_still_leaves_it(
+    cloud: AWSCloud, world: World, to: str
+) -> None:
+    lb = lb_of(cloud)
+    web = member("web", ((80, 30080),))
+    status = lb.ensure_shared_load_balancer(CLUSTER, GROUP, web, nodes(world))
+    published_on(web, status.ingress[0].hostname)
+    if to == "deletion":
+        del web["metadata"]["annotations"][ANNOTATION_SHARE_GROUP]
+        lb.ensure_load_balancer_deleted(CLUSTER, web)
+        assert leftovers(world.url, world.vpc_id)["load_balancers"] == []
+    else:
+        other = ShareGroup(GROUP.namespace, "back")
+        web["metadata"]["annotations"][ANNOTATION_SHARE_GROUP] = other.name
+        lb.ensure_shared_load_balancer(CLUSTER, other, web, nodes(world))
+        found = leftovers(world.url, world.vpc_id)
+        assert found["load_balancers"] == [group_balancer_name(CLUSTER, other)]
+        assert len(found["target_groups"]) == 1
+        lb.ensure_shared_load_balancer_deleted(CLUSTER, other, web)
+    assert leftovers(world.url, world.vpc_id)["target_groups"] == []
