@@ -10,17 +10,34 @@ the archive the tests that need the binary skip, naming it, even under
 
 from __future__ import annotations
 
+import base64
+import json
 import os
 import subprocess
+from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
 import pytest
 
+from kccm.emulators.alibabacloud import AlibabaEmulator
 from kccm.testing import upstream
+from kccm.testing.controlplane import ControlPlane
 from kccm.testing.pytest_plugin import unavailable as skip_or_fail
+from kccm.testing.upstream import UpstreamProcess, UpstreamProcesses
 
-__all__ = ["BUILD", "archive", "manager_binary", "require_manager", "version"]
+__all__ = [
+    "BUILD",
+    "CLUSTER",
+    "GLOBAL",
+    "VPC",
+    "VSWITCH",
+    "archive",
+    "manager_binary",
+    "require_manager",
+    "start_manager",
+    "version",
+]
 
 ROOT = Path(__file__).resolve().parents[3]
 BUILD = ROOT / "hack" / "alibabacloud" / "build.sh"
@@ -70,3 +87,44 @@ def require_manager() -> Path:
         return manager_binary()
     except upstream.UpstreamUnavailable as exc:
         _unavailable(str(exc))
+
+
+VPC, VSWITCH, CLUSTER = "vpc-kccm", "vsw-kccm", "c-up"
+GLOBAL = {
+    "accessKeyID": base64.b64encode(b"kccm-ak").decode(),
+    "accessKeySecret": base64.b64encode(b"kccm-secret").decode(),
+    "region": "cn-hangzhou",
+    "vpcid": VPC,
+    "vswitchid": f"cn-hangzhou-h:{VSWITCH}",
+    "zoneid": "cn-hangzhou-h",
+    "clusterID": CLUSTER,
+}
+"""Upstream's cloud config (``Global``) for the emulator's default key; kccm reads it too."""
+
+
+def start_manager(
+    processes: UpstreamProcesses,
+    emu: AlibabaEmulator,
+    plane: ControlPlane,
+    controllers: str,
+    extra: Sequence[str] = (),
+) -> UpstreamProcess:
+    """Upstream's manager running ``controllers`` against ``emu`` (``*_ENDPOINT`` and
+    ``ALICLOUD_CLIENT_SCHEME=HTTP``, ``pkg/provider/alibaba/base/clientMgr.go``) and the
+    apiserver of ``plane``; no leader election, no metrics, health or pprof port (pprof
+    would bind :6060)."""
+    config = processes.tmp / "cloud-config.json"
+    config.write_text(json.dumps({"Global": GLOBAL}))
+    argv = [
+        str(require_manager()),
+        f"--kubeconfig={plane.admin_kubeconfig}",
+        f"--cloud-config={config}",
+        f"--controllers={controllers}",
+        "--leader-elect=false",
+        "--metrics-bind-addr=0",
+        "--health-probe-bind-addr=0",
+        "--pprof-bind-addr=0",
+        "--v=5",
+        *extra,
+    ]
+    return processes.spawn("manager", argv, env=emu.endpoint_env())

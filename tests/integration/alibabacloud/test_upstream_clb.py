@@ -12,17 +12,14 @@ Upstream is pointed at the emulator by ``ECS_ENDPOINT``/``VPC_ENDPOINT``/``SLB_E
 from __future__ import annotations
 
 import asyncio
-import base64
-import json
 from collections import Counter
-from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
+from collections.abc import AsyncIterator
 
 import pytest
-from alibabacloud_upstream_support import require_manager
+from alibabacloud_upstream_support import CLUSTER, GLOBAL, VPC, VSWITCH, start_manager
 
 from kccm.cloudprovider.servicewarnings import collect_service_warnings
-from kccm.emulators.alibabacloud import AlibabaEmulator, alibaba_emulator
+from kccm.emulators.alibabacloud import AlibabaEmulator
 from kccm.kube.client import KubeApiClient
 from kccm.kube.interface import Obj
 from kccm.kube.resources import NODES, SERVICES
@@ -31,38 +28,9 @@ from kccm.providers.alibabacloud.provider import build_parts
 from kccm.testing.controllers import delete_until_gone, eventually
 from kccm.testing.controlplane import ControlPlane
 from kccm.testing.pytest_plugin import KubeCleanup
-from kccm.testing.upstream import UpstreamProcess, UpstreamProcesses, running_processes
+from kccm.testing.upstream import UpstreamProcesses
 
 pytestmark = pytest.mark.integration
-
-VPC, VSWITCH, CLUSTER = "vpc-kccm", "vsw-kccm", "c-up"
-
-
-def _b64(text: str) -> str:
-    return base64.b64encode(text.encode()).decode()
-
-
-GLOBAL = {
-    "accessKeyID": _b64("kccm-ak"),
-    "accessKeySecret": _b64("kccm-secret"),
-    "region": "cn-hangzhou",
-    "vpcid": VPC,
-    "vswitchid": f"cn-hangzhou-h:{VSWITCH}",
-    "zoneid": "cn-hangzhou-h",
-    "clusterID": CLUSTER,
-}
-
-
-@pytest.fixture
-def emu() -> Iterator[AlibabaEmulator]:
-    require_manager()
-    with alibaba_emulator() as running:
-        yield running
-
-
-@pytest.fixture
-def upstream(tmp_path: Path) -> Iterator[UpstreamProcesses]:
-    yield from running_processes(UpstreamProcesses(tmp_path))
 
 
 async def _ready_node(kube: KubeApiClient, cleanup: KubeCleanup, instance: str) -> None:
@@ -88,26 +56,6 @@ async def instances(
     await kube_cleanup.run()
     for instance in made:
         emu.admin.delete_instance(instance)
-
-
-def _manager(
-    upstream: UpstreamProcesses, emu: AlibabaEmulator, control_plane: ControlPlane
-) -> UpstreamProcess:
-    config = upstream.tmp / "cloud-config.json"
-    config.write_text(json.dumps({"Global": GLOBAL}))
-    argv = [
-        str(require_manager()),
-        f"--kubeconfig={control_plane.admin_kubeconfig}",
-        f"--cloud-config={config}",
-        "--controllers=service",
-        "--configure-cloud-routes=false",
-        "--leader-elect=false",
-        "--metrics-bind-addr=0",
-        "--health-probe-bind-addr=0",
-        "--pprof-bind-addr=0",
-        "--v=5",
-    ]
-    return upstream.spawn("manager", argv, env=emu.endpoint_env())
 
 
 def _service(name: str) -> Obj:
@@ -148,7 +96,9 @@ async def test_upstream_balances_a_service_kccm_finds_nothing_to_change_deletion
     instances: list[str],
 ) -> None:
     ns = kube_namespace
-    manager = _manager(upstream, emu, control_plane)
+    manager = start_manager(
+        upstream, emu, control_plane, "service", ["--configure-cloud-routes=false"]
+    )
     await kube.create(SERVICES, _service("web"), namespace=ns)
     svc = await eventually(lambda: _published(kube, ns, "web"), within=120)
     ip = svc["status"]["loadBalancer"]["ingress"][0]["ip"]
