@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 from collections import Counter
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 from alibabacloud_upstream_support import CLUSTER, GLOBAL, VPC, VSWITCH, start_manager
@@ -135,3 +136,105 @@ async def test_upstream_balances_a_service_kccm_finds_nothing_to_change_deletion
     await delete_until_gone(kube, SERVICES, ["web"], ns, within=120)
     assert emu.state()["balancers"] == []
     manager.alive()
+
+
+A = "service.beta.kubernetes.io/alibaba-cloud-loadbalancer-"
+SHAPES: dict[
+    str, tuple[dict[str, str], list[dict[str, Any]], set[tuple[int, str]], dict[str, Any]]
+] = {
+    "tcp-and-udp": (
+        {},
+        [
+            {"name": "http", "port": 80, "targetPort": 8080, "protocol": "TCP"},
+            {"name": "dns", "port": 53, "targetPort": 53, "protocol": "UDP"},
+        ],
+        {(80, "tcp"), (53, "udp")},
+        {"AddressType": "internet"},
+    ),
+    "tcp-with-scheduler-and-health-check": (
+        {
+            f"{A}scheduler": "wrr",
+            f"{A}health-check-connect-timeout": "8",
+            f"{A}healthy-threshold": "4",
+            f"{A}unhealthy-threshold": "4",
+            f"{A}health-check-interval": "3",
+            f"{A}persistence-timeout": "1000",
+            f"{A}bandwidth": "50",
+            f"{A}charge-type": "paybybandwidth",
+        },
+        [{"name": "http", "port": 80, "targetPort": 8080, "protocol": "TCP"}],
+        {(80, "tcp")},
+        {
+            "Scheduler": "wrr",
+            "HealthCheckConnectTimeout": 8,
+            "HealthyThreshold": 4,
+            "PersistenceTimeout": 1000,
+            "InternetChargeType": "paybybandwidth",
+            "Bandwidth": 50,
+        },
+    ),
+    "http-listener": (
+        {
+            f"{A}protocol-port": "http:80",
+            f"{A}health-check-flag": "on",
+            f"{A}health-check-type": "http",
+            f"{A}health-check-uri": "/healthz",
+            f"{A}sticky-session": "on",
+            f"{A}sticky-session-type": "insert",
+            f"{A}cookie-timeout": "1800",
+        },
+        [{"name": "http", "port": 80, "targetPort": 8080, "protocol": "TCP"}],
+        {(80, "http")},
+        {"HealthCheck": "on", "HealthCheckURI": "/healthz", "StickySessionType": "insert"},
+    ),
+    "intranet-with-delete-protection-off": (
+        {f"{A}address-type": "intranet", f"{A}delete-protection": "off"},
+        [{"name": "http", "port": 80, "targetPort": 8080, "protocol": "TCP"}],
+        {(80, "tcp")},
+        {"AddressType": "intranet", "DeleteProtection": "off", "VSwitchId": VSWITCH},
+    ),
+}
+
+
+@pytest.mark.parametrize("shape", list(SHAPES), ids=list(SHAPES))
+async def test_kccm_adopts_what_upstream_made_for_each_shape_without_a_write(
+    emu: AlibabaEmulator,
+    upstream: UpstreamProcesses,
+    control_plane: ControlPlane,
+    kube: KubeApiClient,
+    kube_namespace: str,
+    instances: list[str],
+    shape: str,
+) -> None:
+    """Upstream's balancer for a Service of this shape, each listener running; kccm's ensure
+    of the same Service then makes no write (it reads upstream's listener fields, health
+    checks, protections and charge type as what it wants)."""
+    annotations, ports, listeners, fields = SHAPES[shape]
+    ns = kube_namespace
+    manager = start_manager(
+        upstream, emu, control_plane, "service", ["--configure-cloud-routes=false"]
+    )
+    service = _service("web")
+    service["metadata"]["annotations"] = annotations
+    service["spec"]["ports"] = ports
+    await kube.create(SERVICES, service, namespace=ns)
+    svc = await eventually(lambda: _published(kube, ns, "web"), within=120)
+    manager.alive()
+    (lb_id,) = emu.state()["balancers"]
+    made = emu.admin.balancer(lb_id)
+    assert {(i["ListenerPort"], i["ListenerProtocol"]) for i in made["Listeners"]} == listeners
+    assert {i["Status"] for i in made["Listeners"]} == {"running"}
+    first = made["Listeners"][-1]
+    config = next(v for k, v in first.items() if k.endswith("ListenerConfig"))
+    # the balancer's own Bandwidth is the internet spec's; the listener's is in its config
+    seen = {**first, **config, **{k: v for k, v in made.items() if k != "Listeners"}}
+    assert {k: seen.get(k) for k in fields} == fields
+
+    since = emu.admin.last_seq()
+    nodes = [await kube.get(NODES, i) for i in instances]
+    ip = svc["status"]["loadBalancer"]["ingress"][0]["ip"]
+    assert await asyncio.to_thread(_kccm_ensure, emu, svc, nodes) == ip
+    assert _writes(emu, since) == Counter()
+
+    await delete_until_gone(kube, SERVICES, ["web"], ns, within=120)
+    assert emu.state()["balancers"] == []
