@@ -225,10 +225,13 @@ class ServiceLoadBalancers(ElasticIPRetention, NLBTargetHolding, SharedNetworkLo
     def describe_load_balancer(self, cluster_name: str, service: Service) -> BalancerView | None:
         """kccm's optional describe (``kccm explain``): the balancer of the kind the Service
         asks for (a Classic ELB's Service may still have an NLB an older kccm made), its
-        listeners and their targets' health (:mod:`.describe`); ``None`` when there is none."""
+        listeners and their targets' health (:mod:`.describe`); ``None`` when there is none.
+        An NLB Service of a share group: the group's NLB, every member's listeners."""
         if handled_elsewhere(service):
             return None
-        name = default_load_balancer_name(service)
+        name = self._shared_balancer_name(cluster_name, service) or default_load_balancer_name(
+            service
+        )
         if not is_nlb(service):
             classic = self.classic.describe(name)
             if classic is not None:

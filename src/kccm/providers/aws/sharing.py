@@ -41,6 +41,7 @@ from kccm.cloudprovider import (
     Service,
     ShareGroup,
 )
+from kccm.cloudprovider.sharing import share_group_of
 from kccm.providers.aws.annotations import (
     CROSS_ZONE,
     INTERNAL,
@@ -254,6 +255,17 @@ class SharedNetworkLoadBalancers:
         for arn in sorted(groups):
             self._nlb.groups.delete(arn)
         self._groups.sync_nlb_rules(owner, (), (), (), None)  # an update racing this delete
+
+    def _shared_balancer_name(self, cluster_name: str, service: Service) -> str:
+        """The group's NLB for an NLB Service of a group ("" for any other Service), for
+        ``kccm explain`` (every member's listeners on it). No AWS call."""
+        try:
+            group = share_group_of(service)
+        except InvalidServiceConfig:
+            return ""
+        if group is None or handled_elsewhere(service) or not self._is_nlb(service):
+            return ""
+        return group_balancer_name(cluster_name, group)
 
     # -- steps --------------------------------------------------------------------------------
 

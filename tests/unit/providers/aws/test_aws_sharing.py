@@ -333,3 +333,16 @@ def test_a_service_gone_from_its_group_before_an_ensure_still_leaves_it(
         assert len(found["target_groups"]) == 1
         lb.ensure_shared_load_balancer_deleted(CLUSTER, other, web)
     assert leftovers(world.url, world.vpc_id)["target_groups"] == []
+
+
+def test_explain_describes_the_group_nlb_for_a_member(cloud: AWSCloud, world: World) -> None:
+    lb = lb_of(cloud)
+    web, api = member("web", ((80, 30080),)), member("api", ((443, 30443),))
+    for svc in (web, api):
+        lb.ensure_shared_load_balancer(CLUSTER, GROUP, svc, nodes(world))
+    view = lb.describe_load_balancer(CLUSTER, web)
+    assert view.name == group_balancer_name(CLUSTER, GROUP)
+    assert sorted(li.port for li in view.listeners) == [80, 443]
+    for svc in (web, api):
+        lb.ensure_shared_load_balancer_deleted(CLUSTER, GROUP, svc)
+    assert lb.describe_load_balancer(CLUSTER, web) is None
