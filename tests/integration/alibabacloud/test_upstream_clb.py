@@ -187,6 +187,12 @@ SHAPES: dict[
         {(80, "http")},
         {"HealthCheck": "on", "HealthCheckURI": "/healthz", "StickySessionType": "insert"},
     ),
+    "https-listener": (
+        {f"{A}protocol-port": "https:443", f"{A}cert-id": "cert-emu-1"},
+        [{"name": "https", "port": 443, "targetPort": 8443, "protocol": "TCP"}],
+        {(443, "https")},
+        {"ServerCertificateId": "cert-emu-1"},
+    ),
     "intranet-with-delete-protection-off": (
         {f"{A}address-type": "intranet", f"{A}delete-protection": "off"},
         [{"name": "http", "port": 80, "targetPort": 8080, "protocol": "TCP"}],
