@@ -22,7 +22,7 @@ from alibabacloud_upstream_support import CLUSTER, GLOBAL, VPC, VSWITCH, start_m
 from kccm.cloudprovider.servicewarnings import collect_service_warnings
 from kccm.emulators.alibabacloud import AlibabaEmulator
 from kccm.kube.client import KubeApiClient
-from kccm.kube.interface import Obj
+from kccm.kube.interface import Obj, PatchType
 from kccm.kube.resources import NODES, SERVICES
 from kccm.providers.alibabacloud.config import load_alibaba_config
 from kccm.providers.alibabacloud.provider import build_parts
@@ -240,6 +240,64 @@ async def test_kccm_adopts_what_upstream_made_for_each_shape_without_a_write(
     nodes = [await kube.get(NODES, i) for i in instances]
     ip = svc["status"]["loadBalancer"]["ingress"][0]["ip"]
     assert await asyncio.to_thread(_kccm_ensure, emu, svc, nodes) == ip
+    assert _writes(emu, since) == Counter()
+
+    await delete_until_gone(kube, SERVICES, ["web"], ns, within=120)
+    assert emu.state()["balancers"] == []
+
+
+def _members_of(emu: AlibabaEmulator) -> set[str]:
+    (lb_id,) = emu.state()["balancers"]
+    lb = emu.admin.balancer(lb_id)
+    return {m["ServerId"] for g in lb["VServerGroups"] for m in g["BackendServers"]}
+
+
+def _listener_ports(emu: AlibabaEmulator) -> set[tuple[int, str]]:
+    (lb_id,) = emu.state()["balancers"]
+    listeners = emu.admin.balancer(lb_id)["Listeners"]
+    return {(i["ListenerPort"], i["Status"]) for i in listeners}
+
+
+async def test_upstream_follows_a_node_leaving_and_a_port_change(
+    emu: AlibabaEmulator,
+    upstream: UpstreamProcesses,
+    control_plane: ControlPlane,
+    kube: KubeApiClient,
+    kube_namespace: str,
+    instances: list[str],
+) -> None:
+    """A Node deleted leaves the vServer group (``RemoveVServerGroupBackendServers`` with
+    upstream's lower-case member keys); the Service's port changed from 80 to 8080 moves the
+    listener; kccm then finds nothing to change."""
+    ns = kube_namespace
+    manager = start_manager(
+        upstream, emu, control_plane, "service", ["--configure-cloud-routes=false"]
+    )
+    await kube.create(SERVICES, _service("web"), namespace=ns)
+    await eventually(lambda: _published(kube, ns, "web"), within=120)
+
+    async def members_are(wanted: set[str]) -> bool:
+        return await asyncio.to_thread(_members_of, emu) == wanted
+
+    async def listeners_are(wanted: set[tuple[int, str]]) -> bool:
+        return await asyncio.to_thread(_listener_ports, emu) == wanted
+
+    await eventually(lambda: members_are(set(instances)), within=120)
+    await delete_until_gone(kube, NODES, instances[1:], within=120)
+    await eventually(lambda: members_are(set(instances[:1])), within=120)
+    assert "RemoveVServerGroupBackendServers" in _writes(emu)
+
+    port = [{"name": "http", "port": 8080, "targetPort": 8080, "protocol": "TCP"}]
+    await kube.patch(
+        SERVICES, "web", {"spec": {"ports": port}}, patch_type=PatchType.MERGE, namespace=ns
+    )
+    await eventually(lambda: listeners_are({(8080, "running")}), within=120)
+    manager.alive()
+
+    since = emu.admin.last_seq()
+    svc = await kube.get(SERVICES, "web", namespace=ns)
+    nodes = [await kube.get(NODES, instances[0])]
+    await asyncio.to_thread(_kccm_ensure, emu, svc, nodes)
     assert _writes(emu, since) == Counter()
 
     await delete_until_gone(kube, SERVICES, ["web"], ns, within=120)
