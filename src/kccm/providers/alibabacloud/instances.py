@@ -23,6 +23,11 @@ cloud v2.14.0, ``pkg/controller/node`` and ``pkg/provider/alibaba/ecs/ecs.go``).
   ``ModifyNetworkInterfaceAttribute`` with ``SourceDestCheck=false`` only when it is on
   (``disableNetworkInterfaceSourceDestCheck``, ``node_controller.go``); a failure fails the
   initialisation, which is retried (upstream keeps the taint).
+- Nodes initialised at once are read as upstream's node controller reads them, in batches of up
+  to 100 (``DescribeInstances`` with their ids, ``DescribeNetworkInterfaces`` with
+  ``NetworkInterfaceId.N``, ``DescribeNetworkInterfacesByIDs``): the framework's workers ask
+  one Node each, and :class:`~kccm.providers.alibabacloud.batching.Coalescer` sends the ids
+  asked for while a call is in flight together in the next one (no wait is added).
 - :meth:`EcsInstances.list_instance_metadata`: one ``DescribeInstances`` per 100 providerIDs of
   a region (upstream's ``MAX_BATCH_NUM`` batches), Nodes labelled
   ``service.alibabacloud.com/exclude-node`` or ``service.beta.kubernetes.io/exclude-node`` and
@@ -50,6 +55,7 @@ from kccm.cloudprovider import (
     NodeName,
 )
 from kccm.cloudprovider.nodes import node_name, node_provider_id
+from kccm.providers.alibabacloud.batching import Coalescer
 from kccm.providers.alibabacloud.config import AlibabaConfig
 from kccm.providers.alibabacloud.rpc import RPCClient
 
@@ -196,6 +202,9 @@ class EcsInstances:
         self.rpc = rpc
         self.config = config
         self.vpc_id = vpc_id
+        # Nodes initialised at once are read in batches, as upstream's node controller does.
+        self._instances = Coalescer(self._instances_by_id, BATCH)
+        self._enis = Coalescer(self._enis_by_id, BATCH)
 
     # -- reading ECS --------------------------------------------------------------------------
 
@@ -212,6 +221,20 @@ class EcsInstances:
             found += [Instance(i) for i in _items(page, "Instances", "Instance")]
             if int(page.get("PageSize") or 0) < BATCH:
                 break
+        return found
+
+    def _instances_by_id(self, region: str, ids: Sequence[str]) -> dict[str, Instance]:
+        return {found.id: found for found in self.describe(region, ids)}
+
+    def _enis_by_id(self, region: str, ids: Sequence[str]) -> dict[str, Mapping[str, Any]]:
+        """``DescribeNetworkInterfacesByIDs``: the ENIs of ``ids`` (at most 100), NextToken-
+        paged."""
+        params: dict[str, str] = {"RegionId": region}
+        params.update({f"NetworkInterfaceId.{n}": eni for n, eni in enumerate(ids, 1)})
+        found: dict[str, Mapping[str, Any]] = {}
+        for page in self.rpc.token_pages("ecs", "DescribeNetworkInterfaces", params):
+            for eni in _items(page, "NetworkInterfaceSets", "NetworkInterfaceSet"):
+                found[str(eni.get("NetworkInterfaceId"))] = eni
         return found
 
     def by_ip(self, ip: str) -> Instance | None:
@@ -234,8 +257,7 @@ class EcsInstances:
         provider_id = node_provider_id(node)
         if provider_id:
             region, instance = parse_provider_id(provider_id)
-            found = [i for i in self.describe(region, [instance]) if i.id == instance]
-            return found[0] if found else None
+            return self._instances.get(region, instance)
         ips = _internal_ips(node)
         if len(ips) != 1:
             return None
@@ -268,10 +290,8 @@ class EcsInstances:
         if not eni:
             log.info("alibabacloud: no primary ENI for %s, source/dest check left", instance.id)
             return
-        params = {"RegionId": instance.region, "NetworkInterfaceId.1": eni}
-        page = self.rpc.call("ecs", "DescribeNetworkInterfaces", params)
-        sets = _items(page, "NetworkInterfaceSets", "NetworkInterfaceSet")
-        if not any(s.get("NetworkInterfaceId") == eni and s.get("SourceDestCheck") for s in sets):
+        found = self._enis.get(instance.region, eni)
+        if found is None or not found.get("SourceDestCheck"):
             return
         modify = {
             "RegionId": instance.region,
