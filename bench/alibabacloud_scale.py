@@ -51,7 +51,7 @@ from pathlib import Path
 from typing import Any
 
 from azure_bench_common import create_services, delete_services  # bench/ is on sys.path
-from cloud_bench import UNINIT, log, scale_arguments, window
+from cloud_bench import UNINIT, log, print_tables, scale_arguments, window
 from cloud_bench import kubelet_node as bench_node
 from kube_helpers import Completion, bounded, delete_quietly, metrics_token
 from proc import cpu_seconds
@@ -347,18 +347,6 @@ async def main_async(args: argparse.Namespace, plane: ControlPlane,
     return results
 
 
-def print_tables(results: list[Figures]) -> None:
-    for out in results:
-        print(f"\n== {out.who}: " + json.dumps(
-            {k: v for k, v in out.figures.items() if not k.endswith("_by_kind")}))  # fmt: skip
-    for phase in ("init", "steady", "ensure", "restart"):
-        kinds = sorted({k for out in results for k in out.tables.get(phase, {})})
-        print(f"\n{phase}: calls by kind  " + "  ".join(f"{o.who:>9}" for o in results))
-        for k in kinds:
-            counts = "  ".join(f"{o.tables.get(phase, Counter())[k]:>9}" for o in results)
-            print(f"  {k:<60} {counts}")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     scale_arguments(parser, timeout=900.0)
@@ -380,7 +368,7 @@ def main() -> None:
     print(f"machine: {os.cpu_count()} CPUs; load average (1, 5, 15 min) at start "
           f"{[round(x, 2) for x in load_before]}, at end {[round(x, 2) for x in load_after]}; "
           f"emulator CPU {emulator_cpu:.1f} s")  # fmt: skip
-    print_tables(results)
+    print_tables(results, ("init", "steady", "ensure", "restart"), "calls", 60)
     if args.json:
         doc: dict[str, Any] = {o.who: o.figures for o in results}
         doc["load_average"] = {"start": load_before, "end": load_after}

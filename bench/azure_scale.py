@@ -56,7 +56,6 @@ import sys
 import tempfile
 import time
 import uuid
-from collections import Counter
 from pathlib import Path
 
 from azure_bench_common import (  # bench/ is on sys.path when run as a script
@@ -72,7 +71,7 @@ from azure_bench_common import (  # bench/ is on sys.path when run as a script
     writes,
 )
 from azure_bench_upstream import UpstreamBench
-from cloud_bench import kubelet_node, log, scale_arguments, window
+from cloud_bench import kubelet_node, log, print_tables, scale_arguments, window
 from kube_helpers import Completion, bounded, delete_quietly, metrics_token
 from proc import cpu_seconds
 from scale import Daemon, launch_daemon
@@ -244,20 +243,6 @@ async def main_async(args: argparse.Namespace, plane: ControlPlane, emu: AzureEm
     return results
 
 
-def print_tables(results: list[Figures], args: argparse.Namespace) -> None:
-    for out in results:
-        print(f"\n== {out.who}: " + json.dumps(
-            {k: v for k, v in out.figures.items() if not k.endswith("_by_kind")}))  # fmt: skip
-    phases = [p for p in ("init", "refresh", "steady", "ensure", "restart")
-              if any(p in out.tables for out in results)]  # fmt: skip
-    for phase in phases:
-        kinds = sorted({k for out in results for k in out.tables.get(phase, {})})
-        print(f"\n{phase}: requests by kind  " + "  ".join(f"{o.who:>9}" for o in results))
-        for k in kinds:
-            counts = "  ".join(f"{o.tables.get(phase, Counter())[k]:>9}" for o in results)
-            print(f"  {k:<78} {counts}")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     scale_arguments(parser, timeout=900.0)
@@ -289,7 +274,7 @@ def main() -> None:
     print(f"machine: {os.cpu_count()} CPUs; load average (1, 5, 15 min) at start "
           f"{[round(x, 2) for x in load_before]}, at end {[round(x, 2) for x in load_after]}; "
           f"emulator CPU {emulator_cpu:.1f} s")  # fmt: skip
-    print_tables(results, args)
+    print_tables(results, ("init", "refresh", "steady", "ensure", "restart"), "requests", 78)
     if args.json:
         doc = {o.who: o.figures for o in results}
         doc["load_average"] = {"start": load_before, "end": load_after}

@@ -6,8 +6,11 @@ common."""
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
+from collections import Counter
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 from kccm.testing.kubelet import UNINITIALIZED_TAINT
@@ -23,6 +26,28 @@ class RequestLog(Protocol):
 class LoggingEmulator(Protocol):
     @property
     def admin(self) -> RequestLog: ...
+
+
+class Tabled(Protocol):
+    """One daemon's figures and its calls by kind per phase."""
+
+    who: str
+    figures: dict[str, Any]
+    tables: dict[str, Counter[str]]
+
+
+def print_tables(results: Sequence[Tabled], phases: Sequence[str], what: str, width: int) -> None:
+    """Each daemon's figures (without the by-kind tables), then per phase present its ``what``
+    (requests, calls) by kind, a column per daemon."""
+    for out in results:
+        print(f"\n== {out.who}: " + json.dumps(
+            {k: v for k, v in out.figures.items() if not k.endswith("_by_kind")}))  # fmt: skip
+    for phase in [p for p in phases if any(p in out.tables for out in results)]:
+        kinds = sorted({k for out in results for k in out.tables.get(phase, {})})
+        print(f"\n{phase}: {what} by kind  " + "  ".join(f"{o.who:>9}" for o in results))
+        for k in kinds:
+            counts = "  ".join(f"{o.tables.get(phase, Counter())[k]:>9}" for o in results)
+            print(f"  {k:<{width}} {counts}")
 
 
 def log(message: str) -> None:
