@@ -17,10 +17,12 @@ from kccm.cloudprovider import (
     collect_service_warnings,
 )
 from kccm.cloudprovider.sharing import ANNOTATION_SHARE_GROUP
+from kccm.providers.openstack.loadbalancer.balancers import OctaviaLoadBalancers
 from kccm.providers.openstack.loadbalancer.sharing import (
     REASON_LB_ID_IGNORED,
     OctaviaSharing,
     group_balancer_name,
+    group_of_description,
 )
 
 GROUP = ShareGroup("default", "shop")
@@ -285,12 +287,64 @@ def test_the_last_service_leaving_its_group_removes_the_group_balancer(world: LB
     balancers.ensure_load_balancer_deleted(CLUSTER, plain)
 
 
-def test_a_service_never_in_a_group_costs_no_extra_call(world: LBWorld) -> None:
-    plain = service("web", ports=((80, 30080),))
+def published(svc: dict[str, Any], ip: str) -> dict[str, Any]:
+    return {**svc, "status": {"loadBalancer": {"ingress": [{"ip": ip}]}}}
+
+
+def test_a_service_that_left_while_no_kccm_ran_leaves_after_the_restart(world: LBWorld) -> None:
     balancers = world.balancers()
-    balancers.ensure_load_balancer(CLUSTER, plain, world.nodes)
-    assert balancers.joined == {}
-    balancers.ensure_load_balancer_deleted(CLUSTER, plain)
+    web, api = member("web", 80, 30080), member("api", 443, 30443)
+    for svc in (web, api):
+        status = balancers.ensure_shared_load_balancer(CLUSTER, GROUP, svc, world.nodes)
+    ip = str(status.ingress[0].ip)
+    restarted = world.balancers()
+    plain = published(annotated(web, annotations={ANNOTATION_SHARE_GROUP: None}), ip)
+    try:
+        restarted.ensure_load_balancer(CLUSTER, plain, world.nodes)
+        lb = the_group_lb(restarted)
+        assert listener_owners(restarted, lb) == {443: [own_name(api)]}
+        assert lb["tags"] == [own_name(api)]
+    finally:
+        restarted.ensure_load_balancer_deleted(CLUSTER, plain)
+        restarted.ensure_shared_load_balancer_deleted(CLUSTER, GROUP, api)
+
+
+@pytest.mark.parametrize(
+    ("description", "group"),
+    [
+        ("Floating IP for Kubernetes external service default/shop.share from cluster k", "shop"),
+        ("Floating IP for Kubernetes external service default/web from cluster k", None),
+        ("Floating IP for Kubernetes external service other/shop.share from cluster k", None),
+        ("kccm retained address of default/web from cluster k", None),
+        ("", None),
+    ],
+    ids=["group", "service-of-its-own", "other-namespace", "retained", "none"],
+)
+def test_group_of_description(description: str, group: str | None) -> None:
+    found = group_of_description(description, "default")
+    assert (found.name if found else None) == group
+
+
+def test_a_service_of_its_own_costs_no_extra_call(world: LBWorld) -> None:
+    """Ensured by kccm, published and annotated with its balancer: the unchanged ensure sends
+    exactly the requests of the provider without share groups."""
+    balancers = world.balancers()
+    plain = service("web", ports=((80, 30080),))
+    status = balancers.ensure_load_balancer(CLUSTER, plain, world.nodes)
+    seen = published(world.with_written(plain), str(status.ingress[0].ip))
+    try:
+        calls = []
+        for ensure in (
+            OctaviaLoadBalancers.ensure_load_balancer,
+            OctaviaSharing.ensure_load_balancer,
+        ):
+            since = world.seq()
+            ensure(balancers, CLUSTER, seen, world.nodes)
+            calls.append([(r["method"], r["path"]) for r in world.emu.admin.requests(since)])
+        assert calls[0] == calls[1]
+        assert balancers.joined == {}
+    finally:
+        balancers.ensure_load_balancer_deleted(CLUSTER, seen)
 
 
 def test_explain_describes_the_group_balancer_for_a_member(world: LBWorld) -> None:

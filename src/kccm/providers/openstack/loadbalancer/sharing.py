@@ -55,6 +55,7 @@ from kccm.providers.openstack.loadbalancer.describe import balancer_view
 from kccm.providers.openstack.loadbalancer.floatingips import ensure_floating_ip
 from kccm.providers.openstack.loadbalancer.lookup import by_id, by_name
 from kccm.providers.openstack.loadbalancer.names import (
+    FIP_DESCRIPTION_MARK,
     SERVICE_PREFIX,
     cut255,
     fip_description,
@@ -81,6 +82,7 @@ __all__ = [
     "SETTINGS",
     "OctaviaSharing",
     "group_balancer_name",
+    "group_of_description",
 ]
 
 log = logging.getLogger(__name__)
@@ -109,6 +111,19 @@ which a group's Services must agree on. What hangs under a listener (source rang
 def group_balancer_name(cluster_name: str, group: ShareGroup) -> str:
     """``kube_service_<cluster>_<namespace>_<group>.share``."""
     return cut255(f"{SERVICE_PREFIX}{cluster_name}_{group.namespace}_{group.name}{GROUP_SUFFIX}")
+
+
+def group_of_description(description: str, namespace: str) -> ShareGroup | None:
+    """The group in ``namespace`` whose floating IP has ``description`` (upstream's mark,
+    ``<namespace>/<group>.share``, the cluster), else ``None``."""
+    head = f"{FIP_DESCRIPTION_MARK} {namespace}/"
+    if not description.startswith(head):
+        return None
+    rest = description[len(head) :]
+    name, sep, _ = rest.partition(f"{GROUP_SUFFIX} from cluster ")
+    if not sep or not name or "/" in name:
+        return None
+    return ShareGroup(namespace, name)
 
 
 def _group_record(group: ShareGroup, service: Service) -> Service:
@@ -316,13 +331,14 @@ class OctaviaSharing(OctaviaLoadBalancers):
         (its annotation removed or changed; ``now``: the group it is in): its listeners,
         pools, monitors and tag leave that group's balancer, as on its delete (the last
         member's take the balancer and floating IP with them); no call for any other
-        Service. Kept in memory: a Service that left while no kccm ran keeps its listeners
-        there until it rejoins and is deleted."""
+        Service. Known from :attr:`joined`, or after a restart from the floating IP the
+        Service is published on (:meth:`_recalled`)."""
         key = service_key(service)
-        group = self.joined.get(key)
+        group = self.joined.pop(key, None) if key in self.joined else self._recalled(service, now)
         if group is None or group == now:
+            if group is not None:
+                self.joined[key] = group
             return
-        del self.joined[key]
         conf = config_for_delete(service, self.opts, self.octavia)
         conf.lb_name = load_balancer_name(cluster_name, service)
         try:
@@ -337,6 +353,25 @@ class OctaviaSharing(OctaviaLoadBalancers):
         except Exception:
             self.joined.setdefault(key, group)  # tried again with the next sync
             raise
+
+    def _recalled(self, service: Service, now: ShareGroup | None) -> ShareGroup | None:
+        """The group a Service not in :attr:`joined` was in (this process did not ensure it:
+        a restart), read from the floating IP it is published on, whose description names
+        the group. Only a Service published on an IP and without ``load-balancer-id`` (never
+        written for a group member; always for a Service of its own balancer) costs the one
+        floating IP read; ``None`` for every other."""
+        if ann.LB_ID in _annotations(service):
+            return None
+        ingress = ((service.get("status") or {}).get("loadBalancer") or {}).get("ingress") or ()
+        ip = str(ingress[0].get("ip") or "") if ingress else ""
+        if not ip:
+            return None
+        namespace = str((service.get("metadata") or {}).get("namespace") or "")
+        for fip in self.neutron.floating_ips(floating_ip_address=ip):
+            found = group_of_description(str(fip.get("description") or ""), namespace)
+            if found is not None:
+                return found
+        return None
 
     # -- update ------------------------------------------------------------------------------
 
