@@ -12,6 +12,7 @@ Upstream is pointed at the emulator by ``ECS_ENDPOINT``/``VPC_ENDPOINT``/``SLB_E
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import Counter
 from collections.abc import AsyncIterator
 from typing import Any
@@ -302,3 +303,64 @@ async def test_upstream_follows_a_node_leaving_and_a_port_change(
 
     await delete_until_gone(kube, SERVICES, ["web"], ns, within=120)
     assert emu.state()["balancers"] == []
+
+
+def _certificate(emu: AlibabaEmulator) -> str:
+    (lb_id,) = emu.state()["balancers"]
+    (listener,) = emu.admin.balancer(lb_id)["Listeners"]
+    return str(listener["HTTPSListenerConfig"]["ServerCertificateId"])
+
+
+async def test_upstream_refuses_an_expired_certificate_and_takes_a_valid_one(
+    emu: AlibabaEmulator,
+    upstream: UpstreamProcesses,
+    control_plane: ControlPlane,
+    kube: KubeApiClient,
+    kube_namespace: str,
+    instances: list[str],
+) -> None:
+    """``checkCertValidity`` (``clbv1/listeners.go``) reads both certificates with
+    ``DescribeServerCertificates`` before changing an HTTPS listener's: an expired one is
+    refused (the listener keeps its certificate), a valid one is set; kccm then finds nothing
+    to change."""
+    ns, year_ms = kube_namespace, 365 * 24 * 3600 * 1000
+    now_ms = int(time.time() * 1000)
+    certs = {"cert-old": now_ms + year_ms, "cert-expired": now_ms - year_ms}
+    certs["cert-new"] = now_ms + 2 * year_ms
+    for cert, expiry in certs.items():
+        emu.admin.add_certificate(cert, expire_ms=expiry)
+    manager = start_manager(
+        upstream, emu, control_plane, "service", ["--configure-cloud-routes=false"]
+    )
+    try:
+        service = _service("web")
+        service["metadata"]["annotations"] = {
+            f"{A}protocol-port": "https:443",
+            f"{A}cert-id": "cert-old",
+        }
+        service["spec"]["ports"] = [{"name": "https", "port": 443, "protocol": "TCP"}]
+        await kube.create(SERVICES, service, namespace=ns)
+        await eventually(lambda: _published(kube, ns, "web"), within=120)
+
+        async def annotate(cert: str) -> None:
+            patch = {"metadata": {"annotations": {f"{A}cert-id": cert}}}
+            await kube.patch(SERVICES, "web", patch, namespace=ns)
+
+        await annotate("cert-expired")
+        await eventually(lambda: manager.logged("because it is expired"), within=120)
+        assert await asyncio.to_thread(_certificate, emu) == "cert-old"
+        await annotate("cert-new")
+
+        async def certificate_is(cert: str) -> bool:
+            return await asyncio.to_thread(_certificate, emu) == cert
+
+        await eventually(lambda: certificate_is("cert-new"), within=120)
+        since = emu.admin.last_seq()
+        svc = await kube.get(SERVICES, "web", namespace=ns)
+        nodes = [await kube.get(NODES, i) for i in instances]
+        await asyncio.to_thread(_kccm_ensure, emu, svc, nodes)
+        assert _writes(emu, since) == Counter()
+        await delete_until_gone(kube, SERVICES, ["web"], ns, within=120)
+    finally:
+        for cert in certs:
+            emu.admin.delete_certificate(cert)

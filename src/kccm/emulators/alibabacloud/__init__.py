@@ -15,7 +15,7 @@ the ECS instance metadata service beside them.
 - :mod:`.admin`: the ``/_emu`` test API (seeding, the request log, faults, the state a leak check
   compares); :mod:`.launcher` starts it as ``python -m kccm.emulators.alibabacloud``.
 
-Not yet: NLB (refused with ``InvalidAction.NotFound``), ACLs and server certificates.
+Not yet: NLB (refused with ``InvalidAction.NotFound``) and ACLs.
 """
 
 from __future__ import annotations

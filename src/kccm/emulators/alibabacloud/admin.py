@@ -16,7 +16,7 @@ from aiohttp import web
 from kccm.emulators.alibabacloud.ecs import render_instance
 from kccm.emulators.alibabacloud.slb import render_balancer
 from kccm.emulators.alibabacloud.slb_listeners import render_listener
-from kccm.emulators.alibabacloud.slbmodel import Eip
+from kccm.emulators.alibabacloud.slbmodel import Certificate, Eip
 from kccm.emulators.alibabacloud.world import Fault, Instance, RouteEntry, RouteTable, World
 from kccm.emulators.control_routes import control_routes
 
@@ -103,6 +103,25 @@ def slb_routes(routes: web.RouteTableDef) -> None:
     @routes.delete("/_emu/eips/{id}")
     async def delete_eip(request: web.Request) -> web.Response:
         request.app[WORLD].slb.eips.pop(request.match_info["id"], None)
+        return web.Response(status=204)
+
+    @routes.post("/_emu/certificates")
+    async def add_certificate(request: web.Request) -> web.Response:
+        world, body = request.app[WORLD], await _json(request)
+        cert = Certificate(
+            str(body.get("id") or world.new_id("cert")),
+            world.region,
+            name=str(body.get("name") or ""),
+            common_name=str(body.get("common_name") or ""),
+            expire_ms=int(body.get("expire_ms") or 0),
+            created_ms=int(body.get("created_ms") or 0),
+        )
+        world.slb.certificates[cert.id] = cert
+        return _reply({"id": cert.id}, 201)
+
+    @routes.delete("/_emu/certificates/{id}")
+    async def delete_certificate(request: web.Request) -> web.Response:
+        request.app[WORLD].slb.certificates.pop(request.match_info["id"], None)
         return web.Response(status=204)
 
     @routes.put("/_emu/health/{server}")

@@ -87,6 +87,15 @@ class AlibabaAdmin(EmulatorControl):
     def delete_eip(self, eip_id: str) -> None:
         self._call("DELETE", f"/_emu/eips/{eip_id}")
 
+    def add_certificate(self, cert_id: str, *, expire_ms: int, common_name: str = "") -> str:
+        """A server certificate ``DescribeServerCertificates`` lists (expiring at
+        ``expire_ms``, Unix milliseconds)."""
+        body = {"id": cert_id, "expire_ms": expire_ms, "common_name": common_name}
+        return str(self._call("POST", "/_emu/certificates", body)["id"])
+
+    def delete_certificate(self, cert_id: str) -> None:
+        self._call("DELETE", f"/_emu/certificates/{cert_id}")
+
     def set_health(self, server_id: str, status: str) -> None:
         """``DescribeHealthStatus`` gives ``status`` (``normal``, ``abnormal``) for the
         server's members on running listeners."""

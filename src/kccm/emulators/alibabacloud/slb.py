@@ -321,6 +321,35 @@ def untag_resources(world: World, params: Mapping[str, str]) -> dict[str, Any]:
     return {}
 
 
+def describe_server_certificates(world: World, params: Mapping[str, str]) -> dict[str, Any]:
+    """The region's certificates (``ServerCertificateId``: that one, none when unknown), as
+    upstream's ``checkCertValidity`` reads them before changing a listener's certificate."""
+    region = required(params, "RegionId")
+    wanted = params.get("ServerCertificateId", "")
+    found = [
+        c
+        for _, c in sorted(world.slb.certificates.items())
+        if c.region == region and wanted in ("", c.id)
+    ]
+    return {
+        "ServerCertificates": {
+            "ServerCertificate": [
+                {
+                    "ServerCertificateId": c.id,
+                    "ServerCertificateName": c.name,
+                    "CommonName": c.common_name,
+                    "CertificateId": c.common_name,
+                    "RegionId": c.region,
+                    "CreateTimeStamp": c.created_ms,
+                    "ExpireTimeStamp": c.expire_ms,
+                    "IsAliCloudCertificate": 0,
+                }
+                for c in found
+            ]
+        }
+    }
+
+
 for _action, _handler in {
     "DescribeLoadBalancers": describe_load_balancers,
     "DescribeLoadBalancerAttribute": describe_load_balancer_attribute,
@@ -335,5 +364,6 @@ for _action, _handler in {
     "ListTagResources": list_tag_resources,
     "TagResources": tag_resources,
     "UntagResources": untag_resources,
+    "DescribeServerCertificates": describe_server_certificates,
 }.items():
     ACTIONS[(VERSION, _action)] = _handler

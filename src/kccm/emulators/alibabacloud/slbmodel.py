@@ -8,7 +8,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Balancer", "DomainExtension", "Eip", "Listener", "Member", "SlbWorld", "VGroup"]
+__all__ = [
+    "Balancer",
+    "Certificate",
+    "DomainExtension",
+    "Eip",
+    "Listener",
+    "Member",
+    "SlbWorld",
+    "VGroup",
+]
 
 
 @dataclass
@@ -103,11 +112,24 @@ class Eip:
 
 
 @dataclass
+class Certificate:
+    """A server certificate uploaded to SLB (a test seeds it: the emulator keeps no PEM)."""
+
+    id: str
+    region: str
+    name: str = ""
+    common_name: str = ""
+    expire_ms: int = 0
+    created_ms: int = 0
+
+
+@dataclass
 class SlbWorld:
     balancers: dict[str, Balancer] = field(default_factory=dict)
     vgroups: dict[str, VGroup] = field(default_factory=dict)
     domains: dict[str, DomainExtension] = field(default_factory=dict)
     eips: dict[str, Eip] = field(default_factory=dict)
+    certificates: dict[str, Certificate] = field(default_factory=dict)
     health: dict[str, str] = field(default_factory=dict)
     """ServerId -> ``normal`` / ``abnormal`` / ``unavailable`` (``normal`` when unset)."""
     client_tokens: dict[str, str] = field(default_factory=dict)
@@ -125,4 +147,5 @@ class SlbWorld:
             "vgroups": sorted(self.vgroups),
             "domain_extensions": sorted(self.domains),
             "eips": sorted(f"{e.id}:{e.lb}" for e in self.eips.values()),
+            "certificates": sorted(self.certificates),
         }
