@@ -15,7 +15,8 @@ the ECS instance metadata service beside them.
 - :mod:`.admin`: the ``/_emu`` test API (seeding, the request log, faults, the state a leak check
   compares); :mod:`.launcher` starts it as ``python -m kccm.emulators.alibabacloud``.
 
-Not yet: NLB (refused with ``InvalidAction.NotFound``) and ACLs.
+Not yet: NLB (refused with ``InvalidAction.NotFound``) and access control lists as resources (a
+listener keeps the ``AclId``/``AclStatus``/``AclType`` it is sent).
 """
 
 from __future__ import annotations
