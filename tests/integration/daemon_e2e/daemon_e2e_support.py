@@ -4,6 +4,7 @@ they write, ServiceAccount tokens, the lease holder and the error-line filter.""
 from __future__ import annotations
 
 import functools
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -149,6 +150,19 @@ async def _holder(kube: KubeApiClient) -> str:
     except NotFound:
         return ""
     return str(lease["spec"].get("holderIdentity") or "")
+
+
+def _identity(daemon: Daemon) -> str | None:
+    """The daemon's leader-election identity, once it has logged it."""
+    found = re.search(r"leader election on lease \S+ as (\S+)", daemon.logs())
+    return found.group(1) if found else None
+
+
+async def _leading(kube: KubeApiClient, daemon: Daemon) -> str | None:
+    """The daemon's identity once it holds the lease (not merely someone: a daemon stopped by
+    the previous test may still hold it until its lease expires)."""
+    me = _identity(daemon)
+    return me if me and await _holder(kube) == me else None
 
 
 def _error_lines(stderr: str) -> list[str]:

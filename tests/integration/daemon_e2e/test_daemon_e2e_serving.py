@@ -17,6 +17,7 @@ from daemon_e2e_support import (
     _holder,
     _ingress,
     _initialised,
+    _leading,
     _route_created,
     _sa_token,
     eventually,
@@ -107,7 +108,7 @@ async def test_two_replicas_failover_on_sigterm(
     nodes = [kube_cleanup.add(NODES, unique_name("e2e-ha")) for _ in range(2)]
     config = cluster.cloud_config(nodes)
     first = cluster.start(config)
-    leader = await eventually(lambda: _holder(kube))
+    leader = await eventually(lambda: _leading(kube, first))
     second = cluster.start(config)
     await kube.create(NODES, kubelet_node(nodes[0], "10.244.31.0/24"))
     await eventually(lambda: _initialised(kube, nodes[0]))
@@ -133,7 +134,7 @@ async def _holder_other_than(kube: KubeApiClient, old: str) -> str | None:
 
 async def test_losing_the_lease_exits_non_zero(cluster: Cluster, kube: KubeApiClient) -> None:
     daemon = cluster.start(cluster.cloud_config([]), "--controllers=service")
-    holder = await eventually(lambda: _holder(kube))
+    holder = await eventually(lambda: _leading(kube, daemon))
 
     async def steal() -> Obj | None:
         """Another manager takes the lease (None: kccm renewed it meanwhile, a 409; again)."""
