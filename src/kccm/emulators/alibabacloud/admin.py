@@ -1,9 +1,10 @@
 """The Alibaba Cloud emulator's ``/_emu`` test API: the shared routes
 (:func:`kccm.emulators.control_routes.control_routes`: config, request log, faults, token
 expiry) and its own: seeding instances and route tables, an instance's status, the instance the
-metadata service answers for, the state a leak check compares, and for the SLB: a balancer with
+metadata service answers for, the state a leak check compares, for the SLB: a balancer with
 its listeners and groups as one JSON, its removal whatever its protection, EIPs bound to it and
-the health of a member."""
+the health of a member; for the NLB: the same views and removals and how many reads a job
+answers ``Processing``."""
 
 from __future__ import annotations
 
@@ -14,6 +15,9 @@ from typing import Any
 from aiohttp import web
 
 from kccm.emulators.alibabacloud.ecs import render_instance
+from kccm.emulators.alibabacloud.nlb import render_nlb
+from kccm.emulators.alibabacloud.nlb_groups import render_group, render_server
+from kccm.emulators.alibabacloud.nlb_listeners import render_nlb_listener
 from kccm.emulators.alibabacloud.slb import render_balancer
 from kccm.emulators.alibabacloud.slb_listeners import render_listener
 from kccm.emulators.alibabacloud.slbmodel import Certificate, Eip
@@ -131,6 +135,54 @@ def slb_routes(routes: web.RouteTableDef) -> None:
         return web.Response(status=204)
 
 
+def _nlb_view(world: World, lb_id: str) -> dict[str, Any]:
+    found = world.nlb.balancers.get(lb_id)
+    if found is None:
+        raise web.HTTPNotFound(text="no such NLB")
+    listeners = [i for _, i in sorted(world.nlb.listeners.items()) if i.lb == lb_id]
+    groups = [
+        world.nlb.groups[g] for g in sorted({i.group for i in listeners}) if g in world.nlb.groups
+    ]
+    return {
+        **render_nlb(found),
+        "Listeners": [render_nlb_listener(i, found.region) for i in listeners],
+        "ServerGroups": [
+            {
+                **render_group(world, g),
+                "Servers": [render_server(world, g, m) for m in g.servers],
+            }
+            for g in groups
+        ],
+    }
+
+
+def nlb_routes(routes: web.RouteTableDef) -> None:
+    @routes.get("/_emu/nlb/{id}")
+    async def get_nlb(request: web.Request) -> web.Response:
+        return _reply(_nlb_view(request.app[WORLD], request.match_info["id"]))
+
+    @routes.delete("/_emu/nlb/{id}")
+    async def delete_nlb(request: web.Request) -> web.Response:
+        world, lb_id = request.app[WORLD], request.match_info["id"]
+        world.nlb.balancers.pop(lb_id, None)
+        for gone in [k for k, v in world.nlb.listeners.items() if v.lb == lb_id]:
+            del world.nlb.listeners[gone]
+        return web.Response(status=204)
+
+    @routes.delete("/_emu/nlb-server-groups/{id}")
+    async def delete_server_group(request: web.Request) -> web.Response:
+        world, group_id = request.app[WORLD], request.match_info["id"]
+        world.nlb.groups.pop(group_id, None)
+        for gone in [k for k, v in world.nlb.listeners.items() if v.group == group_id]:
+            del world.nlb.listeners[gone]
+        return web.Response(status=204)
+
+    @routes.put("/_emu/nlb-job-reads")
+    async def set_job_reads(request: web.Request) -> web.Response:
+        request.app[WORLD].nlb.job_reads = int((await _json(request))["reads"])
+        return web.Response(status=204)
+
+
 def admin_routes() -> web.RouteTableDef:
     routes = control_routes(WORLD, _config, _add_fault, _json)
 
@@ -162,6 +214,8 @@ def admin_routes() -> web.RouteTableDef:
         world.instances.pop(gone, None)
         for group in world.slb.vgroups.values():  # a released instance leaves its groups
             group.members = [m for m in group.members if m.server_id != gone]
+        for server_group in world.nlb.groups.values():
+            server_group.servers = [m for m in server_group.servers if m.server_id != gone]
         return web.Response(status=204)
 
     @routes.post("/_emu/route-tables")
@@ -190,6 +244,7 @@ def admin_routes() -> web.RouteTableDef:
         return web.Response(status=204)
 
     slb_routes(routes)
+    nlb_routes(routes)
 
     @routes.get("/_emu/state")
     async def state(request: web.Request) -> web.Response:

@@ -7,6 +7,10 @@ from aiohttp import web
 
 from kccm.emulators.alibabacloud import (  # noqa: F401  (they register their actions)
     ecs,
+    nlb,
+    nlb_groups,
+    nlb_listeners,
+    nlb_tags,
     slb,
     slb_listeners,
     slb_vgroups,

@@ -101,17 +101,38 @@ class AlibabaAdmin(EmulatorControl):
         server's members on running listeners."""
         self._call("PUT", f"/_emu/health/{server_id}", {"status": status})
 
+    def nlb(self, lb_id: str) -> dict[str, Any]:
+        """An NLB as ``GetLoadBalancerAttribute`` renders it (tags as ``Key``/``Value``), with
+        ``Listeners`` (as ``ListListeners``) and the ``ServerGroups`` they use (as
+        ``ListServerGroups``, with their ``Servers``). It reads no job."""
+        return dict(self._call("GET", f"/_emu/nlb/{lb_id}"))
+
+    def delete_nlb(self, lb_id: str) -> None:
+        """The NLB and its listeners gone, whatever its protection."""
+        self._call("DELETE", f"/_emu/nlb/{lb_id}")
+
+    def delete_server_group(self, group_id: str) -> None:
+        """The NLB server group (and the listeners using it) gone."""
+        self._call("DELETE", f"/_emu/nlb-server-groups/{group_id}")
+
+    def set_job_reads(self, reads: int) -> None:
+        """How many reads a new NLB job answers ``Processing`` before it settles (1 at start;
+        0: every job settles at once)."""
+        self._call("PUT", "/_emu/nlb-job-reads", {"reads": reads})
+
     def fault(self, action: str, **spec: Any) -> dict[str, Any]:
-        """The next ``times`` calls of ``action`` answer ``code`` with ``status``
+        """The next ``times`` calls of ``action`` (``nlb:Action``: the NLB's only) answer
+        ``code`` with ``status``, or (no ``code``; NLB writes) start a job answering
+        ``Processing`` ``job_reads`` times and then ``job_status``
         (:class:`kccm.emulators.alibabacloud.world.Fault`)."""
         return dict(self._call("POST", "/_emu/faults", {"action": action, **spec}))
 
     def mutating(self, since: int = 0) -> list[dict[str, Any]]:
-        """The RPC calls after ``since`` that are no ``Describe*``/``List*`` read."""
+        """The RPC calls after ``since`` that are no ``Describe*``/``List*``/``Get*`` read."""
         return [
             r
             for r in self.requests(since)
-            if r["service"] != "metadata" and not r["path"].startswith(("Describe", "List"))
+            if r["service"] != "metadata" and not r["path"].startswith(("Describe", "List", "Get"))
         ]
 
 

@@ -24,7 +24,7 @@ from typing import Any
 from aiohttp import web
 
 from kccm.emulators.alibabacloud.signature_v3 import SignatureRefused, check_v3, is_v3
-from kccm.emulators.alibabacloud.world import World
+from kccm.emulators.alibabacloud.world import Fault, World
 
 __all__ = ["ACTIONS", "COMMON", "Handler", "RpcError", "handle_rpc", "pct", "signature_v1"]
 
@@ -33,7 +33,7 @@ Handler = Callable[[World, Mapping[str, str]], dict[str, Any]]
 ACTIONS: dict[tuple[str, str], Handler] = {}
 """(API version, Action) -> handler; filled by :mod:`.ecs` and :mod:`.vpc`."""
 
-PRODUCTS = {"2014-05-26": "ecs", "2016-04-28": "vpc", "2014-05-15": "slb"}
+PRODUCTS = {"2014-05-26": "ecs", "2016-04-28": "vpc", "2014-05-15": "slb", "2022-04-30": "nlb"}
 
 
 class RpcError(Exception):
@@ -97,19 +97,27 @@ async def _check(world: World, request: web.Request, params: Mapping[str, str]) 
     if not is_v3(request.headers):
         check_signature(world, request.method, params)
         return
-    body = await request.read() if request.can_read_body else b""
+    body = (
+        await request.read() if request.body_exists else b""
+    )  # read already: can_read_body is off
     try:
         check_v3(world.keys, request.method, request.path, request.query, request.headers, body)
     except SignatureRefused as err:
         raise RpcError(err.code, err.message, err.status) from err
 
 
-def _handled(handler: Handler, world: World, params: Mapping[str, str]) -> dict[str, Any]:
-    """The handler's answer; a number parameter that is none is ``InvalidParameter``."""
+def _handled(
+    handler: Handler, world: World, params: Mapping[str, str], fault: Fault | None
+) -> dict[str, Any]:
+    """The handler's answer (``world.call_fault`` the fault met, for an NLB job); a number
+    parameter that is none is ``InvalidParameter``."""
+    world.call_fault = fault
     try:
         return handler(world, params)
     except ValueError as err:
         raise RpcError("InvalidParameter", f"a parameter is not valid: {err}") from err
+    finally:
+        world.call_fault = None
 
 
 async def handle_rpc(world: World, request: web.Request) -> web.Response:
@@ -136,12 +144,12 @@ async def handle_rpc(world: World, request: web.Request) -> web.Response:
                 f"Specified api is not found, please check your url and method: {action}",
                 404,
             )
-        fault = world.take_fault(action)
+        fault = world.take_fault(action, product)
         if fault is not None and fault.latency:
             await asyncio.sleep(fault.latency)
         if fault is not None and fault.code:
             raise RpcError(fault.code, fault.message, fault.status)
-        body = _handled(handler, world, params)
+        body = _handled(handler, world, params, fault)
     except RpcError as err:
         world.log({**entry, "params": _logged(params), "status": err.status, "code": err.code})
         return _error(err, request_id)

@@ -21,7 +21,7 @@ __all__ = ["main"]
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m kccm.emulators.alibabacloud",
-        description="kccm's Alibaba Cloud emulator (ECS, VPC, SLB RPC APIs; instance metadata)",
+        description="kccm's Alibaba Cloud emulator (ECS, VPC, SLB, NLB RPC APIs; metadata)",
     )
     parser.add_argument("--port", type=int, default=0, help="0: any free port")
     parser.add_argument("--region", default="cn-hangzhou")

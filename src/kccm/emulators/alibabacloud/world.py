@@ -1,6 +1,6 @@
 """What the Alibaba Cloud emulator holds: access keys, ECS instances with their primary network
-interfaces, VPC route tables and entries, the SLB (:mod:`.slbmodel`), the request log and the
-faults not yet met."""
+interfaces, VPC route tables and entries, the SLB (:mod:`.slbmodel`), the NLB
+(:mod:`.nlbmodel`), the request log and the faults not yet met."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from kccm.emulators.alibabacloud.nlbmodel import NlbWorld
 from kccm.emulators.alibabacloud.slbmodel import SlbWorld
 
 __all__ = ["Fault", "Instance", "RouteEntry", "RouteTable", "World"]
@@ -55,8 +56,11 @@ class RouteTable:
 
 @dataclass
 class Fault:
-    """The next ``times`` calls of ``action`` (``*``: any; 0 times: every one) answer ``code``
-    with HTTP ``status`` (after ``latency`` seconds; ``code`` empty: only the latency)."""
+    """The next ``times`` calls of ``action`` (``*``: any; ``nlb:Action``: that product's
+    only; 0 times: every one) answer ``code`` with HTTP ``status`` (after ``latency`` seconds;
+    ``code`` empty: only the latency). An NLB write met by a fault without a ``code`` starts a
+    job that answers ``Processing`` for ``job_reads`` reads (-1: the world's number) and then
+    ``job_status`` (``Failed``; "" succeeds)."""
 
     action: str
     code: str = ""
@@ -64,6 +68,8 @@ class Fault:
     message: str = "injected by the emulator"
     times: int = 1
     latency: float = 0.0
+    job_reads: int = -1
+    job_status: str = ""
 
 
 @dataclass
@@ -78,11 +84,14 @@ class World:
     instances: dict[str, Instance] = field(default_factory=dict)
     route_tables: dict[str, RouteTable] = field(default_factory=dict)
     slb: SlbWorld = field(default_factory=SlbWorld)
+    nlb: NlbWorld = field(default_factory=NlbWorld)
     page_size: int = 100
     requests: list[dict[str, Any]] = field(default_factory=list)
     seq: int = 0
     fault_list: list[Fault] = field(default_factory=list)
     tokens: set[str] = field(default_factory=set)
+    call_fault: Fault | None = None
+    """The fault the call being handled met (an NLB write's job reads it)."""
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
 
     @property
@@ -102,9 +111,9 @@ class World:
         self.seq += 1
         self.requests.append({**entry, "seq": self.seq})
 
-    def take_fault(self, action: str) -> Fault | None:
+    def take_fault(self, action: str, product: str = "") -> Fault | None:
         for fault in self.fault_list:
-            if fault.action in ("*", action):
+            if fault.action in ("*", action, f"{product}:{action}"):
                 if fault.times == 1:
                     self.fault_list.remove(fault)
                 elif fault.times > 1:
@@ -114,7 +123,8 @@ class World:
 
     def state(self) -> dict[str, list[str]]:
         """What a leak check compares: every instance, route table and route entry, and the
-        SLB's balancers, listeners, vServer groups, domain extensions and EIP bindings."""
+        SLB's balancers, listeners, vServer groups, domain extensions and EIP bindings, the
+        NLB's balancers, listeners, server groups and their servers."""
         return {
             "instances": sorted(self.instances),
             "route_tables": sorted(self.route_tables),
@@ -124,4 +134,5 @@ class World:
                 for e in t.entries
             ),
             **self.slb.state(),
+            **self.nlb.state(),
         }
