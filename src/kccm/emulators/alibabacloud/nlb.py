@@ -193,9 +193,11 @@ def _publish(world: World, b: NlbBalancer) -> None:
 
 
 def _one_of(value: str, name: str, allowed: tuple[str, ...]) -> str:
-    if value not in allowed:
-        raise RpcError(f"IllegalParam.{name}", f"{name} {value!r} is not one of {allowed}")
-    return value
+    """``value`` in the API's spelling (any case is taken: upstream sends ``internet``)."""
+    for spelling in allowed:
+        if value.lower() == spelling.lower():
+            return spelling
+    raise RpcError(f"IllegalParam.{name}", f"{name} {value!r} is not one of {allowed}")
 
 
 def _new_balancer(world: World, params: Mapping[str, str]) -> NlbBalancer:

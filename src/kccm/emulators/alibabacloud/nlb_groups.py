@@ -5,8 +5,9 @@ A server group belongs to a VPC and a region, not to a balancer (listeners point
 ``Ecs``, ``Eni`` and ``Eci`` servers, ``Ip`` takes ``Ip`` ones; an ``Ecs`` server must be an
 instance of the emulator (``ResourceNotFound.BackendServer``) and reads back with its private
 address; ``Port`` is needed unless the group has ``AnyPortEnabled``; ``Weight`` is 0..100 (100).
-A server is named by its ``ServerId``, ``ServerIp`` and ``Port``: adding one already there
-changes nothing, removing or updating one not there is ``ResourceNotFound.BackendServer``.
+A server is named by its ``ServerId``, ``ServerIp`` and ``Port`` (a removal or update without
+``ServerIp`` names it by the other two): adding one already there changes nothing, removing or
+updating one not there is ``ResourceNotFound.BackendServer``.
 Every write answers a ``JobId``: a new group is ``Creating``, a changed one ``Configuring``, new
 or changed servers ``Adding``/``Configuring`` until it settles; removals and deletes take effect
 at once. A group a listener uses cannot be deleted (``ResourceInUse.ServerGroup``); an instance
@@ -228,10 +229,18 @@ def _member(world: World, group: ServerGroup, item: dict[str, str], *, new: bool
         server_id=server_id,
         server_type=kind,
         port=port or 0,
-        server_ip=item.get("ServerIp", "") or (server_id if kind == "Ip" else ""),
+        server_ip=item.get("ServerIp", "") or _default_ip(world, kind, server_id),
         weight=100 if weight is None else weight,
         description=item.get("Description", ""),
     )
+
+
+def _default_ip(world: World, kind: str, server_id: str) -> str:
+    """An ``Ip`` server's is its id, an ``Ecs`` one's its instance's private address."""
+    instance = world.instances.get(server_id)
+    if kind == "Ecs" and instance is not None:
+        return instance.private_ip
+    return server_id if kind == "Ip" else ""
 
 
 def _members(
@@ -246,7 +255,7 @@ def _members(
 def _index(group: ServerGroup, member: ServerMember) -> int:
     for index, have in enumerate(group.servers):
         same_server = (have.server_id, have.port) == (member.server_id, member.port)
-        if have.key == member.key or (same_server and not member.server_ip):
+        if same_server and member.server_ip in ("", have.server_ip):
             return index
     raise RpcError(
         "ResourceNotFound.BackendServer",

@@ -1,0 +1,206 @@
+"""Upstream's manager (cloud-provider-alibaba-cloud v2.14.0, ``--controllers=nlb``) balancing a
+Service of class ``alibabacloud.com/nlb`` on kccm's Alibaba Cloud emulator and the real
+apiserver (issue 38): the emulator's NLB judged by the binary it imitates, in one manager run.
+
+Upstream (``pkg/controller/service/nlbv2``, ``pkg/provider/alibaba/nlb``) finds no NLB (by tag,
+then by name), creates one in the zones of the ``zone-maps`` annotation, a server group of the
+Ready Nodes on the node port and a TCP listener, waits for their jobs (``GetJobStatus``) and
+publishes the NLB's DNS name; it follows a Node leaving and a port change; deleting the Service
+leaves nothing. Upstream is pointed at the emulator by ``NLB_ENDPOINT``
+(``pkg/provider/alibaba/base/clientMgr.go``) and ``ALICLOUD_CLIENT_SCHEME=HTTP``.
+
+Jobs settle on their first read here (upstream sleeps 3 s, 1.2 s or 20 s between polls), but
+one of the listener's answers ``Processing`` first, which upstream waits out."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from alibabacloud_upstream_support import CLUSTER, VPC, VSWITCH, start_manager
+
+from kccm.emulators.alibabacloud import AlibabaEmulator
+from kccm.kube.client import KubeApiClient
+from kccm.kube.interface import Obj, PatchType
+from kccm.kube.resources import NODES, SERVICES
+from kccm.testing.controllers import delete_until_gone, eventually
+from kccm.testing.controlplane import ControlPlane
+from kccm.testing.pytest_plugin import KubeCleanup
+from kccm.testing.upstream import UpstreamProcess, UpstreamProcesses
+
+pytestmark = pytest.mark.integration
+
+A = "service.beta.kubernetes.io/alibaba-cloud-loadbalancer-"
+HASH = "service.beta.kubernetes.io/hash"
+ZONES = f"cn-hangzhou-h:{VSWITCH},cn-hangzhou-i:vsw-kccm-i"
+
+
+async def _ready_node(kube: KubeApiClient, cleanup: KubeCleanup, instance: str) -> None:
+    cleanup.add(NODES, instance)
+    await kube.create(
+        NODES, {"metadata": {"name": instance}, "spec": {"providerID": f"cn-hangzhou.{instance}"}}
+    )
+    ready = {"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "test"}
+    await kube.patch(NODES, instance, {"status": {"conditions": [ready]}}, subresource="status")
+
+
+@pytest.fixture
+async def instances(
+    emu: AlibabaEmulator, kube: KubeApiClient, kube_cleanup: KubeCleanup
+) -> AsyncIterator[list[str]]:
+    made = [
+        emu.admin.add_instance(vpc=VPC, vswitch=VSWITCH, private_ip=f"10.0.9.{i}")["InstanceId"]
+        for i in (1, 2)
+    ]
+    for instance in made:
+        await _ready_node(kube, kube_cleanup, instance)
+    yield made
+    await kube_cleanup.run()
+    for instance in made:
+        emu.admin.delete_instance(instance)
+
+
+def _service(name: str) -> Obj:
+    return {
+        "metadata": {"name": name, "annotations": {f"{A}zone-maps": ZONES}},
+        "spec": {
+            "type": "LoadBalancer",
+            "loadBalancerClass": "alibabacloud.com/nlb",
+            "selector": {"app": name},
+            "ports": [{"name": "http", "port": 80, "targetPort": 8080, "protocol": "TCP"}],
+        },
+    }
+
+
+async def _published(
+    kube: KubeApiClient, ns: str, name: str, manager: UpstreamProcess
+) -> Obj | None:
+    manager.alive()
+    svc = await kube.get(SERVICES, name, namespace=ns)
+    ingress = ((svc.get("status") or {}).get("loadBalancer") or {}).get("ingress")
+    return svc if ingress else None
+
+
+async def _poked(kube: KubeApiClient, ns: str, name: str, manager: UpstreamProcess) -> None:
+    """An annotation upstream does not read: it reconciles the Service again (its hash label
+    changes when it is done)."""
+    labelled = await kube.get(SERVICES, name, namespace=ns)
+    before = labelled["metadata"]["labels"][HASH]
+    patch = {"metadata": {"annotations": {"kccm.test/poke": "1"}}}
+    await kube.patch(SERVICES, name, patch, namespace=ns)
+
+    async def rehashed() -> bool:
+        manager.alive()
+        svc = await kube.get(SERVICES, name, namespace=ns)
+        return bool(svc["metadata"]["labels"][HASH] != before)
+
+    await eventually(rehashed, within=120)
+
+
+def _writes(emu: AlibabaEmulator, since: int = 0) -> Counter[str]:
+    return Counter(r["action"] for r in emu.admin.mutating(since) if r["service"] == "nlb")
+
+
+def _the_nlb(emu: AlibabaEmulator) -> dict[str, Any]:
+    (lb_id,) = emu.state()["nlb_balancers"]
+    return emu.admin.nlb(lb_id)
+
+
+def _shape(emu: AlibabaEmulator) -> tuple[set[tuple[int, str, str]], set[tuple[str, int]]]:
+    """The NLB's (port, protocol, status) listeners and the (server, port) of its groups."""
+    lb = _the_nlb(emu)
+    listeners = {
+        (i["ListenerPort"], i["ListenerProtocol"], i["ListenerStatus"]) for i in lb["Listeners"]
+    }
+    servers = {(s["ServerId"], s["Port"]) for g in lb["ServerGroups"] for s in g["Servers"]}
+    return listeners, servers
+
+
+async def _shaped(emu: AlibabaEmulator, listeners: set[Any], servers: set[Any]) -> bool:
+    return await asyncio.to_thread(_shape, emu) == (listeners, servers)
+
+
+def _made_as_upstream_makes_it(
+    emu: AlibabaEmulator, svc: Obj, ns: str, instances: list[str]
+) -> None:
+    lb = _the_nlb(emu)
+    ingress = svc["status"]["loadBalancer"]["ingress"][0]
+    assert ingress["hostname"] == lb["DNSName"]
+    assert (lb["LoadBalancerStatus"], lb["AddressType"], lb["VpcId"]) == ("Active", "Internet", VPC)
+    assert [(z["ZoneId"], z["VSwitchId"]) for z in lb["ZoneMappings"]] == [
+        tuple(z.split(":")) for z in ZONES.split(",")
+    ]
+    assert {t["Key"]: t["Value"] for t in lb["Tags"]}["kubernetes.do.not.delete"] == lb[
+        "LoadBalancerName"
+    ]
+    node_port = svc["spec"]["ports"][0]["nodePort"]
+    (listener,) = lb["Listeners"]
+    assert listener["ListenerDescription"] == f"k8s.80.TCP.web.{ns}.{CLUSTER}"
+    (group,) = lb["ServerGroups"]
+    assert group["ServerGroupName"] == f"k8s.{node_port}.TCP.web.{ns}.{CLUSTER}"
+    assert listener["ServerGroupId"] == group["ServerGroupId"]
+    assert {(s["ServerId"], s["ServerType"], s["Port"]) for s in group["Servers"]} == {
+        (i, "Ecs", node_port) for i in instances
+    }
+
+
+async def test_upstream_makes_changes_and_removes_an_nlb(
+    emu: AlibabaEmulator,
+    upstream: UpstreamProcesses,
+    control_plane: ControlPlane,
+    kube: KubeApiClient,
+    kube_namespace: str,
+    instances: list[str],
+) -> None:
+    ns = kube_namespace
+    emu.admin.set_job_reads(0)
+    emu.admin.fault("nlb:CreateListener", job_reads=1)
+    manager = start_manager(upstream, emu, control_plane, "nlb", ["--configure-cloud-routes=false"])
+    await kube.create(SERVICES, _service("web"), namespace=ns)
+    svc = await eventually(lambda: _published(kube, ns, "web", manager), within=120)
+    _made_as_upstream_makes_it(emu, svc, ns, instances)
+    assert _writes(emu) == Counter(
+        {
+            "CreateLoadBalancer": 1,
+            "CreateServerGroup": 1,
+            "AddServersToServerGroup": 1,
+            "CreateListener": 1,
+        }
+    )
+    node_port = svc["spec"]["ports"][0]["nodePort"]
+    since = emu.admin.last_seq()
+    await _poked(kube, ns, "web", manager)
+    assert _writes(emu, since) == Counter()
+
+    since = emu.admin.last_seq()
+    await delete_until_gone(kube, NODES, instances[1:], within=120)
+    await eventually(
+        lambda: _shaped(emu, {(80, "TCP", "Running")}, {(instances[0], node_port)}), within=120
+    )
+    assert _writes(emu, since) == Counter({"RemoveServersFromServerGroup": 1})
+    since = emu.admin.last_seq()
+    port = [{"name": "http", "port": 8080, "targetPort": 8080, "protocol": "TCP"}]
+    await kube.patch(
+        SERVICES, "web", {"spec": {"ports": port}}, patch_type=PatchType.MERGE, namespace=ns
+    )
+    await eventually(
+        lambda: _shaped(emu, {(8080, "TCP", "Running")}, {(instances[0], node_port)}), within=120
+    )
+    manager.alive()
+    assert _writes(emu, since) == Counter({"DeleteListener": 1, "CreateListener": 1})
+    since = emu.admin.last_seq()
+
+    await delete_until_gone(kube, SERVICES, ["web"], ns, within=120)
+    await eventually(
+        lambda: asyncio.to_thread(lambda: not any(emu.state()[k] for k in NLB_KINDS)), within=120
+    )
+    manager.alive()
+    assert _writes(emu, since) == Counter(
+        {"UpdateLoadBalancerProtection": 1, "DeleteLoadBalancer": 1, "DeleteServerGroup": 1}
+    )
+
+
+NLB_KINDS = ("nlb_balancers", "nlb_listeners", "nlb_server_groups", "nlb_servers")
