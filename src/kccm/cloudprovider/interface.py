@@ -41,6 +41,7 @@ from kccm.cloudprovider.calls import MaybeAwaitable, provider_call
 from kccm.cloudprovider.sharing import BalancerSharer
 from kccm.cloudprovider.types import (
     BalancerView,
+    EndpointsReader,
     InstanceMetadata,
     InstanceView,
     LoadBalancerStatus,
@@ -59,6 +60,7 @@ __all__ = [
     "AddressRetainer",
     "Clusters",
     "ControllerClientBuilder",
+    "EndpointsUser",
     "InformerUser",
     "InstanceDescriber",
     "InstanceMetadataLister",
@@ -468,6 +470,18 @@ class TargetDrainer(Protocol):
 
 
 @runtime_checkable
+class EndpointsUser(Protocol):
+    """Optional, on the :class:`LoadBalancer` implementation (kccm): members from the Service's
+    endpoints, read during ensure and update with the reader handed over (each leadership term)
+    before the service workers start; a Service :meth:`uses_endpoints` names is synced when its
+    endpoints change (docs/behaviour.md, "Endpoints for a provider")."""
+
+    def uses_endpoints(self, service: Service) -> bool: ...  # cheap: no cloud call
+
+    def set_endpoints_reader(self, reader: EndpointsReader) -> None: ...
+
+
+@runtime_checkable
 class InformerUser(Protocol):
     """Optional: a provider that wants the shared informers (upstream ``InformerUser``)."""
 
@@ -547,30 +561,26 @@ def as_pv_labeler(cloud: object) -> PVLabeler | None:
     return cloud if isinstance(cloud, PVLabeler) else None
 
 
-def as_instance_metadata_lister(instances: object) -> InstanceMetadataLister | None:
-    """The InstancesV2 implementation as an :class:`InstanceMetadataLister`, or ``None``.
+def _has(impl: object, *methods: str) -> bool:
+    """At run time: an implementation may turn a capability off with an attribute ``None``."""
+    return all(callable(getattr(impl, name, None)) for name in methods)
 
-    Looked up at run time (not statically), so an implementation may turn the capability off
-    by making the attribute ``None``."""
-    if callable(getattr(instances, "list_instance_metadata", None)):
-        return cast(InstanceMetadataLister, instances)
-    return None
+
+def as_instance_metadata_lister(instances: object) -> InstanceMetadataLister | None:
+    """The InstancesV2 implementation as an :class:`InstanceMetadataLister`, or ``None``."""
+    found = _has(instances, "list_instance_metadata")
+    return cast(InstanceMetadataLister, instances) if found else None
 
 
 def as_load_balancer_describer(load_balancer: object) -> LoadBalancerDescriber | None:
-    """The LoadBalancer implementation as a :class:`LoadBalancerDescriber`, or ``None``.
-
-    Looked up at run time, like :func:`as_instance_metadata_lister`."""
-    if callable(getattr(load_balancer, "describe_load_balancer", None)):
-        return cast(LoadBalancerDescriber, load_balancer)
-    return None
+    """The LoadBalancer implementation as a :class:`LoadBalancerDescriber`, or ``None``."""
+    found = _has(load_balancer, "describe_load_balancer")
+    return cast(LoadBalancerDescriber, load_balancer) if found else None
 
 
 def as_instance_describer(instances: object) -> InstanceDescriber | None:
     """The InstancesV2 implementation as an :class:`InstanceDescriber`, or ``None``."""
-    if callable(getattr(instances, "describe_instance", None)):
-        return cast(InstanceDescriber, instances)
-    return None
+    return cast(InstanceDescriber, instances) if _has(instances, "describe_instance") else None
 
 
 def as_informer_user(cloud: object) -> InformerUser | None:
@@ -580,19 +590,11 @@ def as_informer_user(cloud: object) -> InformerUser | None:
 
 def as_address_retainer(load_balancer: object) -> AddressRetainer | None:
     """The LoadBalancer implementation as an :class:`AddressRetainer`, or ``None``."""
-    names = (
-        "ensure_load_balancer_deleted_keeping_address",
-        "list_retained_addresses",
-        "release_retained_address",
-    )
-    if all(callable(getattr(load_balancer, name, None)) for name in names):
-        return cast(AddressRetainer, load_balancer)
-    return None
+    found = _has(load_balancer, *(n for n in vars(AddressRetainer) if not n.startswith("_")))
+    return cast(AddressRetainer, load_balancer) if found else None
 
 
 def as_target_drainer(load_balancer: object) -> TargetDrainer | None:
     """The LoadBalancer implementation as a :class:`TargetDrainer`, or ``None``."""
-    names = ("ensure_load_balancer_draining", "update_load_balancer_draining")
-    if all(callable(getattr(load_balancer, name, None)) for name in names):
-        return cast(TargetDrainer, load_balancer)
-    return None
+    found = _has(load_balancer, "ensure_load_balancer_draining", "update_load_balancer_draining")
+    return cast(TargetDrainer, load_balancer) if found else None

@@ -7,7 +7,7 @@ read-only. Values that providers return are the frozen dataclasses below.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from types import MappingProxyType
@@ -15,6 +15,7 @@ from typing import Any
 
 __all__ = [
     "BalancerView",
+    "EndpointsReader",
     "InstanceMetadata",
     "InstanceView",
     "ListenerView",
@@ -30,6 +31,7 @@ __all__ = [
     "RetainedAddress",
     "Route",
     "Service",
+    "ServiceEndpoint",
     "TargetHealth",
     "TargetView",
     "Zone",
@@ -387,3 +389,27 @@ class RetainedAddress:
     def to_dict(self) -> dict[str, str]:
         """JSON-able: what ``kccm addresses list -o json`` shows."""
         return {"address": self.address, "id": self.id, "owner": self.owner, "detail": self.detail}
+
+
+@dataclass(frozen=True)
+class ServiceEndpoint:
+    """One endpoint of a Service as its EndpointSlices (``discovery.k8s.io/v1``) list it, for
+    an :class:`~kccm.cloudprovider.interface.EndpointsUser`: one per address (an address two
+    slices list is given once, ready if either says so); terminating endpoints and FQDN slices
+    are left out.
+
+    ``ready`` is ``conditions.ready`` (unset counts as ready, as the API defines it);
+    ``node_name`` the ``nodeName`` ("" when unset); ``ports`` the slice's ``(name, port)``
+    pairs (a named ``targetPort`` is resolved with them); ``pod`` the name of the Pod its
+    ``targetRef`` names ("" when none).
+    """
+
+    address: str
+    node_name: str
+    ready: bool
+    ports: tuple[tuple[str, int], ...] = ()
+    pod: str = ""
+
+
+EndpointsReader = Callable[[Service], Sequence[ServiceEndpoint]]
+"""The endpoints of a Service now (the service controller's EndpointSlice cache)."""

@@ -53,6 +53,7 @@ from kccm.cloudprovider.gated import GatedLoadBalancer
 from kccm.cloudprovider.types import LoadBalancerStatus
 from kccm.controllers.base import CloudController, ControllerContext
 from kccm.controllers.service_drain import NodeDrains
+from kccm.controllers.service_endpointslices import EndpointSliceIndex
 from kccm.controllers.service_hosts import BalancerTurns, service_ref, update_hosts
 from kccm.controllers.service_metrics import ServiceControllerMetrics
 from kccm.controllers.service_nodes import BackendNodeSet, NodeSetSnapshot, should_sync_updated_node
@@ -178,6 +179,11 @@ class ServiceController(CloudController):
         self._service_loop, self._node_loop = self._loops
         self.balancer.watch(self.services.items, self.service_queue.add)  # share groups
         self.wait_for_caches(self.services, self.nodes)
+        self.endpoint_slices = EndpointSliceIndex.serving(  # only for a provider that asks
+            context.informers, balancer.impl, self.services, self._wants, self.service_queue.add
+        )
+        if self.endpoint_slices is not None:
+            self.wait_for_caches(self.endpoint_slices.informer)
         self.every(SERVICE_SYNC_PERIOD, self._resync_services)
         self.cache: dict[str, Obj] = {}
         """Upstream ``serviceCache``: the last state synced, per key (deletion needs it)."""

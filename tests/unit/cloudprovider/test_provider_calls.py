@@ -63,6 +63,8 @@ twin passes each one straight through (same name, no gate)."""
 NOT_CALL_PROTOCOLS: dict[str, str] = {
     "ControllerClientBuilder": "implemented by the framework and handed to the provider",
     "InformerUser": "a one-time hand-off of the informer factory, before any controller runs",
+    "EndpointsUser": "a hand-off of the endpoints reader before the service workers run, and a "
+    "question answered from the Service alone (no cloud call)",
 }
 """Protocols of ``interface.py`` outside :data:`CALL_PROTOCOLS`, and why."""
 

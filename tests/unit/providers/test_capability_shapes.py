@@ -26,6 +26,7 @@ from kccm.cloudprovider import (
     AddressRetainer,
     BalancerSharer,
     Clusters,
+    EndpointsUser,
     InstanceDescriber,
     InstanceMetadataLister,
     Instances,
@@ -48,7 +49,7 @@ ENTRY_POINTS: dict[str, str] = tomllib.loads((ROOT / "pyproject.toml").read_text
 ACCESSORS: dict[str, tuple[type, tuple[type, ...]]] = {
     "load_balancer": (
         LoadBalancer,
-        (LoadBalancerDescriber, AddressRetainer, TargetDrainer, BalancerSharer),
+        (LoadBalancerDescriber, AddressRetainer, TargetDrainer, BalancerSharer, EndpointsUser),
     ),
     "instances": (Instances, (InstanceDescriber, InstanceMetadataLister)),
     "instances_v2": (InstancesV2, (InstanceDescriber, InstanceMetadataLister)),
