@@ -63,14 +63,40 @@ async def instances(
         emu.admin.delete_instance(instance)
 
 
-def _service(name: str) -> Obj:
+ANNOTATED = {
+    f"{A}address-type": "intranet",
+    f"{A}scheduler": "sch",
+    f"{A}health-check-flag": "on",
+    f"{A}health-check-type": "tcp",
+    f"{A}health-check-connect-port": "53",
+    f"{A}healthy-threshold": "3",
+    f"{A}unhealthy-threshold": "4",
+    f"{A}health-check-interval": "5",
+    f"{A}health-check-connect-timeout": "4",
+    f"{A}idle-timeout": "60",
+    f"{A}cps": "100",
+    f"{A}connection-drain": "on",
+    f"{A}connection-drain-timeout": "30",
+    f"{A}preserve-client-ip": "off",
+    f"{A}security-group-ids": "sg-kccm-1",
+    f"{A}cross-zone-enabled": "off",
+}
+"""The second Service's annotations: every field they set must read back as upstream wrote it
+(a reconcile of the unchanged Service then writes nothing)."""
+DNS_PORTS = [
+    {"name": "dns-tcp", "port": 53, "targetPort": 53, "protocol": "TCP"},
+    {"name": "dns-udp", "port": 53, "targetPort": 53, "protocol": "UDP"},
+]
+
+
+def _service(name: str, annotations: dict[str, str] | None = None, ports: Any = None) -> Obj:
     return {
-        "metadata": {"name": name, "annotations": {f"{A}zone-maps": ZONES}},
+        "metadata": {"name": name, "annotations": {f"{A}zone-maps": ZONES, **(annotations or {})}},
         "spec": {
             "type": "LoadBalancer",
             "loadBalancerClass": "alibabacloud.com/nlb",
             "selector": {"app": name},
-            "ports": [{"name": "http", "port": 80, "targetPort": 8080, "protocol": "TCP"}],
+            "ports": ports or [{"name": "http", "port": 80, "targetPort": 8080, "protocol": "TCP"}],
         },
     }
 
@@ -104,7 +130,10 @@ def _writes(emu: AlibabaEmulator, since: int = 0) -> Counter[str]:
     return Counter(r["action"] for r in emu.admin.mutating(since) if r["service"] == "nlb")
 
 
-def _the_nlb(emu: AlibabaEmulator) -> dict[str, Any]:
+def _the_nlb(emu: AlibabaEmulator, svc: Obj | None = None) -> dict[str, Any]:
+    """The Service's NLB (by upstream's label on it), or the only one."""
+    if svc is not None:
+        return emu.admin.nlb(svc["metadata"]["labels"]["service.k8s.alibaba/loadbalancer-id"])
     (lb_id,) = emu.state()["nlb_balancers"]
     return emu.admin.nlb(lb_id)
 
@@ -126,7 +155,7 @@ async def _shaped(emu: AlibabaEmulator, listeners: set[Any], servers: set[Any]) 
 def _made_as_upstream_makes_it(
     emu: AlibabaEmulator, svc: Obj, ns: str, instances: list[str]
 ) -> None:
-    lb = _the_nlb(emu)
+    lb = _the_nlb(emu, svc)
     ingress = svc["status"]["loadBalancer"]["ingress"][0]
     assert ingress["hostname"] == lb["DNSName"]
     assert (lb["LoadBalancerStatus"], lb["AddressType"], lb["VpcId"]) == ("Active", "Internet", VPC)
@@ -145,6 +174,62 @@ def _made_as_upstream_makes_it(
     assert {(s["ServerId"], s["ServerType"], s["Port"]) for s in group["Servers"]} == {
         (i, "Ecs", node_port) for i in instances
     }
+
+
+def _annotated_as_sent(emu: AlibabaEmulator, svc: Obj) -> None:
+    lb = _the_nlb(emu, svc)
+    assert (lb["AddressType"], lb["CrossZoneEnabled"], lb["SecurityGroupIds"]) == (
+        "Intranet",
+        False,
+        ["sg-kccm-1"],
+    )
+    assert {
+        (i["ListenerPort"], i["ListenerProtocol"], i["IdleTimeout"], i.get("Cps"))
+        for i in lb["Listeners"]
+    } == {
+        (53, "TCP", 60, 100),
+        (53, "UDP", 60, 100),
+    }
+    assert {g["Protocol"] for g in lb["ServerGroups"]} == {"TCP", "UDP"}
+    for group in lb["ServerGroups"]:
+        settings = (
+            group["Scheduler"],
+            group["ConnectionDrainEnabled"],
+            group["ConnectionDrainTimeout"],
+        )
+        assert (*settings, group["PreserveClientIpEnabled"]) == ("sch", True, 30, False)
+        check = group["HealthCheck"]
+        assert (check["HealthCheckType"].upper(), check["HealthCheckConnectPort"]) == ("TCP", 53)
+        assert [
+            check[k]
+            for k in (
+                "HealthyThreshold",
+                "UnhealthyThreshold",
+                "HealthCheckInterval",
+                "HealthCheckConnectTimeout",
+            )
+        ] == [3, 4, 5, 4]
+
+
+async def _annotated_service_phase(
+    emu: AlibabaEmulator, kube: KubeApiClient, ns: str, manager: UpstreamProcess
+) -> None:
+    """A TCP+UDP Service with the LB, listener and server group annotations: made as annotated,
+    left alone by a reconcile, then deleted with its two groups."""
+    await kube.create(SERVICES, _service("dns", ANNOTATED, DNS_PORTS), namespace=ns)
+    svc = await eventually(lambda: _published(kube, ns, "dns", manager), within=120)
+    _annotated_as_sent(emu, svc)
+    since = emu.admin.last_seq()
+    await _poked(kube, ns, "dns", manager)
+    assert _writes(emu, since) == Counter()
+    since = emu.admin.last_seq()
+    await delete_until_gone(kube, SERVICES, ["dns"], ns, within=120)
+    await eventually(
+        lambda: asyncio.to_thread(lambda: len(emu.state()["nlb_server_groups"]) == 1), within=120
+    )
+    assert _writes(emu, since) == Counter(
+        {"UpdateLoadBalancerProtection": 1, "DeleteLoadBalancer": 1, "DeleteServerGroup": 2}
+    )
 
 
 async def test_upstream_makes_changes_and_removes_an_nlb(
@@ -174,6 +259,7 @@ async def test_upstream_makes_changes_and_removes_an_nlb(
     since = emu.admin.last_seq()
     await _poked(kube, ns, "web", manager)
     assert _writes(emu, since) == Counter()
+    await _annotated_service_phase(emu, kube, ns, manager)
 
     since = emu.admin.last_seq()
     await delete_until_gone(kube, NODES, instances[1:], within=120)
