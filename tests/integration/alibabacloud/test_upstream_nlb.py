@@ -10,7 +10,9 @@ leaves nothing. Upstream is pointed at the emulator by ``NLB_ENDPOINT``
 (``pkg/provider/alibaba/base/clientMgr.go``) and ``ALICLOUD_CLIENT_SCHEME=HTTP``.
 
 Jobs settle on their first read here (upstream sleeps 3 s, 1.2 s or 20 s between polls), but
-one of the listener's answers ``Processing`` first, which upstream waits out."""
+the listener's answers ``Processing`` first, which upstream waits out; the first
+``CreateServerGroup`` is throttled (``Throttling.User``), which upstream retries a second
+later (``retryOnThrottling``)."""
 
 from __future__ import annotations
 
@@ -243,14 +245,20 @@ async def test_upstream_makes_changes_and_removes_an_nlb(
     ns = kube_namespace
     emu.admin.set_job_reads(0)
     emu.admin.fault("nlb:CreateListener", job_reads=1)
+    emu.admin.fault(
+        "nlb:CreateServerGroup",
+        code="Throttling.User",
+        message="Request was denied due to user flow control.",
+    )
     manager = start_manager(upstream, emu, control_plane, "nlb", ["--configure-cloud-routes=false"])
     await kube.create(SERVICES, _service("web"), namespace=ns)
     svc = await eventually(lambda: _published(kube, ns, "web", manager), within=120)
     _made_as_upstream_makes_it(emu, svc, ns, instances)
+    assert await manager.logged("OpenAPI CreateServerGroup throttled in this try")
     assert _writes(emu) == Counter(
         {
             "CreateLoadBalancer": 1,
-            "CreateServerGroup": 1,
+            "CreateServerGroup": 2,
             "AddServersToServerGroup": 1,
             "CreateListener": 1,
         }
