@@ -29,6 +29,7 @@ from kccm.cloudprovider import (
     CloudProviderError,
     CloudProviderInitError,
     ControllerClientBuilder,
+    EndpointsUser,
     InstanceDescriber,
     InstanceMetadataLister,
     InstancesV2,
@@ -174,6 +175,7 @@ def _implements(
     Routes,
     LoadBalancer,
     LoadBalancerDescriber,
+    EndpointsUser,
 ]:
     """Never called: mypy checks here that each capability implements its Protocol."""
-    return (cloud, instances, instances, instances, routes, lbs, lbs)
+    return (cloud, instances, instances, instances, routes, lbs, lbs, lbs)

@@ -27,6 +27,12 @@ _TOP = {
 }
 
 
+def _member_key(item: Mapping[str, Any]) -> str:
+    """``i-1`` for an ECS member, ``eni-1/10.0.0.5`` for an ENI one."""
+    ip = item.get("ServerIp") if item.get("Type") == "eni" else None
+    return f"{item['ServerId']}/{ip}" if ip else str(item["ServerId"])
+
+
 class FakeSlb:
     def __init__(self) -> None:
         self.balancers: dict[str, dict[str, Any]] = {}
@@ -36,6 +42,7 @@ class FakeSlb:
         self.health: dict[str, str] = {}
         self.eips: dict[str, list[str]] = {}
         self.domains: dict[str, tuple[str, int, str, str]] = {}
+        self.enis: dict[str, str] = {}
         self.ledger = CloudAPICalls()
         self.region = "cn-hangzhou"
         self._ids = itertools.count(1)
@@ -44,6 +51,8 @@ class FakeSlb:
     def call(self, product: str, action: str, params: Mapping[str, Any]) -> dict[str, Any]:
         if product == "vpc":
             return self._vpc(action, dict(params))
+        if product == "ecs":
+            return self._ecs(action, dict(params))
         assert product == "slb"
         self.calls.append((action, dict(params)))
         self.ledger.record(f"slb:{action}", mutating=classify_by_verb(action))
@@ -65,6 +74,26 @@ class FakeSlb:
         page = int(p["PageNumber"])
         items = [{"IpAddress": ip} for ip in ips[(page - 1) * 10 : page * 10]]
         return {"EipAddresses": {"EipAddress": items}, "TotalCount": len(ips)}
+
+    def _ecs(self, action: str, p: dict[str, Any]) -> dict[str, Any]:
+        """ENIs by private IP (``enis``: ``{ip: ENI id}``), one page."""
+        assert action == "DescribeNetworkInterfaces"
+        assert p["Status"] == "InUse"
+        self.calls.append((action, p))
+        self.ledger.record(f"ecs:{action}", mutating=False)
+        asked = [v for k, v in p.items() if k.startswith("PrivateIpAddress.")]
+        found: dict[str, list[str]] = {}
+        for ip in asked:
+            if ip in self.enis:
+                found.setdefault(self.enis[ip], []).append(ip)
+        items = [
+            {
+                "NetworkInterfaceId": eni,
+                "PrivateIpSets": {"PrivateIpSet": [{"PrivateIpAddress": ip} for ip in ips]},
+            }
+            for eni, ips in found.items()
+        ]
+        return {"NetworkInterfaceSets": {"NetworkInterfaceSet": items}}
 
     def mutating(self) -> list[str]:
         return [a for a, _ in self.calls if classify_by_verb(a)]
@@ -305,13 +334,13 @@ class FakeSlb:
     def _AddVServerGroupBackendServers(self, p: dict[str, Any]) -> dict[str, Any]:
         members, items = self._members(p)
         for item in items:
-            members[item["ServerId"]] = item
+            members[_member_key(item)] = item
         return {}
 
     def _RemoveVServerGroupBackendServers(self, p: dict[str, Any]) -> dict[str, Any]:
         members, items = self._members(p)
         for item in items:
-            members.pop(item["ServerId"], None)
+            members.pop(_member_key(item), None)
         return {}
 
     def _SetVServerGroupAttribute(self, p: dict[str, Any]) -> dict[str, Any]:

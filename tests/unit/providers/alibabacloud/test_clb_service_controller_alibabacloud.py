@@ -10,7 +10,7 @@ from test_clb_conformance_alibabacloud import ClbOnly
 
 from kccm.controllers.service import build
 from kccm.kube.fake import FakeKube
-from kccm.kube.resources import NODES, SERVICES
+from kccm.kube.resources import ENDPOINT_SLICES, NODES, SERVICES
 from kccm.testing.controllers import absent, controller_run, event_counts, eventually
 from kccm.testing.kubelet import kubelet_node
 
@@ -78,6 +78,42 @@ async def test_a_service_through_the_controller_restart_and_deletion() -> None:
         await eventually(lambda: ensured(kube, before + 1), 30)
         assert "DescribeLoadBalancers" in cloud.slb.actions()
         assert cloud.slb.mutating() == []
+        await kube.delete(SERVICES, "web", namespace=NS)
+        await eventually(lambda: absent(kube, SERVICES, "web", NS), 30)
+    assert cloud.slb.balancers == {}
+
+
+def endpoint_slice(node: str) -> dict[str, Any]:
+    return {
+        "metadata": {
+            "name": "web-1",
+            "namespace": NS,
+            "labels": {"kubernetes.io/service-name": "web"},
+        },
+        "addressType": "IPv4",
+        "ports": [{"name": "http", "port": 8080}],
+        "endpoints": [{"addresses": ["10.1.0.1"], "nodeName": node, "conditions": {"ready": True}}],
+    }
+
+
+async def test_a_local_service_s_group_follows_its_endpoints_through_the_controller() -> None:
+    kube, cloud = FakeKube(), ClbOnly()
+    for name in ("a", "b"):
+        await kube.create(NODES, node(name))
+    local = lb_service()
+    local["spec"]["externalTrafficPolicy"] = "Local"
+    await kube.create(SERVICES, local)
+    await kube.create(ENDPOINT_SLICES, endpoint_slice("a"))
+
+    async def members(*wanted: str) -> bool:
+        groups = list(cloud.slb.vgroups.values())
+        return bool(groups) and sorted(groups[0]["backends"]) == list(wanted)
+
+    async with controller_run(kube, cloud, grace=0.5) as run:
+        run.start(build(run.context))
+        await eventually(lambda: members("i-a"), 30)
+        await kube.replace(ENDPOINT_SLICES, endpoint_slice("b"))
+        await eventually(lambda: members("i-b"), 30)
         await kube.delete(SERVICES, "web", namespace=NS)
         await eventually(lambda: absent(kube, SERVICES, "web", NS), 30)
     assert cloud.slb.balancers == {}

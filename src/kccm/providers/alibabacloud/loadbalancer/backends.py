@@ -11,6 +11,9 @@ exclude-node``), ``node-role.kubernetes.io/master`` ones, those tainted
 and, with ``backend-label: k1=v1,k2=v2``, those without every one of those labels. Node
 readiness is the framework's to judge (it passes the Nodes it chose).
 
+Members from endpoints (``externalTrafficPolicy: Local``, ENI backends):
+:mod:`.endpoint_members`.
+
 Weights: ``default-weight`` (0-100, default 100) for every member; on a reused balancer with
 ``vgroup-port``, ``weight`` (0-100) is the group's total, split evenly (at least 1 each, 0
 gives 0).
@@ -18,11 +21,12 @@ gives 0).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
-from kccm.cloudprovider import InvalidServiceConfig, Node, Service
+from kccm.cloudprovider import InvalidServiceConfig, Node, Service, ServiceEndpoint
 from kccm.providers.alibabacloud.instances import parse_provider_id
 from kccm.providers.alibabacloud.loadbalancer.annotations import PREFIX, value
+from kccm.providers.alibabacloud.loadbalancer.endpoint_members import eni_members, local_members
 from kccm.providers.alibabacloud.loadbalancer.members import GroupWant
 from kccm.providers.alibabacloud.loadbalancer.slbapi import Backend
 from kccm.providers.alibabacloud.loadbalancer.spec import BalancerSpec, ListenerSpec, go_int
@@ -104,8 +108,16 @@ def _members(
     return [Backend(i, listener.node_port, each, "ecs", listener.vgroup_name) for i in instances]
 
 
-def group_wants(service: Service, spec: BalancerSpec, nodes: Sequence[Node]) -> list[GroupWant]:
-    """One :class:`~.members.GroupWant` per port of ``spec``."""
+def group_wants(
+    service: Service,
+    spec: BalancerSpec,
+    nodes: Sequence[Node],
+    endpoints: Sequence[ServiceEndpoint] = (),
+    eni_of: Mapping[str, str] | None = None,
+) -> list[GroupWant]:
+    """One :class:`~.members.GroupWant` per port of ``spec``; with ``spec.members_from``
+    ``local`` or ``eni``, members from ``endpoints`` (:mod:`.endpoint_members`; ``eni_of``:
+    the ENI holding each endpoint IP)."""
     labels = _label_filter(service)
     drop_unscheduled = value(service, "loadbalancer-remove-unscheduled-backend") == "on"
     chosen = [n for n in nodes if _eligible(n, labels, drop_unscheduled)]
@@ -114,12 +126,21 @@ def group_wants(service: Service, spec: BalancerSpec, nodes: Sequence[Node]) -> 
     default = _weight(service, "loadbalancer-default-weight")
     each = DEFAULT_WEIGHT if default is None else default
     ignore = (value(service, "loadbalancer-ignore-weight-update") or "").lower() == "on"
+    instance_of = {
+        str(n["metadata"]["name"]): parse_provider_id(str(n["spec"]["providerID"]))[1]
+        for n in chosen
+    }
+
+    def members(listener: ListenerSpec) -> list[Backend]:
+        if spec.members_from == "local":
+            return local_members(endpoints, listener, instance_of, total)
+        if spec.members_from == "eni":
+            return eni_members(endpoints, listener, eni_of or {}, each, total)
+        return _members(chosen, listener, each, total)
+
     return [
         GroupWant(
-            listener.vgroup_name,
-            reused.get(str(listener.port), ""),
-            _members(chosen, listener, each, total),
-            ignore,
+            listener.vgroup_name, reused.get(str(listener.port), ""), members(listener), ignore
         )
         for listener in spec.listeners
     ]

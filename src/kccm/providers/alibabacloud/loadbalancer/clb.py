@@ -13,9 +13,12 @@ first and writes only what differs: a second ensure of an unchanged Service make
 mutating call.
 
 Backends are the cluster's nodes (ECS instances, ``buildClusterBackends``), on the port's
-node port, weight 100. ENI backends (``service.beta.kubernetes.io/backend-type: eni`` or the
-config's ``serviceBackendType: eni``) need the Service's endpoints, which a provider is not
-given: such a Service is refused with an error naming the setting.
+node port, weight 100. With ``externalTrafficPolicy: Local`` only the Nodes running a ready
+endpoint, weighted by their endpoint count; with ENI backends
+(``service.beta.kubernetes.io/backend-type: eni`` or the config's ``serviceBackendType: eni``)
+the endpoints' own ENIs (:mod:`.endpoint_members`). Both read the Service's endpoints through
+the framework's reader (:class:`~kccm.cloudprovider.EndpointsUser`); without one (a caller
+outside the service controller) ENI is refused and ``Local`` gets every Node, with a Warning.
 """
 
 from __future__ import annotations
@@ -27,12 +30,14 @@ from collections.abc import Sequence
 
 from kccm.cloudprovider import (
     BalancerView,
+    EndpointsReader,
     ImplementedElsewhere,
     InvalidServiceConfig,
     LoadBalancerIngress,
     LoadBalancerStatus,
     Node,
     Service,
+    ServiceEndpoint,
     default_load_balancer_name,
 )
 from kccm.cloudprovider.servicewarnings import warn_service
@@ -41,6 +46,7 @@ from kccm.providers.alibabacloud.errors import AlibabaError
 from kccm.providers.alibabacloud.loadbalancer.annotations import PREFIX, refused, value
 from kccm.providers.alibabacloud.loadbalancer.backends import group_wants, vgroup_ports
 from kccm.providers.alibabacloud.loadbalancer.describe import describe
+from kccm.providers.alibabacloud.loadbalancer.endpoint_members import eni_ids
 from kccm.providers.alibabacloud.loadbalancer.members import (
     GroupWant,
     Owner,
@@ -79,6 +85,10 @@ IMMUTABLE = {
 DEFAULT_CLUSTER_ID = "clusterid"  # base.CLUSTER_ID before the metadata is read
 
 
+def _local(service: Service) -> bool:
+    return (service.get("spec") or {}).get("externalTrafficPolicy") == "Local"
+
+
 def _owner(service: Service, cluster_id: str) -> Owner:
     meta = service.get("metadata") or {}
     return Owner(str(meta.get("name") or ""), str(meta.get("namespace") or ""), cluster_id)
@@ -95,6 +105,34 @@ class ClassicLoadBalancers:
         self.cluster_id = config.cluster_id or DEFAULT_CLUSTER_ID
         self._tokens: dict[str, str] = {}
         self._lock = threading.Lock()
+        self._endpoints: EndpointsReader | None = None
+
+    # the endpoints (kccm.cloudprovider.EndpointsUser)
+    def uses_endpoints(self, service: Service) -> bool:
+        """``Local`` and ENI Services: their members follow their endpoints."""
+        return _local(service) or eni_backends(service, self.config.service_backend_type)
+
+    def set_endpoints_reader(self, reader: EndpointsReader) -> None:
+        self._endpoints = reader
+
+    def _read_endpoints(self, spec: BalancerSpec, service: Service) -> Sequence[ServiceEndpoint]:
+        if spec.members_from == "nodes" or self._endpoints is None:
+            return ()
+        return self._endpoints(service)
+
+    def _eni_of(self, spec: BalancerSpec, endpoints: Sequence[ServiceEndpoint]) -> dict[str, str]:
+        """``updateVServerGroupENIBackendID``: the ENI of each ready endpoint IP; the IPs
+        without one are said in a Warning."""
+        ips = sorted({e.address for e in endpoints if e.ready})
+        if spec.members_from != "eni" or not ips:
+            return {}
+        found = eni_ids(self.api.rpc, self.vpc_id, ips)
+        missing = [ip for ip in ips if ip not in found]
+        if missing:
+            warn_service(
+                "SkipSyncBackends", f"Not sync pods [{','.join(missing)}] whose eni is invalid"
+            )
+        return found
 
     # the lookup
     def _find(self, service: Service) -> Balancer | None:
@@ -159,7 +197,8 @@ class ClassicLoadBalancers:
         self, cluster_name: str, service: Service, nodes: Sequence[Node]
     ) -> LoadBalancerStatus:
         spec = self._spec(service)
-        wants = group_wants(service, spec, nodes)
+        endpoints = self._read_endpoints(spec, service)
+        wants = group_wants(service, spec, nodes, endpoints, self._eni_of(spec, endpoints))
         balancer = self._find(service)
         if balancer is not None and spec.preserve_on_delete:
             warn_service(
@@ -199,11 +238,12 @@ class ClassicLoadBalancers:
 
     def _spec(self, service: Service) -> BalancerSpec:
         self._handed_off(service)
-        if eni_backends(service, self.config.service_backend_type):
+        eni = eni_backends(service, self.config.service_backend_type)
+        if eni and self._endpoints is None:
             raise InvalidServiceConfig(
                 BACKEND_TYPE,
-                "alibabacloud: ENI backends (backend-type eni) are not supported by kccm: "
-                "they need the Service's endpoints; use the default ECS backends",
+                "alibabacloud: ENI backends (backend-type eni) need the Service's endpoints, "
+                "which only the service controller gives; use the default ECS backends",
             )
         address_type = value(service, "loadbalancer-address-type") or "internet"
         if self.config.disable_public_slb and address_type == "internet":
@@ -219,13 +259,17 @@ class ClassicLoadBalancers:
                 "alibabacloud: spec.loadBalancerSourceRanges is not applied to a CLB (as "
                 f"upstream); use the {PREFIX}loadbalancer-acl-* annotations",
             )
-        if (service.get("spec") or {}).get("externalTrafficPolicy") == "Local":
+        local = _local(service) and not eni
+        if local and self._endpoints is None:
             warn_service(
                 "UnsupportedTrafficPolicy",
-                "alibabacloud: externalTrafficPolicy Local: kccm adds every node with weight "
-                "100 (upstream weighs nodes by their endpoints, which a provider is not given)",
+                "alibabacloud: externalTrafficPolicy Local without the Service's endpoints "
+                "(only the service controller gives them): every node is added with weight 100",
             )
-        return build_spec(service, self.cluster_id)
+        spec = build_spec(service, self.cluster_id, eni=eni)
+        if eni or (local and self._endpoints is not None):
+            spec.members_from = "eni" if eni else "local"
+        return spec
 
     def _create(self, spec: BalancerSpec) -> Balancer:
         params = spec.create_params(

@@ -115,6 +115,10 @@ class ListenerSpec:
     domains: dict[str, str] | None = None
     """An HTTPS port's ``{domain: certificate ID}`` (``domain-extensions``); ``None`` when the
     Service does not have the annotation (the listener's are then left alone)."""
+    target: str = ""
+    """The port's ``targetPort`` as text (a number or a port name; the port when unset)."""
+    port_name: str = ""
+    """The Service port's name (an endpoint's port is found by it for a named ``targetPort``)."""
 
 
 @dataclass
@@ -130,6 +134,9 @@ class BalancerSpec:
     attributes: dict[str, str] = field(default_factory=dict)
     extra_tags: dict[str, str] = field(default_factory=dict)
     listeners: list[ListenerSpec] = field(default_factory=list)
+    members_from: str = "nodes"
+    """``nodes`` (ECS members, every Node), ``local`` (ECS members, the Nodes running a ready
+    endpoint) or ``eni`` (the ready endpoints' ENIs): upstream's ``TrafficPolicy``."""
 
     @property
     def default_tags(self) -> dict[str, str]:
@@ -214,10 +221,13 @@ def _protocol(service: Service, port: Mapping[str, Any]) -> str:
     return own
 
 
-def _listener(service: Service, port: Mapping[str, Any], cluster_id: str) -> ListenerSpec:
+def _listener(
+    service: Service, port: Mapping[str, Any], cluster_id: str, eni: bool
+) -> ListenerSpec:
     meta = service.get("metadata") or {}
     where = f"{meta.get('name')}/{meta.get('namespace')}/{cluster_id}"
     number, node_port = int(port.get("port") or 0), int(port.get("nodePort") or 0)
+    target = str(port.get("targetPort") or number)
     protocol = _protocol(service, port)
     params = {"ListenerPort": str(number), "Description": f"k8s/{number}/{where}"}
     for suffix, name, protocols, integer in LISTENER_ANNOTATIONS:
@@ -234,9 +244,9 @@ def _listener(service: Service, port: Mapping[str, Any], cluster_id: str) -> Lis
     if protocol in _L7:
         defaults.update(HealthCheck="off", StickySession="off")
     forward = _forward_port(service, number) if protocol == "http" else 0
-    listener = ListenerSpec(
-        number, protocol, f"k8s/{node_port}/{where}", node_port, params, defaults, forward
-    )
+    group = f"k8s/{target if eni else node_port}/{where}"  # getVGroupNamedKey
+    listener = ListenerSpec(number, protocol, group, node_port, params, defaults, forward)
+    listener.target, listener.port_name = target, str(port.get("name") or "")
     if protocol == "https":
         listener.domains = _domains(service)
     return listener
@@ -277,9 +287,9 @@ def _forward_port(service: Service, port: int) -> int:
     return 0
 
 
-def build_spec(service: Service, cluster_id: str) -> BalancerSpec:
-    """The Service's :class:`BalancerSpec`; raises
-    :class:`~kccm.cloudprovider.InvalidServiceConfig` where upstream's build fails."""
+def build_spec(service: Service, cluster_id: str, *, eni: bool = False) -> BalancerSpec:
+    """The Service's :class:`BalancerSpec` (``eni``: its groups are named by target port);
+    raises :class:`~kccm.cloudprovider.InvalidServiceConfig` where upstream's build fails."""
     spec = BalancerSpec(default_load_balancer_name(service), cluster_id)
     spec.reuse_id = value(service, "loadbalancer-id") or ""
     spec.force_override = value(service, "loadbalancer-force-override-listeners") == "true"
@@ -291,7 +301,7 @@ def build_spec(service: Service, cluster_id: str) -> BalancerSpec:
             spec.attributes[name] = found
     spec.extra_tags = _pairs(value(service, "loadbalancer-additional-resource-tags") or "")
     ports = (service.get("spec") or {}).get("ports") or []
-    spec.listeners = [_listener(service, port, cluster_id) for port in ports]
+    spec.listeners = [_listener(service, port, cluster_id, eni) for port in ports]
     return spec
 
 
