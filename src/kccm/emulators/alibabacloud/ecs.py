@@ -1,5 +1,8 @@
 """ECS (API ``2014-05-26``): the instances Node initialisation reads and the primary network
-interface whose source/destination check routes turn off."""
+interface whose source/destination check routes turn off; ``DescribeNetworkInterfaces`` by
+``NetworkInterfaceId.N`` or, as ENI backends are found, by ``PrivateIpAddress.N`` (the primary
+and the secondary private IPs a test seeds, ``secondary_ips``) with ``VpcId`` and ``Status``,
+``MaxResults``/``NextToken`` paged."""
 
 from __future__ import annotations
 
@@ -97,26 +100,46 @@ def _by_eni(world: World, eni: str) -> Instance:
     raise RpcError("InvalidEniId.NotFound", f"The specified ENI {eni} does not exist.", 404)
 
 
+def _by_ips(world: World, params: Mapping[str, str], ips: list[str]) -> list[Instance]:
+    """The ENIs holding any of ``ips`` (in ``VpcId``, with ``Status``, when given)."""
+    vpc, status = params.get("VpcId"), params.get("Status")
+    return [
+        i
+        for _, i in sorted(world.instances.items())
+        if {i.private_ip, *i.secondary_ips} & set(ips)
+        and vpc in (None, i.vpc)
+        and status in (None, "InUse")
+    ]
+
+
+def _render_eni(i: Instance) -> dict[str, Any]:
+    ips = [{"PrivateIpAddress": i.private_ip, "Primary": True}]
+    ips += [{"PrivateIpAddress": ip, "Primary": False} for ip in i.secondary_ips]
+    return {
+        "NetworkInterfaceId": i.eni,
+        "InstanceId": i.id,
+        "Type": "Primary",
+        "VpcId": i.vpc,
+        "VSwitchId": i.vswitch,
+        "PrivateIpAddress": i.private_ip,
+        "PrivateIpSets": {"PrivateIpSet": ips},
+        "SourceDestCheck": i.source_dest_check,
+        "Status": "InUse",
+    }
+
+
 def describe_network_interfaces(world: World, params: Mapping[str, str]) -> dict[str, Any]:
     required(params, "RegionId")
-    found = [_by_eni(world, eni) for eni in repeated(params, "NetworkInterfaceId")]
+    ips = repeated(params, "PrivateIpAddress")
+    if ips:
+        found, token = page(params, _by_ips(world, params, ips), 100)
+    else:
+        found = [_by_eni(world, eni) for eni in repeated(params, "NetworkInterfaceId")]
+        token = ""
     return {
-        "NetworkInterfaceSets": {
-            "NetworkInterfaceSet": [
-                {
-                    "NetworkInterfaceId": i.eni,
-                    "InstanceId": i.id,
-                    "Type": "Primary",
-                    "VpcId": i.vpc,
-                    "VSwitchId": i.vswitch,
-                    "PrivateIpAddress": i.private_ip,
-                    "SourceDestCheck": i.source_dest_check,
-                    "Status": "InUse",
-                }
-                for i in found
-            ]
-        },
+        "NetworkInterfaceSets": {"NetworkInterfaceSet": [_render_eni(i) for i in found]},
         "TotalCount": len(found),
+        "NextToken": token,
     }
 
 

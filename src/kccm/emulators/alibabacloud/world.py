@@ -29,6 +29,8 @@ class Instance:
     status: str = "Running"
     public_ip: str = ""
     eni: str = ""
+    secondary_ips: list[str] = field(default_factory=list)
+    """More private IPs of the primary ENI (pod IPs, as ENI backends use them)."""
     source_dest_check: bool = True
     charge_type: str = "PostPaid"
     spot_strategy: str = "NoSpot"

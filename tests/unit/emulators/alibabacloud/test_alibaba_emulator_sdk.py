@@ -11,7 +11,7 @@ import urllib.parse
 from collections.abc import Iterator
 
 import pytest
-from alibaba_emu_support import VPC, VSWITCH, seeded
+from alibaba_emu_support import VPC, VSWITCH, parts, seeded
 from alibabacloud_ecs20140526 import models as ecs_models
 from alibabacloud_ecs20140526.client import Client as EcsClient
 from alibabacloud_slb20140515 import models as slb_models
@@ -22,6 +22,7 @@ from alibabacloud_vpc20160428 import models as vpc_models
 from alibabacloud_vpc20160428.client import Client as VpcClient
 
 from kccm.emulators.alibabacloud import AlibabaEmulator
+from kccm.providers.alibabacloud.loadbalancer.endpoint_members import eni_ids
 
 REGION = "cn-hangzhou"
 SIGNATURES = {"v3-the-sdks-default": (None, "v3"), "v1-classic": ("v2", "v1")}
@@ -133,3 +134,31 @@ def test_a_balancers_eips_through_the_vpc_sdk(clean: AlibabaEmulator) -> None:
         assert body.total_count == 1
     finally:
         clean.admin.delete_eip(eip)
+
+
+@pytest.mark.parametrize("signature", list(SIGNATURES), ids=list(SIGNATURES))
+def test_enis_by_private_ip_through_the_ecs_sdk_and_kccm(
+    clean: AlibabaEmulator, signature: str
+) -> None:
+    """ENI backends find each pod IP's ENI by ``PrivateIpAddress.N`` (upstream ecs.go
+    ``DescribeNetworkInterfaces``): secondary IPs count, other VPCs' ENIs do not."""
+    algorithm, _ = SIGNATURES[signature]
+    pods = ["10.0.6.20", "10.0.6.21"]
+    for made in seeded(clean, "10.0.6.2", secondary_ips=pods):
+        request = ecs_models.DescribeNetworkInterfacesRequest(
+            region_id=REGION,
+            vpc_id=VPC,
+            status="InUse",
+            private_ip_address=["10.0.6.21", "10.0.9.9"],
+            max_results=100,
+        )
+        client = EcsClient(config(clean, algorithm))
+        body = client.describe_network_interfaces(request).body
+        (eni,) = body.network_interface_sets.network_interface_set
+        assert eni.instance_id == made["InstanceId"]
+        ips = [p.private_ip_address for p in eni.private_ip_sets.private_ip_set]
+        assert ips == ["10.0.6.2", *pods]
+        request.vpc_id = "vpc-other"
+        assert client.describe_network_interfaces(request).body.total_count == 0
+        found = eni_ids(parts(clean).rpc, VPC, ["10.0.6.20", "10.0.9.9"])
+        assert found == {ip: eni.network_interface_id for ip in ["10.0.6.2", *pods]}
