@@ -2,8 +2,10 @@
 Alibaba Cloud emulator and the real apiserver, end to end (issue 38): two kubelet Nodes of ECS
 instances are initialised (taint gone, instance type and zone labels), get pod CIDRs and a VPC
 route each to their instance; a LoadBalancer Service gets a CLB whose address it publishes,
-with its Nodes as members; deleting the Service deletes the balancer, deleting the Nodes their
-routes; the daemon stops within its grace and the emulator is as it was."""
+with its Nodes as members; an ``externalTrafficPolicy: Local`` Service's group holds only the
+Node running its endpoint, and follows the endpoint to the other Node (the EndpointsUser seam,
+upstream clbv1 ``buildLocalBackends``); deleting the Services deletes the balancers, deleting
+the Nodes their routes; the daemon stops within its grace and the emulator is as it was."""
 
 from __future__ import annotations
 
@@ -13,9 +15,11 @@ from typing import Any
 
 import pytest
 
+from kccm.cloudprovider import default_load_balancer_name
 from kccm.emulators.alibabacloud import AlibabaEmulator, alibaba_emulator
 from kccm.kube.client import KubeApiClient
-from kccm.kube.resources import NODES, SERVICES
+from kccm.kube.interface import PatchType
+from kccm.kube.resources import ENDPOINT_SLICES, NODES, SERVICES
 from kccm.testing.controllers import delete_until_gone, initialised_nodes
 from kccm.testing.controlplane import ControlPlane
 from kccm.testing.daemon import apply_rbac
@@ -57,6 +61,42 @@ async def _until(check: Any) -> Any:
         return await blocking(check)
 
     return await patient(probe)
+
+
+def _endpoints(node: str) -> dict[str, Any]:
+    """The Local Service's one endpoint, on ``node`` (no selector: no controller writes it)."""
+    return {
+        "addressType": "IPv4",
+        "endpoints": [{"addresses": ["10.1.0.7"], "nodeName": node, "conditions": {"ready": True}}],
+        "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}],
+    }
+
+
+def _members(emu: AlibabaEmulator, name: str) -> set[str] | None:
+    """The members of the balancer named ``name`` (None while it does not exist)."""
+    for lb_id in emu.state()["balancers"]:
+        lb = emu.admin.balancer(lb_id)
+        if lb["LoadBalancerName"] == name:
+            return {m["ServerId"] for g in lb["VServerGroups"] for m in g["BackendServers"]}
+    return None
+
+
+async def _local_follows_its_endpoint(
+    emu: AlibabaEmulator, kube: KubeApiClient, ns: str, names: list[str]
+) -> None:
+    meta = {"name": "local-1", "labels": {"kubernetes.io/service-name": "local"}}
+    await kube.create(ENDPOINT_SLICES, {"metadata": meta, **_endpoints(names[0])}, namespace=ns)
+    created = await kube.create(
+        SERVICES, lb_service("local", externalTrafficPolicy="Local"), namespace=ns
+    )
+    lb_name = default_load_balancer_name(created)
+    await _until(lambda: _members(emu, lb_name) == {names[0]})
+    moved = _endpoints(names[1])
+    await kube.patch(ENDPOINT_SLICES, "local-1", moved, namespace=ns, patch_type=PatchType.MERGE)
+    await _until(lambda: _members(emu, lb_name) == {names[1]})
+    await delete_until_gone(kube, SERVICES, ["local"], ns, within=120)
+    await _until(lambda: _members(emu, lb_name) is None)
+    await kube.delete(ENDPOINT_SLICES, "local-1", namespace=ns)
 
 
 async def test_the_daemon_initialises_routes_and_balances_on_the_emulator(
@@ -104,6 +144,7 @@ async def test_the_daemon_initialises_routes_and_balances_on_the_emulator(
             assert lb["Address"] == ip
             members = {m["ServerId"] for g in lb["VServerGroups"] for m in g["BackendServers"]}
             assert members == set(names)
+            await _local_follows_its_endpoint(emu, kube, ns, names)
 
             await delete_until_gone(kube, SERVICES, ["web"], ns, within=120)
             await _until(lambda: emu.state()["balancers"] == [])
