@@ -105,6 +105,7 @@ from kccm.cloudprovider.interface import (
     as_pv_labeler,
     as_target_drainer,
 )
+from kccm.cloudprovider.marks import ServiceMarker, as_service_marker
 from kccm.cloudprovider.nodes import node_name, node_provider_id
 from kccm.cloudprovider.reasons import Reason, classify
 from kccm.cloudprovider.registry import (
@@ -223,6 +224,7 @@ __all__ = [
     "Routes",
     "Service",
     "ServiceEndpoint",
+    "ServiceMarker",
     "ServiceWarning",
     "ShareGroup",
     "StillProvisioning",
@@ -244,6 +246,7 @@ __all__ = [
     "as_instance_metadata_lister",
     "as_load_balancer_describer",
     "as_pv_labeler",
+    "as_service_marker",
     "as_target_drainer",
     "classify",
     "classify_by_verb",

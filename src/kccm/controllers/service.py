@@ -45,6 +45,7 @@ import enum
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from kccm.cloudprovider.errors import ImplementedElsewhere
@@ -55,6 +56,7 @@ from kccm.controllers.base import CloudController, ControllerContext
 from kccm.controllers.service_drain import NodeDrains
 from kccm.controllers.service_endpointslices import EndpointSliceIndex
 from kccm.controllers.service_hosts import BalancerTurns, service_ref, update_hosts
+from kccm.controllers.service_marks import ServiceMarks
 from kccm.controllers.service_metrics import ServiceControllerMetrics
 from kccm.controllers.service_nodes import BackendNodeSet, NodeSetSnapshot, should_sync_updated_node
 from kccm.controllers.service_patches import LEGACY_ANNOTATIONS, ServiceSyncError, ServiceWrites
@@ -204,9 +206,10 @@ class ServiceController(CloudController):
             gauge=self.metrics.draining_targets,
             wake=lambda delay: self.node_queue.add_after(NODE_SYNC_KEY, delay),
         )
-        writes = ServiceWrites(self.kube)
+        writes = ServiceWrites(self.kube, ServiceMarks.of(balancer.impl))  # kccm: marks
         self._add_finalizer, self._remove_finalizer = writes.add_finalizer, writes.remove_finalizer
-        self._patch_status = writes.patch_status
+        self._patch_status, self._set_labels = writes.patch_status, writes.set_labels
+        self._needs_cleanup = partial(needs_cleanup, finalizer_of=writes.marks.finalizer)
         self.node_syncs = 0
         """Node-sync passes run (one per burst of node events)."""
         self.services.add_event_handler(
@@ -223,13 +226,13 @@ class ServiceController(CloudController):
     # -- informer handlers (upstream New) ------------------------------------------------------
 
     def _on_service_add(self, service: Obj) -> None:
-        if self._wants(service) or needs_cleanup(service) or self._may_hold(service):
+        if self._wants(service) or self._needs_cleanup(service) or self._may_hold(service):
             self.service_queue.add(object_key(service))
 
     def _on_service_update(self, old: Obj, new: Obj) -> None:
         if (
             needs_update(old, new, ignored_annotations=LEGACY_ANNOTATIONS, classes=self.classes)
-            or needs_cleanup(new)
+            or self._needs_cleanup(new)
             or lost_finalizer(old, new, self.classes)
         ):
             self.service_queue.add(object_key(new))
@@ -268,7 +271,7 @@ class ServiceController(CloudController):
         for i, service in enumerate(self.services.items()):
             if i and i % YIELD_EVERY == 0:
                 await asyncio.sleep(0)
-            if needs_cleanup(service):
+            if self._needs_cleanup(service):
                 self.service_queue.add(object_key(service))
 
     # -- running ------------------------------------------------------------------------------
@@ -355,7 +358,7 @@ class ServiceController(CloudController):
     async def sync_load_balancer_if_needed(self, service: Obj, key: str) -> LoadBalancerOperation:
         """Upstream ``syncLoadBalancerIfNeeded``: delete or ensure, then patch the status."""
         previous = dict((service.get("status") or {}).get("loadBalancer") or {})
-        if not self._wants(service) or needs_cleanup(service):
+        if not self._wants(service) or self._needs_cleanup(service):
             if await self._delete_load_balancer(service, key):
                 await self._patch_status(service, previous, LoadBalancerStatus())
             return LoadBalancerOperation.DELETE
@@ -368,6 +371,7 @@ class ServiceController(CloudController):
             self.ensured.discard(key)
             return LoadBalancerOperation.ENSURE
         self.ensured.add(key)
+        await self._set_labels(service)
         await self._patch_status(service, previous, status)
         return LoadBalancerOperation.ENSURE
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from kccm.api.wellknown import ANNOTATION_LB_SPEC_HASH, FINALIZER_LB_CLEANUP
+from kccm.api.wellknown import ANNOTATION_LB_SPEC_HASH
 from kccm.cloudprovider.types import LoadBalancerStatus
-from kccm.controllers.service_predicates import has_lb_finalizer
+from kccm.controllers.service_marks import ServiceMarks
 from kccm.kube.errors import NotFound
 from kccm.kube.interface import KubeClient, Obj, PatchType
 from kccm.kube.resources import SERVICES
@@ -90,23 +90,41 @@ class ServiceSyncError(Exception):
 
 class ServiceWrites:
     """The service controller's writes (upstream ``addFinalizer``, ``removeFinalizer``,
-    ``patchStatus``), each a strategic-merge patch of the status subresource."""
+    ``patchStatus``), each a strategic-merge patch of the status subresource; the finalizer
+    and the labels are the provider's when it names them (:class:`ServiceMarks`)."""
 
-    def __init__(self, kube: KubeClient) -> None:
+    def __init__(self, kube: KubeClient, marks: ServiceMarks | None = None) -> None:
         self.kube = kube
+        self.marks = marks or ServiceMarks()
 
     async def add_finalizer(self, service: Obj) -> None:
-        if has_lb_finalizer(service):
-            return
+        finalizer = self.marks.finalizer(service)
         old = list(service["metadata"].get("finalizers") or [])
-        await self.patch_service(service, finalizer_patch(old, [*old, FINALIZER_LB_CLEANUP]))
+        if finalizer in old:
+            return
+        await self.patch_service(service, finalizer_patch(old, [*old, finalizer]))
 
     async def remove_finalizer(self, service: Obj) -> None:
-        if not has_lb_finalizer(service):
+        """Removes the controller's finalizers and, in the same patch, the provider's labels."""
+        held = self.marks.held(service)
+        if not held:
             return
         old = list(service["metadata"].get("finalizers") or [])
-        new = [f for f in old if f != FINALIZER_LB_CLEANUP]
-        await self.patch_service(service, finalizer_patch(old, new))
+        patch = finalizer_patch(old, [f for f in old if f not in held])
+        labels = self.marks.labels_to_remove(service)
+        if labels:
+            patch["metadata"]["labels"] = labels
+        await self.patch_service(service, patch)
+
+    async def set_labels(self, service: Obj) -> None:
+        """After a successful ensure: the provider's labels, only those that changed."""
+        labels = self.marks.labels_to_set(service)
+        if not labels:
+            return
+        try:
+            await self.patch_service(service, {"metadata": {"labels": labels}})
+        except Exception as err:
+            raise ServiceSyncError(f"failed to set the Service's labels: {err}") from err
 
     async def patch_status(
         self, service: Obj, previous: Mapping[str, Any], new: LoadBalancerStatus

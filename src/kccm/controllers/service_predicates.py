@@ -24,6 +24,7 @@ from kccm.api.wellknown import FINALIZER_LB_CLEANUP
 __all__ = [
     "UPSTREAM_CLASSES",
     "LoadBalancerClasses",
+    "generic_finalizer",
     "has_lb_finalizer",
     "lost_finalizer",
     "may_hold_released_balancer",
@@ -130,14 +131,26 @@ def lost_finalizer(
     return has_lb_finalizer(old) and not has_lb_finalizer(new) and wants_load_balancer(new, classes)
 
 
-def has_lb_finalizer(service: Mapping[str, Any]) -> bool:
-    return FINALIZER_LB_CLEANUP in (_meta(service).get("finalizers") or ())
+def generic_finalizer(service: Mapping[str, Any]) -> str:
+    """The finalizer upstream's controller uses for every Service."""
+    return FINALIZER_LB_CLEANUP
 
 
-def needs_cleanup(service: Mapping[str, Any]) -> bool:
+def has_lb_finalizer(
+    service: Mapping[str, Any], finalizer_of: Callable[[Mapping[str, Any]], str] = generic_finalizer
+) -> bool:
+    """The generic cleanup finalizer, or the one ``finalizer_of`` names for the Service (a
+    provider's, :class:`~kccm.controllers.service_marks.ServiceMarks`), is present."""
+    held = _meta(service).get("finalizers") or ()
+    return FINALIZER_LB_CLEANUP in held or finalizer_of(service) in held
+
+
+def needs_cleanup(
+    service: Mapping[str, Any], finalizer_of: Callable[[Mapping[str, Any]], str] = generic_finalizer
+) -> bool:
     """The cleanup finalizer is present and the service is being deleted or is no longer
     ``type: LoadBalancer`` (upstream ``needsCleanup``)."""
-    if not has_lb_finalizer(service):
+    if not has_lb_finalizer(service, finalizer_of):
         return False
     if _meta(service).get("deletionTimestamp"):
         return True
