@@ -36,6 +36,7 @@ from kccm.cloudprovider import (
     LoadBalancerDescriber,
     PVLabeler,
     Routes,
+    ServiceMarker,
     TargetDrainer,
     Zones,
 )
@@ -49,7 +50,14 @@ ENTRY_POINTS: dict[str, str] = tomllib.loads((ROOT / "pyproject.toml").read_text
 ACCESSORS: dict[str, tuple[type, tuple[type, ...]]] = {
     "load_balancer": (
         LoadBalancer,
-        (LoadBalancerDescriber, AddressRetainer, TargetDrainer, BalancerSharer, EndpointsUser),
+        (
+            LoadBalancerDescriber,
+            AddressRetainer,
+            TargetDrainer,
+            BalancerSharer,
+            EndpointsUser,
+            ServiceMarker,
+        ),
     ),
     "instances": (Instances, (InstanceDescriber, InstanceMetadataLister)),
     "instances_v2": (InstancesV2, (InstanceDescriber, InstanceMetadataLister)),

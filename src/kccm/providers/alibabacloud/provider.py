@@ -37,6 +37,7 @@ from kccm.cloudprovider import (
     LoadBalancer,
     LoadBalancerDescriber,
     Routes,
+    ServiceMarker,
 )
 from kccm.cloudprovider.apicalls import CloudAPICalls
 from kccm.cloudprovider.errors import CloudConfigError
@@ -176,6 +177,7 @@ def _implements(
     LoadBalancer,
     LoadBalancerDescriber,
     EndpointsUser,
+    ServiceMarker,
 ]:
     """Never called: mypy checks here that each capability implements its Protocol."""
-    return (cloud, instances, instances, instances, routes, lbs, lbs, lbs)
+    return (cloud, instances, instances, instances, routes, lbs, lbs, lbs, lbs)

@@ -1,6 +1,7 @@
 """The classic load balancer behind kccm's real service controller (FakeKube, the in-memory
 SLB): a Service gets its balancer and its address, the annotations kccm does not honour become
-Warning Events, a restarted kccm makes no write, a deleted Service loses its balancer."""
+Warning Events, the Service carries upstream's finalizer and labels, a restarted kccm makes
+no write (cloud or Service), a deleted Service loses its balancer."""
 
 from __future__ import annotations
 
@@ -11,6 +12,12 @@ from test_clb_conformance_alibabacloud import ClbOnly
 from kccm.controllers.service import build
 from kccm.kube.fake import FakeKube
 from kccm.kube.resources import ENDPOINT_SLICES, NODES, SERVICES
+from kccm.providers.alibabacloud.loadbalancer.marks import (
+    CLB_FINALIZER,
+    LABEL_LOADBALANCER_ID,
+    LABEL_SERVICE_HASH,
+)
+from kccm.providers.alibabacloud.loadbalancer.servicehash import service_hash
 from kccm.testing.controllers import absent, controller_run, event_counts, eventually
 from kccm.testing.kubelet import kubelet_node
 
@@ -68,6 +75,12 @@ async def test_a_service_through_the_controller_restart_and_deletion() -> None:
     assert counts["UnsupportedAnnotation"] >= 1
     assert counts["EnsuredLoadBalancer"] >= 1
     before = counts["EnsuredLoadBalancer"]
+    marked = await kube.get(SERVICES, "web", namespace=NS)  # upstream's marks (marks.py)
+    assert marked["metadata"]["finalizers"] == [CLB_FINALIZER]
+    assert marked["metadata"]["labels"] == {
+        LABEL_SERVICE_HASH: service_hash(marked),
+        LABEL_LOADBALANCER_ID: lb["LoadBalancerId"],
+    }
 
     restarted = ClbOnly()
     restarted.slb = cloud.slb
@@ -78,6 +91,8 @@ async def test_a_service_through_the_controller_restart_and_deletion() -> None:
         await eventually(lambda: ensured(kube, before + 1), 30)
         assert "DescribeLoadBalancers" in cloud.slb.actions()
         assert cloud.slb.mutating() == []
+        unchanged = await kube.get(SERVICES, "web", namespace=NS)
+        assert unchanged["metadata"]["resourceVersion"] == marked["metadata"]["resourceVersion"]
         await kube.delete(SERVICES, "web", namespace=NS)
         await eventually(lambda: absent(kube, SERVICES, "web", NS), 30)
     assert cloud.slb.balancers == {}

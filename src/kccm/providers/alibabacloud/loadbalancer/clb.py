@@ -26,7 +26,7 @@ from __future__ import annotations
 import logging
 import threading
 import uuid
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 from kccm.cloudprovider import (
     BalancerView,
@@ -47,6 +47,7 @@ from kccm.providers.alibabacloud.loadbalancer.annotations import PREFIX, refused
 from kccm.providers.alibabacloud.loadbalancer.backends import group_wants, vgroup_ports
 from kccm.providers.alibabacloud.loadbalancer.describe import describe
 from kccm.providers.alibabacloud.loadbalancer.endpoint_members import eni_ids
+from kccm.providers.alibabacloud.loadbalancer.marks import AlibabaServiceMarks, needs_nlb
 from kccm.providers.alibabacloud.loadbalancer.members import (
     GroupWant,
     Owner,
@@ -106,6 +107,7 @@ class ClassicLoadBalancers:
         self._tokens: dict[str, str] = {}
         self._lock = threading.Lock()
         self._endpoints: EndpointsReader | None = None
+        self.marks = AlibabaServiceMarks(lambda service: needs_nlb(service, config.gates))
 
     # the endpoints (kccm.cloudprovider.EndpointsUser)
     def uses_endpoints(self, service: Service) -> bool:
@@ -133,6 +135,16 @@ class ClassicLoadBalancers:
                 "SkipSyncBackends", f"Not sync pods [{','.join(missing)}] whose eni is invalid"
             )
         return found
+
+    # upstream's finalizer and labels on the Service (ServiceMarker, :mod:`.marks`)
+    def service_finalizer(self, service: Service) -> str:
+        return self.marks.service_finalizer(service)
+
+    def service_labels(self, service: Service) -> Mapping[str, str]:
+        return self.marks.service_labels(service)
+
+    def service_label_keys(self) -> Collection[str]:
+        return self.marks.service_label_keys()
 
     # the lookup
     def _find(self, service: Service) -> Balancer | None:
@@ -214,7 +226,9 @@ class ClassicLoadBalancers:
             self._check_reusable(service, balancer, tags)
         self._update(spec, balancer, tags)
         self._members(service, spec, balancer.id, wants)
-        return self._status(service, balancer)
+        status = self._status(service, balancer)
+        self.marks.ensured(service, balancer.id)
+        return status
 
     def update_load_balancer(
         self, cluster_name: str, service: Service, nodes: Sequence[Node]
@@ -387,6 +401,7 @@ class ClassicLoadBalancers:
         first) or, with ``loadbalancer-preserve-lb-on-delete``, kept with its protections off
         and the Service's tags removed; a reused one keeps everything but this Service's
         listeners (with override) and vServer groups."""
+        self.marks.deleted(service)
         balancer = self._find(service)
         if balancer is None:
             return
