@@ -13,9 +13,12 @@ stopped.
 kccm's daemon then starts on the same cloud config as the shipped ServiceAccount and takes over:
 it ensures every Service (its start), again after a no-op annotation (a resync), refreshes the
 Nodes and reconciles the routes twice, and the emulator's request log shows no mutating call;
-every balancer (listeners, groups, members, tags), every route, every Service's address and
-every Node's providerID, labels and addresses are as upstream left them. A port changed on
-``inner`` then costs exactly the writes that move its listener; deleting the Services leaves
+every balancer (listeners, groups, members, tags), every route, every Service's address,
+finalizer and labels (kccm writes upstream's marks, with the same hash: not one Service write)
+and every Node's providerID, labels and addresses are as upstream left them; after the resync
+the hash label follows the changed annotations. A port changed on ``inner`` then costs exactly
+the writes that move its listener; deleting the Services (no hand edit: kccm removes upstream's
+finalizer) leaves
 only the user's balancer (without the listeners and groups upstream put on it), deleting the
 Nodes takes their routes. The apiserver and the emulator are left as found.
 """
@@ -39,6 +42,12 @@ from kccm.kube.client import KubeApiClient
 from kccm.kube.interface import Obj, PatchType
 from kccm.kube.resources import NODES, SERVICES
 from kccm.providers.alibabacloud.config import load_alibaba_config
+from kccm.providers.alibabacloud.loadbalancer.marks import (
+    CLB_FINALIZER,
+    LABEL_LOADBALANCER_ID,
+    LABEL_SERVICE_HASH,
+)
+from kccm.providers.alibabacloud.loadbalancer.servicehash import service_hash
 from kccm.providers.alibabacloud.provider import build_parts
 from kccm.testing.controllers import delete_until_gone, event_counts, initialised_nodes
 from kccm.testing.controllers import eventually as shared_eventually
@@ -57,9 +66,6 @@ A = "service.beta.kubernetes.io/alibaba-cloud-loadbalancer-"
 CLUSTER_CIDR = "10.244.0.0/16"
 SERVICE_CONTROLLER, ENSURED = "service-controller", "EnsuredLoadBalancer"
 REUSE_TAG = "kubernetes.reused.by.user"  # helper.REUSEKEY, pkg/controller/helper/service_utils.go
-UPSTREAM_FINALIZER = "service.k8s.alibaba/resources"
-"""Upstream's own Service finalizer (``helper.ServiceFinalizer``, ``pkg/controller/helper/
-service_utils.go``); kccm holds ``service.kubernetes.io/load-balancer-cleanup``."""
 NODE_LABELS = (
     "topology.kubernetes.io/zone",
     "topology.kubernetes.io/region",
@@ -262,18 +268,27 @@ async def _resync_every_service(kube: KubeApiClient, ns: str, names: list[str]) 
         await kube.patch(SERVICES, name, patch, patch_type=PatchType.MERGE, namespace=ns)
 
 
-async def release_upstream_finalizer(kube: KubeApiClient, ns: str, names: list[str]) -> None:
-    """The migration's one step besides the switch: once kccm holds its own finalizer on each
-    Service, upstream's is removed (no one else would, and the Service could not go)."""
+async def _marks(kube: KubeApiClient, ns: str, names: list[str]) -> dict[str, Any]:
+    """Each Service's finalizers, upstream's labels and resourceVersion."""
+    found = {}
+    for name in names:
+        meta = (await kube.get(SERVICES, name, namespace=ns))["metadata"]
+        labels = meta.get("labels") or {}
+        found[name] = {
+            "finalizers": meta.get("finalizers"),
+            "labels": {k: labels.get(k) for k in (LABEL_SERVICE_HASH, LABEL_LOADBALANCER_ID)},
+            "resourceVersion": meta["resourceVersion"],
+        }
+    return found
+
+
+async def _hashes_follow(kube: KubeApiClient, ns: str, names: list[str]) -> bool:
+    """Every Service's hash label is upstream's hash of the Service as it is now."""
     for name in names:
         svc = await kube.get(SERVICES, name, namespace=ns)
-        finalizers = svc["metadata"].get("finalizers") or []
-        assert {UPSTREAM_FINALIZER, FINALIZER_LB_CLEANUP} <= set(finalizers)
-        kept = [f for f in finalizers if f != UPSTREAM_FINALIZER]
-        patch = {
-            "metadata": {"finalizers": kept, "resourceVersion": svc["metadata"]["resourceVersion"]}
-        }
-        await kube.patch(SERVICES, name, patch, patch_type=PatchType.MERGE, namespace=ns)
+        if (svc["metadata"].get("labels") or {}).get(LABEL_SERVICE_HASH) != service_hash(svc):
+            return False
+    return True
 
 
 # -- the run ----------------------------------------------------------------------------------
@@ -325,6 +340,9 @@ async def test_kccm_takes_over_from_upstream_without_a_write_and_deletes_what_it
         made = await asyncio.to_thread(cloud_view, emu, table)
         node_meta = await _node_meta(kube, nodes)
         assert await _ingress(kube, ns, names) == ingress
+        marks = await _marks(kube, ns, names)  # upstream's finalizer and labels
+        assert {m["finalizers"][0] for m in marks.values()} == {CLB_FINALIZER}
+        assert all(all(m["labels"].values()) for m in marks.values())
 
         # -- kccm takes over: a full sync and a resync, no write --------------------------------
         await apply_rbac(kube, ROOT / "deploy" / "rbac.yaml", "kccm-alibabacloud-migration")
@@ -334,9 +352,16 @@ async def test_kccm_takes_over_from_upstream_without_a_write_and_deletes_what_it
         daemon = start_kccm(daemons, control_plane, config, emu.endpoint_env())
         await eventually(lambda: synced(kube, ns, before, daemon, nodes))
         adopted = await _ensured(kube, ns, names)
-        await release_upstream_finalizer(kube, ns, names)
+        # kccm's marks are upstream's (same hash, same balancer): no Service write at all
+        assert await _marks(kube, ns, names) == marks
         await _resync_every_service(kube, ns, names)
         await eventually(lambda: synced(kube, ns, adopted, daemon, nodes))
+        await eventually(lambda: _hashes_follow(kube, ns, names))
+        for name, now in (await _marks(kube, ns, names)).items():
+            assert now["finalizers"] == marks[name]["finalizers"]
+            assert FINALIZER_LB_CLEANUP not in now["finalizers"]
+            balancer_id = now["labels"][LABEL_LOADBALANCER_ID]
+            assert balancer_id == marks[name]["labels"][LABEL_LOADBALANCER_ID]
         requests = admin.requests(since)
         figures["kccm, to adopt it (a sync and a resync)"] = calls_by_kind(requests)
         assert [r["action"] for r in admin.mutating(since)] == []
@@ -370,7 +395,7 @@ async def test_kccm_takes_over_from_upstream_without_a_write_and_deletes_what_it
             }
         )
 
-        # -- the Services, then the Nodes, go while kccm runs ------------------------------------
+        # -- the Services, then the Nodes, go while kccm runs: upstream's finalizer is kccm's --
         await delete_until_gone(kube, SERVICES, names, ns, within=BUDGET)
         left = await asyncio.to_thread(cloud_view, emu, table)
         assert list(left["balancers"]) == [reused_lb]

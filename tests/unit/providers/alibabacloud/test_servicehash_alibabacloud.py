@@ -391,6 +391,36 @@ CASES = [
         "d5594a395cfbd7c0acf43cb6652c7a622e295b61be0687667a41b0d8",
         "key-timestamp",
     ),
+    (
+        _svc({"a" * 130: "v", "b": "w"}),
+        "a049bfd8f54caff51e4fb65215b675f5036b95c597d7128089da4551",
+        "key-complex",
+    ),
+    (
+        _svc({"x" * 128: "v", "b": "w"}),
+        "07462995e8a487af3a7b6ff614e5ecf570855284e7a8fffe5d60f90c",
+        "key-128-bytes",
+    ),
+    (
+        _svc({("word " * 30).strip(): "v", "b": "w"}),
+        "dffc5cecf32b034e8cd41c3942fb8a7c9a4bea72e533c9c33fb87c2e",
+        "key-complex-folded",
+    ),
+    (
+        _svc({"a\u2028b": "v", "b": "w"}),
+        "18af805e33ab8dabc3f25a7b822f2120bcba0603aab9e9eb54c63928",
+        "key-line-separator",
+    ),
+    (
+        _svc({"multi\nline": "v", "b": "w"}),
+        "146f7e72950e65384e9d834a1bb6d88e8b646af624f7e648224db7c2",
+        "key-two-lines",
+    ),
+    (
+        _svc({"true" + "x" * 130: "v", "b": "w"}),
+        "03a32ecea3181e95f42d16eb632a64f262e57287ddd8cf165a69eb12",
+        "key-complex-word",
+    ),
 ]
 
 

@@ -8,8 +8,7 @@ drops zero values (``pkg/util/hash/hash.go`` ``remove``: in every map, and from 
 only, since a nested list's filtered copy is lost), and hashes ``sigs.k8s.io/yaml`` v1.3.0's
 text of it (``gopkg.in/yaml.v2`` v2.4.0: block style, indent 2, keys in its natural order,
 lines folded after column 80). This module writes that text for the shapes that list can hold
-(strings, integers, maps of strings, lists); keys over 128 bytes, which yaml.v2 writes as
-complex keys (as are keys holding a line break), are not reproduced.
+(strings, integers, maps of strings, lists).
 """
 
 from __future__ import annotations
@@ -24,6 +23,7 @@ __all__ = ["service_hash"]
 RECONCILE_HASH_LABEL = "alibabacloud.com/reconcile.hash"
 _PORT_FIELDS = ("name", "protocol", "appProtocol", "port", "targetPort", "nodePort")
 _BEST_WIDTH = 80
+_SIMPLE_KEY_BYTES = 128
 
 
 def service_hash(service: Mapping[str, Any]) -> str:
@@ -302,7 +302,12 @@ class _Writer:
         for n, key in enumerate(sorted(items, key=_NaturalKey)):
             if n:
                 self.indent(indent)
-            self.scalar(key, indent + 2, key=True)
+            if len(key.encode()) > _SIMPLE_KEY_BYTES or _analyse(key)[2]:
+                self.put("? ")  # a complex key: a block scalar, then ':' on a line of its own
+                self.scalar(key, indent + 2)
+                self.indent(indent)
+            else:
+                self.scalar(key, indent + 2, key=True)
             self.put(":")
             value = items[key]
             if isinstance(value, list) and value:
