@@ -42,7 +42,6 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 import uuid
 from collections import Counter
@@ -51,7 +50,7 @@ from pathlib import Path
 from typing import Any
 
 from azure_bench_common import create_services, delete_services  # bench/ is on sys.path
-from cloud_bench import UNINIT, log, print_tables, scale_arguments, window
+from cloud_bench import UNINIT, log, print_tables, scale_arguments, window, work_dir
 from cloud_bench import kubelet_node as bench_node
 from kube_helpers import Completion, bounded, delete_quietly, metrics_token
 from proc import cpu_seconds
@@ -326,7 +325,7 @@ class Bench:
 
 async def main_async(args: argparse.Namespace, plane: ControlPlane,
                      emu: AlibabaEmulator) -> list[Figures]:  # fmt: skip
-    tmp = Path(tempfile.mkdtemp(prefix="kccm-alibabacloud-bench-"))
+    tmp = work_dir(args, "alibabacloud")
     kube = KubeApiClient(load_cluster_config(str(plane.admin_kubeconfig)), qps=0, burst=0)
     results = []
     try:

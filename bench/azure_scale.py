@@ -71,7 +71,7 @@ from azure_bench_common import (  # bench/ is on sys.path when run as a script
     writes,
 )
 from azure_bench_upstream import UpstreamBench
-from cloud_bench import kubelet_node, log, print_tables, scale_arguments, window
+from cloud_bench import kubelet_node, log, print_tables, scale_arguments, window, work_dir
 from kube_helpers import Completion, bounded, delete_quietly, metrics_token
 from proc import cpu_seconds
 from scale import Daemon, launch_daemon
@@ -220,7 +220,7 @@ async def run_kccm(bench: KccmBench, names: list[str], lb_nodes: list[str]) -> N
 
 async def main_async(args: argparse.Namespace, plane: ControlPlane, emu: AzureEmulator,
                      files: CloudFiles) -> list[Figures]:  # fmt: skip
-    tmp = Path(tempfile.mkdtemp(prefix="kccm-azure-bench-"))
+    tmp = work_dir(args, "azure")
     kube = KubeApiClient(load_cluster_config(str(plane.admin_kubeconfig)), qps=0, burst=0)
     results = []
     try:

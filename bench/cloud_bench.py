@@ -8,9 +8,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import tempfile
 import time
 from collections import Counter
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, Protocol
 
 from kccm.testing.kubelet import UNINITIALIZED_TAINT
@@ -107,3 +109,20 @@ def scale_arguments(parser: argparse.ArgumentParser, *, timeout: float) -> None:
     parser.add_argument("--timeout", type=float, default=timeout)
     parser.add_argument("--quick", action="store_true", help="50 nodes, 10 services, 5 s ticks")
     parser.add_argument("--json", help="write the figures to this file")
+    parser.add_argument(
+        "--workdir",
+        help="where the daemons' configs and logs go (default: a new directory in the system's "
+        "temporary directory, kept for reading afterwards and named on the first line)",
+    )
+
+
+def work_dir(args: argparse.Namespace, cloud: str) -> Path:
+    """``--workdir`` (made if missing), or a new ``kccm-<cloud>-bench-*`` temporary directory
+    that outlives the run so its logs can be read; either is named in the log."""
+    if args.workdir:
+        path = Path(args.workdir)
+    else:
+        path = Path(tempfile.mkdtemp(prefix=f"kccm-{cloud}-bench-"))
+    path.mkdir(parents=True, exist_ok=True)
+    log(f"configs and logs in {path}")
+    return path

@@ -54,7 +54,7 @@ from typing import Any
 from urllib.parse import parse_qsl
 
 from cloud_bench import initialised as node_initialised  # bench/ is on sys.path as a script
-from cloud_bench import kubelet_node, lb_service, log, scale_arguments, window
+from cloud_bench import kubelet_node, lb_service, log, scale_arguments, window, work_dir
 from keystoneauth1 import session
 from keystoneauth1.identity import v3
 from kube_helpers import (
@@ -341,7 +341,7 @@ class Bench:
 
 
 async def main_async(args: argparse.Namespace, plane: ControlPlane, emu: Emulator) -> Bench:
-    tmp = Path(tempfile.mkdtemp(prefix="kccm-openstack-bench-"))
+    tmp = work_dir(args, "openstack")
     bench = Bench(args, plane, emu, tmp)
     try:
         bench.token = await metrics_token(bench.kube)

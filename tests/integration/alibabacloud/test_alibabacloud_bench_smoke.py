@@ -12,15 +12,12 @@ fixture gives it the same skip/fail semantics as the other integration tests.
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from kccm.testing.benchsmoke import run_quick_bench
 from kccm.testing.controlplane import ControlPlane
 
 pytestmark = pytest.mark.integration
@@ -31,17 +28,8 @@ BENCH = ROOT / "bench" / "alibabacloud_scale.py"
 
 @pytest.fixture(scope="module")
 def figures(control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory) -> Any:
-    out = tmp_path_factory.mktemp("alibabacloud-bench") / "figures.json"
-    done = subprocess.run(
-        [sys.executable, str(BENCH), "--quick", "--only", "kccm", "--json", str(out)],
-        capture_output=True,
-        text=True,
-        timeout=280,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-        check=False,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr[-5000:]
-    return json.loads(out.read_text())["kccm"]
+    workdir = tmp_path_factory.mktemp("alibabacloud-bench")
+    return run_quick_bench(BENCH, workdir, "--only", "kccm")["kccm"]
 
 
 def test_init_turns_each_source_dest_check_off_once(figures: Any) -> None:

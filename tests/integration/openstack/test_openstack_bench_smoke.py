@@ -11,15 +11,12 @@ fixture gives it the same skip/fail semantics as the other integration tests.
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from kccm.testing.benchsmoke import run_quick_bench
 from kccm.testing.controlplane import ControlPlane
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -31,17 +28,8 @@ PORTS_LISTING = "network GET /network/v2.0/ports"
 @pytest.fixture(scope="module")
 def figures(control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory) -> Any:
     pytest.importorskip("keystoneauth1")
-    out = tmp_path_factory.mktemp("openstack-bench") / "figures.json"
-    done = subprocess.run(
-        [sys.executable, str(BENCH), "--quick", "--json", str(out)],
-        capture_output=True,
-        text=True,
-        timeout=280,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-        check=False,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr[-5000:]
-    return json.loads(out.read_text())
+    workdir = tmp_path_factory.mktemp("openstack-bench")
+    return run_quick_bench(BENCH, workdir)
 
 
 def _listing(kind: str, prefix: str) -> bool:
