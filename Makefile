@@ -5,6 +5,13 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
+# Python's bytecode cache stays on for everything make runs, even where the environment turns
+# it off (PYTHONDONTWRITEBYTECODE=1, common in container images): the tests start several
+# hundred Python processes (daemons, emulators, CLI runs, pytest workers), and without the
+# cache each compiles every module it imports from source again (kccm's own, moto's, the
+# SDKs', and pytest's rewritten test modules): about 0.5 CPU-s a process and 25 a pytest worker.
+unexport PYTHONDONTWRITEBYTECODE
+
 .PHONY: help venv wheelhouse controlplane helm vcsim octavia-api occm azure-upstream alibabacloud-upstream upstream-ccm test-vsphere lint format typecheck unit integration integration-core integration-openstack integration-azure integration-alibabacloud test test-aws demo clean venv313 test-py313 flake-hunt flags-doc walkthroughs
 
 help:
