@@ -18,6 +18,7 @@ import logging
 import signal
 import socket
 import ssl
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -34,7 +35,7 @@ from kccm.cloudprovider.clusterview import as_cluster_view_user
 from kccm.cloudprovider.errors import CloudConfigError, CloudProviderInitError
 from kccm.cloudprovider.gate import Budget, CallGate, GateConfig
 from kccm.cloudprovider.gated import GatedCloud
-from kccm.cloudprovider.interface import Interface
+from kccm.cloudprovider.interface import Interface, served_load_balancer_classes
 from kccm.cloudprovider.providermetrics import register_provider_metrics
 from kccm.cloudprovider.registry import init_cloud_provider
 from kccm.cloudprovider.useragent import set_extra_user_agent
@@ -389,7 +390,7 @@ class Manager:
             renew_deadline=settings.renew_deadline,
             retry_period=settings.retry_period,
             release_on_cancel=settings.release_on_cancel,
-            annotations=served_classes_annotations(self.config),
+            annotations=served_classes_annotations(self.config, self._provider_classes(cloud)),
         )
         _log.info(
             "leader election on lease %s/%s as %s", config.namespace, config.name, config.identity
@@ -468,6 +469,13 @@ class Manager:
         if self.explainer is not None:
             self.explainer.leading = leading
 
+    @staticmethod
+    def _provider_classes(cloud: GatedCloud) -> frozenset[str]:
+        """The load-balancer classes the provider serves by itself (as the service
+        controller merges them)."""
+        balancer = cloud.load_balancer()
+        return served_load_balancer_classes(balancer.impl if balancer else None)
+
     def _explainer(self, kube: KubeApiClient, cloud: GatedCloud, gate: CallGate) -> Explainer:
         """``/debug/kccm/explain`` (:mod:`kccm.app.explain`): what this daemon knows, read-only."""
         cfg, election = self.config, self.config.leader_election
@@ -481,7 +489,7 @@ class Manager:
             identity=socket.gethostname(),
             leader_election=election.enabled,
             states=self.states,
-            classes=cfg.controller_options.service.classes(),
+            classes=cfg.controller_options.service.classes().serving(self._provider_classes(cloud)),
             default_retain_address=cfg.controller_options.service.default_retain_address,
             default_drain_seconds=cfg.controller_options.service.default_drain_seconds,
         )
@@ -540,14 +548,19 @@ def _listen_error(address: str, port: int, exc: OSError) -> str:
     return f"--secure-port: cannot listen on {where}: {reason}"
 
 
-def served_classes_annotations(cfg: ManagerConfig) -> dict[str, str]:
-    """What this daemon's Lease says it serves (``kccm explain`` reads it); nothing when
-    service-lb-controller does not run."""
+def served_classes_annotations(
+    cfg: ManagerConfig, provider_classes: Collection[str] = ()
+) -> dict[str, str]:
+    """What this daemon's Lease says it serves (``kccm explain`` reads it): the flag's
+    classes, then those the provider serves by itself; nothing when service-lb-controller
+    does not run."""
     if service.CONTROLLER_NAME not in cfg.controllers:
         return {}
     options = cfg.controller_options.service
+    names = list(options.load_balancer_classes)
+    names += sorted(set(provider_classes) - set(names))
     return {
-        ANNOTATION_LEASE_LB_CLASSES: ",".join(options.load_balancer_classes),
+        ANNOTATION_LEASE_LB_CLASSES: ",".join(names),
         ANNOTATION_LEASE_LB_CLASS_LESS: str(not options.load_balancer_class_only).lower(),
     }
 

@@ -91,6 +91,7 @@ from kccm.cloudprovider.interface import (
     InstancesV2,
     Interface,
     LoadBalancer,
+    LoadBalancerClassServer,
     LoadBalancerDescriber,
     MaybeAwaitable,
     PVLabeler,
@@ -104,6 +105,7 @@ from kccm.cloudprovider.interface import (
     as_load_balancer_describer,
     as_pv_labeler,
     as_target_drainer,
+    served_load_balancer_classes,
 )
 from kccm.cloudprovider.marks import ServiceMarker, as_service_marker
 from kccm.cloudprovider.nodes import node_name, node_provider_id
@@ -199,6 +201,7 @@ __all__ = [
     "InvalidServiceConfig",
     "ListenerView",
     "LoadBalancer",
+    "LoadBalancerClassServer",
     "LoadBalancerDescriber",
     "LoadBalancerIPMode",
     "LoadBalancerIngress",
@@ -268,6 +271,7 @@ __all__ = [
     "parse_gcfg",
     "parse_yaml",
     "register_cloud_provider",
+    "served_load_balancer_classes",
     "setting",
     "share_group_of",
     "split_provider_id",

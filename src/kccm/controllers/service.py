@@ -51,6 +51,7 @@ from typing import Any
 from kccm.cloudprovider.errors import ImplementedElsewhere
 from kccm.cloudprovider.gate import Priority
 from kccm.cloudprovider.gated import GatedLoadBalancer
+from kccm.cloudprovider.interface import served_load_balancer_classes
 from kccm.cloudprovider.types import LoadBalancerStatus
 from kccm.controllers.base import CloudController, ControllerContext
 from kccm.controllers.service_drain import NodeDrains
@@ -151,7 +152,7 @@ class ServiceController(CloudController):
         self.balancer = SharingBalancer.of(balancer, self.recorder, context.cloud, options)
         self.cluster_name = context.cluster_name
         self.workers = options.concurrent_service_syncs
-        self.classes = options.classes()
+        self.classes = options.classes().serving(served_load_balancer_classes(balancer.impl))
         self._releasing: set[str] = set()
         """Keys whose balancer this process deleted and whose finalizer is still to go."""
         self.metrics = ServiceControllerMetrics.on(context.registry)

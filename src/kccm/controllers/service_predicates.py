@@ -70,6 +70,10 @@ class LoadBalancerClasses:
     def of(cls, names: Collection[str], class_only: bool = False) -> LoadBalancerClasses:
         return cls(frozenset(names), class_only)
 
+    def serving(self, names: Collection[str]) -> LoadBalancerClasses:
+        """These classes and ``names`` (the ones the provider serves by itself)."""
+        return LoadBalancerClasses(self.names | frozenset(names), self.class_only)
+
     def serves_class(self, service: Mapping[str, Any]) -> bool:
         """Whether the Service's class (whatever its type) is one this kccm serves."""
         value = _spec(service).get("loadBalancerClass")

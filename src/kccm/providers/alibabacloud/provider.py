@@ -11,8 +11,10 @@ metadata service's ``region-id``; the VPC likewise (``vpc-id``). No region, or n
 from the source upstream would pick, stops kccm with one line (exit 2).
 
 Capabilities: ``InstancesV2``, ``Routes`` and ``LoadBalancer``: classic load balancers
-(:mod:`kccm.providers.alibabacloud.loadbalancer.clb`; NLB is not offered); the annotation
-table is in :mod:`kccm.providers.alibabacloud.loadbalancer.annotations`.
+(:mod:`kccm.providers.alibabacloud.loadbalancer.clb`) and network load balancers
+(:mod:`kccm.providers.alibabacloud.loadbalancer.nlb`), one per Service as
+:mod:`kccm.providers.alibabacloud.loadbalancer.router` decides; the annotation table is in
+:mod:`kccm.providers.alibabacloud.loadbalancer.annotations`.
 """
 
 from __future__ import annotations
@@ -45,9 +47,13 @@ from kccm.providers.alibabacloud.config import AlibabaConfig, config_summary, lo
 from kccm.providers.alibabacloud.credentials import ADDON_TOKEN_PATH, Credentials, pick_source
 from kccm.providers.alibabacloud.instances import PROVIDER_NAME, EcsInstances
 from kccm.providers.alibabacloud.loadbalancer.clb import ClassicLoadBalancers
+from kccm.providers.alibabacloud.loadbalancer.nlb import NetworkLoadBalancers
+from kccm.providers.alibabacloud.loadbalancer.nlbapi import NlbApi, Waiter
+from kccm.providers.alibabacloud.loadbalancer.router import AlibabaLoadBalancers
 from kccm.providers.alibabacloud.metadata import MetadataService
 from kccm.providers.alibabacloud.routes import NodeDirectory, Tables, VpcRoutes
 from kccm.providers.alibabacloud.rpc import RPCClient
+from kccm.util.clock import REAL_CLOCK, Clock
 
 __all__ = ["PROVIDER_NAME", "AlibabaCloud", "Parts", "build_parts", "new_alibabacloud_cloud"]
 
@@ -67,7 +73,7 @@ class Parts:
     rpc: RPCClient
     instances: EcsInstances
     routes: VpcRoutes
-    balancers: ClassicLoadBalancers
+    balancers: AlibabaLoadBalancers
 
 
 def _located(config: AlibabaConfig, metadata: MetadataService) -> tuple[str, str]:
@@ -85,6 +91,7 @@ def build_parts(
     environ: Mapping[str, str],
     *,
     addon_token: Path = ADDON_TOKEN_PATH,
+    clock: Clock = REAL_CLOCK,
 ) -> Parts:
     """The clients and capabilities for ``config`` (reads the metadata service when the
     config does not say where kccm runs, and the credential once)."""
@@ -99,7 +106,9 @@ def build_parts(
     rpc = RPCClient(region, credentials.get, environ, cluster_id=config.cluster_id)
     instances = EcsInstances(rpc, config, vpc_id)
     routes = VpcRoutes(Tables(rpc, config, vpc_id), region)
-    balancers = ClassicLoadBalancers(rpc, config, vpc_id)
+    clb = ClassicLoadBalancers(rpc, config, vpc_id)
+    nlb = NetworkLoadBalancers(NlbApi(rpc, Waiter(clock)), config, vpc_id, clb.cluster_id)
+    balancers = AlibabaLoadBalancers(clb, nlb)
     log.info("alibabacloud: region %s, VPC %s, credential: %s", region, vpc_id or "-", name)
     return Parts(config, region, vpc_id, credentials, rpc, instances, routes, balancers)
 
@@ -126,7 +135,7 @@ class AlibabaCloud:
         loop = asyncio.get_running_loop()
         self._parts.routes.directory = NodeDirectory.of_client(client, loop)
 
-    def load_balancer(self) -> ClassicLoadBalancers:
+    def load_balancer(self) -> AlibabaLoadBalancers:
         return self._parts.balancers
 
     def instances(self) -> None:
@@ -167,7 +176,7 @@ def new_alibabacloud_cloud(config: TextIO | None) -> AlibabaCloud:
 
 
 def _implements(
-    cloud: AlibabaCloud, instances: EcsInstances, routes: VpcRoutes, lbs: ClassicLoadBalancers
+    cloud: AlibabaCloud, instances: EcsInstances, routes: VpcRoutes, lbs: AlibabaLoadBalancers
 ) -> tuple[
     Interface,
     InstancesV2,

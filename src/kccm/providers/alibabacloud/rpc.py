@@ -1,4 +1,4 @@
-"""A thin client of Alibaba Cloud's RPC-style APIs (ECS, VPC, SLB): one signed request per
+"""A thin client of Alibaba Cloud's RPC-style APIs (ECS, VPC, SLB, NLB): one signed request per
 call, on the standard library's HTTP client (docs/providers/alibabacloud.md, "The client").
 
 A call is ``POST https://<endpoint>/?<params>`` whose parameters are the action's and the
@@ -9,9 +9,10 @@ common ones (``Action``, ``Version``, ``Format=JSON``, ``AccessKeyId``, ``Region
 what the Go SDK upstream uses computes: ``sdk/auth/rpc_signature_composer.go``).
 
 Endpoints as upstream's client manager sets them (``pkg/provider/alibaba/base/clientMgr.go``
-v2.14.0): ``ECS_ENDPOINT``, ``VPC_ENDPOINT``, ``SLB_ENDPOINT`` (a host, a scheme in front is
-dropped) override the VPC-network default ``<product>-vpc.<region>.aliyuncs.com`` (upstream's
-``--network=vpc``, its default); ``ALICLOUD_CLIENT_SCHEME=HTTP`` turns HTTPS off. Timeout 20 s.
+v2.14.0): ``ECS_ENDPOINT``, ``VPC_ENDPOINT``, ``SLB_ENDPOINT``, ``NLB_ENDPOINT`` (a host, a
+scheme in front is dropped) override the VPC-network default
+``<product>-vpc.<region>.aliyuncs.com`` (upstream's ``--network=vpc``, its default);
+``ALICLOUD_CLIENT_SCHEME=HTTP`` turns HTTPS off. Timeout 20 s.
 
 Every request is counted in a :class:`~kccm.cloudprovider.apicalls.CloudAPICalls` ledger as
 ``<product>:<Action>`` (``Describe*`` read, the rest write). Errors are mapped by
@@ -57,6 +58,7 @@ PRODUCTS = {
     "ecs": Product("ecs", "2014-05-26", "ECS_ENDPOINT"),
     "vpc": Product("vpc", "2016-04-28", "VPC_ENDPOINT"),
     "slb": Product("slb", "2014-05-15", "SLB_ENDPOINT"),
+    "nlb": Product("nlb", "2022-04-30", "NLB_ENDPOINT"),
 }
 
 
@@ -129,7 +131,7 @@ class RPCClient:
         return urllib.parse.urlencode(query, quote_via=urllib.parse.quote)
 
     def call(self, product: str, action: str, params: Mapping[str, Any]) -> dict[str, Any]:
-        """``action`` of ``product`` (``ecs``, ``vpc``, ``slb``) with ``params`` (flat:
+        """``action`` of ``product`` (``ecs``, ``vpc``, ``slb``, ``nlb``) with ``params`` (flat:
         ``Tag.1.Key``); the decoded answer."""
         spec = PRODUCTS[product]
         what = f"{product}:{action}"

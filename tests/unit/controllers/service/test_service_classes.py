@@ -234,3 +234,42 @@ async def test_a_foreign_service_being_deleted_keeps_its_finalizer(cluster: Clus
     await c.a.sync()
     assert await c.finalizers() == [FINALIZER_LB_CLEANUP]
     assert c.a.mutations() == []
+
+
+async def test_a_provider_declared_class_is_served_without_the_flag() -> None:
+    """A provider that declares the classes it serves (``LoadBalancerClassServer``, as
+    alibabacloud declares ``alibabacloud.com/nlb``) gets them besides the class-less Services;
+    other classes stay another implementation's."""
+    clock, kube = FakeClock(), RecordingKube()
+    registry = CollectorRegistry()
+    gate = CallGate(registry=registry, clock=clock)
+    cloud = FakeCloud(clock=clock)
+    cloud.load_balancer_classes = lambda: [B]  # type: ignore[attr-defined]
+    factory = SharedInformerFactory(kube, clock=clock)
+    context = ControllerContext(
+        kube=kube,
+        informers=factory,
+        cloud=GatedCloud(cloud, gate),
+        events=RecordingBroadcaster(kube, clock),
+        registry=registry,
+        clock=clock,
+    )
+    controller = build(context, ServiceControllerOptions(concurrent_service_syncs=1))
+    assert controller is not None
+    daemon = Daemon(cloud, factory, gate, controller)
+    try:
+        factory.start()
+        await factory.wait_for_sync()
+        for name, spec in (
+            ("plain", lb_spec()),
+            ("declared", lb_spec(loadBalancerClass=B)),
+            ("other", lb_spec(loadBalancerClass="other.example.com/lb")),
+        ):
+            await kube.create(SERVICES, {"metadata": {"name": name, "namespace": NS}, "spec": spec})
+        await clock.advance(0)
+        await daemon.sync()
+        served = sorted(call.args[1] for call in cloud.call_log)
+        assert served == sorted([key("declared"), key("plain")])
+    finally:
+        await factory.stop()
+        gate.close()

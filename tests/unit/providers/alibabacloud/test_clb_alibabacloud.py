@@ -238,9 +238,9 @@ def test_invalid_settings_are_refused_naming_them(annotations: dict[str, str], k
 def test_unsupported_annotations_give_a_warning_naming_them() -> None:
     _, lbs = world()
     with collect_service_warnings() as warnings:
-        lbs.ensure_load_balancer("kubernetes", service({f"{A}cps": "9"}), NODES)
+        lbs.ensure_load_balancer("kubernetes", service({f"{A}bandwidth-package-id": "9"}), NODES)
     (warning,) = list(warnings)
-    assert f"{A}cps='9'" in warning.message
+    assert f"{A}bandwidth-package-id='9'" in warning.message
 
 
 def test_the_address_type_can_not_change() -> None:

@@ -36,7 +36,7 @@ def lb_service() -> dict[str, Any]:
         "metadata": {
             "name": "web",
             "namespace": NS,
-            "annotations": {f"{A}scheduler": "wrr", f"{A}cps": "100"},
+            "annotations": {f"{A}scheduler": "wrr", f"{A}bandwidth-package-id": "100"},
         },
         "spec": {
             "type": "LoadBalancer",

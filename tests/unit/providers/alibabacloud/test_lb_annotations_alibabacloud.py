@@ -5,7 +5,14 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from kccm.providers.alibabacloud.loadbalancer.annotations import SUPPORTED, TABLE, refused, value
+from kccm.providers.alibabacloud.loadbalancer import nlbspec
+from kccm.providers.alibabacloud.loadbalancer.annotations import (
+    NLB_SUPPORTED,
+    SUPPORTED,
+    TABLE,
+    refused,
+    value,
+)
 from kccm.providers.alibabacloud.loadbalancer.spec import (
     BALANCER_ANNOTATIONS,
     LISTENER_ANNOTATIONS,
@@ -34,6 +41,7 @@ BACKENDS_READS = (
 # read by clb.py
 CLB_READS = ("hostname", "type", "tunnel-type", "external-ip-type")
 
+NLBSPEC = Path(nlbspec.__file__)
 DOC = Path(__file__).resolve().parents[4] / "docs" / "providers" / "alibabacloud-loadbalancer.md"
 
 
@@ -65,8 +73,8 @@ def test_legacy_prefix_and_refusal_name_the_annotation() -> None:
         "metadata": {
             "annotations": {
                 "service.beta.kubernetes.io/alicloud-loadbalancer-spec": "slb.s2.small",
-                "service.beta.kubernetes.io/alicloud-loadbalancer-zone-maps": "z:v",
-                "service.beta.kubernetes.io/alibaba-cloud-loadbalancer-cps": "100",
+                "service.beta.kubernetes.io/alicloud-loadbalancer-listener-port-range": "1-2:80",
+                "service.beta.kubernetes.io/alibaba-cloud-loadbalancer-bandwidth-package-id": "b",
                 "unrelated": "x",
             }
         }
@@ -75,8 +83,8 @@ def test_legacy_prefix_and_refusal_name_the_annotation() -> None:
     assert value(service, "loadbalancer-bandwidth") is None
     lines = refused(service)
     assert len(lines) == 2
-    assert any("alibaba-cloud-loadbalancer-cps='100'" in line for line in lines)
-    assert any("alibaba-cloud-loadbalancer-zone-maps='z:v'" in line for line in lines)
+    assert any("alibaba-cloud-loadbalancer-bandwidth-package-id='b'" in line for line in lines)
+    assert any("alibaba-cloud-loadbalancer-listener-port-range='1-2:80'" in line for line in lines)
 
 
 def test_supported_is_what_the_classic_balancer_reads() -> None:
@@ -85,4 +93,13 @@ def test_supported_is_what_the_classic_balancer_reads() -> None:
     }
     read |= {f"loadbalancer-{s}" for s in BUILD_SPEC_READS + BACKENDS_READS + CLB_READS}
     assert {f"loadbalancer-{s}" for s in SUPPORTED} == read
-    assert {a.suffix for a in TABLE if a.status == "supported"} == read
+    nlb_only = {f"loadbalancer-{s}" for s in NLB_SUPPORTED}
+    assert {a.suffix for a in TABLE if a.status == "supported"} == read | nlb_only
+
+
+def test_nlb_supported_is_what_the_network_balancer_reads() -> None:
+    source = NLBSPEC.read_text()
+    assert all(f'"{s}"' in source or f'"loadbalancer-{s}"' in source for s in NLB_SUPPORTED)
+    assert {a.suffix for a in TABLE if a.balancer == "NLB" and a.status == "supported"} == {
+        f"loadbalancer-{s}" for s in NLB_SUPPORTED
+    }

@@ -8,8 +8,9 @@ absent, under the legacy ``service.beta.kubernetes.io/alicloud-`` (``AnnotationR
 ``on`` is off), ``true``/``false`` ones likewise with ``true``; integers are Go's
 ``strconv.Atoi``; lists are comma-separated.
 
-kccm's classic load balancer (:mod:`.clb`) honours the annotations of :data:`SUPPORTED`
-(``supported``); every other one is ``not yet``: :func:`refused` names each one a Service
+kccm's classic load balancer (:mod:`.clb`) honours the annotations of :data:`SUPPORTED`, its
+network load balancer (:mod:`.nlb`) those of :data:`NLB_SUPPORTED` and the shared ones it
+reads (``supported``); every other one is ``not yet``: :func:`refused` names each one a Service
 carries (with its value), for the Warning Event the balancer records. The table in
 docs/providers/alibabacloud-loadbalancer.md is kept equal to :data:`TABLE` by a test.
 """
@@ -20,7 +21,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["LEGACY_PREFIX", "PREFIX", "SUPPORTED", "TABLE", "Annotation", "refused", "value"]
+__all__ = [
+    "LEGACY_PREFIX",
+    "NLB_SUPPORTED",
+    "PREFIX",
+    "SUPPORTED",
+    "TABLE",
+    "Annotation",
+    "refused",
+    "value",
+]
 
 PREFIX = "service.beta.kubernetes.io/alibaba-cloud-"
 LEGACY_PREFIX = "service.beta.kubernetes.io/alicloud-"
@@ -76,8 +86,17 @@ SUPPORTED = frozenset(
 )
 
 
+# what only the network load balancer reads (nlbspec.py); a test keeps them equal
+NLB_SUPPORTED = frozenset(
+    {
+        *("zone-maps", "security-group-ids", "cross-zone-enabled", "cacert-id", "cacert"),
+        *("cps", "preserve-client-ip", "server-group-type", "alpn", "alpn-policy"),
+    }
+)
+
+
 def _a(suffix: str, default: str, parse: str, balancer: str = "CLB, NLB") -> Annotation:
-    status = "supported" if suffix in SUPPORTED else "not yet"
+    status = "supported" if suffix in SUPPORTED | NLB_SUPPORTED else "not yet"
     return Annotation(f"loadbalancer-{suffix}", default, parse, balancer, status)
 
 

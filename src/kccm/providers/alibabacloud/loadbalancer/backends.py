@@ -31,7 +31,7 @@ from kccm.providers.alibabacloud.loadbalancer.members import GroupWant
 from kccm.providers.alibabacloud.loadbalancer.slbapi import Backend
 from kccm.providers.alibabacloud.loadbalancer.spec import BalancerSpec, ListenerSpec, go_int
 
-__all__ = ["group_wants", "vgroup_ports"]
+__all__ = ["DEFAULT_WEIGHT", "eligible_nodes", "group_wants", "vgroup_ports", "weight_annotation"]
 
 DEFAULT_WEIGHT = 100  # vgroups.go DefaultServerWeight
 _EXCLUDE = (
@@ -70,7 +70,8 @@ def _eligible(node: Node, labels_wanted: dict[str, str], drop_unscheduled: bool)
     return not (drop_unscheduled and spec.get("unschedulable"))
 
 
-def _weight(service: Service, suffix: str) -> int | None:
+def weight_annotation(service: Service, suffix: str) -> int | None:
+    """A weight annotation (``weight``, ``default-weight``): an integer in [0, 100]."""
     found = go_int(service, suffix)
     if found is None:
         return None
@@ -108,6 +109,13 @@ def _members(
     return [Backend(i, listener.node_port, each, "ecs", listener.vgroup_name) for i in instances]
 
 
+def eligible_nodes(service: Service, nodes: Sequence[Node]) -> list[Node]:
+    """The Nodes that may be the Service's backends (``GetNodes``, ``filterOutByLabel``)."""
+    labels = _label_filter(service)
+    drop_unscheduled = value(service, "loadbalancer-remove-unscheduled-backend") == "on"
+    return [n for n in nodes if _eligible(n, labels, drop_unscheduled)]
+
+
 def group_wants(
     service: Service,
     spec: BalancerSpec,
@@ -118,12 +126,10 @@ def group_wants(
     """One :class:`~.members.GroupWant` per port of ``spec``; with ``spec.members_from``
     ``local`` or ``eni``, members from ``endpoints`` (:mod:`.endpoint_members`; ``eni_of``:
     the ENI holding each endpoint IP)."""
-    labels = _label_filter(service)
-    drop_unscheduled = value(service, "loadbalancer-remove-unscheduled-backend") == "on"
-    chosen = [n for n in nodes if _eligible(n, labels, drop_unscheduled)]
+    chosen = eligible_nodes(service, nodes)
     reused = vgroup_ports(service, spec.reuse_id)
-    total = _weight(service, "loadbalancer-weight") if reused else None
-    default = _weight(service, "loadbalancer-default-weight")
+    total = weight_annotation(service, "loadbalancer-weight") if reused else None
+    default = weight_annotation(service, "loadbalancer-default-weight")
     each = DEFAULT_WEIGHT if default is None else default
     ignore = (value(service, "loadbalancer-ignore-weight-update") or "").lower() == "on"
     instance_of = {

@@ -238,8 +238,9 @@ class ClassicLoadBalancers:
     def _handed_off(self, service: Service) -> None:
         """``NeedCLB`` / ``NeedNLB`` (``pkg/controller/helper/service_utils.go``): a Service for
         another controller (``service.beta.kubernetes.io/class``, ``tunnel-type``) is
-        :class:`ImplementedElsewhere`; one asking for an NLB (``loadbalancer-type: nlb`` with
-        the ``LoadBalancerTypeAnnotation`` gate) is refused: kccm offers no NLB."""
+        :class:`ImplementedElsewhere`; with the ``LoadBalancerTypeAnnotation`` gate a
+        ``loadbalancer-type`` other than ``nlb`` (which :mod:`.router` sends to the NLB) is
+        refused: neither controller serves it."""
         annotations = (service.get("metadata") or {}).get("annotations") or {}
         if annotations.get(CLASS_ANNOTATION) or f"{PREFIX}loadbalancer-tunnel-type" in annotations:
             raise ImplementedElsewhere("alibabacloud: the Service is another controller's")
@@ -247,7 +248,8 @@ class ClassicLoadBalancers:
         if kind and self.config.gates.get("LoadBalancerTypeAnnotation"):
             raise InvalidServiceConfig(
                 f"{PREFIX}loadbalancer-type",
-                f"alibabacloud: {PREFIX}loadbalancer-type={kind!r}: kccm offers no NLB",
+                f"alibabacloud: {PREFIX}loadbalancer-type={kind!r}: neither CLB nor NLB "
+                "(only 'nlb' is known)",
             )
 
     def _spec(self, service: Service) -> BalancerSpec:

@@ -29,6 +29,7 @@ __all__ = [
     "ListenerSpec",
     "build_spec",
     "go_int",
+    "pairs",
 ]
 
 NAME_TAG = "kubernetes.do.not.delete"  # helper.TAGKEY
@@ -186,7 +187,7 @@ def go_int(service: Service, suffix: str) -> str | None:
     return str(int(found))
 
 
-def _pairs(text: str) -> dict[str, str]:
+def pairs(text: str) -> dict[str, str]:
     """``GetLoadBalancerAdditionalTags``: ``k=v,k2=v2`` (``k`` and ``k=`` give empty values)."""
     tags: dict[str, str] = {}
     for item in text.strip().split(","):
@@ -299,7 +300,7 @@ def build_spec(service: Service, cluster_id: str, *, eni: bool = False) -> Balan
         found = go_int(service, suffix) if name == "Bandwidth" else value(service, suffix)
         if found:
             spec.attributes[name] = found
-    spec.extra_tags = _pairs(value(service, "loadbalancer-additional-resource-tags") or "")
+    spec.extra_tags = pairs(value(service, "loadbalancer-additional-resource-tags") or "")
     ports = (service.get("spec") or {}).get("ports") or []
     spec.listeners = [_listener(service, port, cluster_id, eni) for port in ports]
     return spec
