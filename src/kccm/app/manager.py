@@ -35,7 +35,8 @@ from kccm.cloudprovider.clusterview import as_cluster_view_user
 from kccm.cloudprovider.errors import CloudConfigError, CloudProviderInitError
 from kccm.cloudprovider.gate import Budget, CallGate, GateConfig
 from kccm.cloudprovider.gated import GatedCloud
-from kccm.cloudprovider.interface import Interface, served_load_balancer_classes
+from kccm.cloudprovider.interface import Interface
+from kccm.cloudprovider.lbclasses import served_load_balancer_classes
 from kccm.cloudprovider.providermetrics import register_provider_metrics
 from kccm.cloudprovider.registry import init_cloud_provider
 from kccm.cloudprovider.useragent import set_extra_user_agent

@@ -91,7 +91,6 @@ from kccm.cloudprovider.interface import (
     InstancesV2,
     Interface,
     LoadBalancer,
-    LoadBalancerClassServer,
     LoadBalancerDescriber,
     MaybeAwaitable,
     PVLabeler,
@@ -105,8 +104,8 @@ from kccm.cloudprovider.interface import (
     as_load_balancer_describer,
     as_pv_labeler,
     as_target_drainer,
-    served_load_balancer_classes,
 )
+from kccm.cloudprovider.lbclasses import LoadBalancerClassServer, served_load_balancer_classes
 from kccm.cloudprovider.marks import ServiceMarker, as_service_marker
 from kccm.cloudprovider.nodes import node_name, node_provider_id
 from kccm.cloudprovider.reasons import Reason, classify

@@ -51,7 +51,7 @@ from typing import Any
 from kccm.cloudprovider.errors import ImplementedElsewhere
 from kccm.cloudprovider.gate import Priority
 from kccm.cloudprovider.gated import GatedLoadBalancer
-from kccm.cloudprovider.interface import served_load_balancer_classes
+from kccm.cloudprovider.lbclasses import served_load_balancer_classes
 from kccm.cloudprovider.types import LoadBalancerStatus
 from kccm.controllers.base import CloudController, ControllerContext
 from kccm.controllers.service_drain import NodeDrains
