@@ -4,8 +4,10 @@ instances are initialised (taint gone, instance type and zone labels), get pod C
 route each to their instance; a LoadBalancer Service gets a CLB whose address it publishes,
 with its Nodes as members; an ``externalTrafficPolicy: Local`` Service's group holds only the
 Node running its endpoint, and follows the endpoint to the other Node (the EndpointsUser seam,
-upstream clbv1 ``buildLocalBackends``); deleting the Services deletes the balancers, deleting
-the Nodes their routes; the daemon stops within its grace and the emulator is as it was."""
+upstream clbv1 ``buildLocalBackends``); deleting the Services deletes the balancers; a Service
+of class ``alibabacloud.com/nlb`` (served without ``--load-balancer-class``) gets an NLB whose
+DNS name it publishes, follows a port change and leaves nothing when deleted; deleting the
+Nodes takes their routes; the daemon stops within its grace and the emulator is as it was."""
 
 from __future__ import annotations
 
@@ -99,6 +101,48 @@ async def _local_follows_its_endpoint(
     await kube.delete(ENDPOINT_SLICES, "local-1", namespace=ns)
 
 
+NLB_KINDS = ("nlb_balancers", "nlb_listeners", "nlb_server_groups", "nlb_servers")
+
+
+def _nlb_shape(emu: AlibabaEmulator) -> tuple[list[int], set[str]] | None:
+    """The one NLB's listener ports and server IDs (``None`` while there is none)."""
+    found = emu.state()["nlb_balancers"]
+    if len(found) != 1:
+        return None
+    lb = emu.admin.nlb(found[0])
+    servers = {s["ServerId"] for g in lb["ServerGroups"] for s in g["Servers"]}
+    return sorted(i["ListenerPort"] for i in lb["Listeners"]), servers
+
+
+async def _hostname(kube: KubeApiClient, ns: str, name: str) -> str | None:
+    svc = await kube.get(SERVICES, name, namespace=ns)
+    ingress = (svc.get("status") or {}).get("loadBalancer", {}).get("ingress") or []
+    return str(ingress[0]["hostname"]) if ingress and ingress[0].get("hostname") else None
+
+
+async def _nlb_service(
+    emu: AlibabaEmulator, kube: KubeApiClient, ns: str, names: list[str]
+) -> None:
+    """An NLB Service: made, its port changed, deleted; the emulator's NLB kinds end empty."""
+    emu.admin.set_job_reads(0)  # jobs settle at once: kccm's waits cost no sleep here
+    zones = f"cn-hangzhou-h:{VSWITCH},cn-hangzhou-i:{VSWITCH}-i"
+    nlb = lb_service(
+        "fast",
+        annotations={"service.beta.kubernetes.io/alibaba-cloud-loadbalancer-zone-maps": zones},
+        loadBalancerClass="alibabacloud.com/nlb",
+    )
+    await kube.create(SERVICES, nlb, namespace=ns)
+    hostname = await patient(lambda: _hostname(kube, ns, "fast"))
+    (lb_id,) = emu.state()["nlb_balancers"]
+    assert emu.admin.nlb(lb_id)["DNSName"] == hostname
+    await _until(lambda: _nlb_shape(emu) == ([80], set(names)))
+    port = {"spec": {"ports": [{"name": "http", "port": 8080, "protocol": "TCP"}]}}
+    await kube.patch(SERVICES, "fast", port, patch_type=PatchType.MERGE, namespace=ns)
+    await _until(lambda: _nlb_shape(emu) == ([8080], set(names)))
+    await delete_until_gone(kube, SERVICES, ["fast"], ns, within=120)
+    await _until(lambda: not any(emu.state()[k] for k in NLB_KINDS))
+
+
 async def test_the_daemon_initialises_routes_and_balances_on_the_emulator(
     control_plane: ControlPlane, kube: KubeApiClient, kube_namespace: str, tmp_path: Path
 ) -> None:
@@ -148,6 +192,7 @@ async def test_the_daemon_initialises_routes_and_balances_on_the_emulator(
 
             await delete_until_gone(kube, SERVICES, ["web"], ns, within=120)
             await _until(lambda: emu.state()["balancers"] == [])
+            await _nlb_service(emu, kube, ns, names)
             await delete_until_gone(kube, NODES, names, within=120)
             await _until(lambda: _routes(emu, table) == set())
         finally:

@@ -5,7 +5,8 @@ apiserver (issue 38): the emulator's NLB judged by the binary it imitates, in on
 Upstream (``pkg/controller/service/nlbv2``, ``pkg/provider/alibaba/nlb``) finds no NLB (by tag,
 then by name), creates one in the zones of the ``zone-maps`` annotation, a server group of the
 Ready Nodes on the node port and a TCP listener, waits for their jobs (``GetJobStatus``) and
-publishes the NLB's DNS name; it follows a Node leaving and a port change; deleting the Service
+publishes the NLB's DNS name; kccm's provider, given the same Service and Nodes, adopts it
+with no write; upstream follows a Node leaving and a port change; deleting the Service
 leaves nothing. Upstream is pointed at the emulator by ``NLB_ENDPOINT``
 (``pkg/provider/alibaba/base/clientMgr.go``) and ``ALICLOUD_CLIENT_SCHEME=HTTP``.
 
@@ -22,12 +23,15 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from alibabacloud_upstream_support import CLUSTER, VPC, VSWITCH, start_manager
+from alibabacloud_upstream_support import CLUSTER, GLOBAL, VPC, VSWITCH, start_manager
 
+from kccm.cloudprovider.servicewarnings import collect_service_warnings
 from kccm.emulators.alibabacloud import AlibabaEmulator
 from kccm.kube.client import KubeApiClient
 from kccm.kube.interface import Obj, PatchType
 from kccm.kube.resources import NODES, SERVICES
+from kccm.providers.alibabacloud.config import load_alibaba_config
+from kccm.providers.alibabacloud.provider import build_parts
 from kccm.testing.controllers import delete_until_gone, eventually
 from kccm.testing.controlplane import ControlPlane
 from kccm.testing.pytest_plugin import KubeCleanup
@@ -128,6 +132,15 @@ async def _poked(kube: KubeApiClient, ns: str, name: str, manager: UpstreamProce
     await eventually(rehashed, within=120)
 
 
+def _kccm_ensure(emu: AlibabaEmulator, svc: Obj, nodes: list[Obj]) -> str:
+    """kccm's provider, given the Service and Nodes upstream balanced (adoption)."""
+    text = "Global:\n" + "".join(f"  {k}: {v!r}\n" for k, v in GLOBAL.items())
+    parts = build_parts(load_alibaba_config(text), emu.endpoint_env())
+    with collect_service_warnings():
+        status = parts.balancers.ensure_load_balancer("kubernetes", svc, nodes)
+    return str(status.ingress[0].hostname)
+
+
 def _writes(emu: AlibabaEmulator, since: int = 0) -> Counter[str]:
     return Counter(r["action"] for r in emu.admin.mutating(since) if r["service"] == "nlb")
 
@@ -214,16 +227,25 @@ def _annotated_as_sent(emu: AlibabaEmulator, svc: Obj) -> None:
 
 
 async def _annotated_service_phase(
-    emu: AlibabaEmulator, kube: KubeApiClient, ns: str, manager: UpstreamProcess
+    emu: AlibabaEmulator,
+    kube: KubeApiClient,
+    ns: str,
+    manager: UpstreamProcess,
+    instances: list[str],
 ) -> None:
     """A TCP+UDP Service with the LB, listener and server group annotations: made as annotated,
-    left alone by a reconcile, then deleted with its two groups."""
+    left alone by a reconcile and by kccm's provider (adoption), then deleted with its two
+    groups."""
     await kube.create(SERVICES, _service("dns", ANNOTATED, DNS_PORTS), namespace=ns)
     svc = await eventually(lambda: _published(kube, ns, "dns", manager), within=120)
     _annotated_as_sent(emu, svc)
     since = emu.admin.last_seq()
     await _poked(kube, ns, "dns", manager)
     assert _writes(emu, since) == Counter()
+    svc = await kube.get(SERVICES, "dns", namespace=ns)
+    nodes = [await kube.get(NODES, i) for i in instances]
+    await asyncio.to_thread(_kccm_ensure, emu, svc, nodes)
+    assert _writes(emu, since) == Counter(), "kccm rewrote the annotated NLB upstream made"
     since = emu.admin.last_seq()
     await delete_until_gone(kube, SERVICES, ["dns"], ns, within=120)
     await eventually(
@@ -267,7 +289,11 @@ async def test_upstream_makes_changes_and_removes_an_nlb(
     since = emu.admin.last_seq()
     await _poked(kube, ns, "web", manager)
     assert _writes(emu, since) == Counter()
-    await _annotated_service_phase(emu, kube, ns, manager)
+    nodes = [await kube.get(NODES, i) for i in instances]
+    hostname = await asyncio.to_thread(_kccm_ensure, emu, svc, nodes)
+    assert hostname == svc["status"]["loadBalancer"]["ingress"][0]["hostname"]
+    assert _writes(emu, since) == Counter(), "kccm rewrote what upstream made"
+    await _annotated_service_phase(emu, kube, ns, manager, instances)
 
     since = emu.admin.last_seq()
     await delete_until_gone(kube, NODES, instances[1:], within=120)
