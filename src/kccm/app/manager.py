@@ -471,10 +471,10 @@ class Manager:
             self.explainer.leading = leading
 
     @staticmethod
-    def _provider_classes(cloud: GatedCloud) -> frozenset[str]:
+    def _provider_classes(cloud: GatedCloud | None) -> frozenset[str]:
         """The load-balancer classes the provider serves by itself (as the service
         controller merges them)."""
-        balancer = cloud.load_balancer()
+        balancer = cloud.load_balancer() if cloud is not None else None
         return served_load_balancer_classes(balancer.impl if balancer else None)
 
     def _explainer(self, kube: KubeApiClient, cloud: GatedCloud, gate: CallGate) -> Explainer:
