@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 
-from kccm.cloudprovider import BalancerView, LoadBalancerStatus, Node, Service
+from kccm.cloudprovider import BalancerView, EndpointsReader, LoadBalancerStatus, Node, Service
 from kccm.providers.alibabacloud.loadbalancer.annotations import PREFIX
 from kccm.providers.alibabacloud.loadbalancer.clb import ClassicLoadBalancers
 from kccm.providers.alibabacloud.loadbalancer.nlb import NLB_CLASS, NetworkLoadBalancers
@@ -42,6 +42,13 @@ class AlibabaLoadBalancers:
     def _nlb(self, service: Service) -> bool:
         gates = {k for k, on in self.clb.config.gates.items() if on}
         return wants_nlb(service, gates)
+
+    # the endpoints (kccm.cloudprovider.EndpointsUser): the CLB's; the NLB adds Nodes
+    def uses_endpoints(self, service: Service) -> bool:
+        return not self._nlb(service) and self.clb.uses_endpoints(service)
+
+    def set_endpoints_reader(self, reader: EndpointsReader) -> None:
+        self.clb.set_endpoints_reader(reader)
 
     def get_load_balancer_name(self, cluster_name: str, service: Service) -> str:
         return self.clb.get_load_balancer_name(cluster_name, service)
