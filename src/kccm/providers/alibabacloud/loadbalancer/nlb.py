@@ -131,8 +131,8 @@ class NetworkLoadBalancers:
         if (service.get("spec") or {}).get("externalTrafficPolicy") == "Local":
             warn_service(
                 "UnsupportedTrafficPolicy",
-                "alibabacloud: externalTrafficPolicy Local: kccm adds every node with weight "
-                "100 (upstream weighs nodes by their endpoints, which a provider is not given)",
+                "alibabacloud: externalTrafficPolicy Local: kccm's NLB adds every node with "
+                "weight 100 (upstream weighs nodes by their endpoints; kccm does so for CLB only)",
             )
         return build_nlb_spec(service, self.cluster_id, self.config.resource_group_id)
 
