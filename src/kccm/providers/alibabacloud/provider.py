@@ -37,6 +37,7 @@ from kccm.cloudprovider import (
     InstancesV2,
     Interface,
     LoadBalancer,
+    LoadBalancerClassServer,
     LoadBalancerDescriber,
     Routes,
     ServiceMarker,
@@ -187,6 +188,7 @@ def _implements(
     LoadBalancerDescriber,
     EndpointsUser,
     ServiceMarker,
+    LoadBalancerClassServer,
 ]:
     """Never called: mypy checks here that each capability implements its Protocol."""
-    return (cloud, instances, instances, instances, routes, lbs, lbs, lbs, lbs)
+    return (cloud, instances, instances, instances, routes, lbs, lbs, lbs, lbs, lbs)

@@ -340,6 +340,9 @@ def test_the_router_sends_nlb_services_to_the_nlb() -> None:
         status = router.ensure_load_balancer("k", annotated, NODES)
     assert status.ingress[0].hostname == the_balancer(nlb)["DNSName"]
     assert router.get_load_balancer("k", annotated)[1]
+    assert router.service_finalizer(annotated) == "service.k8s.alibaba/nlb"
+    labels = router.service_labels(annotated)
+    assert labels["service.k8s.alibaba/loadbalancer-id"] == the_balancer(nlb)["LoadBalancerId"]
     router.ensure_load_balancer_deleted("k", annotated)
     assert nlb.balancers == {}
 

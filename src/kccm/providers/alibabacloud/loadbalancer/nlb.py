@@ -100,6 +100,12 @@ class NetworkLoadBalancers:
 
     # ensure
     def ensure(self, service: Service, nodes: Sequence[Node]) -> LoadBalancerStatus:
+        return self.ensure_balancer(service, nodes)[0]
+
+    def ensure_balancer(
+        self, service: Service, nodes: Sequence[Node]
+    ) -> tuple[LoadBalancerStatus, str]:
+        """:meth:`ensure`, and the balancer's ID (for upstream's label on the Service)."""
         spec = self._spec(service)
         balancer = self.find(service)
         if balancer is not None and spec.preserve_on_delete:
@@ -117,7 +123,7 @@ class NetworkLoadBalancers:
         if not created or spec.security_group_ids or spec.cross_zone is not None:
             self._update(spec, balancer)
         self._members(service, spec, balancer, nodes)
-        return self.status(balancer)
+        return self.status(balancer), balancer.id
 
     def _spec(self, service: Service) -> NlbSpec:
         for line in refused(service):

@@ -10,7 +10,7 @@ so kccm serves such Services without ``--load-balancer-class``, as upstream does
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 from kccm.cloudprovider import BalancerView, EndpointsReader, LoadBalancerStatus, Node, Service
 from kccm.providers.alibabacloud.loadbalancer.annotations import PREFIX
@@ -43,6 +43,17 @@ class AlibabaLoadBalancers:
         gates = {k for k, on in self.clb.config.gates.items() if on}
         return wants_nlb(service, gates)
 
+    # upstream's finalizer and labels (kccm.cloudprovider.ServiceMarker): the CLB's marks,
+    # which name the NLB's finalizer for an NLB Service
+    def service_finalizer(self, service: Service) -> str:
+        return self.clb.service_finalizer(service)
+
+    def service_labels(self, service: Service) -> Mapping[str, str]:
+        return self.clb.service_labels(service)
+
+    def service_label_keys(self) -> Collection[str]:
+        return self.clb.service_label_keys()
+
     # the endpoints (kccm.cloudprovider.EndpointsUser): the CLB's; the NLB adds Nodes
     def uses_endpoints(self, service: Service) -> bool:
         return not self._nlb(service) and self.clb.uses_endpoints(service)
@@ -70,7 +81,9 @@ class AlibabaLoadBalancers:
         self, cluster_name: str, service: Service, nodes: Sequence[Node]
     ) -> LoadBalancerStatus:
         if self._nlb(service):
-            return self.nlb.ensure(service, nodes)
+            status, lb_id = self.nlb.ensure_balancer(service, nodes)
+            self.clb.marks.ensured(service, lb_id)
+            return status
         return self.clb.ensure_load_balancer(cluster_name, service, nodes)
 
     def update_load_balancer(
@@ -80,6 +93,7 @@ class AlibabaLoadBalancers:
 
     def ensure_load_balancer_deleted(self, cluster_name: str, service: Service) -> None:
         if self._nlb(service):
+            self.clb.marks.deleted(service)
             self.nlb.delete(service)
         else:
             self.clb.ensure_load_balancer_deleted(cluster_name, service)
