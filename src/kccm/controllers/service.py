@@ -210,7 +210,8 @@ class ServiceController(CloudController):
         writes = ServiceWrites(self.kube, ServiceMarks.of(balancer.impl))  # kccm: marks
         self._add_finalizer, self._remove_finalizer = writes.add_finalizer, writes.remove_finalizer
         self._patch_status, self._set_labels = writes.patch_status, writes.set_labels
-        self._needs_cleanup = partial(needs_cleanup, finalizer_of=writes.marks.finalizer)
+        self._finalizer_of = writes.marks.finalizer
+        self._needs_cleanup = partial(needs_cleanup, finalizer_of=self._finalizer_of)
         self.node_syncs = 0
         """Node-sync passes run (one per burst of node events)."""
         self.services.add_event_handler(
@@ -234,7 +235,7 @@ class ServiceController(CloudController):
         if (
             needs_update(old, new, ignored_annotations=LEGACY_ANNOTATIONS, classes=self.classes)
             or self._needs_cleanup(new)
-            or lost_finalizer(old, new, self.classes)
+            or lost_finalizer(old, new, self.classes, self._finalizer_of)
         ):
             self.service_queue.add(object_key(new))
 
@@ -242,7 +243,7 @@ class ServiceController(CloudController):
         return wants_load_balancer(service, self.classes)
 
     def _may_hold(self, service: Obj) -> bool:
-        return may_hold_released_balancer(service, self.classes)
+        return may_hold_released_balancer(service, self.classes, self._finalizer_of)
 
     def _on_node_add(self, node: Obj) -> None:
         self._apply(None, node)

@@ -99,15 +99,18 @@ def wants_load_balancer(
 
 
 def may_hold_released_balancer(
-    service: Mapping[str, Any], classes: LoadBalancerClasses = UPSTREAM_CLASSES
+    service: Mapping[str, Any],
+    classes: LoadBalancerClasses = UPSTREAM_CLASSES,
+    finalizer_of: Callable[[Mapping[str, Any]], str] | None = None,
 ) -> bool:
     """kccm: a ``type: LoadBalancer`` Service of a class this kccm does not serve that
     carries the cleanup finalizer. It may have been ours before a class switch (LoadBalancer
     -> ClusterIP -> LoadBalancer with another class) this process never saw: its sync looks
     for our balancer and deletes it (upstream ``syncLoadBalancerIfNeeded``'s
-    ``!wantsLoadBalancer`` branch). Checked when a Service is added (a start), not on resync."""
+    ``!wantsLoadBalancer`` branch). Checked when a Service is added (a start), not on resync.
+    ``finalizer_of``: the provider's finalizer for the Service (as :func:`has_lb_finalizer`)."""
     return (
-        has_lb_finalizer(service)
+        has_lb_finalizer(service, finalizer_of or generic_finalizer)
         and _spec(service).get("type") == LOAD_BALANCER
         and not classes.serves_class(service)
         and not _meta(service).get("deletionTimestamp")
@@ -118,6 +121,7 @@ def lost_finalizer(
     old: Mapping[str, Any],
     new: Mapping[str, Any],
     classes: LoadBalancerClasses = UPSTREAM_CLASSES,
+    finalizer_of: Callable[[Mapping[str, Any]], str] | None = None,
 ) -> bool:
     """kccm, only when it serves classes (``--load-balancer-class``): a Service we serve lost
     its cleanup finalizer (the previous owner of a class switch released its own balancer and
@@ -132,7 +136,12 @@ def lost_finalizer(
     meanwhile leaves its balancer (docs/behaviour.md, "Quirks: decisions")."""
     if not classes.names:
         return False
-    return has_lb_finalizer(old) and not has_lb_finalizer(new) and wants_load_balancer(new, classes)
+    mine = finalizer_of or generic_finalizer
+    return (
+        has_lb_finalizer(old, mine)
+        and not has_lb_finalizer(new, mine)
+        and wants_load_balancer(new, classes)
+    )
 
 
 def generic_finalizer(service: Mapping[str, Any]) -> str:

@@ -22,6 +22,7 @@ computed once per change of the Nodes, not once per Service.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from functools import partial
 from typing import Any
 
 from kccm.api.wellknown import (
@@ -32,6 +33,7 @@ from kccm.api.wellknown import (
 from kccm.cloudprovider.backends import BackendNodeSelector, as_backend_node_selector
 from kccm.cloudprovider.reasons import Reason, classify
 from kccm.controllers.nodeutil import node_name
+from kccm.controllers.service_marks import ServiceMarks
 from kccm.controllers.service_nodes import node_included, node_not_deleted, node_untainted
 from kccm.controllers.service_predicates import needs_cleanup, wants_load_balancer
 from kccm.controllers.service_selection import selection_exclusion
@@ -106,6 +108,8 @@ class ServiceSyncRecorder:
         self._nodes = nodes
         self._selector: BackendNodeSelector | None = as_backend_node_selector(balancer)
         self._wants = wants
+        finalizer_of = ServiceMarks.of(balancer).finalizer  # a provider's own, if it names one
+        self._needs_cleanup = partial(needs_cleanup, finalizer_of=finalizer_of)
         self._framework: tuple[dict[str, str], list[Node]] | None = None
         nodes.add_event_handler(
             EventHandler(
@@ -128,7 +132,7 @@ class ServiceSyncRecorder:
         ``retry_in`` seconds); a Service gone or no longer wanting a balancer is forgotten
         once its clean-up succeeded."""
         service = self._services.get(key)
-        serves = service is not None and self._wants(service) and not needs_cleanup(service)
+        serves = service is not None and self._wants(service) and not self._needs_cleanup(service)
         if error is None and not serves:
             self.states.forget(SERVICE, key, self.controller)
             return

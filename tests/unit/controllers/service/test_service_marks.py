@@ -13,7 +13,13 @@ from service_harness import NS, Harness, create_service, ensure_all, key, lb_spe
 from kccm.api.wellknown import FINALIZER_LB_CLEANUP
 from kccm.cloudprovider import Service, ServiceMarker
 from kccm.controllers.service import ServiceController
-from kccm.controllers.service_predicates import needs_cleanup
+from kccm.controllers.service_predicates import (
+    UPSTREAM_CLASSES,
+    LoadBalancerClasses,
+    lost_finalizer,
+    may_hold_released_balancer,
+    needs_cleanup,
+)
 from kccm.kube.interface import PatchType
 from kccm.kube.resources import SERVICES
 from kccm.providers.fake import FakeCloud
@@ -167,3 +173,64 @@ def test_needs_cleanup_knows_the_provider_s_finalizer(
     service = {"metadata": meta, "spec": lb_spec()}
     assert needs_cleanup(service, _mine) is expected
     assert needs_cleanup(service) is (expected and FINALIZER_LB_CLEANUP in finalizers)
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "expected"),
+    [
+        pytest.param([MINE], [], True, id="provider-finalizer-lost"),
+        pytest.param([FINALIZER_LB_CLEANUP], [], True, id="generic-finalizer-lost"),
+        pytest.param([MINE], [MINE], False, id="provider-finalizer-kept"),
+        pytest.param(["example.com/someone-else"], [], False, id="foreign-finalizer-lost"),
+    ],
+)
+def test_a_lost_provider_finalizer_is_put_back_when_classes_are_served(
+    old: list[str], new: list[str], expected: bool
+) -> None:
+    """With served classes, a Service of ours that lost the provider's finalizer is synced
+    (the generic finalizer's rule, for the finalizer the provider names)."""
+    classes = LoadBalancerClasses.of(["example.com/lb"])
+    spec = {**lb_spec(), "loadBalancerClass": "example.com/lb"}
+    before = {"metadata": {"name": "svc", "finalizers": old}, "spec": spec}
+    after = {"metadata": {"name": "svc", "finalizers": new}, "spec": spec}
+    assert lost_finalizer(before, after, classes, _mine) is expected
+
+
+@pytest.mark.parametrize(
+    ("finalizers", "expected"),
+    [
+        pytest.param([MINE], True, id="provider-finalizer"),
+        pytest.param([FINALIZER_LB_CLEANUP], True, id="generic-finalizer"),
+        pytest.param(["example.com/someone-else"], False, id="foreign-finalizer"),
+    ],
+)
+def test_a_service_of_another_class_holding_the_provider_s_finalizer_is_looked_at(
+    finalizers: list[str], expected: bool
+) -> None:
+    """A Service switched to a class kccm does not serve may still hold our balancer when it
+    carries the provider's finalizer (the class-switch rule, for that finalizer)."""
+    spec = {**lb_spec(), "loadBalancerClass": "example.com/not-ours"}
+    service = {"metadata": {"name": "svc", "finalizers": finalizers}, "spec": spec}
+    assert may_hold_released_balancer(service, UPSTREAM_CLASSES, _mine) is expected
+
+
+async def test_a_deleted_service_holding_only_the_provider_s_finalizer_is_forgotten(
+    harness: Harness,
+) -> None:
+    """Its clean-up sync ends with the Service still cached (deletionTimestamp, finalizer):
+    it no longer counts as served, so ``kccm explain`` drops it."""
+    h = harness
+    controller = await marking(h)
+    await ensure_all(h, controller, ["svc"])
+    controller.sync_states.outcome(key(), None, None)  # what the queue records after a sync
+    assert controller.sync_states.states.get("service", key()) != []
+    await h.kube.patch(
+        SERVICES,
+        "svc",
+        {"metadata": {"deletionTimestamp": "2026-01-01T00:00:00Z"}},
+        namespace=NS,
+        patch_type=MERGE,
+    )
+    await h.settle()
+    controller.sync_states.outcome(key(), None, None)
+    assert controller.sync_states.states.get("service", key()) == []
