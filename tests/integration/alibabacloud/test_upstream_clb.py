@@ -14,11 +14,10 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import Counter
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from alibabacloud_upstream_support import CLUSTER, GLOBAL, VPC, VSWITCH, start_manager
+from alibabacloud_upstream_support import CLUSTER, GLOBAL, VSWITCH, start_manager
 
 from kccm.cloudprovider.servicewarnings import collect_service_warnings
 from kccm.emulators.alibabacloud import AlibabaEmulator
@@ -29,35 +28,9 @@ from kccm.providers.alibabacloud.config import load_alibaba_config
 from kccm.providers.alibabacloud.provider import build_parts
 from kccm.testing.controllers import delete_until_gone, eventually
 from kccm.testing.controlplane import ControlPlane
-from kccm.testing.pytest_plugin import KubeCleanup
 from kccm.testing.upstream import UpstreamProcesses
 
 pytestmark = pytest.mark.integration
-
-
-async def _ready_node(kube: KubeApiClient, cleanup: KubeCleanup, instance: str) -> None:
-    cleanup.add(NODES, instance)
-    await kube.create(
-        NODES, {"metadata": {"name": instance}, "spec": {"providerID": f"cn-hangzhou.{instance}"}}
-    )
-    ready = {"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "test"}
-    await kube.patch(NODES, instance, {"status": {"conditions": [ready]}}, subresource="status")
-
-
-@pytest.fixture
-async def instances(
-    emu: AlibabaEmulator, kube: KubeApiClient, kube_cleanup: KubeCleanup
-) -> AsyncIterator[list[str]]:
-    made = [
-        emu.admin.add_instance(vpc=VPC, vswitch=VSWITCH, private_ip=f"10.0.3.{i}")["InstanceId"]
-        for i in (1, 2)
-    ]
-    for instance in made:
-        await _ready_node(kube, kube_cleanup, instance)
-    yield made
-    await kube_cleanup.run()
-    for instance in made:
-        emu.admin.delete_instance(instance)
 
 
 def _service(name: str) -> Obj:
