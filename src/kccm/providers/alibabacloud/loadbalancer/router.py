@@ -16,6 +16,7 @@ from kccm.cloudprovider import BalancerView, EndpointsReader, LoadBalancerStatus
 from kccm.providers.alibabacloud.loadbalancer.annotations import PREFIX
 from kccm.providers.alibabacloud.loadbalancer.clb import ClassicLoadBalancers
 from kccm.providers.alibabacloud.loadbalancer.nlb import NLB_CLASS, NetworkLoadBalancers
+from kccm.providers.alibabacloud.loadbalancer.nlbdescribe import describe_nlb
 
 __all__ = ["AlibabaLoadBalancers", "wants_nlb"]
 
@@ -74,7 +75,8 @@ class AlibabaLoadBalancers:
 
     def describe_load_balancer(self, cluster_name: str, service: Service) -> BalancerView | None:
         if self._nlb(service):
-            return None
+            found = self.nlb.find(service)
+            return None if found is None else describe_nlb(self.nlb.api, found)
         return self.clb.describe_load_balancer(cluster_name, service)
 
     def ensure_load_balancer(
