@@ -35,7 +35,7 @@ from kccm.emulators.alibabacloud.nlbwire import (
     strings,
     tags,
 )
-from kccm.emulators.alibabacloud.rpc import RpcError, page, required
+from kccm.emulators.alibabacloud.rpc import RpcError, required, token_listing
 from kccm.emulators.alibabacloud.world import World
 
 __all__ = ["nlb_balancer", "render_nlb"]
@@ -143,13 +143,7 @@ def list_load_balancers(world: World, params: Mapping[str, str]) -> dict[str, An
         for _, b in sorted(world.nlb.balancers.items())
         if b.region == where and _matches(b, params, wanted)
     ]
-    chunk, following = page(params, found, 20)
-    return {
-        "LoadBalancers": [render_nlb(_seen(world, b)) for b in chunk],
-        "TotalCount": len(found),
-        "MaxResults": len(chunk),
-        "NextToken": following,
-    }
+    return token_listing(params, found, "LoadBalancers", lambda b: render_nlb(_seen(world, b)))
 
 
 def _zones(world: World, where: str, params: Mapping[str, str]) -> list[ZoneMapping]:

@@ -35,7 +35,7 @@ from kccm.emulators.alibabacloud.nlbwire import (
     strings,
     tags,
 )
-from kccm.emulators.alibabacloud.rpc import RpcError, page, required
+from kccm.emulators.alibabacloud.rpc import RpcError, required, token_listing
 from kccm.emulators.alibabacloud.world import World
 
 __all__ = ["render_group", "render_server"]
@@ -333,15 +333,12 @@ def list_groups(world: World, params: Mapping[str, str]) -> dict[str, Any]:
         for _, g in sorted(world.nlb.groups.items())
         if g.region == where and _listed(g, params, wanted)
     ]
-    chunk, following = page(params, found, 20)
-    for group in chunk:
+
+    def shown(group: Any) -> dict[str, Any]:
         read_jobs(world, group.id)
-    return {
-        "ServerGroups": [render_group(world, g) for g in chunk],
-        "TotalCount": len(found),
-        "MaxResults": len(chunk),
-        "NextToken": following,
-    }
+        return render_group(world, group)
+
+    return token_listing(params, found, "ServerGroups", shown)
 
 
 def list_servers(world: World, params: Mapping[str, str]) -> dict[str, Any]:
@@ -354,13 +351,7 @@ def list_servers(world: World, params: Mapping[str, str]) -> dict[str, Any]:
         for s in rendered
         if (not ids or s["ServerId"] in ids) and (not ips or s["ServerIp"] in ips)
     ]
-    chunk, following = page(params, found, 20)
-    return {
-        "Servers": chunk,
-        "TotalCount": len(found),
-        "MaxResults": len(chunk),
-        "NextToken": following,
-    }
+    return token_listing(params, found, "Servers")
 
 
 register(

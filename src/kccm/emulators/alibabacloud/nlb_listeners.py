@@ -33,7 +33,7 @@ from kccm.emulators.alibabacloud.nlbwire import (
     strings,
     tags,
 )
-from kccm.emulators.alibabacloud.rpc import COMMON, RpcError, page, required
+from kccm.emulators.alibabacloud.rpc import COMMON, RpcError, required, token_listing
 from kccm.emulators.alibabacloud.world import World
 
 __all__ = ["render_nlb_listener"]
@@ -263,16 +263,13 @@ def list_listeners(world: World, params: Mapping[str, str]) -> dict[str, Any]:
         for _, i in sorted(world.nlb.listeners.items())
         if (not lbs or i.lb in lbs) and (not ids or i.id in ids) and protocol in ("", i.protocol)
     ]
-    chunk, following = page(params, found, 20)
-    for item in chunk:
-        read_jobs(world, item.id)
     where = region(world, params)
-    return {
-        "Listeners": [render_nlb_listener(i, where) for i in chunk],
-        "TotalCount": len(found),
-        "MaxResults": len(chunk),
-        "NextToken": following,
-    }
+
+    def shown(item: Any) -> dict[str, Any]:
+        read_jobs(world, item.id)
+        return render_nlb_listener(item, where)
+
+    return token_listing(params, found, "Listeners", shown)
 
 
 def get_listener_attribute(world: World, params: Mapping[str, str]) -> dict[str, Any]:

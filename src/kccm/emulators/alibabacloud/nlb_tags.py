@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kccm.emulators.alibabacloud.nlbwire import MAX_TAGS, flag, not_found, register, strings, tags
-from kccm.emulators.alibabacloud.rpc import RpcError, page, required
+from kccm.emulators.alibabacloud.rpc import RpcError, required, token_listing
 from kccm.emulators.alibabacloud.world import World
 
 __all__: list[str] = []
@@ -76,13 +76,7 @@ def list_tag_resources(world: World, params: Mapping[str, str]) -> dict[str, Any
         if all(r.tags.get(wk) == wv for wk, wv in wanted.items())
         for k, v in sorted(r.tags.items())
     ]
-    chunk, following = page(params, items, 50)
-    return {
-        "TagResources": chunk,
-        "TotalCount": len(items),
-        "MaxResults": len(chunk),
-        "NextToken": following,
-    }
+    return token_listing(params, items, "TagResources", default=50)
 
 
 register(

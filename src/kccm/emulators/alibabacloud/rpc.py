@@ -220,3 +220,21 @@ def page(params: Mapping[str, str], items: list[Any], default: int) -> tuple[lis
     start = int(token)
     chunk = items[start : start + size]
     return chunk, str(start + size) if start + size < len(items) else ""
+
+
+def token_listing(
+    params: Mapping[str, str],
+    items: list[Any],
+    key: str,
+    render: Callable[[Any], Any] = lambda item: item,
+    default: int = 20,
+) -> dict[str, Any]:
+    """A ``NextToken``-paged listing answer (the NLB API's): ``key`` holds the page's items as
+    ``render`` shows each, with ``TotalCount``, ``MaxResults`` and ``NextToken``."""
+    chunk, following = page(params, items, default)
+    return {
+        key: [render(item) for item in chunk],
+        "TotalCount": len(items),
+        "MaxResults": len(chunk),
+        "NextToken": following,
+    }
