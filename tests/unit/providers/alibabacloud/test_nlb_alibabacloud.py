@@ -356,12 +356,12 @@ def test_flatten_is_the_sdk_form() -> None:
     }
 
 
-def test_the_router_gives_the_clb_the_endpoints_and_the_nlb_none() -> None:
+def test_the_router_gives_the_clb_and_the_nlb_the_endpoints() -> None:
     nlb, lbs, _ = world()
     config = load_alibaba_config("global:\n  clusterID: c1\n")
     clb = ClassicLoadBalancers(nlb, config, "vpc-1")
     router = AlibabaLoadBalancers(clb, lbs)
     local = service(externalTrafficPolicy="Local")
-    assert not router.uses_endpoints(local)
+    assert router.uses_endpoints(local) == lbs.uses_endpoints(local)
     del local["spec"]["loadBalancerClass"]
     assert router.uses_endpoints(local) == clb.uses_endpoints(local)

@@ -22,25 +22,36 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
+from typing import Protocol
 
 from kccm.cloudprovider import ServiceEndpoint
 from kccm.providers.alibabacloud.loadbalancer.slbapi import Backend, Rpc
 from kccm.providers.alibabacloud.loadbalancer.spec import ListenerSpec
 
-__all__ = ["eni_ids", "eni_members", "local_members", "ready_ports"]
+__all__ = ["PortTarget", "eni_ids", "eni_members", "local_members", "ready_ports"]
 
 MAX_ENI_IPS = 100  # ecs.go MaxNetworkInterfaceNum
 PAGE = 100  # ecs.go MaxResult
 
 
-def _port(endpoint: ServiceEndpoint, listener: ListenerSpec) -> int:
+class PortTarget(Protocol):
+    """What finds an endpoint's port: the Service port's ``targetPort`` and name."""
+
+    @property
+    def target(self) -> str: ...
+
+    @property
+    def port_name(self) -> str: ...
+
+
+def _port(endpoint: ServiceEndpoint, listener: PortTarget) -> int:
     if listener.target.isdigit():
         return int(listener.target)
     return next((port for name, port in endpoint.ports if name == listener.port_name), 0)
 
 
 def ready_ports(
-    endpoints: Sequence[ServiceEndpoint], listener: ListenerSpec
+    endpoints: Sequence[ServiceEndpoint], listener: PortTarget
 ) -> Iterator[tuple[ServiceEndpoint, int]]:
     """The ready endpoints whose backend port is known, with it."""
     for endpoint in endpoints:

@@ -21,18 +21,21 @@ import uuid
 from collections.abc import Sequence
 
 from kccm.cloudprovider import (
+    EndpointsReader,
     InvalidServiceConfig,
     LoadBalancerIngress,
     LoadBalancerStatus,
     Node,
     Service,
+    ServiceEndpoint,
     default_load_balancer_name,
 )
 from kccm.cloudprovider.servicewarnings import warn_service
 from kccm.providers.alibabacloud.config import AlibabaConfig
 from kccm.providers.alibabacloud.errors import AlibabaError
 from kccm.providers.alibabacloud.loadbalancer.annotations import PREFIX, refused, value
-from kccm.providers.alibabacloud.loadbalancer.nlbapi import Nlb, NlbApi, ZoneMapping
+from kccm.providers.alibabacloud.loadbalancer.endpoint_members import eni_ids
+from kccm.providers.alibabacloud.loadbalancer.nlbapi import Nlb, NlbApi, Server, ZoneMapping
 from kccm.providers.alibabacloud.loadbalancer.nlbgroups import (
     NlbOwner,
     cleanup_groups,
@@ -40,8 +43,19 @@ from kccm.providers.alibabacloud.loadbalancer.nlbgroups import (
     sync_groups,
     sync_listeners,
 )
-from kccm.providers.alibabacloud.loadbalancer.nlbspec import NlbSpec, build_nlb_spec, group_servers
-from kccm.providers.alibabacloud.loadbalancer.spec import CLUSTER_TAG, NAME_TAG
+from kccm.providers.alibabacloud.loadbalancer.nlbmembers import (
+    eni_ips,
+    eni_servers,
+    local_servers,
+    members_mode,
+)
+from kccm.providers.alibabacloud.loadbalancer.nlbspec import (
+    GroupSpec,
+    NlbSpec,
+    build_nlb_spec,
+    group_servers,
+)
+from kccm.providers.alibabacloud.loadbalancer.spec import BACKEND_TYPE, CLUSTER_TAG, NAME_TAG
 
 __all__ = ["NLB_CLASS", "NetworkLoadBalancers"]
 
@@ -67,6 +81,33 @@ class NetworkLoadBalancers:
         self.cluster_id = cluster_id
         self._tokens: dict[str, str] = {}
         self._lock = threading.Lock()
+        self._endpoints: EndpointsReader | None = None
+
+    # the endpoints (kccm.cloudprovider.EndpointsUser; :mod:`.nlbmembers`)
+    def uses_endpoints(self, service: Service) -> bool:
+        """``Local`` and ENI Services: their servers follow their endpoints."""
+        return members_mode(service, self.config.service_backend_type) != "nodes"
+
+    def set_endpoints_reader(self, reader: EndpointsReader) -> None:
+        self._endpoints = reader
+
+    def _mode(self, service: Service) -> str:
+        """:func:`.members_mode`; ``Local`` without a reader falls back to every Node."""
+        mode = members_mode(service, self.config.service_backend_type)
+        if mode == "eni" and self._endpoints is None:
+            raise InvalidServiceConfig(
+                BACKEND_TYPE,
+                "alibabacloud: ENI backends (backend-type eni) need the Service's endpoints, "
+                "which only the service controller gives; use the default ECS backends",
+            )
+        if mode == "local" and self._endpoints is None:
+            warn_service(
+                "UnsupportedTrafficPolicy",
+                "alibabacloud: externalTrafficPolicy Local without the service controller's "
+                "endpoints: kccm's NLB adds every node with weight 100",
+            )
+            return "nodes"
+        return mode
 
     # the lookup
     def find(self, service: Service) -> Nlb | None:
@@ -134,13 +175,8 @@ class NetworkLoadBalancers:
                 "alibabacloud: spec.loadBalancerSourceRanges is not applied to an NLB by kccm "
                 f"yet; use {PREFIX}loadbalancer-security-group-ids",
             )
-        if (service.get("spec") or {}).get("externalTrafficPolicy") == "Local":
-            warn_service(
-                "UnsupportedTrafficPolicy",
-                "alibabacloud: externalTrafficPolicy Local: kccm's NLB adds every node with "
-                "weight 100 (upstream weighs nodes by their endpoints; kccm does so for CLB only)",
-            )
-        return build_nlb_spec(service, self.cluster_id, self.config.resource_group_id)
+        eni = members_mode(service, self.config.service_backend_type) == "eni"
+        return build_nlb_spec(service, self.cluster_id, self.config.resource_group_id, eni)
 
     def _create(self, spec: NlbSpec) -> Nlb:
         params = spec.create_params(self.vpc_id, self.config.resource_group_id)
@@ -219,7 +255,9 @@ class NetworkLoadBalancers:
     def _members(self, service: Service, spec: NlbSpec, lb: Nlb, nodes: Sequence[Node]) -> None:
         owner = _owner(service, self.cluster_id)
         remote = self.api.server_groups(spec.group_tags)
-        wants = [(w.group, group_servers(service, w.group, nodes)) for w in spec.listeners]
+        wants = list(
+            zip((w.group for w in spec.listeners), self._servers(service, spec, nodes), strict=True)
+        )
         ids = sync_groups(self.api, remote, wants, lb.vpc_id or self.vpc_id, spec.group_tags, owner)
         if not spec.reuse_id or spec.force_override:
             listeners = self.api.listeners(lb.id)
@@ -229,6 +267,35 @@ class NetworkLoadBalancers:
         else:
             log.info("alibabacloud: %s: listener override is false, skip listeners", lb.id)
         cleanup_groups(self.api, remote, ids.values(), owner)
+
+    def _servers(
+        self, service: Service, spec: NlbSpec, nodes: Sequence[Node]
+    ) -> list[list[Server]]:
+        """Each listener's group's servers: every Node, or from the endpoints."""
+        groups = [w.group for w in spec.listeners]
+        mode = self._mode(service)
+        if mode == "nodes" or self._endpoints is None:
+            return [group_servers(service, g, nodes) for g in groups]
+        endpoints = self._endpoints(service)
+        if mode == "local":
+            return [local_servers(service, g, endpoints, nodes) for g in groups]
+        eni_of = self._eni_of(groups, endpoints)
+        return [eni_servers(g, endpoints, eni_of) for g in groups]
+
+    def _eni_of(
+        self, groups: Sequence[GroupSpec], endpoints: Sequence[ServiceEndpoint]
+    ) -> dict[str, str]:
+        """``updateServerGroupENIBackendID``: one lookup; IPs without an ENI in a Warning."""
+        ips = eni_ips(groups, endpoints)
+        if not ips:
+            return {}
+        found = eni_ids(self.api.rpc, self.vpc_id, ips)
+        missing = [ip for ip in ips if ip not in found]
+        if missing:
+            warn_service(
+                "SkipSyncBackends", f"Not sync pods [{','.join(missing)}] whose eni is invalid"
+            )
+        return found
 
     # delete
     def delete(self, service: Service) -> None:

@@ -30,7 +30,7 @@ from kccm.providers.alibabacloud.loadbalancer.backends import (
 from kccm.providers.alibabacloud.loadbalancer.nlbapi import Server, ZoneMapping
 from kccm.providers.alibabacloud.loadbalancer.spec import CLUSTER_TAG, NAME_TAG, go_int, pairs
 
-__all__ = ["GroupSpec", "ListenerWant", "NlbSpec", "build_nlb_spec", "group_servers"]
+__all__ = ["GroupSpec", "ListenerWant", "NlbSpec", "build_nlb_spec", "group_servers", "internal_ip"]
 
 _PROTOCOLS = ("TCP", "UDP", "TCPSSL")
 _INTERNAL_IP = "InternalIP"
@@ -64,6 +64,9 @@ class GroupSpec:
     health: dict[str, Any] | None = None
     ignore_weight: bool = False
     weight: int = DEFAULT_WEIGHT
+    target: str = ""
+    """The port's ``targetPort`` as text (the port when unset): an endpoint's port."""
+    port_name: str = ""
 
 
 @dataclass
@@ -263,15 +266,16 @@ def _listener_attributes(service: Service, protocol: str) -> dict[str, Any]:
 
 
 def _listener(
-    service: Service, port: Mapping[str, Any], spec: NlbSpec, group_base: GroupSpec
+    service: Service, port: Mapping[str, Any], spec: NlbSpec, group_base: GroupSpec, eni: bool
 ) -> ListenerWant:
     meta = service.get("metadata") or {}
     name, namespace = str(meta.get("name") or ""), str(meta.get("namespace") or "")
     protocol = _protocol(service, port)
     number, node_port = int(port.get("port") or 0), int(port.get("nodePort") or 0)
     tail = f"{name}.{namespace}.{spec.cluster_id}"
+    target = str(port.get("targetPort") or number)
     group = GroupSpec(
-        name=f"k8s.{node_port}.{protocol}.{tail}",
+        name=f"k8s.{target if eni else node_port}.{protocol}.{tail}",  # getServerGroupNamedKey
         protocol=protocol,
         node_port=node_port,
         type=group_base.type,
@@ -279,6 +283,8 @@ def _listener(
         health=group_base.health,
         ignore_weight=group_base.ignore_weight,
         weight=group_base.weight,
+        target=target,
+        port_name=str(port.get("name") or ""),
     )
     return ListenerWant(
         port=number,
@@ -316,8 +322,11 @@ def _balancer(service: Service, cluster_id: str) -> NlbSpec:
     return spec
 
 
-def build_nlb_spec(service: Service, cluster_id: str, config_resource_group: str = "") -> NlbSpec:
-    """The Service's :class:`NlbSpec` (``localModel.Build``); a value upstream refuses is an
+def build_nlb_spec(
+    service: Service, cluster_id: str, config_resource_group: str = "", eni: bool = False
+) -> NlbSpec:
+    """The Service's :class:`NlbSpec` (``localModel.Build``; ``eni``: ENI backends, whose
+    groups are named by target port); a value upstream refuses is an
     :class:`InvalidServiceConfig` naming the annotation."""
     spec = _balancer(service, cluster_id)
     default = weight_annotation(service, "loadbalancer-default-weight")
@@ -332,7 +341,7 @@ def build_nlb_spec(service: Service, cluster_id: str, config_resource_group: str
         weight=DEFAULT_WEIGHT if default is None else default,
     )
     ports = (service.get("spec") or {}).get("ports") or []
-    spec.listeners = [_listener(service, port, spec, base) for port in ports]
+    spec.listeners = [_listener(service, port, spec, base, eni) for port in ports]
     seen: set[tuple[int, str]] = set()
     for listener in spec.listeners:
         key = (listener.port, "UDP" if listener.protocol == "UDP" else "TCP")
@@ -345,7 +354,8 @@ def build_nlb_spec(service: Service, cluster_id: str, config_resource_group: str
     return spec
 
 
-def _internal_ip(node: Node) -> str:
+def internal_ip(node: Node) -> str:
+    """The Node's InternalIP (``GetNodeInternalIP``): an ``Ip`` group's server."""
     for address in (node.get("status") or {}).get("addresses") or ():
         if address.get("type") == _INTERNAL_IP:
             return str(address.get("address") or "")
@@ -362,7 +372,7 @@ def group_servers(service: Service, group: GroupSpec, nodes: Sequence[Node]) -> 
     servers: dict[tuple[str, str], Server] = {}
     for node in eligible_nodes(service, nodes):
         if group.type == "Ip":
-            ip = _internal_ip(node)
+            ip = internal_ip(node)
             server = Server(ip, "Ip", group.node_port, group.weight, group.name, ip)
         else:
             instance = parse_provider_id(str(node["spec"]["providerID"]))[1]

@@ -55,12 +55,15 @@ class AlibabaLoadBalancers:
     def service_label_keys(self) -> Collection[str]:
         return self.clb.service_label_keys()
 
-    # the endpoints (kccm.cloudprovider.EndpointsUser): the CLB's; the NLB adds Nodes
+    # the endpoints (kccm.cloudprovider.EndpointsUser): the CLB's or the NLB's
     def uses_endpoints(self, service: Service) -> bool:
-        return not self._nlb(service) and self.clb.uses_endpoints(service)
+        if self._nlb(service):
+            return self.nlb.uses_endpoints(service)
+        return self.clb.uses_endpoints(service)
 
     def set_endpoints_reader(self, reader: EndpointsReader) -> None:
         self.clb.set_endpoints_reader(reader)
+        self.nlb.set_endpoints_reader(reader)
 
     def get_load_balancer_name(self, cluster_name: str, service: Service) -> str:
         return self.clb.get_load_balancer_name(cluster_name, service)
