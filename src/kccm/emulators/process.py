@@ -4,8 +4,12 @@ Every emulator runs as a child process that binds its own port (port 0: the kern
 held from the bind on, so no other process can take it first) and announces that it listens
 with one JSON object on its first stdout line: its URL and what a client needs besides.
 :func:`spawn` starts it and waits for that line (:func:`read_ready`, in a thread, so a child
-that hangs before writing it cannot hang the test: after ``timeout`` seconds, or when the
-child ends without writing it, the child is killed and the caller's error raised).
+that hangs before writing it cannot hang the test: once it has spent ``timeout`` seconds of its
+own CPU time, or ten times that in all, or when it ends without writing it, the child is
+killed and the caller's error raised). The budget is the child's CPU time, not the clock's,
+because a start is CPU work (imports, a first compile of its modules) that a loaded machine
+stretches: with two cores shared by a test run's workers, a moto start costing 3-6 CPU-s took
+over 30 s of the clock, and a clock budget failed every test of that module.
 :class:`EmulatorProcess` holds the child; its :meth:`~EmulatorProcess.stop` ends it
 (:func:`stop_process`: SIGTERM, SIGKILL after a grace period), and so does the test process's
 exit for any emulator a test left running. A Python emulator is also told the parent's pid
@@ -22,6 +26,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +37,7 @@ __all__ = [
     "EmulatorProcess",
     "ServingTls",
     "child_env",
+    "cpu_seconds",
     "python_module",
     "read_ready",
     "spawn",
@@ -58,11 +64,34 @@ class ServingTls:
         return paths[0], paths[1], paths[2]
 
 
+HANG_FACTOR = 10.0
+"""A child that writes nothing while using little CPU is given up after this many times its
+CPU budget, in the clock's seconds (it waits on something that does not come)."""
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """The CPU time (user + system) process ``pid`` has used, from ``/proc`` (``None`` where
+    there is none, or once the process is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def read_ready(
-    process: subprocess.Popen[str], *, timeout: float, name: str, error: type[Exception]
+    process: subprocess.Popen[str],
+    *,
+    timeout: float,
+    name: str,
+    error: type[Exception],
+    hang_after: float | None = None,
 ) -> dict[str, Any]:
-    """The JSON object of ``process``'s first stdout line; ``error`` (saying whether ``name``
-    did not start within ``timeout`` s or exited first, with its status) when there is none."""
+    """The JSON object of ``process``'s first stdout line; ``error`` when there is none, saying
+    whether ``name`` exited first (with its status) or did not start: it used ``timeout``
+    seconds of CPU time, or ``hang_after`` seconds passed (default :data:`HANG_FACTOR` times
+    ``timeout``; without ``/proc`` the clock's seconds count as its CPU time)."""
     result: dict[str, str] = {}
 
     def read() -> None:
@@ -71,17 +100,28 @@ def read_ready(
 
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
-    reader.join(timeout)
+    began, limit = time.monotonic(), timeout * HANG_FACTOR if hang_after is None else hang_after
+    while reader.is_alive():
+        reader.join(0.25)
+        took = time.monotonic() - began
+        used = cpu_seconds(process.pid)
+        if reader.is_alive() and (took >= limit or (took if used is None else used) >= timeout):
+            break
     line = result.get("line") or ""
     if not line:
         timed_out = reader.is_alive()  # before the kill, which ends the read too
+        used = cpu_seconds(process.pid)
         process.kill()
         code = process.wait()
         reader.join(5)  # the pipe's end reached: the read is over before its file is closed
         if process.stdout is not None:
             process.stdout.close()  # or the caller's next test warns of an unclosed file
         if timed_out:
-            raise error(f"{name} did not start within {timeout:g}s")
+            spent = "" if used is None else f" ({used:.1f} s of CPU time)"
+            raise error(
+                f"{name} did not start: no word after {time.monotonic() - began:.0f} s{spent}; "
+                f"it may use {timeout:g} s of CPU time, or wait {limit:g} s"
+            )
         raise error(f"{name} exited ({code}) before it listened")
     return dict(json.loads(line))
 

@@ -45,13 +45,36 @@ def test_a_child_that_exits_first_is_killed_and_named_with_its_status() -> None:
     assert child.stdout.closed  # no unclosed pipe left for the GC to warn of in a later test
 
 
-def test_a_child_that_never_writes_is_killed_after_the_timeout() -> None:
+def test_a_child_that_never_writes_is_killed_after_the_wait() -> None:
     child = _child("import time; time.sleep(600)")
-    with pytest.raises(Unready, match=r"^the child did not start within 0.2s$"):
-        read_ready(child, timeout=0.2, name="the child", error=Unready)
+    with pytest.raises(Unready, match=r"^the child did not start: no word after .* wait 1 s$"):
+        read_ready(child, timeout=30, name="the child", error=Unready, hang_after=1)
     assert child.returncode is not None  # killed and reaped
     assert child.stdout is not None
     assert child.stdout.closed
+
+
+def test_a_child_that_spins_without_writing_is_killed_on_its_cpu_budget() -> None:
+    """The budget is the child's CPU time: the clock's limit here is far away."""
+    child = _child("while True: pass")
+    with pytest.raises(Unready, match=r"s of CPU time\); it may use 0.5 s of CPU time"):
+        read_ready(child, timeout=0.5, name="the child", error=Unready, hang_after=600)
+    assert child.returncode is not None
+
+
+def test_a_child_slow_by_the_clock_but_idle_is_waited_for() -> None:
+    """What a loaded machine does to a start: more of the clock's time than the CPU budget,
+    little CPU used; the child is waited for and its ready line read."""
+    code = 'import time; time.sleep(1.5); print(\'{"url": "u"}\', flush=True); time.sleep(600)'
+    child = _child(code)
+    try:
+        ready = read_ready(child, timeout=0.5, name="the child", error=Unready, hang_after=600)
+        assert ready == {"url": "u"}
+    finally:
+        child.kill()
+        child.wait()
+        assert child.stdout is not None
+        child.stdout.close()
 
 
 def test_stop_terminates_then_kills_a_child_that_ignores_the_signal() -> None:
