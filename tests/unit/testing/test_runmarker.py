@@ -77,15 +77,24 @@ def test_main_finds_a_live_process_of_the_run_and_not_itself(
     assert main([run], grace=0) == 0
     env = {**os.environ, RUN_VARIABLE: run}
     child = subprocess.Popen(
-        [sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE, env=env
+        [sys.executable, "-c", "import sys; print('up', flush=True); sys.stdin.read()"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env=env,
     )
     try:
+        # Popen may return while the child's execve is still laying out its new environment
+        # (Python 3.13 spawns with posix_spawn): its /proc environ is read once it has run
+        assert child.stdout is not None
+        assert child.stdout.readline() == b"up\n"
         assert main([run], grace=0) == 1
         assert capsys.readouterr().err.startswith(f"{child.pid} {sys.executable} -c")
     finally:
         assert child.stdin is not None
+        assert child.stdout is not None
         child.stdin.close()
         child.wait()
+        child.stdout.close()
     assert main([run], grace=0) == 0
 
 

@@ -134,7 +134,9 @@ class _ClientSide(asyncio.Protocol):
         transport.set_write_buffer_limits(high=_HIGH_WATER)
         peer = transport.get_extra_info("peername")
         client_ip = str(peer[0]) if peer else ""
-        if not self.listener.filter.allows(client_ip):
+        if self.listener.closing or not self.listener.filter.allows(client_ip):
+            # closing: a connection accepted just before the listener closed is only made now;
+            # proxied, it would outlive the listener and never be closed
             _reset(transport)
             return
         candidates = self.listener.candidates(client_ip)
@@ -239,6 +241,7 @@ class TcpListener(Listener):
         self.server: asyncio.Server | None = None
         self.connections: set[_ClientSide] = set()
         self._tasks: set[asyncio.Task[None]] = set()
+        self.closing = False
 
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
@@ -256,6 +259,7 @@ class TcpListener(Listener):
         task.add_done_callback(self._tasks.discard)
 
     async def close(self) -> None:
+        self.closing = True
         if self.server is not None:
             self.server.close()
         for conn in list(self.connections):
