@@ -47,6 +47,7 @@ from kccm.providers.alibabacloud.loadbalancer.annotations import PREFIX, refused
 from kccm.providers.alibabacloud.loadbalancer.backends import group_wants, vgroup_ports
 from kccm.providers.alibabacloud.loadbalancer.describe import describe
 from kccm.providers.alibabacloud.loadbalancer.endpoint_members import eni_ids
+from kccm.providers.alibabacloud.loadbalancer.lookup import find_balancer
 from kccm.providers.alibabacloud.loadbalancer.marks import AlibabaServiceMarks, needs_nlb
 from kccm.providers.alibabacloud.loadbalancer.members import (
     GroupWant,
@@ -149,26 +150,13 @@ class ClassicLoadBalancers:
     # the lookup
     def _find(self, service: Service) -> Balancer | None:
         """``FindLoadBalancer``: by ID, else by the name tag, else by the default name."""
-        reuse = value(service, "loadbalancer-id") or ""
-        if reuse:
-            try:
-                found = self.api.describe(reuse)
-            except AlibabaError as err:
-                if err.code.startswith("InvalidLoadBalancerId"):
-                    return None
-                raise
-            if found.id != reuse:
-                raise AlibabaError(f"find loadbalancer by id {reuse}: the API gave {found.id!r}")
-            return found
-        name = default_load_balancer_name(service)
-        for how, by_tag in (("tag", True), ("name", False)):
-            found_all = self.api.find(tag=(NAME_TAG, name)) if by_tag else self.api.find(name=name)
-            if len(found_all) > 1:
-                ids = ",".join(b.id for b in found_all)
-                raise AlibabaError(f"find multiple loadbalances by {how}, lbIds[{ids}]")
-            if found_all:
-                return found_all[0]
-        return None
+        return find_balancer(
+            service,
+            self.api.describe,
+            lambda err: err.code.startswith("InvalidLoadBalancerId"),
+            self.api.find,
+            "loadbalances",  # sic: upstream's message
+        )
 
     def get_load_balancer_name(self, cluster_name: str, service: Service) -> str:
         return default_load_balancer_name(service)

@@ -35,6 +35,7 @@ from kccm.providers.alibabacloud.config import AlibabaConfig
 from kccm.providers.alibabacloud.errors import AlibabaError
 from kccm.providers.alibabacloud.loadbalancer.annotations import PREFIX, refused, value
 from kccm.providers.alibabacloud.loadbalancer.endpoint_members import eni_ids
+from kccm.providers.alibabacloud.loadbalancer.lookup import find_balancer
 from kccm.providers.alibabacloud.loadbalancer.nlbapi import Nlb, NlbApi, Server, ZoneMapping
 from kccm.providers.alibabacloud.loadbalancer.nlbgroups import (
     NlbOwner,
@@ -112,27 +113,16 @@ class NetworkLoadBalancers:
     # the lookup
     def find(self, service: Service) -> Nlb | None:
         """``FindNLB``: by ID, else by the name tag, else by the default name."""
-        reuse = value(service, "loadbalancer-id") or ""
-        if reuse:
-            try:
-                found = self.api.get(reuse)
-            except AlibabaError as err:
-                if "NotExist" in err.code or "NotFound" in err.code:
-                    return None
-                raise
-            if found.id != reuse:
-                raise AlibabaError(f"find loadbalancer by id {reuse}: the API gave {found.id!r}")
+        found = find_balancer(
+            service,
+            self.api.get,
+            lambda err: "NotExist" in err.code or "NotFound" in err.code,
+            self.api.find,
+            "nlbs",
+        )
+        if found is None or found.status == "Active" or value(service, "loadbalancer-id"):
             return found
-        name = default_load_balancer_name(service)
-        for how, by_tag in (("tag", True), ("name", False)):
-            found_all = self.api.find(tag=(NAME_TAG, name)) if by_tag else self.api.find(name=name)
-            if len(found_all) > 1:
-                ids = ",".join(b.id for b in found_all)
-                raise AlibabaError(f"find multiple nlbs by {how}, lbIds[{ids}]")
-            if found_all:
-                first = found_all[0]
-                return first if first.status == "Active" else self.api.get(first.id)
-        return None
+        return self.api.get(found.id)  # FindNLB: a listed balancer not yet Active is read again
 
     @staticmethod
     def status(balancer: Nlb) -> LoadBalancerStatus:
